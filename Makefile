@@ -1,0 +1,185 @@
+# memtide: one Makefile for the whole tree.
+#
+# Layout of what it builds (all out of tree, under $(BUILD)):
+#   $(BUILD)/obj/...          objects, mirroring the source tree
+#   $(BUILD)/lib/libX.a       one static library per component (vmm, proto, agent, mtd, sim)
+#   $(BUILD)/bin/             programs: memtided, memtidectl, memtide-agent, memtide-sim,
+#                             memtide-trace, vmm-bench, ...
+#   $(BUILD)/tests/           test programs (unit tests, fuzz targets)
+#
+# Each component is a folder; every .c in it goes into the component's library, except the
+# files named in its *_MAIN variable, which hold main() for a program.  Adding a source file
+# needs no edit here.  Unit tests are tests/unit/test_*.c, one program each, linked against
+# every library (the linker takes only what a test uses).
+#
+# Targets: all (default), check, bench, lint, sanitize, demo, install, clean.
+
+BUILD    ?= build
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+CC       ?= gcc
+SAN      ?=
+
+PKGS     := json-c liburcu liburcu-cds libvirt libvirt-qemu inih libmicrohttpd libzstd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
+CFLAGS   ?= -O2 -g
+ifeq ($(SAN),1)
+CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+endif
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -MMD -MP \
+	-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(PKG_CFLAGS)
+
+# ---- components --------------------------------------------------------------------------
+# libvmm: pure, no I/O; links with nothing but libc and libm.
+VMM_SRC    := $(wildcard vmm/*.c)
+# proto: shared codec (json-c).
+PROTO_SRC  := $(wildcard proto/*.c)
+# guest agent: everything but main.c is a library, so tests can drive it.
+AGENT_MAIN := guest-agent/main.c
+AGENT_SRC  := $(filter-out $(AGENT_MAIN),$(wildcard guest-agent/*.c))
+# host: memtided.c and memtidectl.c hold main(); the rest is libmtd.
+MTD_MAIN   := host/memtided.c host/memtidectl.c
+MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c))
+# policy lab: memtide-sim and memtide-trace.
+SIM_MAIN   := sim/memtide-sim.c sim/memtide-trace.c
+SIM_SRC    := $(filter-out $(SIM_MAIN),$(wildcard sim/*.c))
+# benchmarks: each bench/*.c with main() is a program of its own.
+BENCH_SRC  := $(wildcard bench/*.c)
+# unit tests
+TEST_SRC   := $(wildcard tests/unit/test_*.c)
+# workload programs that run inside the e2e guest (static)
+WORKLOAD_SRC := $(wildcard tests/e2e/workloads/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+LIBVMM   := $(BUILD)/lib/libvmm.a
+LIBPROTO := $(BUILD)/lib/libproto.a
+LIBAGENT := $(BUILD)/lib/libagent.a
+LIBMTD   := $(BUILD)/lib/libmtd.a
+LIBSIM   := $(BUILD)/lib/libsim.a
+ALL_LIBS := $(LIBMTD) $(LIBSIM) $(LIBAGENT) $(LIBPROTO) $(LIBVMM)
+
+BIN      := $(BUILD)/bin
+PROGRAMS := $(if $(wildcard host/memtided.c),$(BIN)/memtided) \
+            $(if $(wildcard host/memtidectl.c),$(BIN)/memtidectl) \
+            $(if $(wildcard $(AGENT_MAIN)),$(BIN)/memtide-agent) \
+            $(if $(wildcard sim/memtide-sim.c),$(BIN)/memtide-sim) \
+            $(if $(wildcard sim/memtide-trace.c),$(BIN)/memtide-trace) \
+            $(patsubst bench/%.c,$(BIN)/%,$(BENCH_SRC)) \
+            $(patsubst tests/e2e/workloads/%.c,$(BUILD)/guest/bin/%,$(WORKLOAD_SRC))
+TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
+
+.PHONY: all check check-unit bench lint sanitize demo install clean deps fuzz
+all: $(PROGRAMS) $(TESTS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+define archive
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+endef
+
+$(LIBVMM):   $(call obj,$(VMM_SRC));   $(archive)
+$(LIBPROTO): $(call obj,$(PROTO_SRC)); $(archive)
+$(LIBAGENT): $(call obj,$(AGENT_SRC)); $(archive)
+$(LIBMTD):   $(call obj,$(MTD_SRC));   $(archive)
+$(LIBSIM):   $(call obj,$(SIM_SRC));   $(archive)
+
+LINK_ALL = $(ALL_LIBS) $(PKG_LIBS) -lm -lpthread
+
+$(BIN)/memtided: $(call obj,host/memtided.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
+$(BIN)/memtidectl: $(call obj,host/memtidectl.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
+$(BIN)/memtide-sim: $(call obj,sim/memtide-sim.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
+$(BIN)/memtide-trace: $(call obj,sim/memtide-trace.c) $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
+$(BIN)/%: $(BUILD)/obj/bench/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
+
+# The guest agent runs in any Linux guest with no other files: link it statically (json-c
+# ships libjson-c.a).  Under SAN=1 it is linked dynamically, as ASan cannot be static.
+AGENT_STATIC := $(if $(filter 1,$(SAN)),,-static)
+$(BIN)/memtide-agent: $(call obj,$(AGENT_MAIN)) $(LIBAGENT) $(LIBPROTO)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $(AGENT_STATIC) -o $@ $^ $(shell pkg-config --libs --static json-c) -lm
+
+# Guest workloads: small static programs copied into the e2e guest's initramfs.
+$(BUILD)/guest/bin/%: tests/e2e/workloads/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -O2 -static -D_GNU_SOURCE -o $@ $<
+
+$(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL) $(CMOCKA_LIBS)
+
+# ---- fuzz targets (clang + libFuzzer) ----------------------------------------------------
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+FUZZ_CC  ?= clang-14
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(wildcard proto/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iproto \
+		$(shell pkg-config --cflags json-c) -o $@ $< $(PROTO_SRC) $(shell pkg-config --libs json-c)
+fuzz: $(FUZZ_BIN)
+
+# ---- test, bench, lint --------------------------------------------------------------------
+deps:
+	@scripts/deps.sh
+
+# `make check` runs every test (unit, integration, fuzz, end to end) and ends with one line
+# "N passed, N failed".  TESTS_ONLY=unit (or integration, fuzz, e2e) narrows it.
+check: deps
+	@$(MAKE) --no-print-directory all fuzz
+	@BUILD=$(BUILD) tests/run.sh $(TESTS_ONLY)
+
+check-unit: all
+	@BUILD=$(BUILD) tests/run.sh unit
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) scripts/bench.sh
+
+sanitize:
+	@$(MAKE) --no-print-directory BUILD=build/san SAN=1 all
+	@BUILD=build/san tests/run.sh unit integration
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) DEMO_JSON=$(DEMO_JSON) scripts/demo.sh
+
+LINT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+lint:
+	clang-format --dry-run --Werror $(LINT_FILES)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -D_GNU_SOURCE \
+		-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(filter %.c,$(LINT_FILES))
+	clang-tidy --quiet $(filter %.c,$(LINT_FILES)) -- -std=gnu11 -D_GNU_SOURCE \
+		-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(PKG_CFLAGS) \
+		$(shell pkg-config --cflags cmocka)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
+	for p in memtidectl memtide-sim memtide-trace memtide-agent; do \
+		[ -f $(BIN)/$$p ] && install -m 0755 $(BIN)/$$p $(DESTDIR)$(PREFIX)/bin/ || true; done
+	[ -f $(BIN)/memtided ] && install -m 0755 $(BIN)/memtided $(DESTDIR)$(PREFIX)/sbin/ || true
+	@if [ -f contrib/install.sh ]; then DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) sh contrib/install.sh; fi
+
+clean:
+	rm -rf $(BUILD) build/san
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

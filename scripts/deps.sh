@@ -1,0 +1,36 @@
+#!/bin/sh
+# deps.sh: install the Debian 12 packages memtide's build, tests, benchmarks and demo need.
+#
+# Idempotent: it asks dpkg which packages are missing and installs only those, so a second
+# run costs a fraction of a second.  Needs root to install; without root it names what is
+# missing and how to get it, and fails.  `make check`, `make bench` and `make demo` call it.
+set -eu
+
+PKGS="build-essential pkg-config make git
+libjson-c-dev liburcu-dev libinih-dev libmicrohttpd-dev libvirt-dev libcmocka-dev libzstd-dev zstd
+clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format clang-tidy cppcheck
+qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
+busybox-static socat kmod cpio xz-utils
+gnuplot-nox python3 procps iproute2 util-linux"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: missing Debian packages:$missing" >&2
+	echo "deps.sh: run as root, or: sudo apt-get install$missing" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+# An old or empty package list finds nothing: refresh it once before installing.
+apt-get update -qq >&2
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >&2

@@ -1,0 +1,97 @@
+#!/bin/bash
+# run.sh: memtide's test runner, behind `make check`.
+#
+# Runs the test suites named on the command line (default: all of them, in this order):
+#   unit         every $BUILD/tests/unit/test_* program (cmocka, TAP output)
+#   integration  every tests/integration/*.sh script
+#   fuzz         every $BUILD/fuzz/fuzz_* target, FUZZ_SECONDS (default 60) each
+#   e2e          every tests/e2e/scenarios/*.sh script (real QEMU guests)
+# Each program or script prints TAP lines ("ok N - name", "not ok N - name", "ok N # SKIP why");
+# every such line counts as one test.  A program that prints none counts as one test, passed
+# if it exits 0.  A program that exits non-zero without a "not ok" line counts one failure more
+# (a crash must never pass).  Logs go to $BUILD/test-logs/; a failure prints its log's tail.
+# The last line is the summary "N passed, N failed, N skipped".
+set -u
+BUILD=${BUILD:-build}
+LOGS=$BUILD/test-logs
+mkdir -p "$LOGS"
+suites=("$@")
+[ ${#suites[@]} -eq 0 ] && suites=(unit integration fuzz e2e)
+export CMOCKA_MESSAGE_OUTPUT=TAP
+export BUILD
+# Programs under test find their siblings here.
+export MEMTIDE_BIN=$PWD/$BUILD/bin
+
+passed=0 failed=0 skipped=0
+failures=()
+
+# run_one SUITE NAME TIMEOUT CMD...
+run_one() {
+	local suite=$1 name=$2 limit=$3
+	shift 3
+	local log=$LOGS/$suite-$name.log
+	local t0=$SECONDS
+	timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+	local rc=$?
+	local ok nok skip
+	ok=$(grep -cE '^ok [0-9]+' "$log")
+	skip=$(grep -cE '^ok [0-9]+.*# *SKIP' "$log")
+	nok=$(grep -cE '^not ok [0-9]+' "$log")
+	ok=$((ok - skip))
+	if [ $((ok + nok + skip)) -eq 0 ]; then
+		if [ $rc -eq 0 ]; then ok=1; else nok=1; fi
+	elif [ $rc -ne 0 ] && [ "$nok" -eq 0 ]; then
+		nok=1
+	fi
+	passed=$((passed + ok)) failed=$((failed + nok)) skipped=$((skipped + skip))
+	local status=PASS
+	[ "$nok" -gt 0 ] && status=FAIL
+	[ $rc -eq 124 ] && status="FAIL (timed out after ${limit}s)"
+	printf '%-6s %-11s %-40s %3d ok %3d failed %3d skipped  %4ds\n' \
+		"${status%% *}" "$suite" "$name" "$ok" "$nok" "$skip" $((SECONDS - t0))
+	if [ "$nok" -gt 0 ]; then
+		failures+=("$suite/$name")
+		echo "------- $log (last 40 lines) -------"
+		tail -n 40 "$log"
+		echo "-------"
+	fi
+	grep -E '^# SKIP|# *SKIP' "$log" | sed 's/^/       /' | head -5
+}
+
+for suite in "${suites[@]}"; do
+	case $suite in
+	unit)
+		for t in "$BUILD"/tests/unit/test_*; do
+			[ -x "$t" ] || continue
+			run_one unit "$(basename "$t")" 600 "$t"
+		done ;;
+	integration)
+		for t in tests/integration/*.sh; do
+			[ -f "$t" ] || continue
+			run_one integration "$(basename "$t" .sh)" 900 bash "$t"
+		done ;;
+	fuzz)
+		for t in "$BUILD"/fuzz/fuzz_*; do
+			[ -x "$t" ] || continue
+			n=$(basename "$t")
+			corpus=tests/fuzz/corpus/${n#fuzz_}
+			work=$BUILD/fuzz-corpus/$n
+			mkdir -p "$work"
+			args=("-max_total_time=${FUZZ_SECONDS:-60}" -print_final_stats=1 "-artifact_prefix=$work/")
+			run_one fuzz "$n" $(( ${FUZZ_SECONDS:-60} + 120 )) "$t" "${args[@]}" "$work" \
+				$( [ -d "$corpus" ] && echo "$corpus")
+		done ;;
+	e2e)
+		for t in tests/e2e/scenarios/*.sh; do
+			[ -f "$t" ] || continue
+			run_one e2e "$(basename "$t" .sh)" 900 bash "$t"
+		done ;;
+	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e)" >&2; exit 2 ;;
+	esac
+done
+
+if [ ${#failures[@]} -gt 0 ]; then
+	echo "failed: ${failures[*]}"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,404 @@
+/*
+ * vmm.h - libvmm, memtide's memory-management core.
+ *
+ * libvmm decides which guest-physical pages of a VM are hot and which are cold, the way
+ * Linux's multi-generational LRU does for a host's own memory, and how fast cold memory may
+ * be taken back.  It does no I/O, starts no threads, reads no clock and keeps no global
+ * state: the caller passes time in (now_ms arguments, CLOCK_MONOTONIC on the host side) and
+ * owns every object, so one daemon can run many guests and tests can run many instances.
+ *
+ * The parts, in the order a page meets them (docs/design.md tells the whole story):
+ *
+ *   1. Page-table formats and walker   x86 EPT and arm64 stage-2 behind one ops table; the
+ *                                      walker test-and-clears accessed bits over a GPA range.
+ *   2. Simulated hardware              real EPT / stage-2 tables in memory, driven by access
+ *                                      streams the way an MMU drives them (tests, benchmarks,
+ *                                      memtide-sim, and memtided's simulated source).
+ *   3. Bloom filter                    remembers which leaf tables were dense with young
+ *                                      entries, so the next walk can skip the rest.
+ *   4. Generations                     every 4 KiB page sits in one of 2..16 generations; the
+ *                                      aging hand makes young pages youngest, the eviction
+ *                                      hand takes the oldest first, in GPA runs.
+ *   5. Refaults                        an evicted page touched again: its distance and tier.
+ *   6. PID control                     a general PID, MGLRU's tier protection, and the reclaim
+ *                                      controller that sets the cold age threshold so the
+ *                                      refault rate tracks a target.
+ *   7. Working-set estimate            bytes touched within each of a list of idle ages.
+ *
+ * Conventions: functions that can fail return 0 or a negative errno (-EINVAL for bad
+ * arguments, -ENOMEM, -ERANGE for an address outside the guest); nothing aborts on bad
+ * input.  Addresses are guest-physical (GPA) in bytes; sizes carry their unit in the name
+ * (_pages are 4 KiB pages, _bytes, _ms).  No function is thread-safe on the same object
+ * unless its comment says so; the one deliberate exception is the accessed/dirty bits in
+ * page tables, which hardware (or vmm_simhw_access from another thread) may set at any time.
+ */
+#ifndef MEMTIDE_VMM_H
+#define MEMTIDE_VMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VMM_PAGE_SHIFT 12
+#define VMM_PAGE_SIZE  (1ULL << VMM_PAGE_SHIFT)
+#define VMM_SIZE_2M    (1ULL << 21)
+#define VMM_SIZE_1G    (1ULL << 30)
+
+/* A range of guest-physical memory, [start, end), both 4 KiB aligned. */
+struct vmm_range {
+	uint64_t start;
+	uint64_t end;
+};
+
+/* ======================================================================================
+ * Part 1: page-table formats and walker
+ * ====================================================================================== */
+
+enum vmm_pt_format_id {
+	VMM_PT_EPT = 1, /* Intel EPT, 4 levels, 4 KiB / 2 MiB / 1 GiB leaves */
+	VMM_PT_S2 = 2,  /* arm64 stage-2, 4 KiB granule, levels 0-3, 2 MiB / 1 GiB blocks */
+};
+
+/*
+ * One page-table format.  Levels are numbered from the root: level 0 is the PML4 (EPT) or
+ * stage-2 level 0, level 3 is the last level (EPT PT, stage-2 level 3), whose entries map
+ * 4 KiB.  An entry at level 1 maps 1 GiB when it is a leaf, at level 2 it maps 2 MiB.
+ * Every table holds 512 eight-byte entries.
+ */
+struct vmm_pt_format {
+	const char *name;
+	enum vmm_pt_format_id id;
+	/* Is this entry present (EPT: any of R/W/X; stage-2: valid bit)? */
+	bool (*present)(uint64_t e, int level);
+	/* Present and a leaf: a page at level 3, a block/large page at level 1 or 2. */
+	bool (*is_leaf)(uint64_t e, int level);
+	/* Physical address held in the entry (next table, or the leaf's output address). */
+	uint64_t (*addr)(uint64_t e);
+	/* The accessed bit (EPT bit 8, stage-2 AF bit 10): the walker test-and-clears it. */
+	uint64_t accessed_mask;
+	/* Is the leaf dirty?  EPT: bit 9.  Stage-2: DBM (bit 51) set and S2AP write (bit 7) set. */
+	bool (*dirty)(uint64_t e);
+	/* The bits to clear to make a dirty leaf clean again (EPT: bit 9; stage-2: S2AP[1]). */
+	uint64_t dirty_clear_mask;
+	/* Encoders, for simulated hardware and tests. */
+	uint64_t (*make_table)(uint64_t table_pa);
+	uint64_t (*make_leaf)(uint64_t pa, int level, bool writable);
+	/* The bits an MMU sets in a leaf on a read (write=false) or a write (write=true). */
+	uint64_t (*hw_access_bits)(uint64_t e, bool write);
+};
+
+const struct vmm_pt_format *vmm_pt_format_get(enum vmm_pt_format_id id);
+
+/*
+ * A page-table tree to walk.  Tables are named by their physical address; `table` maps one
+ * to the 512 entries the walker reads and clears in place (NULL: not mappable, the walk
+ * reports -EFAULT for it and goes on).  The entries may be changed by hardware at any time.
+ */
+struct vmm_pt {
+	const struct vmm_pt_format *fmt;
+	uint64_t root_pa;
+	uint64_t *(*table)(void *mem_ctx, uint64_t table_pa);
+	void *mem_ctx;
+};
+
+/* One young (accessed since the last walk) leaf, as the walker reports it. */
+struct vmm_young {
+	uint64_t gpa;    /* first byte the leaf maps */
+	uint32_t npages; /* 4 KiB pages the leaf maps: 1, 512 or 262144 */
+	uint8_t flags;   /* VMM_YOUNG_* */
+};
+#define VMM_YOUNG_ACCESSED 0x1 /* the accessed bit was set (and is now clear) */
+#define VMM_YOUNG_DIRTY    0x2 /* the leaf was dirty */
+
+/* Called with up to VMM_WALK_BATCH young leaves at a time, in ascending GPA order. */
+#define VMM_WALK_BATCH 64
+typedef void (*vmm_young_fn)(void *arg, const struct vmm_young *batch, size_t n);
+
+struct vmm_bloom;
+
+struct vmm_walk_opts {
+	uint64_t gpa_start, gpa_end; /* [start, end) to visit */
+	/* Optional: skip leaf tables the filter does not hold for `seq`, and admit dense ones
+	 * into the filter for seq + 1.  NULL walks everything. */
+	struct vmm_bloom *bloom;
+	uint64_t seq;
+	bool clear_dirty;      /* also clean dirty leaves that are reported (write tracking) */
+	vmm_young_fn fn;       /* receives young leaves; may be NULL (counting only) */
+	void *arg;
+	uint64_t budget_entries; /* stop after reading this many entries; 0 = no limit */
+};
+
+struct vmm_walk_stats {
+	uint64_t entries_read;   /* page-table entries loaded, all levels */
+	uint64_t tables_visited; /* leaf tables (level 3) read */
+	uint64_t tables_skipped; /* leaf tables skipped by the bloom filter */
+	uint64_t leaves;         /* present leaves seen */
+	uint64_t young_pages;    /* 4 KiB pages covered by young leaves */
+	uint64_t dirty_pages;    /* 4 KiB pages covered by dirty leaves */
+	uint64_t next_gpa;       /* where a budget-limited walk stopped (gpa_end when done) */
+	int errors;              /* tables that could not be mapped */
+};
+
+/*
+ * Walk [gpa_start, gpa_end) of a tree, test-and-clear the accessed bit of every present
+ * leaf atomically (an accessed bit that hardware sets during the walk is either reported
+ * now or left set for the next walk; it is never lost), and report young leaves in batches.
+ * Cost: one load per entry visited, one atomic per young leaf.  Returns 0, -EINVAL, or
+ * -EFAULT when a table could not be mapped (the rest of the range is still walked).
+ */
+int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
+	     struct vmm_walk_stats *stats);
+
+/*
+ * Look-around: having found the page at `gpa` young, test-and-clear the accessed bits of up
+ * to `max` neighbours in the same leaf table (a table maps 2 MiB: 512 entries) and report
+ * the young ones through fn.  Returns the number of young neighbours reported, or -errno.
+ */
+int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn,
+		   void *arg);
+
+/* ======================================================================================
+ * Part 2: simulated hardware
+ * ====================================================================================== */
+
+struct vmm_simhw_config {
+	enum vmm_pt_format_id fmt;
+	uint64_t guest_bytes;  /* RAM to map, a multiple of 2 MiB */
+	unsigned nr_holes;     /* unmapped gaps spread over the address space (MMIO-like) */
+	uint64_t hole_bytes;   /* size of each gap, a multiple of 2 MiB */
+	double huge_2m_share;  /* share of 2 MiB regions mapped by one 2 MiB leaf, 0..1 */
+	double huge_1g_share;  /* share of 1 GiB regions mapped by one 1 GiB leaf, 0..1 */
+	uint64_t seed;         /* for the placement of holes and huge leaves */
+};
+
+struct vmm_simhw;
+
+int vmm_simhw_new(const struct vmm_simhw_config *cfg, struct vmm_simhw **out);
+void vmm_simhw_free(struct vmm_simhw *hw);
+/* The tree to hand to vmm_walk. Valid until vmm_simhw_free. */
+const struct vmm_pt *vmm_simhw_pt(const struct vmm_simhw *hw);
+/* The guest RAM layout (mapped ranges, holes excluded). Returns the number of ranges. */
+size_t vmm_simhw_ram(const struct vmm_simhw *hw, const struct vmm_range **ranges);
+/*
+ * One access as an MMU makes it: sets A (and D on a write) atomically in the leaf.  Safe to
+ * call from another thread while vmm_walk runs on the same tables.  Returns 0, 1 when the
+ * page was not present (a fault: the page is mapped again, as the host would on a refault),
+ * or -ERANGE for an address outside guest RAM.
+ */
+int vmm_simhw_access(struct vmm_simhw *hw, uint64_t gpa, bool write);
+/* Unmap pages the host took back (eviction); a huge leaf is split first.  Not thread-safe
+ * against vmm_simhw_access. Returns 0 or -errno. */
+int vmm_simhw_unmap(struct vmm_simhw *hw, uint64_t gpa, uint64_t npages);
+/* Bytes of page tables the simulation allocated. */
+uint64_t vmm_simhw_table_bytes(const struct vmm_simhw *hw);
+
+/* ======================================================================================
+ * Part 3: bloom filter over leaf page-table pages
+ * ====================================================================================== */
+
+struct vmm_bloom_config {
+	unsigned bits_shift;      /* filter size 2^bits_shift bits (Linux: 15) */
+	unsigned nr_hashes;       /* hash keys per item (Linux: 2) */
+	unsigned admit_young_x;   /* admit a table when young * admit_young_x >= entries (8) */
+	unsigned full_walk_every; /* walk everything every K walks even with a filter (K) */
+};
+
+void vmm_bloom_config_default(struct vmm_bloom_config *cfg);
+int vmm_bloom_new(const struct vmm_bloom_config *cfg, struct vmm_bloom **out);
+void vmm_bloom_free(struct vmm_bloom *b);
+/* Should the walk for `seq` skip leaf tables not in the filter?  False when the filter for
+ * seq is empty or a full walk is due. */
+bool vmm_bloom_filtering(const struct vmm_bloom *b, uint64_t seq);
+/* Is the leaf table at table_pa (maybe) in the filter for seq? */
+bool vmm_bloom_test(const struct vmm_bloom *b, uint64_t seq, uint64_t table_pa);
+/* Put table_pa into the filter for seq (used for seq + 1 during the walk for seq). */
+void vmm_bloom_add(struct vmm_bloom *b, uint64_t seq, uint64_t table_pa);
+/* Clear the filter that seq will fill (called at the start of the walk for seq - 1). */
+void vmm_bloom_reset(struct vmm_bloom *b, uint64_t seq);
+
+/* ======================================================================================
+ * Parts 4, 5 and 7: generations, refaults and the working-set estimate (one guest)
+ * ====================================================================================== */
+
+#define VMM_MIN_NR_GENS     2
+#define VMM_DEFAULT_NR_GENS 4
+#define VMM_MAX_NR_GENS     16
+#define VMM_MAX_NR_TIERS    4
+
+struct vmm_guest_config {
+	const struct vmm_range *ram; /* guest RAM layout; pages outside it are holes */
+	size_t nr_ram;
+	unsigned nr_gens;         /* generations kept, VMM_MIN_NR_GENS..VMM_MAX_NR_GENS */
+	unsigned nr_tiers;        /* 1..VMM_MAX_NR_TIERS */
+	unsigned lookaround_max;  /* neighbours harvested around a young page on eviction (63) */
+	struct vmm_bloom_config bloom;
+};
+
+void vmm_guest_config_default(struct vmm_guest_config *cfg);
+
+struct vmm_guest;
+
+/* Every page of the layout starts resident in the oldest generation, tier 0, seq 0. */
+int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out);
+void vmm_guest_free(struct vmm_guest *g);
+
+/*
+ * The aging hand, driven by page tables: start a new youngest generation stamped now_ms
+ * (folding the two oldest together when all nr_gens are in use), walk pt over guest RAM
+ * with the guest's bloom filter, and move every young page into the youngest generation;
+ * a dirty page that is not young moves up one generation; an evicted page found present and
+ * young counts as a refault.  stats (optional) receives the walk's figures.
+ */
+int vmm_age_walk(struct vmm_guest *g, const struct vmm_pt *pt, uint64_t now_ms,
+		 struct vmm_walk_stats *stats);
+
+/* The aging hand for sources without page tables (agent reports, traces): start a new
+ * youngest generation; then report young pages with vmm_mark_young. */
+int vmm_age_begin(struct vmm_guest *g, uint64_t now_ms);
+/* Pages in [gpa, gpa + npages*4K) were accessed since the last aging round: move them to
+ * the youngest generation (evicted ones count as refaults). dirty as in vmm_age_walk. */
+int vmm_mark_young(struct vmm_guest *g, uint64_t gpa, uint64_t npages, bool dirty);
+
+/* A hint (not a page-table bit) that pages were accessed: each moves up one generation
+ * (never past the youngest) and its tier rises by one (up to nr_tiers - 1). */
+int vmm_hint_access(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
+/* A hint that pages are cold: each moves to the oldest generation. */
+int vmm_hint_cold(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
+
+/* A run of guest-physical pages the eviction hand chose. */
+struct vmm_run {
+	uint64_t gpa;
+	uint64_t npages;
+};
+
+struct vmm_evict_req {
+	uint64_t max_pages;  /* evict at most this many pages */
+	uint64_t min_age_ms; /* only from generations whose youngest page is at least this old */
+	uint64_t now_ms;
+	struct vmm_run *runs; /* caller's array for the chosen runs, ascending within a gen */
+	size_t max_runs;
+	/* Optional: page tables to check for young pages before evicting (look-around). */
+	const struct vmm_pt *pt;
+};
+
+struct vmm_evict_result {
+	uint64_t evicted_pages;
+	size_t nr_runs;
+	uint64_t protected_pages; /* kept back by tier protection (moved up one generation) */
+	uint64_t young_pages;     /* found young by look-around and promoted instead */
+};
+
+/*
+ * The eviction hand: take pages from the oldest generation first, oldest generation to
+ * youngest allowed by min_age_ms, coalesced into GPA runs (whole 2 MiB-aligned runs are
+ * taken first within a generation, as free page reporting and THP return 2 MiB blocks).
+ * Evicted pages leave the generations; min_seq advances when the oldest empties.
+ */
+int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req,
+	      struct vmm_evict_result *res);
+
+/* Pages became resident again without a refault to record (balloon deflated, pages
+ * returned to the guest): they enter the youngest generation, tier 0. */
+int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
+
+struct vmm_refault {
+	uint64_t distance_gens; /* generations between eviction and refault; capped, see docs */
+	unsigned tier;          /* the page's tier when it was evicted */
+	bool was_evicted;       /* false: the page was resident, nothing recorded */
+};
+
+/* The caller saw the guest touch an evicted page (a fault).  The page becomes resident in
+ * the youngest generation, and the refault is counted. */
+int vmm_refault(struct vmm_guest *g, uint64_t gpa, struct vmm_refault *out);
+
+struct vmm_gen_info {
+	uint64_t seq;
+	uint64_t birth_ms; /* when the aging round that created it began */
+	uint64_t pages;
+};
+
+struct vmm_guest_stats {
+	uint64_t min_seq, max_seq;
+	unsigned nr_gens; /* max_seq - min_seq + 1 */
+	struct vmm_gen_info gen[VMM_MAX_NR_GENS]; /* oldest first */
+	uint64_t ram_pages;      /* pages in the layout */
+	uint64_t resident_pages; /* in some generation */
+	uint64_t evicted_pages;
+	uint64_t refaults_total;
+	uint64_t evicted_total;
+	uint64_t refaults_by_tier[VMM_MAX_NR_TIERS];
+	uint64_t refault_distance_hist[VMM_MAX_NR_GENS]; /* last bucket: that many or more */
+	bool tier_protected[VMM_MAX_NR_TIERS];
+	uint64_t metadata_bytes; /* everything libvmm allocated for this guest */
+};
+
+void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st);
+
+/* Check every invariant (min_seq <= each page's seq <= max_seq, per-generation counts equal
+ * a recount, resident + evicted = ram pages).  O(pages).  Returns 0 or -EUCLEAN. */
+int vmm_check_invariants(const struct vmm_guest *g);
+
+/*
+ * Working-set estimate: for each idle age ages_ms[i], bytes of the guest touched within
+ * that age at now_ms (resident pages whose generation is younger than now - age).
+ */
+int vmm_wss(const struct vmm_guest *g, uint64_t now_ms, const uint64_t *ages_ms, size_t n,
+	    uint64_t *bytes_out);
+
+/* ======================================================================================
+ * Part 6: PID control
+ * ====================================================================================== */
+
+struct vmm_pid_config {
+	double kp, ki, kd;       /* gains, in output units per unit of error (per s for ki) */
+	double out_min, out_max; /* output limits; the integral stops growing at them */
+	double d_smoothing;      /* 0..1: weight of the newest derivative sample (1 = none) */
+};
+
+struct vmm_pid {
+	struct vmm_pid_config cfg;
+	double integral;  /* ki-weighted accumulated error, kept within the output limits */
+	double prev_meas; /* last measurement, for derivative on measurement */
+	double deriv;     /* smoothed derivative of the measurement */
+	double output;    /* last output */
+	bool primed;      /* prev_meas is valid */
+};
+
+void vmm_pid_init(struct vmm_pid *pid, const struct vmm_pid_config *cfg);
+/* One step: error = setpoint - measurement; returns the clamped output.  dt_s > 0. */
+double vmm_pid_update(struct vmm_pid *pid, double setpoint, double measurement, double dt_s);
+
+/*
+ * The reclaim controller: sets the cold age threshold (how long a page must have been idle
+ * before it may be evicted) so that the guest's refault rate tracks a target expressed as a
+ * fraction of its resident pages per minute.  More refaults than the target raise the
+ * threshold (reclaim less), fewer lower it.
+ */
+struct vmm_reclaim_config {
+	double target_refault_per_min; /* fraction of resident pages per minute (0.002) */
+	uint64_t min_age_ms, max_age_ms, initial_age_ms;
+	struct vmm_pid_config pid;     /* acts on log2 of the threshold; see vmm/reclaim_ctl.c */
+};
+
+struct vmm_reclaim_ctl {
+	struct vmm_reclaim_config cfg;
+	struct vmm_pid pid;
+	uint64_t age_ms; /* current threshold */
+	double last_rate_per_min; /* last measured refault fraction per minute */
+};
+
+void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg);
+int vmm_reclaim_init(struct vmm_reclaim_ctl *ctl, const struct vmm_reclaim_config *cfg);
+/* Feed one interval: refault_pages seen in dt_ms, with resident_pages resident. Returns the
+ * new cold age threshold in ms. */
+uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
+			    uint64_t resident_pages, uint64_t dt_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MEMTIDE_VMM_H */
