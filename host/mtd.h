@@ -1,0 +1,123 @@
+/*
+ * mtd.h - the seam between memtided's core (VM registry, per-VM control loops, libvirt and
+ * QEMU actuators) and its front ends (control socket, Prometheus metrics, memtidectl).
+ *
+ * The core publishes, per VM, an immutable status snapshot (struct mtd_vm_status) that it
+ * swaps with RCU after every control step; front ends read snapshots lock-free under
+ * rcu_read_lock() and never touch a VM's live state.  Front ends ask for changes (attach,
+ * detach, policy) through the mtd_daemon_* calls below, which the core serialises.
+ *
+ * Everything here is prefixed mtd_.  Sizes are bytes, times are CLOCK_MONOTONIC ms.
+ */
+#ifndef MEMTIDE_MTD_H
+#define MEMTIDE_MTD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MTD_NAME_MAX    128 /* libvirt domain names are shorter in practice */
+#define MTD_WSS_BINS    4   /* idle ages of the working-set estimate */
+#define MTD_MAX_GENS    16
+#define MTD_LAST_ACTIONS 8
+
+enum mtd_vm_state {
+	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
+	MTD_VM_ACTIVE,        /* control loop running, may inflate */
+	MTD_VM_HOLD,          /* agent silent or inputs stale: no inflation, back to a safe size */
+	MTD_VM_DEFLATING,     /* pressure, need or exit: giving memory back to the guest */
+	MTD_VM_DISABLED,      /* policy says enabled=false: watched, never actuated */
+	MTD_VM_ERROR,         /* actuator failed repeatedly; see last_error */
+	MTD_VM_DETACHED,      /* gone; the snapshot is kept until the entry is freed */
+};
+
+const char *mtd_vm_state_name(enum mtd_vm_state s);
+
+/* Per-domain policy (daemon defaults, overridden from the domain's libvirt metadata). */
+struct mtd_policy {
+	bool enabled;
+	uint64_t min_bytes;          /* never balloon the guest below this (the floor) */
+	uint64_t max_bytes;          /* never give it more than this (0: the domain's maximum) */
+	unsigned priority;           /* host arbitration weight: lower is reclaimed first */
+	double target_refault_per_min; /* fraction of resident pages per minute (0.002) */
+	uint64_t headroom_bytes;     /* added to the working set to form the target */
+};
+
+struct mtd_action {
+	uint64_t at_ms;
+	char what[96]; /* "inflate 1024->896 MiB", "reclaim 64 MiB: freed 60 MiB", ... */
+};
+
+/* One VM as the control loop last saw it.  Immutable once published. */
+struct mtd_vm_status {
+	char name[MTD_NAME_MAX];
+	char uuid[37];
+	enum mtd_vm_state state;
+	struct mtd_policy policy;
+	uint64_t updated_ms;
+
+	uint64_t max_bytes;            /* domain's configured memory */
+	uint64_t balloon_target_bytes; /* what we asked for */
+	uint64_t balloon_actual_bytes; /* what the balloon reports */
+	uint64_t host_rss_bytes;       /* guest RAM resident on the host, when known (0: unknown) */
+	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns */
+
+	uint64_t wss_age_ms[MTD_WSS_BINS];
+	uint64_t wss_bytes[MTD_WSS_BINS];
+	unsigned nr_gens;
+	uint64_t gen_pages[MTD_MAX_GENS];  /* oldest first */
+	uint64_t gen_age_ms[MTD_MAX_GENS];
+
+	double refault_rate_per_min; /* measured, fraction of resident pages per minute */
+	uint64_t cold_age_ms;        /* reclaim controller output */
+	double controller_output;
+
+	bool agent_connected;
+	bool fpr_on;          /* free page reporting enabled on the balloon */
+	uint64_t guest_mem_available_bytes;
+	double guest_psi_some_avg10;
+
+	unsigned nr_actions;
+	struct mtd_action actions[MTD_LAST_ACTIONS]; /* newest last */
+	char last_error[160];
+};
+
+struct mtd_daemon;
+
+/*
+ * Call fn for each VM's current snapshot.  Takes the RCU read lock itself; fn must not block
+ * or keep the pointer after it returns.  The calling thread must be registered with RCU
+ * (rcu_register_thread).  Returns the number of VMs visited.
+ */
+int mtd_daemon_foreach_vm(struct mtd_daemon *d,
+			  void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg);
+
+/* Copy one VM's snapshot into *out. Returns 0 or -ENOENT. */
+int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_status *out);
+
+/* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno. */
+int mtd_daemon_attach(struct mtd_daemon *d, const char *name);
+int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
+
+/* Policy of one domain.  set validates key and value (errmsg gets a sentence for the user),
+ * stores it in the domain's libvirt metadata and applies it.  0, -ENOENT, -EINVAL. */
+int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out);
+int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *key,
+			  const char *value, char *errmsg, size_t errlen);
+
+/* The libvirt hook's news (domain, operation, sub-operation as libvirt passes them). The
+ * core acts on it asynchronously; this returns at once. */
+int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *op,
+			  const char *subop);
+
+/* Host-wide figures for metrics and `memtidectl status`. */
+struct mtd_host_status {
+	uint64_t mem_total_bytes, mem_available_bytes;
+	uint64_t low_mark_bytes;
+	bool under_pressure;
+	unsigned nr_vms;
+	uint64_t saved_bytes;
+};
+void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out);
+
+#endif /* MEMTIDE_MTD_H */
