@@ -1,0 +1,21 @@
+#!/bin/bash
+# bench.sh: `make bench`.  Runs every benchmark program and prints their JSON lines (one
+# object per result, each with a "name" field) on stdout; progress and errors go to stderr.
+# The lines are also kept in $BUILD/bench/results.jsonl.
+set -u
+BUILD=${BUILD:-build}
+out=$BUILD/bench
+mkdir -p "$out"
+: >"$out/results.jsonl"
+rc=0
+for b in "$BUILD"/bin/*-bench; do
+	[ -x "$b" ] || continue
+	echo "bench.sh: running $(basename "$b")" >&2
+	"$b" | tee -a "$out/results.jsonl" || rc=1
+done
+if [ -x "$BUILD/bin/memtide-sim" ]; then
+	echo "bench.sh: running memtide-sim bench" >&2
+	"$BUILD/bin/memtide-sim" bench | tee -a "$out/results.jsonl" || rc=1
+fi
+echo "bench.sh: $(wc -l <"$out/results.jsonl") results in $out/results.jsonl" >&2
+exit $rc
