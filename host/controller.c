@@ -1,0 +1,215 @@
+/*
+ * controller.c - per-VM balloon target and safety rules (see controller.h for the contract).
+ *
+ * Terms, in bytes of guest memory (the balloon "target" is the memory the guest keeps, as
+ * libvirt's setmem and QMP's balloon command take it):
+ *   floor    = policy.min_bytes, the least the guest is ever left with;
+ *   ceiling  = policy.max_bytes when set, else the domain's memory (also the safe size);
+ *   desired  = wss + headroom * (1 - squeeze), clamped to [floor, ceiling], where wss is
+ *              libvmm's working set at the reclaim controller's cold age threshold and
+ *              squeeze (0..1) is how hard the host arbiter leans on this VM;
+ *   step     = max_inflate_step_bytes * (1 + squeeze): the most taken in one interval.
+ *
+ * The step, numbered as in docs/design.md ("Safety"):
+ *   1. bounds; 2. exit or disabled -> ceiling; 3. agent need -> give need + headroom now;
+ *   4. pressure (PSI or MemAvailable) -> give max(deflate_min, headroom) now;
+ *   5. stale inputs -> ceiling; 6. no estimate -> keep; 7. desired above target -> give now;
+ *   8. desired below target -> take at most one step, unless within the post-deflate hold.
+ * Every deflate (3, 4, 5, 7) arms the hold, so a VM that just needed memory is not squeezed
+ * again in the next interval: the asymmetry that keeps a guest out of its OOM killer (seen
+ * here: a balloon inflated to hot set + 250 MiB had the guest OOM-kill its workload 1.3 s
+ * later; /work/shared/README.md).
+ */
+#include "controller.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#define MiB ((uint64_t)1 << 20)
+
+static const char *const reason_names[] = {
+    [MTD_CTL_STEADY] = "steady",
+    [MTD_CTL_INFLATE] = "inflate",
+    [MTD_CTL_GROW] = "grow",
+    [MTD_CTL_HOLD_COOLDOWN] = "cooldown",
+    [MTD_CTL_NO_ESTIMATE] = "no-estimate",
+    [MTD_CTL_PRESSURE] = "pressure",
+    [MTD_CTL_NEED] = "need",
+    [MTD_CTL_SILENT] = "silent",
+    [MTD_CTL_DISABLED] = "disabled",
+    [MTD_CTL_EXIT] = "exit",
+};
+
+const char *mtd_ctl_reason_name(enum mtd_ctl_reason r)
+{
+	if ((unsigned)r < sizeof(reason_names) / sizeof(reason_names[0]) && reason_names[r])
+		return reason_names[r];
+	return "unknown";
+}
+
+void mtd_ctl_config_default(struct mtd_ctl_config *cfg)
+{
+	cfg->interval_ms = 5000;
+	cfg->max_inflate_step_bytes = 128 * MiB;
+	cfg->deflate_min_bytes = 256 * MiB;
+	cfg->psi_some_avg10_high = 10.0;
+	cfg->mem_available_low_bytes = 64 * MiB;
+	cfg->agent_silence_ms = 30000;
+	cfg->hold_after_deflate_ms = 30000;
+	cfg->min_change_bytes = 4 * MiB;
+}
+
+int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->interval_ms < 100 || cfg->interval_ms > 3600 * 1000) {
+		snprintf(err, errlen, "interval must be between 0.1 s and 3600 s");
+		return -EINVAL;
+	}
+	if (cfg->max_inflate_step_bytes < MiB) {
+		snprintf(err, errlen, "max_inflate_step must be at least 1 MiB");
+		return -EINVAL;
+	}
+	if (cfg->deflate_min_bytes < MiB) {
+		snprintf(err, errlen, "deflate_min must be at least 1 MiB");
+		return -EINVAL;
+	}
+	if (!(cfg->psi_some_avg10_high > 0.0 && cfg->psi_some_avg10_high <= 100.0)) {
+		snprintf(err, errlen, "psi_some_avg10_high must be in (0, 100] percent");
+		return -EINVAL;
+	}
+	if (cfg->agent_silence_ms < cfg->interval_ms) {
+		snprintf(err, errlen, "agent_silence must be at least one interval");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+uint64_t mtd_ctl_safe_bytes(const struct mtd_policy *policy, uint64_t domain_bytes)
+{
+	if (policy->max_bytes && policy->max_bytes < domain_bytes)
+		return policy->max_bytes;
+	return domain_bytes;
+}
+
+static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static double clamp01(double x)
+{
+	return x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
+}
+
+/* Give memory back: raise the target to at least `to` and arm the inflation hold. */
+static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_input *in,
+		       struct mtd_ctl_state *st, uint64_t to, enum mtd_ctl_reason why)
+{
+	if (to > st->target_bytes)
+		st->target_bytes = to;
+	st->hold_until_ms = in->now_ms + cfg->hold_after_deflate_ms;
+	st->reason = why;
+}
+
+void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *policy,
+		  const struct mtd_ctl_input *in, struct mtd_ctl_state *st,
+		  struct mtd_ctl_output *out)
+{
+	double squeeze = clamp01(in->squeeze);
+	uint64_t prev;
+
+	/* Step 1: bounds.  A floor above the ceiling (policy min > domain memory) is cut to
+	 * the ceiling: the guest cannot have more than it has. */
+	uint64_t ceiling = mtd_ctl_safe_bytes(policy, in->domain_bytes);
+	uint64_t floor = policy->min_bytes < ceiling ? policy->min_bytes : ceiling;
+	if (!st->primed) {
+		/* First decision starts from what the guest has now. */
+		st->target_bytes = in->actual_bytes ? in->actual_bytes : ceiling;
+		st->primed = true;
+	}
+	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
+	prev = st->target_bytes;
+	out->reclaim_bytes = 0;
+	out->state = MTD_VM_ACTIVE;
+
+	/* Step 2: exiting or disabled: the safe size. */
+	if (in->exiting || !policy->enabled) {
+		st->target_bytes = ceiling;
+		st->reason = in->exiting ? MTD_CTL_EXIT : MTD_CTL_DISABLED;
+		out->state = in->exiting ? MTD_VM_DEFLATING : MTD_VM_DISABLED;
+		goto out;
+	}
+	uint64_t base = in->actual_bytes > st->target_bytes ? in->actual_bytes : st->target_bytes;
+	uint64_t headroom = (uint64_t)((double)policy->headroom_bytes * (1.0 - squeeze));
+
+	/* Step 3: the agent says the guest needs memory: give it, plus headroom, now. */
+	if (in->need_bytes) {
+		deflate_to(
+		    cfg, in, st,
+		    clamp_u64(sat_add(sat_add(base, in->need_bytes), headroom), floor, ceiling),
+		    MTD_CTL_NEED);
+		out->state = MTD_VM_DEFLATING;
+		goto out;
+	}
+	/* Step 4: guest pressure: PSI some avg10 over its mark, or MemAvailable under its. */
+	if ((in->psi_known && in->psi_some_avg10 > cfg->psi_some_avg10_high) ||
+	    (in->avail_known && in->guest_avail_bytes < cfg->mem_available_low_bytes)) {
+		uint64_t give = policy->headroom_bytes > cfg->deflate_min_bytes
+				    ? policy->headroom_bytes
+				    : cfg->deflate_min_bytes;
+		deflate_to(cfg, in, st, clamp_u64(sat_add(base, give), floor, ceiling),
+			   MTD_CTL_PRESSURE);
+		out->state = MTD_VM_DEFLATING;
+		goto out;
+	}
+	/* Step 5: nobody is telling us about the guest: back to the safe size. */
+	if (!in->inputs_fresh) {
+		deflate_to(cfg, in, st, ceiling, MTD_CTL_SILENT);
+		out->state = MTD_VM_HOLD;
+		goto out;
+	}
+	/* Step 6: no estimate yet: keep the target, take nothing. */
+	if (!in->wss_valid) {
+		st->reason = MTD_CTL_NO_ESTIMATE;
+		goto out;
+	}
+	uint64_t desired = clamp_u64(sat_add(in->wss_bytes, headroom), floor, ceiling);
+
+	/* Step 7: the working set grew past the target: give the difference back now. */
+	if (desired > st->target_bytes) {
+		deflate_to(cfg, in, st, desired, MTD_CTL_GROW);
+		goto out;
+	}
+	/* Step 8: take memory, one bounded step at a time, never within the hold. */
+	if (desired + cfg->min_change_bytes > st->target_bytes) {
+		st->reason = MTD_CTL_STEADY;
+		goto out;
+	}
+	if (in->now_ms < st->hold_until_ms) {
+		st->reason = MTD_CTL_HOLD_COOLDOWN;
+		goto out;
+	}
+	uint64_t step = (uint64_t)((double)cfg->max_inflate_step_bytes * (1.0 + squeeze));
+	uint64_t next = st->target_bytes - desired > step ? st->target_bytes - step : desired;
+	/* The guest frees what the balloon will take: ask the agent to reclaim the step (its
+	 * freed pages reach the host through free page reporting) before the balloon grows. */
+	out->reclaim_bytes = st->target_bytes - next;
+	st->target_bytes = next;
+	st->reason = MTD_CTL_INFLATE;
+out:
+	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
+	out->target_bytes = st->target_bytes;
+	out->changed = prev > st->target_bytes ? prev - st->target_bytes >= cfg->min_change_bytes
+					       : st->target_bytes - prev >= cfg->min_change_bytes;
+	/* Any growth is reported, however small: memory handed back is never deferred. */
+	if (st->target_bytes > prev)
+		out->changed = true;
+	out->reason = st->reason;
+	out->floor_bytes = floor;
+	out->ceiling_bytes = ceiling;
+}

@@ -1,0 +1,104 @@
+/*
+ * controller.h - the per-VM balloon policy math of memtided (pure: no I/O, no clock).
+ *
+ * One call per control interval turns what the VM loop measured into a balloon target and an
+ * agent reclaim request.  The working-set estimate and the cold age threshold come from
+ * libvmm (the loop runs vmm_reclaim_update and vmm_wss first); this file adds headroom, the
+ * domain's bounds and the safety rules, which are asymmetric on purpose:
+ *
+ *   - inflate (take memory) slowly: at most max_inflate_step_bytes per interval, and not at
+ *     all for hold_after_deflate_ms after any deflate;
+ *   - deflate (give memory back) at once: when guest PSI or MemAvailable crosses its
+ *     threshold, or the agent announces a need, or the estimate grew;
+ *   - never below the floor (policy min), never above the ceiling (policy max or the
+ *     domain's memory);
+ *   - no fresh inputs (agent silent, stats stale) or daemon exiting: back to the safe size,
+ *     the ceiling, at once.  With nobody watching, the guest must have all its memory.
+ *
+ * Thread context: the state belongs to one VM loop thread; nothing here is shared.
+ */
+#ifndef MEMTIDE_HOST_CONTROLLER_H
+#define MEMTIDE_HOST_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mtd.h"
+
+/* Daemon-wide safety settings ([controller] in memtided.conf). */
+struct mtd_ctl_config {
+	uint64_t interval_ms;             /* control interval (default 5000) */
+	uint64_t max_inflate_step_bytes;  /* most memory taken per interval (128 MiB) */
+	uint64_t deflate_min_bytes;       /* least memory given back on pressure (256 MiB) */
+	double psi_some_avg10_high;       /* guest memory PSI some avg10, percent (10.0) */
+	uint64_t mem_available_low_bytes; /* guest MemAvailable under this is pressure (64 MiB) */
+	uint64_t agent_silence_ms;        /* no agent message for this long: hold (30000) */
+	uint64_t hold_after_deflate_ms;   /* no inflation this long after a deflate (30000) */
+	uint64_t min_change_bytes;        /* ignore target changes smaller than this (4 MiB) */
+};
+
+void mtd_ctl_config_default(struct mtd_ctl_config *cfg);
+/* Returns 0, or -EINVAL with a sentence in err when a setting is out of its range. */
+int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t errlen);
+
+/* Why the target is what it is; named for logs and `memtidectl vm show`. */
+enum mtd_ctl_reason {
+	MTD_CTL_STEADY = 0,    /* target already where the estimate puts it */
+	MTD_CTL_INFLATE,       /* stepping down toward working set + headroom */
+	MTD_CTL_GROW,          /* estimate rose above the target: given back at once */
+	MTD_CTL_HOLD_COOLDOWN, /* would inflate, but a deflate happened too recently */
+	MTD_CTL_NO_ESTIMATE,   /* no working-set estimate yet: target kept */
+	MTD_CTL_PRESSURE,      /* guest PSI or MemAvailable crossed its threshold */
+	MTD_CTL_NEED,          /* the agent announced it needs memory */
+	MTD_CTL_SILENT,        /* inputs stale (agent silent): back to the safe size */
+	MTD_CTL_DISABLED,      /* policy enabled=false: safe size, never inflated */
+	MTD_CTL_EXIT,          /* daemon exiting: safe size */
+};
+const char *mtd_ctl_reason_name(enum mtd_ctl_reason r);
+
+/* One interval's measurements. */
+struct mtd_ctl_input {
+	uint64_t now_ms;       /* CLOCK_MONOTONIC */
+	uint64_t domain_bytes; /* the domain's memory: the balloon's upper bound */
+	uint64_t actual_bytes; /* balloon actual: memory the guest has now */
+	bool wss_valid;        /* libvmm has an estimate (at least two aging rounds) */
+	uint64_t wss_bytes;    /* working set at the cold age threshold */
+	bool inputs_fresh;     /* agent (or balloon stats) heard within agent_silence_ms */
+	bool avail_known;      /* guest MemAvailable known this interval */
+	uint64_t guest_avail_bytes;
+	bool psi_known;        /* guest memory PSI known this interval */
+	double psi_some_avg10; /* percent */
+	uint64_t need_bytes;   /* agent's announced need since the last step (0: none) */
+	double squeeze;        /* host arbiter, 0..1: share of headroom taken away */
+	bool exiting;          /* daemon shutting down */
+};
+
+struct mtd_ctl_state {
+	bool primed;            /* target_bytes holds a decision */
+	uint64_t target_bytes;  /* current balloon target (guest memory) */
+	uint64_t hold_until_ms; /* no inflation before this (after a deflate) */
+	enum mtd_ctl_reason reason;
+};
+
+struct mtd_ctl_output {
+	uint64_t target_bytes;  /* balloon target to set */
+	bool changed;           /* differs from the previous target by >= min_change_bytes */
+	uint64_t reclaim_bytes; /* ask the agent to reclaim this much first (0: none) */
+	enum mtd_ctl_reason reason;
+	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING or DISABLED */
+	uint64_t floor_bytes, ceiling_bytes; /* the bounds used */
+};
+
+/*
+ * One control step.  policy gives the bounds and headroom, in the measurements, st the
+ * VM's controller state (updated).  Never returns a target outside [floor, ceiling], never
+ * lowers the target by more than max_inflate_step_bytes (scaled up to 2x by squeeze).
+ */
+void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *policy,
+		  const struct mtd_ctl_input *in, struct mtd_ctl_state *st,
+		  struct mtd_ctl_output *out);
+
+/* The safe size of a VM: the ceiling (policy max, or the domain's memory). */
+uint64_t mtd_ctl_safe_bytes(const struct mtd_policy *policy, uint64_t domain_bytes);
+
+#endif /* MEMTIDE_HOST_CONTROLLER_H */

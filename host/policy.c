@@ -1,0 +1,551 @@
+/*
+ * policy.c - daemon settings (INI, libinih) and per-domain policy (libvirt metadata, libxml2).
+ *
+ * Layout: one table of policy keys, one of daemon keys; each key has one parser that
+ * validates before it writes, so a rejected value never reaches the live settings.  Both the
+ * INI handler and the metadata parser work on a copy and commit it only when every key
+ * passed (and the cross-key checks: min <= max).
+ *
+ * The metadata XML is read with XML_PARSE_NONET and without entity substitution, and only
+ * up to MAX_POLICY_XML bytes: it is text any libvirt user can store in a domain.
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#define MiB            ((uint64_t)1 << 20)
+#define MAX_POLICY_XML 4096
+#define MAX_PRIORITY   1000
+
+/* ---- values --------------------------------------------------------------------------- */
+
+int mtd_parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (*end) {
+		switch (*end) {
+		case 'k':
+		case 'K':
+			mult = 1ULL << 10;
+			break;
+		case 'm':
+		case 'M':
+			mult = 1ULL << 20;
+			break;
+		case 'g':
+		case 'G':
+			mult = 1ULL << 30;
+			break;
+		case 't':
+		case 'T':
+			mult = 1ULL << 40;
+			break;
+		case 'b':
+		case 'B':
+			mult = 1;
+			break;
+		default:
+			return -EINVAL;
+		}
+		end++;
+		if (mult > 1 && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
+			end += strlen(end);
+		if (*end)
+			return -EINVAL;
+	}
+	if (v > UINT64_MAX / mult)
+		return -EINVAL;
+	*out = (uint64_t)v * mult;
+	return 0;
+}
+
+int mtd_parse_ms(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+	double mult = 1000.0;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (strcmp(end, "ms") == 0)
+		mult = 1.0;
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+		mult = 60000.0;
+	else if (*end && strcmp(end, "s") != 0)
+		return -EINVAL;
+	if (v * mult > 86400.0 * 1000.0 * 365)
+		return -EINVAL;
+	*out = (uint64_t)llround(v * mult);
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	if (!strcasecmp(s, "yes") || !strcasecmp(s, "true") || !strcmp(s, "1") ||
+	    !strcasecmp(s, "on")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcasecmp(s, "no") || !strcasecmp(s, "false") || !strcmp(s, "0") ||
+	    !strcasecmp(s, "off")) {
+		*out = false;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_uint(const char *s, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v > max)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || end == s || !isfinite(v) || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* ---- per-domain policy ------------------------------------------------------------------ */
+
+void mtd_policy_default(struct mtd_policy *p)
+{
+	p->enabled = true;
+	p->min_bytes = 256 * MiB;
+	p->max_bytes = 0;
+	p->priority = 100;
+	p->target_refault_per_min = 0.002;
+	p->headroom_bytes = 128 * MiB;
+}
+
+int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
+		      size_t errlen)
+{
+	struct mtd_policy n = *p;
+	int rc = 0;
+
+	if (!key || !value) {
+		snprintf(err, errlen, "policy key and value are required");
+		return -EINVAL;
+	}
+	if (strcmp(key, "enabled") == 0) {
+		if (parse_bool(value, &n.enabled) < 0) {
+			snprintf(err, errlen, "enabled must be yes or no, not '%.32s'", value);
+			rc = -EINVAL;
+		}
+	} else if (strcmp(key, "min") == 0) {
+		if (mtd_parse_bytes(value, &n.min_bytes) < 0 || n.min_bytes > (1ULL << 50)) {
+			snprintf(err, errlen, "min must be a size such as 512M or 2G, not '%.32s'",
+				 value);
+			rc = -EINVAL;
+		}
+	} else if (strcmp(key, "max") == 0) {
+		if (mtd_parse_bytes(value, &n.max_bytes) < 0 || n.max_bytes > (1ULL << 50)) {
+			snprintf(
+			    err, errlen,
+			    "max must be a size such as 4G (0: the domain's memory), not '%.32s'",
+			    value);
+			rc = -EINVAL;
+		}
+	} else if (strcmp(key, "priority") == 0) {
+		if (parse_uint(value, MAX_PRIORITY, &n.priority) < 0) {
+			snprintf(err, errlen, "priority must be an integer 0..%d, not '%.32s'",
+				 MAX_PRIORITY, value);
+			rc = -EINVAL;
+		}
+	} else if (strcmp(key, "target_refault_per_min") == 0) {
+		if (parse_double(value, 1e-6, 1.0, &n.target_refault_per_min) < 0) {
+			snprintf(err, errlen,
+				 "target_refault_per_min must be a fraction in [0.000001, 1] "
+				 "(0.002 = 0.2%% of resident pages per minute), not '%.32s'",
+				 value);
+			rc = -EINVAL;
+		}
+	} else if (strcmp(key, "headroom") == 0) {
+		if (mtd_parse_bytes(value, &n.headroom_bytes) < 0 ||
+		    n.headroom_bytes > (1ULL << 44)) {
+			snprintf(err, errlen, "headroom must be a size such as 128M, not '%.32s'",
+				 value);
+			rc = -EINVAL;
+		}
+	} else {
+		snprintf(err, errlen,
+			 "unknown policy key '%.32s' (enabled, min, max, priority, "
+			 "target_refault_per_min, headroom)",
+			 key);
+		rc = -EINVAL;
+	}
+	if (rc == 0)
+		rc = mtd_policy_validate(&n, err, errlen);
+	if (rc == 0)
+		*p = n;
+	return rc;
+}
+
+int mtd_policy_validate(const struct mtd_policy *p, char *err, size_t errlen)
+{
+	if (p->max_bytes && p->min_bytes > p->max_bytes) {
+		snprintf(err, errlen, "min (%" PRIu64 " MiB) is above max (%" PRIu64 " MiB)",
+			 p->min_bytes / MiB, p->max_bytes / MiB);
+		return -EINVAL;
+	}
+	if (p->max_bytes && p->max_bytes < 64 * MiB) {
+		snprintf(err, errlen, "max below 64 MiB would starve any guest");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int mtd_policy_from_xml(struct mtd_policy *p, const char *xml, char *err, size_t errlen)
+{
+	struct mtd_policy n = *p;
+	xmlDocPtr doc;
+	xmlNodePtr root;
+	size_t len;
+	int rc = 0;
+
+	if (!xml || !*xml)
+		return 0;
+	len = strnlen(xml, MAX_POLICY_XML + 1);
+	if (len > MAX_POLICY_XML) {
+		snprintf(err, errlen, "memtide metadata is longer than %d bytes", MAX_POLICY_XML);
+		return -EINVAL;
+	}
+	doc = xmlReadMemory(xml, (int)len, "memtide-policy.xml", NULL,
+			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (!doc) {
+		snprintf(err, errlen, "memtide metadata is not well-formed XML");
+		return -EINVAL;
+	}
+	root = xmlDocGetRootElement(doc);
+	if (!root || xmlStrcmp(root->name, BAD_CAST "policy") != 0 ||
+	    (root->ns && xmlStrcmp(root->ns->href, BAD_CAST MTD_POLICY_XMLNS) != 0)) {
+		snprintf(err, errlen, "memtide metadata must be one <policy> element in %s",
+			 MTD_POLICY_XMLNS);
+		rc = -EINVAL;
+		goto out;
+	}
+	for (xmlAttrPtr a = root->properties; a; a = a->next) {
+		xmlChar *v = xmlNodeListGetString(doc, a->children, 1);
+		char kerr[160];
+		rc = mtd_policy_set_kv(&n, (const char *)a->name, v ? (const char *)v : "", kerr,
+				       sizeof(kerr));
+		xmlFree(v);
+		if (rc < 0) {
+			snprintf(err, errlen, "memtide metadata: %s", kerr);
+			goto out;
+		}
+	}
+	*p = n;
+out:
+	xmlFreeDoc(doc);
+	return rc;
+}
+
+int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len)
+{
+	int n = snprintf(buf, len,
+			 "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
+			 "\" priority=\"%u\" target_refault_per_min=\"%.6g\" headroom=\"%" PRIu64
+			 "\"/>",
+			 p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority,
+			 p->target_refault_per_min, p->headroom_bytes);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+static void libvirt_msg(char *err, size_t errlen, const char *what)
+{
+	const char *m = virGetLastErrorMessage();
+	snprintf(err, errlen, "%s: %s", what, m ? m : "unknown libvirt error");
+}
+
+int mtd_policy_load_domain(struct _virDomain *dom, const struct mtd_policy *defaults,
+			   struct mtd_policy *out, char *err, size_t errlen)
+{
+	struct mtd_policy p = *defaults;
+	char *xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, MTD_POLICY_XMLNS,
+					 VIR_DOMAIN_AFFECT_CURRENT);
+	int rc;
+
+	if (!xml) {
+		virErrorPtr e = virGetLastError();
+		if (e && e->code == VIR_ERR_NO_DOMAIN_METADATA) {
+			virResetLastError();
+			*out = p;
+			return 0;
+		}
+		libvirt_msg(err, errlen, "reading memtide metadata");
+		return -EIO;
+	}
+	rc = mtd_policy_from_xml(&p, xml, err, errlen);
+	free(xml);
+	if (rc == 0)
+		*out = p;
+	return rc;
+}
+
+int mtd_policy_store_domain(struct _virDomain *dom, const struct mtd_policy *p, char *err,
+			    size_t errlen)
+{
+	char xml[512];
+	unsigned flags = 0;
+
+	if (mtd_policy_to_xml(p, xml, sizeof(xml)) < 0) {
+		snprintf(err, errlen, "policy does not fit the metadata buffer");
+		return -ENOSPC;
+	}
+	if (virDomainIsActive(dom) == 1)
+		flags |= VIR_DOMAIN_AFFECT_LIVE;
+	if (virDomainIsPersistent(dom) == 1)
+		flags |= VIR_DOMAIN_AFFECT_CONFIG;
+	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, MTD_POLICY_XMLNS_PREFIX,
+				 MTD_POLICY_XMLNS, flags) < 0) {
+		libvirt_msg(err, errlen, "storing memtide metadata");
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ---- daemon settings ------------------------------------------------------------------- */
+
+void mtd_config_default(struct mtd_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->uri, sizeof(cfg->uri), "qemu:///system");
+	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "/run/memtide/memtided.sock");
+	snprintf(cfg->log_level, sizeof(cfg->log_level), "notice");
+	cfg->metrics_port = 9848;
+	cfg->source = MTD_SOURCE_AGENT;
+	cfg->sim_hot_percent = 25;
+	cfg->stats_period_s = 2;
+	mtd_ctl_config_default(&cfg->ctl);
+	cfg->arbiter_interval_ms = 2000;
+	mtd_policy_default(&cfg->defaults);
+}
+
+static int set_str(char *dst, size_t len, const char *v, const char *key, char *err, size_t errlen)
+{
+	if (!*v || strlen(v) >= len) {
+		snprintf(err, errlen, "%s must be 1..%zu characters", key, len - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+static int bad(char *err, size_t errlen, const char *key, const char *what, const char *v)
+{
+	snprintf(err, errlen, "%s must be %s, not '%.32s'", key, what, v);
+	return -EINVAL;
+}
+
+static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *err, size_t errlen)
+{
+	unsigned u;
+
+	if (!strcmp(k, "uri"))
+		return set_str(c->uri, sizeof(c->uri), v, k, err, errlen);
+	if (!strcmp(k, "socket"))
+		return set_str(c->socket_path, sizeof(c->socket_path), v, k, err, errlen);
+	if (!strcmp(k, "log_level")) {
+		if (strcmp(v, "error") && strcmp(v, "warning") && strcmp(v, "notice") &&
+		    strcmp(v, "info") && strcmp(v, "debug"))
+			return bad(err, errlen, k, "error, warning, notice, info or debug", v);
+		return set_str(c->log_level, sizeof(c->log_level), v, k, err, errlen);
+	}
+	if (!strcmp(k, "metrics_port")) {
+		if (parse_uint(v, 65535, &u) < 0)
+			return bad(err, errlen, k, "a TCP port 1..65535 (0: off)", v);
+		c->metrics_port = (int)u;
+		return 0;
+	}
+	if (!strcmp(k, "interval"))
+		return mtd_parse_ms(v, &c->ctl.interval_ms) < 0
+			   ? bad(err, errlen, k, "a duration such as 5s", v)
+			   : 0;
+	if (!strcmp(k, "stats_period")) {
+		if (parse_uint(v, 3600, &u) < 0 || u == 0)
+			return bad(err, errlen, k, "seconds 1..3600", v);
+		c->stats_period_s = u;
+		return 0;
+	}
+	if (!strcmp(k, "source")) {
+		if (!strcmp(v, "agent"))
+			c->source = MTD_SOURCE_AGENT;
+		else if (!strcmp(v, "sim"))
+			c->source = MTD_SOURCE_SIM;
+		else
+			return bad(err, errlen, k, "agent or sim", v);
+		return 0;
+	}
+	snprintf(err, errlen, "unknown key '%.32s' in [daemon]", k);
+	return -EINVAL;
+}
+
+static int set_controller(struct mtd_ctl_config *c, const char *k, const char *v, char *err,
+			  size_t errlen)
+{
+	uint64_t *bytes = NULL, *ms = NULL;
+
+	if (!strcmp(k, "max_inflate_step"))
+		bytes = &c->max_inflate_step_bytes;
+	else if (!strcmp(k, "deflate_min"))
+		bytes = &c->deflate_min_bytes;
+	else if (!strcmp(k, "mem_available_low"))
+		bytes = &c->mem_available_low_bytes;
+	else if (!strcmp(k, "min_change"))
+		bytes = &c->min_change_bytes;
+	else if (!strcmp(k, "agent_silence"))
+		ms = &c->agent_silence_ms;
+	else if (!strcmp(k, "hold_after_deflate"))
+		ms = &c->hold_after_deflate_ms;
+	else if (!strcmp(k, "psi_some_avg10_high")) {
+		if (parse_double(v, 0.01, 100.0, &c->psi_some_avg10_high) < 0)
+			return bad(err, errlen, k, "a percentage in (0, 100]", v);
+		return 0;
+	} else {
+		snprintf(err, errlen, "unknown key '%.32s' in [controller]", k);
+		return -EINVAL;
+	}
+	if (bytes && mtd_parse_bytes(v, bytes) < 0)
+		return bad(err, errlen, k, "a size such as 128M", v);
+	if (ms && mtd_parse_ms(v, ms) < 0)
+		return bad(err, errlen, k, "a duration such as 30s", v);
+	return 0;
+}
+
+int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key, const char *value,
+		   char *err, size_t errlen)
+{
+	if (!strcmp(section, "daemon"))
+		return set_daemon(cfg, key, value, err, errlen);
+	if (!strcmp(section, "controller"))
+		return set_controller(&cfg->ctl, key, value, err, errlen);
+	if (!strcmp(section, "defaults"))
+		return mtd_policy_set_kv(&cfg->defaults, key, value, err, errlen);
+	if (!strcmp(section, "host")) {
+		if (!strcmp(key, "low_mark"))
+			return mtd_parse_bytes(value, &cfg->arb.low_mark_bytes) < 0
+				   ? bad(err, errlen, key, "a size such as 2G (0: 5% of RAM)",
+					 value)
+				   : 0;
+		if (!strcmp(key, "high_mark"))
+			return mtd_parse_bytes(value, &cfg->arb.high_mark_bytes) < 0
+				   ? bad(err, errlen, key, "a size (0: twice the low mark)", value)
+				   : 0;
+		if (!strcmp(key, "interval"))
+			return mtd_parse_ms(value, &cfg->arbiter_interval_ms) < 0 ||
+				       cfg->arbiter_interval_ms < 100
+				   ? bad(err, errlen, key, "a duration of at least 100ms", value)
+				   : 0;
+		snprintf(err, errlen, "unknown key '%.32s' in [host]", key);
+		return -EINVAL;
+	}
+	if (!strcmp(section, "sim")) {
+		if (!strcmp(key, "hot_percent"))
+			return parse_uint(value, 100, &cfg->sim_hot_percent) < 0
+				   ? bad(err, errlen, key, "a percentage 0..100", value)
+				   : 0;
+		snprintf(err, errlen, "unknown key '%.32s' in [sim]", key);
+		return -EINVAL;
+	}
+	snprintf(err, errlen, "unknown section [%.32s] (daemon, controller, host, defaults, sim)",
+		 section);
+	return -EINVAL;
+}
+
+struct ini_ctx {
+	struct mtd_config *cfg;
+	char err[200];
+	int failed;
+};
+
+static int ini_cb(void *user, const char *section, const char *name, const char *value)
+{
+	struct ini_ctx *c = user;
+
+	if (c->failed)
+		return 1; /* keep the first error only */
+	if (mtd_config_set(c->cfg, section, name, value, c->err, sizeof(c->err)) < 0) {
+		c->failed = 1;
+		return 0;
+	}
+	return 1;
+}
+
+int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, char *err,
+		    size_t errlen)
+{
+	struct mtd_config n = *cfg;
+	struct ini_ctx c = {.cfg = &n};
+	FILE *f = fopen(path, "re");
+	int line;
+
+	if (!f) {
+		int e = errno;
+		if (e == ENOENT && missing_ok)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	line = ini_parse_file(f, ini_cb, &c);
+	fclose(f);
+	if (line != 0) {
+		if (c.failed)
+			snprintf(err, errlen, "%s:%d: %s", path, line, c.err);
+		else
+			snprintf(err, errlen, "%s:%d: not an INI line (key = value or [section])",
+				 path, line);
+		return -EINVAL;
+	}
+	if (mtd_ctl_config_validate(&n.ctl, c.err, sizeof(c.err)) < 0 ||
+	    mtd_policy_validate(&n.defaults, c.err, sizeof(c.err)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, c.err);
+		return -EINVAL;
+	}
+	*cfg = n;
+	return 0;
+}

@@ -1,0 +1,97 @@
+/*
+ * policy.h - memtided's settings: daemon defaults from an INI file, per-domain policy from
+ * the domain's libvirt metadata.
+ *
+ * Both are untrusted text (a file an operator edited at 3 a.m., XML any libvirt user can
+ * set): every value goes through one validator per key, which either accepts it or says in
+ * one sentence what is wrong; nothing is half-applied (a failed parse leaves the output
+ * untouched).
+ *
+ * Per-domain policy lives in the domain XML, so it travels with the domain (migration,
+ * virsh dumpxml / define):
+ *
+ *   <metadata>
+ *     <memtide:policy xmlns:memtide="https://memtide.org/xmlns/policy/1"
+ *        enabled="yes" min="256M" max="0" priority="100"
+ *        target_refault_per_min="0.002" headroom="128M"/>
+ *   </metadata>
+ *
+ * Attributes left out take the daemon's [defaults].  Sizes take K, M, G, T (powers of 1024,
+ * with or without "iB") or plain bytes; durations take ms, s, m or plain seconds.
+ */
+#ifndef MEMTIDE_HOST_POLICY_H
+#define MEMTIDE_HOST_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arbiter.h"
+#include "controller.h"
+#include "mtd.h"
+
+#define MTD_POLICY_XMLNS        "https://memtide.org/xmlns/policy/1"
+#define MTD_POLICY_XMLNS_PREFIX "memtide"
+#define MTD_PATH_MAX            256
+
+enum mtd_source_kind {
+	MTD_SOURCE_AGENT = 0, /* the guest agent's wss reports and hints */
+	MTD_SOURCE_SIM,       /* libvmm's simulated hardware (tests, demos) */
+};
+
+/* Daemon settings: memtided.conf, then command-line flags on top. */
+struct mtd_config {
+	char uri[MTD_PATH_MAX];         /* [daemon] uri */
+	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
+	int metrics_port;               /* [daemon] metrics_port, 0: off */
+	char log_level[16];             /* [daemon] log_level */
+	enum mtd_source_kind source;    /* [daemon] source = agent | sim */
+	unsigned sim_hot_percent;       /* [sim] hot_percent: share of RAM the sim touches */
+	unsigned stats_period_s;        /* [daemon] stats_period: balloon stats polling, s */
+	struct mtd_ctl_config ctl;      /* [controller] */
+	struct mtd_arbiter_config arb;  /* [host] */
+	uint64_t arbiter_interval_ms;   /* [host] interval */
+	struct mtd_policy defaults;     /* [defaults]: per-domain policy unless metadata says */
+};
+
+void mtd_config_default(struct mtd_config *cfg);
+
+/*
+ * Read an INI file over cfg.  missing_ok: a missing file is not an error (the default
+ * path).  Returns 0, or -errno / -EINVAL with "FILE:LINE: sentence" in err.  Unknown
+ * sections and keys are errors (a typo must not silently fall back to a default).
+ */
+int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, char *err,
+		    size_t errlen);
+
+/* Set one [section] key from text (also used for command-line flags).  0 or -EINVAL. */
+int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key, const char *value,
+		   char *err, size_t errlen);
+
+void mtd_policy_default(struct mtd_policy *p);
+/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom) from
+ * text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */
+int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
+		      size_t errlen);
+/* min <= max (when max is set), and the like.  0 or -EINVAL. */
+int mtd_policy_validate(const struct mtd_policy *p, char *err, size_t errlen);
+
+/* Parse the metadata element (as virDomainGetMetadata returns it) over *p.  An empty or
+ * NULL xml leaves p as it is.  0 or -EINVAL; p unchanged on error. */
+int mtd_policy_from_xml(struct mtd_policy *p, const char *xml, char *err, size_t errlen);
+/* The element to store with virDomainSetMetadata (no namespace: libvirt adds it). */
+int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len);
+
+/* Parse "128M", "1GiB", "4096" into bytes / "5s", "500ms" into ms.  0 or -EINVAL. */
+int mtd_parse_bytes(const char *s, uint64_t *out);
+int mtd_parse_ms(const char *s, uint64_t *out);
+
+struct _virDomain;
+/* Read the domain's policy (defaults + metadata) / store one key and return the result.
+ * Libvirt errors give -EIO with libvirt's message in err. */
+int mtd_policy_load_domain(struct _virDomain *dom, const struct mtd_policy *defaults,
+			   struct mtd_policy *out, char *err, size_t errlen);
+int mtd_policy_store_domain(struct _virDomain *dom, const struct mtd_policy *p, char *err,
+			    size_t errlen);
+
+#endif /* MEMTIDE_HOST_POLICY_H */
