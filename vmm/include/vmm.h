@@ -105,7 +105,11 @@ struct vmm_pt {
 	void *mem_ctx;
 };
 
-/* One young (accessed since the last walk) leaf, as the walker reports it. */
+/*
+ * One leaf the walker reports: young (accessed since the last walk), dirty, or both; flags
+ * says which.  A leaf that is dirty but not young is reported with VMM_YOUNG_DIRTY alone
+ * (with clear_dirty off it is reported again on every walk until something cleans it).
+ */
 struct vmm_young {
 	uint64_t gpa;    /* first byte the leaf maps */
 	uint32_t npages; /* 4 KiB pages the leaf maps: 1, 512 or 262144 */
@@ -114,7 +118,8 @@ struct vmm_young {
 #define VMM_YOUNG_ACCESSED 0x1 /* the accessed bit was set (and is now clear) */
 #define VMM_YOUNG_DIRTY    0x2 /* the leaf was dirty */
 
-/* Called with up to VMM_WALK_BATCH young leaves at a time, in ascending GPA order. */
+/* Called with 1..VMM_WALK_BATCH reported leaves at a time, in ascending GPA order, on the
+ * walking thread.  `batch` is valid only during the call. */
 #define VMM_WALK_BATCH 64
 typedef void (*vmm_young_fn)(void *arg, const struct vmm_young *batch, size_t n);
 
@@ -122,20 +127,28 @@ struct vmm_bloom;
 
 struct vmm_walk_opts {
 	uint64_t gpa_start, gpa_end; /* [start, end) to visit */
-	/* Optional: skip leaf tables the filter does not hold for `seq`, and admit dense ones
-	 * into the filter for seq + 1.  NULL walks everything. */
+	/* Optional: skip leaf tables the filter does not hold for `seq` (when
+	 * vmm_bloom_filtering says so), and admit leaf tables found dense with young entries
+	 * into the filter for seq + 1.  NULL walks everything.  A walk for seq may be split into
+	 * several budget-limited calls with the same seq; the filter for seq + 1 is emptied by
+	 * the first add for it, so no explicit vmm_bloom_reset is needed. */
 	struct vmm_bloom *bloom;
 	uint64_t seq;
-	bool clear_dirty;      /* also clean dirty leaves that are reported (write tracking) */
+	bool clear_dirty;      /* also clean dirty leaves that are reported (write tracking);
+				* done in the same atomic as the accessed bit */
 	vmm_young_fn fn;       /* receives young leaves; may be NULL (counting only) */
 	void *arg;
-	uint64_t budget_entries; /* stop after reading this many entries; 0 = no limit */
+	/* Stop after reading this many entries (all levels); 0 = no limit.  The walk stops at
+	 * an entry boundary and stats->next_gpa says where to resume (resuming re-reads at most
+	 * 3 upper-level entries).  A huge leaf is never split between two calls. */
+	uint64_t budget_entries;
 };
 
 struct vmm_walk_stats {
 	uint64_t entries_read;   /* page-table entries loaded, all levels */
 	uint64_t tables_visited; /* leaf tables (level 3) read */
 	uint64_t tables_skipped; /* leaf tables skipped by the bloom filter */
+	uint64_t leaf_entries_read; /* entries loaded from leaf tables (level 3) */
 	uint64_t leaves;         /* present leaves seen */
 	uint64_t young_pages;    /* 4 KiB pages covered by young leaves */
 	uint64_t dirty_pages;    /* 4 KiB pages covered by dirty leaves */
@@ -146,17 +159,28 @@ struct vmm_walk_stats {
 /*
  * Walk [gpa_start, gpa_end) of a tree, test-and-clear the accessed bit of every present
  * leaf atomically (an accessed bit that hardware sets during the walk is either reported
- * now or left set for the next walk; it is never lost), and report young leaves in batches.
- * Cost: one load per entry visited, one atomic per young leaf.  Returns 0, -EINVAL, or
- * -EFAULT when a table could not be mapped (the rest of the range is still walked).
+ * now or left set for the next walk; it is never lost), and report young and dirty leaves
+ * in batches.  A huge leaf is one entry: reported once, with its own first GPA and size,
+ * even when the range covers only part of it.
+ * Cost: one load per entry visited, one atomic read-modify-write per young (or, with
+ * clear_dirty, dirty) leaf; at most budget_entries loads.  stats may be NULL.
+ * Thread context: any thread; the entries may be set concurrently by hardware or by
+ * vmm_simhw_access, but the tree's structure must not change during the walk.
+ * Returns 0, -EINVAL (NULL pt/opts/table callback, unaligned or reversed range, gpa_end
+ * above 2^48), or -EFAULT when a table could not be mapped (the rest is still walked).
  */
 int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
 	     struct vmm_walk_stats *stats);
 
 /*
- * Look-around: having found the page at `gpa` young, test-and-clear the accessed bits of up
- * to `max` neighbours in the same leaf table (a table maps 2 MiB: 512 entries) and report
- * the young ones through fn.  Returns the number of young neighbours reported, or -errno.
+ * Look-around (MGLRU's lru_gen_look_around): having found the page at `gpa` young, test-
+ * and-clear the accessed bits of a window of up to max + 1 entries of the same leaf table
+ * (a table maps 2 MiB: 512 entries) that contains gpa, centred on it and clamped to the
+ * table, and report the young ones (gpa's own entry included) through fn.  When gpa is
+ * mapped by a huge leaf, that one leaf is tested.  Linux uses max = 63.  Dirty bits are
+ * reported, not cleared.  Cost: 3 loads to find the table, then at most max + 1 loads.
+ * Returns the number of young leaves reported (0 when gpa is not mapped), or -EINVAL,
+ * -EFAULT (a table could not be mapped).
  */
 int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn,
 		   void *arg);
@@ -196,29 +220,45 @@ int vmm_simhw_unmap(struct vmm_simhw *hw, uint64_t gpa, uint64_t npages);
 /* Bytes of page tables the simulation allocated. */
 uint64_t vmm_simhw_table_bytes(const struct vmm_simhw *hw);
 
+/* What the simulated tables map right now. */
+struct vmm_simhw_counts {
+	uint64_t leaves_4k, leaves_2m, leaves_1g; /* present leaves of each size */
+	uint64_t mapped_pages;                    /* 4 KiB pages they cover */
+	uint64_t tables;                          /* page-table pages in use, all levels */
+};
+/* Counts kept as the tables change; exact when no vmm_simhw_access runs concurrently. */
+void vmm_simhw_get_counts(const struct vmm_simhw *hw, struct vmm_simhw_counts *out);
+
 /* ======================================================================================
  * Part 3: bloom filter over leaf page-table pages
  * ====================================================================================== */
 
 struct vmm_bloom_config {
-	unsigned bits_shift;      /* filter size 2^bits_shift bits (Linux: 15) */
-	unsigned nr_hashes;       /* hash keys per item (Linux: 2) */
+	unsigned bits_shift;      /* filter size 2^bits_shift bits, 8..28 (Linux: 15) */
+	unsigned nr_hashes;       /* hash keys per item, 1..8 (Linux: 2) */
 	unsigned admit_young_x;   /* admit a table when young * admit_young_x >= entries (8) */
-	unsigned full_walk_every; /* walk everything every K walks even with a filter (K) */
+	unsigned full_walk_every; /* >= 1: every K-th seq walks everything (1: always) */
 };
 
+/* Linux's choices, and K = 8 (see vmm/bloom.c for the measurement behind it). */
 void vmm_bloom_config_default(struct vmm_bloom_config *cfg);
+/* Returns 0, -EINVAL (a field out of range), -ENOMEM.  Memory: 2^(bits_shift - 2) bytes
+ * (two filters), 8 KiB with the defaults.  Not thread-safe: one walker at a time. */
 int vmm_bloom_new(const struct vmm_bloom_config *cfg, struct vmm_bloom **out);
 void vmm_bloom_free(struct vmm_bloom *b);
 /* Should the walk for `seq` skip leaf tables not in the filter?  False when the filter for
- * seq is empty or a full walk is due. */
+ * seq is empty or a full walk is due (seq % full_walk_every == 0). */
 bool vmm_bloom_filtering(const struct vmm_bloom *b, uint64_t seq);
 /* Is the leaf table at table_pa (maybe) in the filter for seq? */
 bool vmm_bloom_test(const struct vmm_bloom *b, uint64_t seq, uint64_t table_pa);
 /* Put table_pa into the filter for seq (used for seq + 1 during the walk for seq). */
 void vmm_bloom_add(struct vmm_bloom *b, uint64_t seq, uint64_t table_pa);
-/* Clear the filter that seq will fill (called at the start of the walk for seq - 1). */
+/* Clear the filter that seq will fill (called at the start of the walk for seq - 1).
+ * Optional: vmm_bloom_add empties a filter that still holds an older seq by itself. */
 void vmm_bloom_reset(struct vmm_bloom *b, uint64_t seq);
+/* Is a leaf table with `young` young entries out of `entries` read dense enough to admit
+ * (young * admit_young_x >= entries, and young > 0)? */
+bool vmm_bloom_admit(const struct vmm_bloom *b, uint64_t young, uint64_t entries);
 
 /* ======================================================================================
  * Parts 4, 5 and 7: generations, refaults and the working-set estimate (one guest)
