@@ -56,10 +56,10 @@ struct bloom_half {
 
 struct vmm_bloom {
 	struct vmm_bloom_config cfg;
-	uint64_t bit_mask;     /* 2^bits_shift - 1 */
-	size_t nr_words;       /* 64-bit words per filter */
+	uint64_t bit_mask; /* 2^bits_shift - 1 */
+	size_t nr_words;   /* 64-bit words per filter */
 	struct bloom_half f[2];
-	uint64_t bits[];       /* f[0]'s words, then f[1]'s */
+	uint64_t bits[]; /* f[0]'s words, then f[1]'s */
 };
 
 #define BLOOM_MIN_SHIFT  8

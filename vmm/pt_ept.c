@@ -74,15 +74,15 @@ static uint64_t ept_op_hw_access_bits(uint64_t e, bool write)
 }
 
 const struct vmm_pt_format vmm_pt_format_ept = {
-	.name = "ept",
-	.id = VMM_PT_EPT,
-	.present = ept_op_present,
-	.is_leaf = ept_op_is_leaf,
-	.addr = ept_op_addr,
-	.accessed_mask = EPT_A,
-	.dirty = ept_op_dirty,
-	.dirty_clear_mask = EPT_D,
-	.make_table = ept_op_make_table,
-	.make_leaf = ept_op_make_leaf,
-	.hw_access_bits = ept_op_hw_access_bits,
+    .name = "ept",
+    .id = VMM_PT_EPT,
+    .present = ept_op_present,
+    .is_leaf = ept_op_is_leaf,
+    .addr = ept_op_addr,
+    .accessed_mask = EPT_A,
+    .dirty = ept_op_dirty,
+    .dirty_clear_mask = EPT_D,
+    .make_table = ept_op_make_table,
+    .make_leaf = ept_op_make_leaf,
+    .hw_access_bits = ept_op_hw_access_bits,
 };

@@ -31,15 +31,15 @@
 #define PT_LAST_LEVEL         3
 
 /* ---- x86 EPT ----------------------------------------------------------------------------- */
-#define EPT_R        (1ULL << 0) /* read access */
-#define EPT_W        (1ULL << 1) /* write access */
-#define EPT_X        (1ULL << 2) /* supervisor-mode execute */
-#define EPT_RWX      (EPT_R | EPT_W | EPT_X)
-#define EPT_MT_WB    (6ULL << 3)         /* leaf bits 5:3, EPT memory type: 6 = write-back */
-#define EPT_LARGE    (1ULL << 7)         /* PDPTE/PDE: maps a 1 GiB / 2 MiB page */
-#define EPT_A        (1ULL << 8)         /* accessed (set by the CPU when EPTP bit 6 is on) */
-#define EPT_D        (1ULL << 9)         /* dirty: leaves only */
-#define EPT_PA_MASK  0x000FFFFFFFFFF000ULL /* bits 51:12 */
+#define EPT_R       (1ULL << 0) /* read access */
+#define EPT_W       (1ULL << 1) /* write access */
+#define EPT_X       (1ULL << 2) /* supervisor-mode execute */
+#define EPT_RWX     (EPT_R | EPT_W | EPT_X)
+#define EPT_MT_WB   (6ULL << 3)           /* leaf bits 5:3, EPT memory type: 6 = write-back */
+#define EPT_LARGE   (1ULL << 7)           /* PDPTE/PDE: maps a 1 GiB / 2 MiB page */
+#define EPT_A       (1ULL << 8)           /* accessed (set by the CPU when EPTP bit 6 is on) */
+#define EPT_D       (1ULL << 9)           /* dirty: leaves only */
+#define EPT_PA_MASK 0x000FFFFFFFFFF000ULL /* bits 51:12 */
 
 /* An EPT entry is present when any of R/W/X (bits 2:0) is set.  (With mode-based execute
  * control bit 10 alone would also do; memtide does not enable it.) */
@@ -59,14 +59,14 @@ static inline bool ept_is_leaf(uint64_t e, int level)
 }
 
 /* ---- arm64 stage-2, 4 KiB granule --------------------------------------------------------- */
-#define S2_VALID      (1ULL << 0)  /* descriptor valid */
-#define S2_TABLE      (1ULL << 1)  /* levels 0-2: 1 = table, 0 = block; level 3: 1 = page */
+#define S2_VALID      (1ULL << 0)   /* descriptor valid */
+#define S2_TABLE      (1ULL << 1)   /* levels 0-2: 1 = table, 0 = block; level 3: 1 = page */
 #define S2_MEMATTR_WB (0xFULL << 2) /* MemAttr[3:0] bits 5:2: Normal, inner+outer write-back */
-#define S2AP_R        (1ULL << 6)  /* S2AP[0]: reads allowed */
-#define S2AP_W        (1ULL << 7)  /* S2AP[1]: writes allowed; with DBM: the page is dirty */
-#define S2_SH_INNER   (3ULL << 8)  /* SH[1:0] bits 9:8: inner shareable */
-#define S2_AF         (1ULL << 10) /* access flag */
-#define S2_DBM        (1ULL << 51) /* dirty bit modifier: hardware manages S2AP[1] as dirty */
+#define S2AP_R        (1ULL << 6)   /* S2AP[0]: reads allowed */
+#define S2AP_W        (1ULL << 7)   /* S2AP[1]: writes allowed; with DBM: the page is dirty */
+#define S2_SH_INNER   (3ULL << 8)   /* SH[1:0] bits 9:8: inner shareable */
+#define S2_AF         (1ULL << 10)  /* access flag */
+#define S2_DBM        (1ULL << 51)  /* dirty bit modifier: hardware manages S2AP[1] as dirty */
 #define S2_OA_MASK    0x0000FFFFFFFFF000ULL /* output address bits 47:12 (48-bit OA) */
 
 /*

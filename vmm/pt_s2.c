@@ -77,15 +77,15 @@ static uint64_t s2_op_hw_access_bits(uint64_t e, bool write)
 }
 
 const struct vmm_pt_format vmm_pt_format_s2 = {
-	.name = "stage2",
-	.id = VMM_PT_S2,
-	.present = s2_op_present,
-	.is_leaf = s2_op_is_leaf,
-	.addr = s2_op_addr,
-	.accessed_mask = S2_AF,
-	.dirty = s2_op_dirty,
-	.dirty_clear_mask = S2AP_W,
-	.make_table = s2_op_make_table,
-	.make_leaf = s2_op_make_leaf,
-	.hw_access_bits = s2_op_hw_access_bits,
+    .name = "stage2",
+    .id = VMM_PT_S2,
+    .present = s2_op_present,
+    .is_leaf = s2_op_is_leaf,
+    .addr = s2_op_addr,
+    .accessed_mask = S2_AF,
+    .dirty = s2_op_dirty,
+    .dirty_clear_mask = S2AP_W,
+    .make_table = s2_op_make_table,
+    .make_leaf = s2_op_make_leaf,
+    .hw_access_bits = s2_op_hw_access_bits,
 };

@@ -147,66 +147,135 @@ static inline __attribute__((always_inline)) bool k_cleanable(const struct vmm_p
 	return f->dirty(e | f->dirty_clear_mask);
 }
 
-/*
- * One present leaf whose loaded value e may be young or dirty.  Returns true when it was
- * young.  Steps:
- *  1. Decide what to clear: A, plus the dirty bits when cleaning and the leaf is cleanable.
- *  2. No RMW when nothing we would clear is set in e (dirty-only without clear_dirty): the
- *     MMU may set A right after our load; then it stays set for the next walk.
- *  3. Otherwise one atomic fetch_and; report from the old value it returns, so a bit the
- *     MMU set between our load and the RMW is reported now rather than lost.
- */
-static inline __attribute__((always_inline)) bool
-leaf_young(struct walker *w, enum fmt_kind kind, uint64_t *slot, uint64_t e, uint64_t gpa,
-	   uint64_t npages)
+/* The accessed bit as a compile-time constant where the format is known, so that
+ * "fetch_and(~A) & A" compiles to one `lock btr` instead of a compare-and-swap loop. */
+static inline __attribute__((always_inline)) uint64_t k_amask(const struct vmm_pt_format *f,
+							      enum fmt_kind kind)
 {
-	const struct vmm_pt_format *f = w->fmt;
-	uint64_t clear = f->accessed_mask;
-	uint8_t flags = 0;
-
-	/* Step 1 */
-	if (w->o->clear_dirty && k_cleanable(f, kind, e))
-		clear |= f->dirty_clear_mask;
-	/* Step 2: e & clear is A, or the dirty state of a cleanable leaf */
-	if (e & clear) {
-		/* Step 3 */
-		e = __atomic_fetch_and(slot, ~clear, __ATOMIC_RELAXED);
+	switch (kind) {
+	case KIND_EPT:
+		return EPT_A;
+	case KIND_S2:
+		return S2_AF;
+	case KIND_GENERIC:
+		break;
 	}
-	if (e & f->accessed_mask)
-		flags |= VMM_YOUNG_ACCESSED;
-	if (k_dirty(f, kind, e))
-		flags |= VMM_YOUNG_DIRTY;
-	if (!flags)
-		return false;
-	if (flags & VMM_YOUNG_ACCESSED)
-		w->st->young_pages += npages;
-	if (flags & VMM_YOUNG_DIRTY)
-		w->st->dirty_pages += npages;
-	batch_push(&w->bt, gpa, npages, flags);
-	return (flags & VMM_YOUNG_ACCESSED) != 0;
+	return f->accessed_mask;
 }
 
-/* Read entries [lo, hi) of a leaf table whose entry 0 maps table_gpa.  Returns the number
- * of young leaves.  Cost: one relaxed load per entry; an RMW per young leaf. */
-static inline __attribute__((always_inline)) uint64_t
-scan_leaf(struct walker *w, enum fmt_kind kind, uint64_t *t, unsigned lo, unsigned hi,
-	  uint64_t table_gpa)
+/*
+ * One present leaf whose loaded value e may be young or dirty.  Returns the VMM_YOUNG_*
+ * flags it was reported with (0: neither, not reported); the caller counts pages.  Steps:
+ *  1. The common case, no dirty state to clean: if A was set in e, clear it with one
+ *     atomic bit-test-and-reset (only the walker clears A, so the old A is 1); if A was
+ *     clear, no write at all: an A the MMU sets after our load stays for the next walk.
+ *     The dirty flag comes from e; a D set after the load stays set and is reported then.
+ *  2. Cleaning a dirty leaf (clear_dirty, and e showed hardware dirty state): one atomic
+ *     fetch_and of A and the dirty bits; young is read from the old value it returns.
+ *     Only the walker clears these bits, so the old value is still dirty.
+ */
+static inline __attribute__((always_inline)) uint8_t leaf_young(struct walker *w,
+								enum fmt_kind kind, uint64_t *slot,
+								uint64_t e, uint64_t gpa,
+								uint64_t npages)
 {
 	const struct vmm_pt_format *f = w->fmt;
-	uint64_t young = 0, leaves = 0;
+	uint64_t amask = k_amask(f, kind);
+	bool dirty = k_dirty(f, kind, e), young = false;
+	uint8_t flags;
 
-	for (unsigned i = lo; i < hi; i++) {
-		uint64_t e = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
+	if (!(w->o->clear_dirty && dirty && k_cleanable(f, kind, e))) {
+		/* Step 1 */
+		if (e & amask)
+			young = (__atomic_fetch_and(slot, ~amask, __ATOMIC_RELAXED) & amask) != 0;
+	} else {
+		/* Step 2 */
+		uint64_t old =
+		    __atomic_fetch_and(slot, ~(amask | f->dirty_clear_mask), __ATOMIC_RELAXED);
 
-		if (!k_leaf3(f, kind, e))
-			continue;
-		leaves++;
-		if (!k_maybe(f, kind, e))
-			continue;
-		young += leaf_young(w, kind, &t[i], e, table_gpa + ((uint64_t)i << VMM_PAGE_SHIFT),
-				    1);
+		young = (old & amask) != 0;
+	}
+	flags = (young ? VMM_YOUNG_ACCESSED : 0) | (dirty ? VMM_YOUNG_DIRTY : 0);
+	if (flags)
+		batch_push(&w->bt, gpa, npages, flags);
+	return flags;
+}
+
+/* Eight entries: bit j of the result says entry j may be young or dirty; *leaves counts
+ * the present ones.  Straight-line code: unrolled by hand because -O2 does not unroll. */
+static inline __attribute__((always_inline)) uint64_t
+scan8(const struct vmm_pt_format *f, enum fmt_kind kind, uint64_t *p, uint64_t *leaves)
+{
+	uint64_t m = 0, n = 0;
+
+#define SCAN1(j)                                                                                   \
+	do {                                                                                       \
+		uint64_t e_ = __atomic_load_n(&p[j], __ATOMIC_RELAXED);                            \
+		n += k_leaf3(f, kind, e_);                                                         \
+		m |= (uint64_t)k_maybe(f, kind, e_) << (j);                                        \
+	} while (0)
+	SCAN1(0);
+	SCAN1(1);
+	SCAN1(2);
+	SCAN1(3);
+	SCAN1(4);
+	SCAN1(5);
+	SCAN1(6);
+	SCAN1(7);
+#undef SCAN1
+	*leaves += n;
+	return m;
+}
+
+/*
+ * Read entries [lo, hi) of a leaf table whose entry 0 maps table_gpa.  Returns the number
+ * of young leaves.  Two passes per group of 64 entries: the first loads every entry and
+ * builds a bitmap of leaves that may be young or dirty without a data-dependent branch
+ * (10% young at random would mispredict about one entry in five); the second visits only
+ * the set bits.  Measured on the 16 GiB age_dense run: see the file comment.
+ * Cost: one relaxed load per entry, a reload and an atomic per young leaf.
+ */
+static inline __attribute__((always_inline)) uint64_t scan_leaf(struct walker *w,
+								enum fmt_kind kind, uint64_t *t,
+								unsigned lo, unsigned hi,
+								uint64_t table_gpa)
+{
+	const struct vmm_pt_format *f = w->fmt;
+	uint64_t young = 0, dirty = 0, leaves = 0;
+
+	for (unsigned g = lo; g < hi; g += 64) {
+		unsigned n = hi - g < 64 ? hi - g : 64;
+		uint64_t maybe = 0;
+
+		if (n == 64) {
+			/* The whole-group case: eight entries per step, constant shifts. */
+			for (unsigned j = 0; j < 64; j += 8)
+				maybe |= scan8(f, kind, &t[g + j], &leaves) << j;
+		} else {
+			for (unsigned j = 0; j < n; j++) {
+				uint64_t e = __atomic_load_n(&t[g + j], __ATOMIC_RELAXED);
+
+				leaves += k_leaf3(f, kind, e);
+				maybe |= (uint64_t)k_maybe(f, kind, e) << j;
+			}
+		}
+		while (maybe) {
+			unsigned i = g + (unsigned)__builtin_ctzll(maybe);
+			uint64_t e = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
+			uint8_t flags;
+
+			maybe &= maybe - 1;
+			if (!k_leaf3(f, kind, e))
+				continue; /* A or D bits in an entry that maps nothing */
+			flags = leaf_young(w, kind, &t[i], e,
+					   table_gpa + ((uint64_t)i << VMM_PAGE_SHIFT), 1);
+			young += (flags & VMM_YOUNG_ACCESSED) != 0;
+			dirty += (flags & VMM_YOUNG_DIRTY) != 0;
+		}
 	}
 	w->st->leaves += leaves;
+	w->st->young_pages += young;
+	w->st->dirty_pages += dirty;
 	return young;
 }
 
@@ -273,8 +342,7 @@ static void walk_leaf_table(struct walker *w, uint64_t table_pa, uint64_t start,
 }
 
 /* A table at level 0..2 mapping [start, end) (within its own span). */
-static void walk_table(struct walker *w, uint64_t table_pa, int level, uint64_t start,
-		       uint64_t end)
+static void walk_table(struct walker *w, uint64_t table_pa, int level, uint64_t start, uint64_t end)
 {
 	const struct vmm_pt_format *f = w->fmt;
 	uint64_t *t = w->pt->table(w->pt->mem_ctx, table_pa);
@@ -305,8 +373,15 @@ static void walk_table(struct walker *w, uint64_t table_pa, int level, uint64_t 
 		if (f->is_leaf(e, level)) {
 			/* A 1 GiB / 2 MiB leaf: one entry of its size, reported at its own base. */
 			w->st->leaves++;
-			if ((e & f->accessed_mask) || f->dirty(e))
-				leaf_young(w, KIND_GENERIC, &t[i], e, egpa, size >> VMM_PAGE_SHIFT);
+			if ((e & f->accessed_mask) || f->dirty(e)) {
+				uint64_t npages = size >> VMM_PAGE_SHIFT;
+				uint8_t flags = leaf_young(w, KIND_GENERIC, &t[i], e, egpa, npages);
+
+				if (flags & VMM_YOUNG_ACCESSED)
+					w->st->young_pages += npages;
+				if (flags & VMM_YOUNG_DIRTY)
+					w->st->dirty_pages += npages;
+			}
 			continue;
 		}
 		if (level + 1 < PT_LAST_LEVEL) {
@@ -345,13 +420,13 @@ int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
 	if (opts->gpa_start == opts->gpa_end)
 		return 0;
 	w = (struct walker){
-		.pt = pt,
-		.fmt = pt->fmt,
-		.o = opts,
-		.st = stats,
-		.budget_left = opts->budget_entries ? opts->budget_entries : UINT64_MAX,
-		.filtering = opts->bloom && vmm_bloom_filtering(opts->bloom, opts->seq),
-		.bt = {.fn = opts->fn, .arg = opts->arg},
+	    .pt = pt,
+	    .fmt = pt->fmt,
+	    .o = opts,
+	    .st = stats,
+	    .budget_left = opts->budget_entries ? opts->budget_entries : UINT64_MAX,
+	    .filtering = opts->bloom && vmm_bloom_filtering(opts->bloom, opts->seq),
+	    .bt = {.fn = opts->fn, .arg = opts->arg},
 	};
 	walk_table(&w, pt->root_pa, 0, opts->gpa_start, opts->gpa_end);
 	batch_flush(&w.bt);
@@ -369,13 +444,11 @@ static int lookaround_leaf(const struct vmm_pt_format *f, struct batch *bt, uint
 	e = __atomic_fetch_and(slot, ~f->accessed_mask, __ATOMIC_RELAXED);
 	if (!(e & f->accessed_mask))
 		return 0;
-	batch_push(bt, gpa, npages,
-		   VMM_YOUNG_ACCESSED | (f->dirty(e) ? VMM_YOUNG_DIRTY : 0));
+	batch_push(bt, gpa, npages, VMM_YOUNG_ACCESSED | (f->dirty(e) ? VMM_YOUNG_DIRTY : 0));
 	return 1;
 }
 
-int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn,
-		   void *arg)
+int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn, void *arg)
 {
 	struct batch bt = {.fn = fn, .arg = arg};
 	const struct vmm_pt_format *f;
@@ -422,10 +495,9 @@ int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_youn
 		uint64_t e = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
 
 		if (f->present(e, PT_LAST_LEVEL) && f->is_leaf(e, PT_LAST_LEVEL))
-			young += lookaround_leaf(f, &bt, &t[i], e,
-						 (gpa & ~(VMM_SIZE_2M - 1)) +
-							 ((uint64_t)i << VMM_PAGE_SHIFT),
-						 1);
+			young += lookaround_leaf(
+			    f, &bt, &t[i], e,
+			    (gpa & ~(VMM_SIZE_2M - 1)) + ((uint64_t)i << VMM_PAGE_SHIFT), 1);
 	}
 	batch_flush(&bt);
 	return young;
