@@ -1,0 +1,525 @@
+/*
+ * agent_link.c - host side of the agent protocol for one VM (see agent_link.h).
+ *
+ * States: DOWN (waiting for the backoff deadline) -> connect() -> HELLO_WAIT (our hello and
+ * config queued, waiting for the agent's hello) -> READY.  Any stream error, EOF, write
+ * failure or error-budget verdict goes back to DOWN with the next backoff delay (500 ms
+ * doubling to 30 s, jittered); a handshake that completes resets the backoff.
+ *
+ * One handler per message type, dispatched by one switch; the frame envelope is checked by
+ * proto_reader (length bound) and proto_decode (strict validator) before any handler runs;
+ * handlers only copy validated structs into the link.  Messages the host never expects
+ * (reclaim, config from the agent) are rejected with PROTO_E_STATE and cost budget points.
+ */
+#include "agent_link.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define BACKOFF_MIN_MS    500
+#define BACKOFF_MAX_MS    30000
+#define READS_PER_SERVICE 16 /* bound one service call: at most 16 reads of <= 64 KiB */
+
+enum link_state { LINK_DOWN, LINK_HELLO_WAIT, LINK_READY };
+
+struct mtd_agent_link {
+	char path[108];
+	uint64_t interval_ms;
+	enum link_state state;
+	int fd;
+	struct proto_reader rd;
+	struct proto_writer wr;
+	struct proto_guard guard;
+	struct proto_backoff backoff;
+	uint64_t next_connect_ms;
+	uint32_t next_id;
+	uint32_t version;
+	bool logged_down; /* one NOTICE per outage, not one per retry */
+
+	struct proto_hello hello;
+	uint64_t last_heard_ms;
+	struct proto_stats stats;
+	uint64_t stats_seq;
+	struct proto_wss wss;
+	uint64_t wss_seq;
+	struct proto_hint hints[MTD_AGENT_HINT_RING];
+	unsigned hint_head, hint_count;
+	uint64_t need_bytes;
+	uint32_t reclaim_outstanding; /* id of the request in flight, 0: none */
+	uint64_t reclaim_sent_ms;
+	uint32_t reclaim_deadline_ms;
+	struct proto_reclaim_reply reclaim_reply;
+	uint64_t reclaim_seq;
+	struct mtd_agent_link_counters ctr;
+};
+
+int mtd_agent_link_new(const char *path, uint64_t interval_ms, struct mtd_agent_link **out)
+{
+	struct mtd_agent_link *l;
+
+	if (strlen(path) >= sizeof(l->path))
+		return -ENAMETOOLONG;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	memcpy(l->path, path, strlen(path) + 1);
+	l->interval_ms = interval_ms;
+	l->fd = -1;
+	proto_reader_init(&l->rd);
+	proto_writer_init(&l->wr, 0);
+	proto_backoff_init(&l->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+	*out = l;
+	return 0;
+}
+
+static void link_down(struct mtd_agent_link *l, uint64_t now_ms, const char *why)
+{
+	if (l->fd >= 0) {
+		close(l->fd);
+		l->ctr.disconnects++;
+		mtd_notice("agent %s: disconnected: %s", l->path, why);
+	}
+	l->fd = -1;
+	l->state = LINK_DOWN;
+	l->reclaim_outstanding = 0;
+	proto_reader_reset(&l->rd);
+	proto_writer_reset(&l->wr);
+	l->next_connect_ms = now_ms + proto_backoff_next(&l->backoff, (uint32_t)random());
+}
+
+void mtd_agent_link_free(struct mtd_agent_link *l)
+{
+	if (!l)
+		return;
+	if (l->fd >= 0)
+		close(l->fd);
+	proto_reader_free(&l->rd);
+	proto_writer_free(&l->wr);
+	free(l);
+}
+
+int mtd_agent_link_fd(const struct mtd_agent_link *l)
+{
+	return l->fd;
+}
+
+short mtd_agent_link_events(const struct mtd_agent_link *l)
+{
+	return (short)(POLLIN | (proto_writer_pending(&l->wr) ? POLLOUT : 0));
+}
+
+uint64_t mtd_agent_link_deadline(const struct mtd_agent_link *l)
+{
+	if (l->state == LINK_DOWN)
+		return l->next_connect_ms;
+	if (l->reclaim_outstanding)
+		return l->reclaim_sent_ms + l->reclaim_deadline_ms + 5000;
+	return UINT64_MAX;
+}
+
+bool mtd_agent_link_ready(const struct mtd_agent_link *l)
+{
+	return l->state == LINK_READY;
+}
+
+uint64_t mtd_agent_link_last_heard(const struct mtd_agent_link *l)
+{
+	return l->last_heard_ms;
+}
+
+const struct proto_hello *mtd_agent_link_hello(const struct mtd_agent_link *l)
+{
+	return &l->hello;
+}
+
+const struct proto_stats *mtd_agent_link_stats(const struct mtd_agent_link *l, uint64_t *seq)
+{
+	*seq = l->stats_seq;
+	return l->stats_seq ? &l->stats : NULL;
+}
+
+const struct proto_wss *mtd_agent_link_wss(const struct mtd_agent_link *l, uint64_t *seq)
+{
+	*seq = l->wss_seq;
+	return l->wss_seq ? &l->wss : NULL;
+}
+
+bool mtd_agent_link_take_hint(struct mtd_agent_link *l, struct proto_hint *out)
+{
+	if (!l->hint_count)
+		return false;
+	*out = l->hints[l->hint_head];
+	l->hint_head = (l->hint_head + 1) % MTD_AGENT_HINT_RING;
+	l->hint_count--;
+	return true;
+}
+
+uint64_t mtd_agent_link_take_need(struct mtd_agent_link *l)
+{
+	uint64_t n = l->need_bytes;
+	l->need_bytes = 0;
+	return n;
+}
+
+const struct proto_reclaim_reply *mtd_agent_link_reclaim_reply(const struct mtd_agent_link *l,
+							       uint64_t *seq)
+{
+	*seq = l->reclaim_seq;
+	return l->reclaim_seq ? &l->reclaim_reply : NULL;
+}
+
+void mtd_agent_link_counters(const struct mtd_agent_link *l, struct mtd_agent_link_counters *c)
+{
+	*c = l->ctr;
+}
+
+static uint32_t take_id(struct mtd_agent_link *l)
+{
+	if (l->next_id == 0 || l->next_id == PROTO_ID_MAX)
+		l->next_id = 1;
+	return l->next_id++;
+}
+
+static int send_msg(struct mtd_agent_link *l, struct proto_msg *m)
+{
+	struct proto_error e;
+	enum proto_status s;
+
+	m->id = take_id(l);
+	s = proto_writer_send(&l->wr, m, &e);
+	if (s == PROTO_E_NOSPC)
+		return -ENOSPC;
+	if (s != PROTO_OK) {
+		mtd_err("agent %s: cannot encode %s: %s (%s)", l->path,
+			proto_msg_type_name(m->type), e.message, proto_status_name(s));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void send_error(struct mtd_agent_link *l, const struct proto_error *e, bool fatal)
+{
+	struct proto_msg m;
+
+	proto_error_to_msg(e, 0, fatal, &m);
+	(void)send_msg(l, &m);
+}
+
+/* Step 1 of a connection: our hello and the configuration we want. */
+static int send_handshake(struct mtd_agent_link *l)
+{
+	struct proto_msg m;
+	uint32_t iv = (uint32_t)(l->interval_ms < PROTO_INTERVAL_MIN_MS   ? PROTO_INTERVAL_MIN_MS
+				 : l->interval_ms > PROTO_INTERVAL_MAX_MS ? PROTO_INTERVAL_MAX_MS
+									  : l->interval_ms);
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_HELLO;
+	m.u.hello.role = PROTO_ROLE_HOST;
+	m.u.hello.version_min = PROTO_VERSION_MIN;
+	m.u.hello.version_max = PROTO_VERSION_MAX;
+	snprintf(m.u.hello.software, sizeof(m.u.hello.software), "memtided 0.1.0");
+	m.u.hello.caps = PROTO_CAP_HOST_RECLAIM | PROTO_CAP_HOST_WSS | PROTO_CAP_HOST_HINT;
+	if (send_msg(l, &m) < 0)
+		return -EIO;
+
+	/* wss bins: 0, 1, 2, 4, 8 and 16 intervals; the source reads the first two (memory
+	 * touched within the last two intervals is young this round). */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_CONFIG;
+	m.u.config.report_interval_ms = iv;
+	m.u.config.wss_interval_ms = iv;
+	m.u.config.collectors = PROTO_COLLECT_STATS | PROTO_COLLECT_WSS | PROTO_COLLECT_HINT;
+	m.u.config.nr_wss_bins = 6;
+	for (unsigned i = 0; i < 6; i++)
+		m.u.config.wss_bins_ms[i] = i == 0 ? 0 : (uint64_t)iv << (i - 1);
+	return send_msg(l, &m) < 0 ? -EIO : 0;
+}
+
+static void try_connect(struct mtd_agent_link *l, uint64_t now_ms)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0) {
+		l->next_connect_ms = now_ms + proto_backoff_next(&l->backoff, (uint32_t)random());
+		return;
+	}
+	memcpy(sa.sun_path, l->path, strlen(l->path) + 1);
+	/* A unix-socket connect either completes or fails at once (no EINPROGRESS wait). */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (!l->logged_down) {
+			mtd_notice("agent %s: cannot connect (%s); retrying with backoff", l->path,
+				   strerror(errno));
+			l->logged_down = true;
+		}
+		close(fd);
+		l->next_connect_ms = now_ms + proto_backoff_next(&l->backoff, (uint32_t)random());
+		return;
+	}
+	l->fd = fd;
+	l->state = LINK_HELLO_WAIT;
+	l->ctr.connects++;
+	proto_guard_init(&l->guard);
+	proto_reader_reset(&l->rd);
+	proto_writer_reset(&l->wr);
+	if (send_handshake(l) < 0)
+		link_down(l, now_ms, "cannot queue the handshake");
+}
+
+/* ---- one handler per message ----------------------------------------------------------- */
+
+static enum proto_status on_hello(struct mtd_agent_link *l, const struct proto_msg *m,
+				  struct proto_error *e)
+{
+	const struct proto_hello *h = &m->u.hello;
+
+	if (l->state != LINK_HELLO_WAIT || h->role != PROTO_ROLE_AGENT) {
+		snprintf(e->message, sizeof(e->message),
+			 "hello is the first message, from an agent");
+		return PROTO_E_STATE;
+	}
+	if (proto_version_negotiate(PROTO_VERSION_MIN, PROTO_VERSION_MAX, h->version_min,
+				    h->version_max, &l->version) != PROTO_OK) {
+		snprintf(e->message, sizeof(e->message), "no common protocol version");
+		return PROTO_E_VERSION;
+	}
+	l->hello = *h;
+	l->state = LINK_READY;
+	l->logged_down = false;
+	proto_backoff_reset(&l->backoff);
+	mtd_notice("agent %s: connected: %.63s on %.64s, protocol %u", l->path, h->software,
+		   h->kernel, l->version);
+	return PROTO_OK;
+}
+
+static enum proto_status on_hint(struct mtd_agent_link *l, const struct proto_msg *m)
+{
+	const struct proto_hint *h = &m->u.hint;
+
+	if (h->kind == PROTO_HINT_NEED) {
+		uint64_t n = l->need_bytes + h->need_bytes;
+		/* Saturate at the wire bound: a guest cannot make the sum wrap. */
+		l->need_bytes = n < l->need_bytes || n > PROTO_BYTES_MAX ? PROTO_BYTES_MAX : n;
+		return PROTO_OK;
+	}
+	/* A full ring drops the oldest hint: hints are advice, the newest counts most. */
+	if (l->hint_count == MTD_AGENT_HINT_RING) {
+		l->hint_head = (l->hint_head + 1) % MTD_AGENT_HINT_RING;
+		l->hint_count--;
+		l->ctr.dropped++;
+	}
+	l->hints[(l->hint_head + l->hint_count) % MTD_AGENT_HINT_RING] = *h;
+	l->hint_count++;
+	return PROTO_OK;
+}
+
+static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct proto_msg *m,
+					  struct proto_error *e)
+{
+	if (!l->reclaim_outstanding || m->u.reclaim_reply.re != l->reclaim_outstanding) {
+		snprintf(e->message, sizeof(e->message), "reclaim_reply answers no open request");
+		return PROTO_E_STATE;
+	}
+	l->reclaim_reply = m->u.reclaim_reply;
+	l->reclaim_seq++;
+	l->reclaim_outstanding = 0;
+	return PROTO_OK;
+}
+
+static enum proto_status dispatch(struct mtd_agent_link *l, const struct proto_msg *m,
+				  uint64_t now_ms, struct proto_error *e)
+{
+	if (m->type != PROTO_MSG_HELLO && m->type != PROTO_MSG_ERROR && l->state != LINK_READY) {
+		snprintf(e->message, sizeof(e->message), "%s before hello",
+			 proto_msg_type_name(m->type));
+		return PROTO_E_STATE;
+	}
+	switch (m->type) {
+	case PROTO_MSG_HELLO:
+		return on_hello(l, m, e);
+	case PROTO_MSG_STATS:
+		l->stats = m->u.stats;
+		l->stats_seq++;
+		return PROTO_OK;
+	case PROTO_MSG_WSS:
+		l->wss = m->u.wss;
+		l->wss_seq++;
+		return PROTO_OK;
+	case PROTO_MSG_HINT:
+		return on_hint(l, m);
+	case PROTO_MSG_RECLAIM_REPLY:
+		return on_reclaim_reply(l, m, e);
+	case PROTO_MSG_CONFIG_REPLY:
+		mtd_info("agent %s: config in force: report every %u ms, wss every %u ms", l->path,
+			 m->u.config_reply.config.report_interval_ms,
+			 m->u.config_reply.config.wss_interval_ms);
+		return PROTO_OK;
+	case PROTO_MSG_PING: {
+		struct proto_msg r = {.type = PROTO_MSG_PONG};
+		r.u.pong.re = m->id;
+		r.u.pong.mono_ms = now_ms;
+		return send_msg(l, &r) == 0 ? PROTO_OK : PROTO_E_NOSPC;
+	}
+	case PROTO_MSG_PONG:
+		return PROTO_OK;
+	case PROTO_MSG_ERROR:
+		mtd_warn("agent %s: rejected our message %u: %s (%.63s: %.255s)", l->path,
+			 m->u.error.re, proto_status_name(m->u.error.code), m->u.error.field,
+			 m->u.error.message);
+		if (m->u.error.re && m->u.error.re == l->reclaim_outstanding)
+			l->reclaim_outstanding = 0;
+		return m->u.error.fatal ? PROTO_E_STATE : PROTO_OK;
+	case PROTO_MSG_RECLAIM:
+	case PROTO_MSG_CONFIG:
+	default:
+		snprintf(e->message, sizeof(e->message), "%s is a host-to-agent message",
+			 proto_msg_type_name(m->type));
+		return PROTO_E_STATE;
+	}
+}
+
+/* One payload: budget, decode, dispatch.  Returns false when the link went down. */
+static bool handle_frame(struct mtd_agent_link *l, const char *json, size_t len, uint64_t now_ms)
+{
+	struct proto_msg *m = malloc(sizeof(*m)); /* ~20 KiB: keep it off the loop's stack */
+	struct proto_error e = {0};
+	enum proto_status s;
+	enum proto_verdict v;
+
+	l->ctr.frames++;
+	v = proto_guard_frame(&l->guard, now_ms);
+	if (v == PROTO_VERDICT_DROP) {
+		l->ctr.dropped++;
+		free(m);
+		return true;
+	}
+	if (v == PROTO_VERDICT_DISCONNECT || !m) {
+		free(m);
+		link_down(l, now_ms, "agent exceeds its message rate");
+		return false;
+	}
+	s = proto_decode(json, len, m, &e);
+	if (s == PROTO_OK) {
+		bool was_error = m->type == PROTO_MSG_ERROR;
+		e.re = m->id;
+		s = dispatch(l, m, now_ms, &e);
+		if (s == PROTO_OK) {
+			l->last_heard_ms = now_ms;
+			free(m);
+			return true;
+		}
+		e.code = s;
+		if (was_error) {
+			/* a fatal error from the agent: it is closing; never answer an error */
+			free(m);
+			link_down(l, now_ms, "agent sent a fatal error");
+			return false;
+		}
+	}
+	free(m);
+	l->ctr.rejected++;
+	e.code = s;
+	v = proto_guard_error(&l->guard, s, now_ms);
+	mtd_info("agent %s: rejected a frame: %s at '%s': %s", l->path, proto_status_name(s),
+		 e.field, e.message);
+	if (v == PROTO_VERDICT_DISCONNECT || s == PROTO_E_VERSION) {
+		send_error(l, &e, true);
+		(void)proto_writer_flush(&l->wr, l->fd);
+		link_down(l, now_ms, "too many invalid messages");
+		return false;
+	}
+	send_error(l, &e, false);
+	return true;
+}
+
+void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms)
+{
+	if (l->state == LINK_DOWN) {
+		if (now_ms < l->next_connect_ms)
+			return;
+		try_connect(l, now_ms);
+		if (l->state == LINK_DOWN)
+			return;
+	}
+	for (int i = 0; i < READS_PER_SERVICE; i++) {
+		long n = proto_reader_read_fd(&l->rd, l->fd);
+		const char *json;
+		size_t len;
+		struct proto_error e;
+		int rc;
+
+		if (n == -EAGAIN)
+			break;
+		if (n == -EINTR)
+			continue;
+		while ((rc = proto_reader_next(&l->rd, &json, &len, &e)) == 1) {
+			if (!handle_frame(l, json, len, now_ms))
+				return;
+		}
+		if (rc < 0) {
+			send_error(l, &e, true);
+			(void)proto_writer_flush(&l->wr, l->fd);
+			link_down(l, now_ms, proto_status_name(e.code));
+			return;
+		}
+		if (n == 0) {
+			link_down(l, now_ms,
+				  proto_reader_pending(&l->rd) ? "EOF inside a frame" : "EOF");
+			return;
+		}
+		if (n < 0) {
+			link_down(l, now_ms, strerror((int)-n));
+			return;
+		}
+	}
+	if (l->reclaim_outstanding && now_ms > l->reclaim_sent_ms + l->reclaim_deadline_ms + 5000) {
+		mtd_warn("agent %s: no reply to reclaim %u within its deadline", l->path,
+			 l->reclaim_outstanding);
+		l->reclaim_outstanding = 0;
+	}
+	int f = proto_writer_flush(&l->wr, l->fd);
+	if (f < 0)
+		link_down(l, now_ms, strerror(-f));
+}
+
+int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_too,
+			   uint32_t deadline_ms, uint64_t now_ms)
+{
+	struct proto_msg m;
+	int rc;
+
+	if (l->state != LINK_READY)
+		return -ENOTCONN;
+	if (l->reclaim_outstanding)
+		return -EBUSY;
+	if (bytes == 0 || bytes > PROTO_BYTES_MAX)
+		return -EINVAL;
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_RECLAIM;
+	m.u.reclaim.bytes = bytes;
+	m.u.reclaim.scope = anon_too ? PROTO_SCOPE_ANY : PROTO_SCOPE_FILE;
+	m.u.reclaim.deadline_ms = deadline_ms;
+	m.u.reclaim.compact = true; /* 2 MiB blocks are what free page reporting returns */
+	rc = send_msg(l, &m);
+	if (rc < 0)
+		return rc;
+	l->reclaim_outstanding = m.id;
+	l->reclaim_sent_ms = now_ms;
+	l->reclaim_deadline_ms = deadline_ms;
+	int f = proto_writer_flush(&l->wr, l->fd);
+	if (f < 0) {
+		link_down(l, now_ms, strerror(-f));
+		return -ENOTCONN;
+	}
+	return 0;
+}

@@ -1,0 +1,588 @@
+/*
+ * daemon.c - memtided's core object: lifecycle, the main thread's work queue and host
+ * arbitration, and the mtd_daemon_* calls the front ends use (mtd.h).
+ *
+ * The main thread owns every attach and detach (libvirt events and hook news arrive as
+ * queued work; front-end calls take d->lock and do the work on their own thread).  A VM is
+ * removed in three steps: its loop is stopped and joined (leaving the VM at its safe size
+ * when the domain still runs), it is unlinked from the registry, and it is freed after an
+ * RCU grace period, so a front end that found it a moment earlier still reads valid memory.
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "arbiter.h"
+#include "libvirt_conn.h"
+#include "log.h"
+#include "qmp.h"
+#include "vm.h"
+
+#define MiB             ((uint64_t)1 << 20)
+#define MAX_QUEUED_WORK 4096 /* a flood of events is cut here (rescan recovers) */
+#define RECONNECT_MS    5000
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
+{
+	struct mtd_daemon *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->cfg = *cfg;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->work_lock, NULL);
+	pthread_mutex_init(&d->host_lock, NULL);
+	d->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->work_fd < 0 || mtd_registry_init(d) < 0) {
+		mtd_daemon_free(d);
+		return -ENOMEM;
+	}
+	*out = d;
+	return 0;
+}
+
+void mtd_daemon_free(struct mtd_daemon *d)
+{
+	if (!d)
+		return;
+	while (d->work_head) {
+		struct mtd_work *w = d->work_head;
+		d->work_head = w->next;
+		free(w);
+	}
+	mtd_registry_destroy(d);
+	if (d->work_fd >= 0)
+		close(d->work_fd);
+	pthread_mutex_destroy(&d->lock);
+	pthread_mutex_destroy(&d->work_lock);
+	pthread_mutex_destroy(&d->host_lock);
+	free(d);
+}
+
+/* ---- work queue ------------------------------------------------------------------------ */
+
+int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *name)
+{
+	struct mtd_work *w;
+	size_t n = 0;
+
+	pthread_mutex_lock(&d->work_lock);
+	for (w = d->work_head; w; w = w->next)
+		n++;
+	pthread_mutex_unlock(&d->work_lock);
+	if (n >= MAX_QUEUED_WORK)
+		return -ENOSPC;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->kind = kind;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	pthread_mutex_lock(&d->work_lock);
+	if (d->work_tail)
+		d->work_tail->next = w;
+	else
+		d->work_head = w;
+	d->work_tail = w;
+	pthread_mutex_unlock(&d->work_lock);
+	uint64_t one = 1;
+	if (write(d->work_fd, &one, sizeof(one)) < 0) {
+		/* counter already set: the main thread wakes anyway */
+	}
+	return 0;
+}
+
+static struct mtd_work *dequeue(struct mtd_daemon *d)
+{
+	pthread_mutex_lock(&d->work_lock);
+	struct mtd_work *w = d->work_head;
+	if (w) {
+		d->work_head = w->next;
+		if (!d->work_head)
+			d->work_tail = NULL;
+	}
+	pthread_mutex_unlock(&d->work_lock);
+	return w;
+}
+
+/* ---- attach / detach (d->lock held) ---------------------------------------------------- */
+
+static void free_vm_rcu(struct rcu_head *h)
+{
+	mtd_vm_free(caa_container_of(h, struct mtd_vm, rcu));
+}
+
+static int start_vm(struct mtd_daemon *d, struct mtd_vm *vm)
+{
+	int rc = mtd_registry_add(d, vm);
+
+	if (rc < 0) {
+		mtd_vm_free(vm);
+		return -EBUSY;
+	}
+	rc = mtd_vm_loop_start(vm);
+	if (rc < 0) {
+		(void)mtd_registry_del(d, vm);
+		call_rcu(&vm->rcu, free_vm_rcu);
+		return rc;
+	}
+	return 0;
+}
+
+static int attach_libvirt(struct mtd_daemon *d, const char *name)
+{
+	struct mtd_domain_info info;
+	struct _virDomain *dom = NULL;
+	struct mtd_policy pol;
+	struct mtd_vm *vm;
+	char err[200];
+	int rc;
+
+	rcu_read_lock();
+	bool known = mtd_registry_find(d, name) != NULL;
+	rcu_read_unlock();
+	if (known)
+		return -EBUSY;
+	rc = mtd_libvirt_domain(d->lv, name, &dom, &info, err, sizeof(err));
+	if (rc < 0) {
+		mtd_info("%s: not attached: %s", name, err);
+		return rc;
+	}
+	if (!info.has_balloon) {
+		mtd_info("%s: not attached: the domain has no virtio memballoon", name);
+		mtd_libvirt_domain_put(dom);
+		return -ENODEV;
+	}
+	rc = mtd_policy_load_domain(dom, &d->cfg.defaults, &pol, err, sizeof(err));
+	if (rc < 0) {
+		/* A policy we cannot read must not turn into defaults that may inflate: watch
+		 * the VM, keep it at its safe size, and say why. */
+		mtd_err("%s: %s; the VM is watched but not ballooned until the policy is fixed "
+			"(memtidectl policy set %s ...)",
+			name, err, name);
+		pol = d->cfg.defaults;
+		pol.enabled = false;
+	}
+	rc = mtd_vm_new(d, name, info.uuid, &pol, &vm);
+	if (rc < 0) {
+		mtd_libvirt_domain_put(dom);
+		return rc;
+	}
+	if (rc == 0 && !pol.enabled)
+		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error), "%.150s", err);
+	vm->balloon = &mtd_libvirt_balloon_ops;
+	vm->balloon_ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s);
+	if (!vm->balloon_ctx) {
+		mtd_libvirt_domain_put(dom);
+		mtd_vm_free(vm);
+		return -ENOMEM;
+	}
+	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", info.agent_path);
+	vm->agent_expected = info.agent_path[0] != '\0';
+	return start_vm(d, vm);
+}
+
+static int attach_qmp(struct mtd_daemon *d)
+{
+	struct mtd_vm *vm;
+	int rc = mtd_vm_new(d, d->vm_name, NULL, &d->cfg.defaults, &vm);
+
+	if (rc < 0)
+		return rc;
+	vm->balloon = &mtd_qmp_balloon_ops;
+	vm->balloon_ctx = mtd_qmp_balloon_new(d->qmp_path, d->cfg.stats_period_s);
+	if (!vm->balloon_ctx) {
+		mtd_vm_free(vm);
+		return -ENAMETOOLONG;
+	}
+	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", d->agent_path);
+	vm->agent_expected = d->agent_path[0] != '\0';
+	return start_vm(d, vm);
+}
+
+static int detach_locked(struct mtd_daemon *d, const char *name, bool exit_safe)
+{
+	rcu_read_lock();
+	struct mtd_vm *vm = mtd_registry_find(d, name);
+	rcu_read_unlock();
+	/* Still valid: only d->lock holders unlink and free, and we hold it. */
+	if (!vm)
+		return -ENOENT;
+	mtd_vm_loop_stop(vm, exit_safe);
+	(void)mtd_registry_del(d, vm);
+	call_rcu(&vm->rcu, free_vm_rcu);
+	mtd_notice("%s: detached%s", name, exit_safe ? " (left at its safe size)" : "");
+	return 0;
+}
+
+static void detach_all(struct mtd_daemon *d, bool exit_safe)
+{
+	struct mtd_vm *vms[512];
+	size_t n;
+
+	/* Stop every loop first, then join: the exit steps run in parallel. */
+	do {
+		n = mtd_registry_list(d, vms, 512);
+		if (n > 512)
+			n = 512;
+		for (size_t i = 0; i < n; i++) {
+			if (exit_safe)
+				atomic_store(&vms[i]->exiting, true);
+			atomic_store(&vms[i]->stop, true);
+			mtd_vm_wake(vms[i]);
+		}
+		for (size_t i = 0; i < n; i++) {
+			char name[MTD_NAME_MAX];
+			memcpy(name, vms[i]->name, sizeof(name));
+			(void)detach_locked(d, name, exit_safe);
+		}
+	} while (n > 0);
+}
+
+static void attach_running(struct mtd_daemon *d)
+{
+	char **names = NULL;
+	int n = mtd_libvirt_running(d->lv, &names);
+
+	if (n < 0) {
+		mtd_err("cannot list running domains: %s", virGetLastErrorMessage());
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		if (names[i])
+			(void)attach_libvirt(d, names[i]);
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------- */
+
+int mtd_daemon_start(struct mtd_daemon *d)
+{
+	char err[256];
+	int rc;
+
+	if (d->mode == MTD_MODE_QMP) {
+		pthread_mutex_lock(&d->lock);
+		rc = attach_qmp(d);
+		pthread_mutex_unlock(&d->lock);
+		return rc;
+	}
+	rc = mtd_libvirt_open(d, d->cfg.uri, &d->lv, err, sizeof(err));
+	if (rc < 0) {
+		mtd_err("%s (is libvirtd running? uri %s)", err, d->cfg.uri);
+		return rc;
+	}
+	mtd_notice("connected to %s", d->cfg.uri);
+	pthread_mutex_lock(&d->lock);
+	attach_running(d);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static void reconnect(struct mtd_daemon *d)
+{
+	char err[256];
+
+	pthread_mutex_lock(&d->lock);
+	mtd_warn("lost the libvirt connection: detaching every VM, then reconnecting");
+	detach_all(d, false);
+	mtd_libvirt_close(d->lv);
+	d->lv = NULL;
+	if (mtd_libvirt_open(d, d->cfg.uri, &d->lv, err, sizeof(err)) == 0) {
+		mtd_notice("reconnected to %s", d->cfg.uri);
+		attach_running(d);
+	} else {
+		mtd_warn("%s; retrying in %d s", err, RECONNECT_MS / 1000);
+		(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void do_work(struct mtd_daemon *d, struct mtd_work *w)
+{
+	switch (w->kind) {
+	case MTD_WORK_ATTACH:
+		if (d->mode == MTD_MODE_LIBVIRT && d->lv) {
+			pthread_mutex_lock(&d->lock);
+			(void)attach_libvirt(d, w->name);
+			pthread_mutex_unlock(&d->lock);
+		}
+		break;
+	case MTD_WORK_DETACH:
+		pthread_mutex_lock(&d->lock);
+		(void)detach_locked(d, w->name, false);
+		pthread_mutex_unlock(&d->lock);
+		break;
+	case MTD_WORK_RESCAN:
+		if (d->mode == MTD_MODE_LIBVIRT && (!d->lv || mtd_libvirt_broken(d->lv)))
+			reconnect(d);
+		break;
+	}
+}
+
+/* ---- host arbitration ------------------------------------------------------------------- */
+
+static void arbitrate(struct mtd_daemon *d)
+{
+	uint64_t total = 0, avail = 0, saved = 0;
+	struct mtd_arbiter_result res;
+	struct mtd_arbiter_vm *av = NULL;
+	struct mtd_vm **vp = NULL;
+	size_t n = 0, cap = 0;
+	struct cds_lfht_iter it;
+	struct mtd_vm *vm;
+
+	if (mtd_arbiter_read_meminfo("/proc/meminfo", &total, &avail) < 0)
+		return;
+	rcu_read_lock();
+	cds_lfht_for_each_entry(d->vms, &it, vm, node)
+	{
+		const struct mtd_vm_status *st = rcu_dereference(vm->status);
+		if (!st)
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			void *a = realloc(av, nc * sizeof(*av)), *b;
+			if (!a)
+				break;
+			av = a;
+			b = realloc(vp, nc * sizeof(*vp));
+			if (!b)
+				break;
+			vp = b;
+			cap = nc;
+		}
+		uint64_t keep = st->policy.min_bytes > st->wss_bytes[1] ? st->policy.min_bytes
+									: st->wss_bytes[1];
+		av[n] = (struct mtd_arbiter_vm){
+		    .priority = st->policy.priority,
+		    .reclaimable_bytes =
+			st->balloon_actual_bytes > keep ? st->balloon_actual_bytes - keep : 0,
+		    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
+		};
+		vp[n++] = vm;
+		saved += st->saved_bytes;
+	}
+	mtd_arbiter_run(&d->cfg.arb, total, avail, av, n, &res);
+	for (size_t i = 0; i < n; i++)
+		atomic_store(&vp[i]->squeeze_permille, (unsigned)(av[i].squeeze * 1000.0 + 0.5));
+	rcu_read_unlock();
+	free(av);
+	free(vp);
+
+	pthread_mutex_lock(&d->host_lock);
+	bool was = d->host.under_pressure;
+	/* Pressure starts under the low mark and ends over the high mark (hysteresis). */
+	d->host.under_pressure = res.under_pressure || (was && avail <= res.high_mark_bytes);
+	d->host.mem_total_bytes = total;
+	d->host.mem_available_bytes = avail;
+	d->host.low_mark_bytes = res.low_mark_bytes;
+	d->host.nr_vms = (unsigned)n;
+	d->host.saved_bytes = saved;
+	pthread_mutex_unlock(&d->host_lock);
+	if (d->host.under_pressure && !was)
+		mtd_notice("host under pressure: MemAvailable %" PRIu64 " MiB < low mark %" PRIu64
+			   " MiB; reclaiming from lower priorities first",
+			   avail / MiB, res.low_mark_bytes / MiB);
+	else if (was && avail > res.high_mark_bytes)
+		mtd_notice("host pressure over: MemAvailable %" PRIu64 " MiB", avail / MiB);
+}
+
+int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
+{
+	uint64_t next_arb = 0, next_rescan = 0;
+
+	rcu_register_thread();
+	for (;;) {
+		uint64_t now = mono_ms();
+		if (now >= next_arb) {
+			arbitrate(d);
+			next_arb = now + d->cfg.arbiter_interval_ms;
+		}
+		struct pollfd p[2] = {{.fd = signal_fd, .events = POLLIN},
+				      {.fd = d->work_fd, .events = POLLIN}};
+		int timeout = (int)(next_arb > now ? next_arb - now : 0);
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				mtd_notice("signal %u: leaving every VM at its safe size",
+					   si.ssi_signo);
+				break;
+			}
+		}
+		if (p[1].revents & POLLIN) {
+			uint64_t v;
+			if (read(d->work_fd, &v, sizeof(v)) < 0) {
+				/* drained */
+			}
+		}
+		struct mtd_work *w;
+		while ((w = dequeue(d))) {
+			if (w->kind == MTD_WORK_RESCAN && mono_ms() < next_rescan) {
+				/* too soon after the last attempt: try again at the next tick */
+				free(w);
+				(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
+				break;
+			}
+			if (w->kind == MTD_WORK_RESCAN)
+				next_rescan = mono_ms() + RECONNECT_MS;
+			do_work(d, w);
+			free(w);
+		}
+	}
+	rcu_unregister_thread();
+	return 0;
+}
+
+void mtd_daemon_stop(struct mtd_daemon *d)
+{
+	rcu_register_thread();
+	atomic_store(&d->exiting, true);
+	pthread_mutex_lock(&d->lock);
+	detach_all(d, true);
+	pthread_mutex_unlock(&d->lock);
+	mtd_libvirt_close(d->lv);
+	d->lv = NULL;
+	rcu_unregister_thread();
+	/* Every VM was handed to call_rcu: wait for the frees before the registry goes. */
+	rcu_barrier();
+}
+
+/* ---- mtd.h: front-end calls ----------------------------------------------------------- */
+
+int mtd_daemon_attach(struct mtd_daemon *d, const char *name)
+{
+	int rc;
+
+	if (!name || !*name || strlen(name) >= MTD_NAME_MAX)
+		return -EINVAL;
+	if (d->mode != MTD_MODE_LIBVIRT)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&d->lock);
+	rc = d->lv ? attach_libvirt(d, name) : -EAGAIN;
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+int mtd_daemon_detach(struct mtd_daemon *d, const char *name)
+{
+	int rc;
+
+	if (!name || !*name || strlen(name) >= MTD_NAME_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	rc = detach_locked(d, name, true);
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out)
+{
+	struct mtd_vm_status *st = malloc(sizeof(*st));
+	int rc;
+
+	if (!st)
+		return -ENOMEM;
+	rc = mtd_daemon_get_vm(d, name, st);
+	if (rc == 0)
+		*out = st->policy;
+	free(st);
+	return rc;
+}
+
+int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *key,
+			  const char *value, char *errmsg, size_t errlen)
+{
+	struct mtd_policy pol = d->cfg.defaults;
+	struct _virDomain *dom = NULL;
+	struct mtd_domain_info info;
+	int rc;
+
+	if (!name || !*name || strlen(name) >= MTD_NAME_MAX) {
+		snprintf(errmsg, errlen, "a domain name is required");
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&d->lock);
+	rcu_read_lock();
+	struct mtd_vm *vm = mtd_registry_find(d, name);
+	const struct mtd_vm_status *st = vm ? rcu_dereference(vm->status) : NULL;
+	if (st)
+		pol = st->policy;
+	rcu_read_unlock();
+	if (d->mode == MTD_MODE_LIBVIRT) {
+		if (!d->lv) {
+			snprintf(errmsg, errlen, "not connected to libvirt; try again shortly");
+			rc = -EAGAIN;
+			goto out;
+		}
+		rc = mtd_libvirt_domain(d->lv, name, &dom, &info, errmsg, errlen);
+		if (rc < 0)
+			goto out;
+		/* Start from what the domain stores, so keys set elsewhere are kept. */
+		char lerr[200];
+		if (mtd_policy_load_domain(dom, &d->cfg.defaults, &pol, lerr, sizeof(lerr)) < 0)
+			pol = d->cfg.defaults; /* the bad stored policy is replaced as a whole */
+	} else if (!vm) {
+		snprintf(errmsg, errlen, "no VM named '%.64s' is managed", name);
+		rc = -ENOENT;
+		goto out;
+	}
+	rc = mtd_policy_set_kv(&pol, key, value, errmsg, errlen);
+	if (rc < 0)
+		goto out;
+	if (dom) {
+		rc = mtd_policy_store_domain(dom, &pol, errmsg, errlen);
+		if (rc < 0)
+			goto out;
+	}
+	if (vm)
+		mtd_vm_set_policy(vm, &pol);
+	mtd_notice("%s: policy %s=%s", name, key, value);
+out:
+	mtd_libvirt_domain_put(dom);
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *op,
+			  const char *subop)
+{
+	(void)subop;
+	if (!domain || !*domain || strlen(domain) >= MTD_NAME_MAX || !op)
+		return -EINVAL;
+	/* libvirt's hook runs "started begin", "reconnect begin", "stopped end", "release end". */
+	if (!strcmp(op, "started") || !strcmp(op, "reconnect"))
+		return mtd_daemon_queue(d, MTD_WORK_ATTACH, domain);
+	if (!strcmp(op, "stopped") || !strcmp(op, "release"))
+		return mtd_daemon_queue(d, MTD_WORK_DETACH, domain);
+	return 0;
+}
+
+void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out)
+{
+	pthread_mutex_lock(&d->host_lock);
+	*out = d->host;
+	pthread_mutex_unlock(&d->host_lock);
+}

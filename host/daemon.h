@@ -1,0 +1,91 @@
+/*
+ * daemon.h - memtided's core object, internal to the core (front ends see only mtd.h).
+ *
+ * Threads:
+ *   main       signals, the work queue (attach/detach/hook news), host arbitration ticks;
+ *   libvirt    libvirt's default event loop (libvirt_conn.c), which only queues work;
+ *   one per VM the control loop (vm_loop.c);
+ *   front ends the control socket and metrics (theirs), reading snapshots under RCU.
+ * Attach, detach and policy changes are serialised by d->lock (a mutex held only by control
+ * paths, never by a VM loop); VM loops never take it, so a slow libvirt call in one place
+ * never stalls another VM's loop.
+ */
+#ifndef MEMTIDE_HOST_DAEMON_H
+#define MEMTIDE_HOST_DAEMON_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <urcu.h>
+#include <urcu/rculfhash.h>
+
+#include "mtd.h"
+#include "policy.h"
+
+struct mtd_libvirt;
+struct mtd_vm;
+
+enum mtd_mode {
+	MTD_MODE_LIBVIRT = 0, /* every running domain with a balloon */
+	MTD_MODE_QMP,         /* one VM: --qmp PATH [--agent PATH] */
+};
+
+/* A unit of work for the main thread (from libvirt events, hooks, front ends). */
+enum mtd_work_kind {
+	MTD_WORK_ATTACH = 1,
+	MTD_WORK_DETACH,
+	MTD_WORK_RESCAN, /* re-list running domains (libvirtd reconnect) */
+};
+
+struct mtd_work {
+	enum mtd_work_kind kind;
+	char name[MTD_NAME_MAX];
+	struct mtd_work *next;
+};
+
+struct mtd_daemon {
+	struct mtd_config cfg;
+	enum mtd_mode mode;
+	char qmp_path[MTD_PATH_MAX];   /* plain-QEMU mode */
+	char agent_path[MTD_PATH_MAX]; /* plain-QEMU mode ("" : no agent) */
+	char vm_name[MTD_NAME_MAX];    /* plain-QEMU mode: the name shown for the VM */
+
+	struct cds_lfht *vms;   /* the registry: struct mtd_vm by name (registry.c) */
+	pthread_mutex_t lock;   /* serialises attach / detach / policy set */
+	struct mtd_libvirt *lv; /* libvirt mode */
+
+	pthread_mutex_t work_lock; /* guards work_head / work_tail */
+	struct mtd_work *work_head, *work_tail;
+	int work_fd; /* eventfd: wakes the main thread */
+	atomic_bool exiting;
+
+	pthread_mutex_t host_lock; /* guards host */
+	struct mtd_host_status host;
+};
+
+/* Lifecycle (daemon.c), called from main(). */
+int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out);
+/* Start managing: connect to libvirt and attach running domains, or attach the QMP VM. */
+int mtd_daemon_start(struct mtd_daemon *d);
+/* Run the main thread's loop until *stop_fd is readable (a signalfd).  0 or -errno. */
+int mtd_daemon_run(struct mtd_daemon *d, int signal_fd);
+/* Leave every VM at its safe size, stop every loop, disconnect.  Then free. */
+void mtd_daemon_stop(struct mtd_daemon *d);
+void mtd_daemon_free(struct mtd_daemon *d);
+/* Queue work for the main thread (any thread, never blocks on libvirt). */
+int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *name);
+
+/* Registry (registry.c). */
+int mtd_registry_init(struct mtd_daemon *d);
+void mtd_registry_destroy(struct mtd_daemon *d);
+/* Insert vm unless one of the same name exists: 0 or -EEXIST. */
+int mtd_registry_add(struct mtd_daemon *d, struct mtd_vm *vm);
+/* Find by name.  Call under rcu_read_lock; the pointer is valid until rcu_read_unlock. */
+struct mtd_vm *mtd_registry_find(struct mtd_daemon *d, const char *name);
+/* Unlink vm (readers may still hold it until a grace period passes).  0 or -ENOENT. */
+int mtd_registry_del(struct mtd_daemon *d, struct mtd_vm *vm);
+/* Number of VMs, and a bounded list of them for control paths (under d->lock). */
+size_t mtd_registry_list(struct mtd_daemon *d, struct mtd_vm **vms, size_t max);
+
+#endif /* MEMTIDE_HOST_DAEMON_H */

@@ -1,0 +1,552 @@
+/*
+ * qmp.c - QMP client over a unix socket (see qmp.h).
+ *
+ * Framing: QEMU writes one JSON object per line.  Bytes are read into a buffer of at most
+ * MAX_MSG_BYTES; each complete line is parsed with json-c's tokener.  A line longer than the
+ * buffer, or one that is not a JSON object, breaks the connection (-EPROTO): QMP never sends
+ * either.  Every read waits with poll() up to the command's deadline (CLOCK_MONOTONIC).
+ */
+#include "qmp.h"
+#include "vm.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_MSG_BYTES  (1u << 20)
+#define CMD_TIMEOUT_MS 5000
+
+struct mtd_qmp {
+	int fd;         /* connected stream socket, -1 once broken */
+	int timeout_ms; /* per command */
+	char *buf;      /* unparsed bytes, [0, len) */
+	size_t len;
+	uint64_t last_balloon_event; /* BALLOON_CHANGE actual, bytes */
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Parse exactly len bytes as one JSON value (NULL: blank or invalid). */
+static struct json_object *parse_line(const char *s, size_t len)
+{
+	struct json_tokener *t = json_tokener_new();
+	struct json_object *o;
+
+	if (!t)
+		return NULL;
+	o = json_tokener_parse_ex(t, s, (int)len);
+	if (json_tokener_get_error(t) != json_tokener_success) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(t);
+	return o;
+}
+
+/* Next complete JSON object from the socket, by deadline.  Caller puts it. */
+static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object **out)
+{
+	for (;;) {
+		char *nl = q->len ? memchr(q->buf, '\n', q->len) : NULL;
+		if (nl) {
+			size_t line = (size_t)(nl - q->buf) + 1;
+			struct json_object *o = parse_line(q->buf, line);
+			memmove(q->buf, q->buf + line, q->len - line);
+			q->len -= line;
+			if (!o && line <= 2)
+				continue; /* blank line ("\r\n") */
+			if (!o)
+				return -EPROTO;
+			if (!json_object_is_type(o, json_type_object)) {
+				json_object_put(o);
+				return -EPROTO;
+			}
+			*out = o;
+			return 0;
+		}
+		if (q->len == MAX_MSG_BYTES)
+			return -EPROTO;
+		uint64_t now = now_ms();
+		if (now >= deadline_ms)
+			return -ETIMEDOUT;
+		struct pollfd p = {.fd = q->fd, .events = POLLIN};
+		int r = poll(&p, 1, (int)(deadline_ms - now));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
+		ssize_t n = recv(q->fd, q->buf + q->len, MAX_MSG_BYTES - q->len, 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		q->len += (size_t)n;
+	}
+}
+
+static void note_event(struct mtd_qmp *q, struct json_object *msg)
+{
+	struct json_object *ev, *data, *actual;
+
+	if (!json_object_object_get_ex(msg, "event", &ev) ||
+	    strcmp(json_object_get_string(ev), "BALLOON_CHANGE") != 0)
+		return;
+	if (json_object_object_get_ex(msg, "data", &data) &&
+	    json_object_object_get_ex(data, "actual", &actual) &&
+	    json_object_is_type(actual, json_type_int))
+		q->last_balloon_event = (uint64_t)json_object_get_int64(actual);
+}
+
+/* Split a reply into return / error; consumes nothing. */
+static int reply_result(struct json_object *msg, struct json_object **ret, char *err, size_t errlen)
+{
+	struct json_object *r, *e, *desc;
+
+	if (json_object_object_get_ex(msg, "return", &r)) {
+		if (ret)
+			*ret = json_object_get(r);
+		return 0;
+	}
+	if (json_object_object_get_ex(msg, "error", &e)) {
+		if (json_object_object_get_ex(e, "desc", &desc))
+			snprintf(err, errlen, "%s", json_object_get_string(desc));
+		else
+			snprintf(err, errlen, "QEMU returned an error without a description");
+		return -EREMOTEIO;
+	}
+	snprintf(err, errlen, "QMP reply has neither return nor error");
+	return -EPROTO;
+}
+
+int mtd_qmp_parse_reply(const char *text, struct json_object **ret, char *err, size_t errlen)
+{
+	struct json_object *msg = json_tokener_parse(text);
+	int rc;
+
+	if (!msg || !json_object_is_type(msg, json_type_object)) {
+		json_object_put(msg);
+		snprintf(err, errlen, "QMP reply is not a JSON object");
+		return -EPROTO;
+	}
+	rc = reply_result(msg, ret, err, errlen);
+	json_object_put(msg);
+	return rc;
+}
+
+int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args,
+		    struct json_object **ret, char *err, size_t errlen)
+{
+	struct json_object *req = json_object_new_object();
+	uint64_t deadline = now_ms() + (uint64_t)q->timeout_ms;
+	int rc;
+
+	if (ret)
+		*ret = NULL;
+	if (q->fd < 0) {
+		json_object_put(req);
+		snprintf(err, errlen, "QMP connection is closed");
+		return -EIO;
+	}
+	json_object_object_add(req, "execute", json_object_new_string(cmd));
+	if (args)
+		json_object_object_add(req, "arguments", json_object_get(args));
+	const char *s = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	rc = send_all(q->fd, s, strlen(s));
+	if (rc == 0)
+		rc = send_all(q->fd, "\n", 1);
+	json_object_put(req);
+	while (rc == 0) {
+		struct json_object *msg = NULL;
+		rc = read_msg(q, deadline, &msg);
+		if (rc < 0)
+			break;
+		if (json_object_object_get_ex(msg, "event", NULL)) {
+			note_event(q, msg);
+			json_object_put(msg);
+			continue;
+		}
+		rc = reply_result(msg, ret, err, errlen);
+		json_object_put(msg);
+		return rc;
+	}
+	snprintf(err, errlen, "QMP %s: %s", cmd, strerror(-rc));
+	close(q->fd);
+	q->fd = -1;
+	return rc;
+}
+
+int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct mtd_qmp *q;
+	struct json_object *greet = NULL;
+	char err[128];
+	int rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->buf = malloc(MAX_MSG_BYTES);
+	q->timeout_ms = timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS;
+	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (!q->buf || q->fd < 0) {
+		rc = q->buf ? -errno : -ENOMEM;
+		goto fail;
+	}
+	if (connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = read_msg(q, now_ms() + (uint64_t)q->timeout_ms, &greet);
+	if (rc < 0)
+		goto fail;
+	if (!json_object_object_get_ex(greet, "QMP", NULL)) {
+		json_object_put(greet);
+		rc = -EPROTO;
+		goto fail;
+	}
+	json_object_put(greet);
+	rc = mtd_qmp_execute(q, "qmp_capabilities", NULL, NULL, err, sizeof(err));
+	if (rc < 0)
+		goto fail;
+	*out = q;
+	return 0;
+fail:
+	mtd_qmp_close(q);
+	return rc;
+}
+
+void mtd_qmp_close(struct mtd_qmp *q)
+{
+	if (!q)
+		return;
+	if (q->fd >= 0)
+		close(q->fd);
+	free(q->buf);
+	free(q);
+}
+
+uint64_t mtd_qmp_last_balloon_event(const struct mtd_qmp *q)
+{
+	return q->last_balloon_event;
+}
+
+int mtd_qmp_balloon(struct mtd_qmp *q, uint64_t target_bytes)
+{
+	struct json_object *args = json_object_new_object();
+	char err[160];
+	int rc;
+
+	json_object_object_add(args, "value", json_object_new_int64((int64_t)target_bytes));
+	rc = mtd_qmp_execute(q, "balloon", args, NULL, err, sizeof(err));
+	json_object_put(args);
+	return rc;
+}
+
+static int get_u64(struct json_object *o, const char *key, uint64_t *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return -EPROTO;
+	int64_t x = json_object_get_int64(v);
+	if (x < 0)
+		return -EPROTO;
+	*out = (uint64_t)x;
+	return 0;
+}
+
+int mtd_qmp_query_balloon(struct mtd_qmp *q, uint64_t *actual_bytes)
+{
+	struct json_object *ret = NULL;
+	char err[160];
+	int rc = mtd_qmp_execute(q, "query-balloon", NULL, &ret, err, sizeof(err));
+
+	if (rc == 0)
+		rc = get_u64(ret, "actual", actual_bytes);
+	json_object_put(ret);
+	return rc;
+}
+
+static int qom_list_find(struct mtd_qmp *q, const char *dir, char *path, size_t len)
+{
+	struct json_object *args = json_object_new_object(), *ret = NULL;
+	char err[160];
+	int rc;
+
+	json_object_object_add(args, "path", json_object_new_string(dir));
+	rc = mtd_qmp_execute(q, "qom-list", args, &ret, err, sizeof(err));
+	json_object_put(args);
+	if (rc < 0)
+		return rc;
+	rc = -ENODEV;
+	if (json_object_is_type(ret, json_type_array)) {
+		size_t n = json_object_array_length(ret);
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *e = json_object_array_get_idx(ret, i), *name, *type;
+			if (!json_object_object_get_ex(e, "name", &name) ||
+			    !json_object_object_get_ex(e, "type", &type))
+				continue;
+			if (strstr(json_object_get_string(type), "virtio-balloon")) {
+				int w =
+				    snprintf(path, len, "%s/%s", dir, json_object_get_string(name));
+				rc = w > 0 && (size_t)w < len ? 0 : -ENAMETOOLONG;
+				break;
+			}
+		}
+	}
+	json_object_put(ret);
+	return rc;
+}
+
+int mtd_qmp_find_balloon(struct mtd_qmp *q, char *path, size_t len)
+{
+	int rc = qom_list_find(q, "/machine/peripheral", path, len);
+
+	if (rc == -ENODEV || rc == -EREMOTEIO)
+		rc = qom_list_find(q, "/machine/peripheral-anon", path, len);
+	return rc == -EREMOTEIO ? -ENODEV : rc;
+}
+
+static int qom_get(struct mtd_qmp *q, const char *path, const char *prop, struct json_object **ret)
+{
+	struct json_object *args = json_object_new_object();
+	char err[160];
+	int rc;
+
+	json_object_object_add(args, "path", json_object_new_string(path));
+	json_object_object_add(args, "property", json_object_new_string(prop));
+	rc = mtd_qmp_execute(q, "qom-get", args, ret, err, sizeof(err));
+	json_object_put(args);
+	return rc;
+}
+
+int mtd_qmp_set_stats_period(struct mtd_qmp *q, const char *path, unsigned seconds)
+{
+	struct json_object *args = json_object_new_object();
+	char err[160];
+	int rc;
+
+	json_object_object_add(args, "path", json_object_new_string(path));
+	json_object_object_add(args, "property",
+			       json_object_new_string("guest-stats-polling-interval"));
+	json_object_object_add(args, "value", json_object_new_int((int)seconds));
+	rc = mtd_qmp_execute(q, "qom-set", args, NULL, err, sizeof(err));
+	json_object_put(args);
+	return rc;
+}
+
+int mtd_qmp_parse_guest_stats(struct json_object *ret, struct mtd_balloon_stats *out)
+{
+	struct json_object *stats;
+	struct mtd_balloon_stats s = {0};
+
+	if (!json_object_is_type(ret, json_type_object) ||
+	    !json_object_object_get_ex(ret, "stats", &stats) ||
+	    !json_object_is_type(stats, json_type_object))
+		return -EPROTO;
+	if (get_u64(ret, "last-update", &s.last_update_s) < 0)
+		return -EPROTO;
+	/* QEMU reports -1 for a statistic the guest never sent: get_u64 rejects those. */
+	s.has_available = get_u64(stats, "stat-available-memory", &s.available_bytes) == 0;
+	(void)get_u64(stats, "stat-free-memory", &s.free_bytes);
+	(void)get_u64(stats, "stat-total-memory", &s.total_bytes);
+	(void)get_u64(stats, "stat-major-faults", &s.major_faults);
+	(void)get_u64(stats, "stat-minor-faults", &s.minor_faults);
+	(void)get_u64(stats, "stat-swap-in", &s.swap_in_bytes);
+	s.valid = s.last_update_s != 0;
+	*out = s;
+	return 0;
+}
+
+int mtd_qmp_guest_stats(struct mtd_qmp *q, const char *path, struct mtd_balloon_stats *out)
+{
+	struct json_object *ret = NULL;
+	int rc = qom_get(q, path, "guest-stats", &ret);
+
+	if (rc == 0)
+		rc = mtd_qmp_parse_guest_stats(ret, out);
+	json_object_put(ret);
+	return rc;
+}
+
+int mtd_qmp_fpr(struct mtd_qmp *q, const char *path, bool *on)
+{
+	struct json_object *ret = NULL;
+	int rc = qom_get(q, path, "free-page-reporting", &ret);
+
+	if (rc == 0) {
+		if (json_object_is_type(ret, json_type_boolean))
+			*on = json_object_get_boolean(ret);
+		else
+			rc = -EPROTO;
+	}
+	json_object_put(ret);
+	return rc;
+}
+
+/* ---- the balloon actuator for plain-QEMU mode ------------------------------------------- */
+
+struct qmp_balloon {
+	char path[108]; /* QMP socket */
+	unsigned stats_period_s;
+	struct mtd_qmp *q; /* NULL while disconnected: the next call reconnects */
+	char dev[128];     /* the balloon's QOM path */
+};
+
+void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s)
+{
+	struct qmp_balloon *b;
+
+	if (strlen(path) >= sizeof(b->path))
+		return NULL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	memcpy(b->path, path, strlen(path) + 1);
+	b->stats_period_s = stats_period_s;
+	return b;
+}
+
+/* Connect and find the balloon; keeps b->q only when both worked. */
+static int qb_connect(struct qmp_balloon *b, char *err, size_t errlen)
+{
+	int rc;
+
+	if (b->q)
+		return 0;
+	rc = mtd_qmp_connect(b->path, CMD_TIMEOUT_MS, &b->q);
+	if (rc < 0) {
+		snprintf(err, errlen, "QMP %s: %s", b->path, strerror(-rc));
+		return rc;
+	}
+	rc = mtd_qmp_find_balloon(b->q, b->dev, sizeof(b->dev));
+	if (rc < 0) {
+		snprintf(err, errlen, "QMP %s: no virtio-balloon device (%s)", b->path,
+			 strerror(-rc));
+		mtd_qmp_close(b->q);
+		b->q = NULL;
+		return rc;
+	}
+	(void)mtd_qmp_set_stats_period(b->q, b->dev, b->stats_period_s);
+	return 0;
+}
+
+/* A command failed: drop a broken connection so the next call reconnects. */
+static int qb_check(struct qmp_balloon *b, int rc)
+{
+	if (rc < 0 && rc != -EREMOTEIO && b->q) {
+		mtd_qmp_close(b->q);
+		b->q = NULL;
+	}
+	return rc;
+}
+
+static int qb_open(void *ctx, uint64_t *domain_bytes, char *err, size_t errlen)
+{
+	struct qmp_balloon *b = ctx;
+	struct json_object *ret = NULL;
+	int rc = qb_connect(b, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = mtd_qmp_execute(b->q, "query-memory-size-summary", NULL, &ret, err, errlen);
+	if (rc == 0)
+		rc = get_u64(ret, "base-memory", domain_bytes);
+	json_object_put(ret);
+	if (rc == -EPROTO)
+		snprintf(err, errlen, "QMP query-memory-size-summary: no base-memory");
+	return qb_check(b, rc);
+}
+
+static int qb_set_target(void *ctx, uint64_t target_bytes, char *err, size_t errlen)
+{
+	struct qmp_balloon *b = ctx;
+	int rc = qb_connect(b, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = mtd_qmp_balloon(b->q, target_bytes);
+	if (rc < 0)
+		snprintf(err, errlen, "QMP balloon: %s", strerror(-rc));
+	return qb_check(b, rc);
+}
+
+static int qb_read(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats *st)
+{
+	struct qmp_balloon *b = ctx;
+	char err[160];
+	int rc = qb_connect(b, err, sizeof(err));
+
+	memset(st, 0, sizeof(*st));
+	if (rc < 0)
+		return rc;
+	rc = qb_check(b, mtd_qmp_query_balloon(b->q, actual_bytes));
+	if (rc < 0)
+		return rc;
+	if (qb_check(b, mtd_qmp_guest_stats(b->q, b->dev, st)) < 0)
+		memset(st, 0, sizeof(*st)); /* stats are optional; actual is what counts */
+	return 0;
+}
+
+static int qb_fpr(void *ctx, bool *on)
+{
+	struct qmp_balloon *b = ctx;
+	char err[160];
+	int rc = qb_connect(b, err, sizeof(err));
+
+	return rc < 0 ? rc : qb_check(b, mtd_qmp_fpr(b->q, b->dev, on));
+}
+
+static void qb_destroy(void *ctx)
+{
+	struct qmp_balloon *b = ctx;
+
+	if (!b)
+		return;
+	mtd_qmp_close(b->q);
+	free(b);
+}
+
+const struct mtd_balloon_ops mtd_qmp_balloon_ops = {
+    .name = "qmp",
+    .open = qb_open,
+    .set_target = qb_set_target,
+    .read = qb_read,
+    .fpr = qb_fpr,
+    .destroy = qb_destroy,
+};

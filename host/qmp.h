@@ -1,0 +1,76 @@
+/*
+ * qmp.h - a small QMP client (QEMU Machine Protocol over a unix socket) for plain-QEMU mode,
+ * and the parsers for balloon replies that libvirt mode shares (libvirt passes QMP through
+ * virDomainQemuMonitorCommand).
+ *
+ * Synchronous: one command in flight, each bounded by a timeout; asynchronous events that
+ * arrive while waiting are consumed (BALLOON_CHANGE is remembered, the rest dropped).  QEMU
+ * is a peer we trust more than a guest, but its replies are still checked field by field:
+ * a missing or mistyped member is -EPROTO, never a crash.
+ *
+ * Thread context: one mtd_qmp belongs to one thread (the VM's loop).
+ */
+#ifndef MEMTIDE_HOST_QMP_H
+#define MEMTIDE_HOST_QMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct json_object;
+struct mtd_qmp;
+
+/* What the virtio balloon tells about the guest (QMP guest-stats, libvirt memory stats). */
+struct mtd_balloon_stats {
+	bool valid;             /* the guest driver has reported at least once */
+	uint64_t last_update_s; /* guest-stats last-update (0: never) */
+	bool has_available;
+	uint64_t available_bytes; /* MemAvailable as the balloon driver reports it */
+	uint64_t free_bytes;
+	uint64_t total_bytes;
+	uint64_t major_faults; /* pgmajfault, cumulative */
+	uint64_t minor_faults;
+	uint64_t swap_in_bytes;
+};
+
+/* Connect, read the greeting, negotiate capabilities.  0, -errno, -ETIMEDOUT, -EPROTO. */
+int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out);
+void mtd_qmp_close(struct mtd_qmp *q);
+
+/*
+ * Run one command.  args may be NULL (not consumed).  On success *ret (may be NULL) gets the
+ * "return" member with a reference the caller drops with json_object_put.  QEMU's error
+ * reply is -EREMOTEIO with its description in err.  A broken or silent socket is -EIO or
+ * -ETIMEDOUT; the client is then unusable (reconnect).
+ */
+int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args,
+		    struct json_object **ret, char *err, size_t errlen);
+
+/* balloon: set the guest's memory (target) in bytes. */
+int mtd_qmp_balloon(struct mtd_qmp *q, uint64_t target_bytes);
+/* query-balloon: the balloon's actual (guest memory now) in bytes. */
+int mtd_qmp_query_balloon(struct mtd_qmp *q, uint64_t *actual_bytes);
+/* Find the virtio-balloon device's QOM path (peripheral or peripheral-anon).  -ENODEV. */
+int mtd_qmp_find_balloon(struct mtd_qmp *q, char *path, size_t len);
+/* qom-set guest-stats-polling-interval (seconds). */
+int mtd_qmp_set_stats_period(struct mtd_qmp *q, const char *path, unsigned seconds);
+/* qom-get guest-stats. */
+int mtd_qmp_guest_stats(struct mtd_qmp *q, const char *path, struct mtd_balloon_stats *out);
+/* qom-get free-page-reporting. */
+int mtd_qmp_fpr(struct mtd_qmp *q, const char *path, bool *on);
+/* The last BALLOON_CHANGE event's actual, if one arrived (0: none). */
+uint64_t mtd_qmp_last_balloon_event(const struct mtd_qmp *q);
+
+/* Parse a qom-get guest-stats "return" value.  0 or -EPROTO. */
+int mtd_qmp_parse_guest_stats(struct json_object *ret, struct mtd_balloon_stats *out);
+/* Parse a whole QMP reply text ({"return": ...} or {"error": ...}) as libvirt's
+ * virDomainQemuMonitorCommand hands it back; *ret as for mtd_qmp_execute. */
+int mtd_qmp_parse_reply(const char *text, struct json_object **ret, char *err, size_t errlen);
+
+/* The balloon actuator for plain-QEMU mode (struct mtd_balloon_ops, vm.h): a QMP socket
+ * that reconnects by itself after QEMU drops it.  NULL when path is too long or no memory. */
+struct mtd_balloon_ops;
+extern const struct mtd_balloon_ops mtd_qmp_balloon_ops;
+void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s);
+
+#endif /* MEMTIDE_HOST_QMP_H */

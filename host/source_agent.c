@@ -1,0 +1,118 @@
+/*
+ * source_agent.c - the agent's reports as an access-bit source (see source.h).
+ *
+ * The guest agent knows *how much* memory its guest touched within each idle age (the
+ * guest's own multi-generational LRU, reported as wss bins) but not *where*: a guest cannot
+ * see its guest-physical accessed bits in the host's EPT.  This source therefore lays the
+ * amount over libvmm's pages: every round it starts a new generation and marks young the
+ * `young` bytes (memory the guest touched within the last two intervals, bins 0 and 1 of the
+ * bins the link configured) at the bottom of guest RAM.  Because the young set of a shorter
+ * age is then always inside that of a longer one, libvmm's generations reproduce the guest's
+ * own histogram, and its working-set estimate and refault accounting work unchanged.
+ * Addresses from this source are a layout, not the guest's: they are never used to unmap
+ * anything (the balloon driver picks its own pages inside the guest).
+ *
+ * Hints do carry real guest-physical ranges (the agent translated them through pagemap):
+ * hot ranges are applied with vmm_hint_access, cold ones with vmm_hint_cold.  Ranges beyond
+ * the layout are ignored (libvmm returns -ERANGE).
+ *
+ * Without a new wss report since the last round the previous amount is re-marked: a guest
+ * whose agent reports less often than the daemon's interval does not look idle.
+ */
+#include "source.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "agent_link.h"
+#include "vmm.h"
+
+struct agent_src {
+	struct mtd_agent_link *link;
+	struct vmm_range ram;   /* [0, guest bytes) */
+	uint64_t last_wss_seq;  /* the wss report used last round */
+	uint64_t young_bytes;   /* from that report */
+	uint64_t silence_ms;    /* fresh while the agent spoke within this */
+	struct proto_hint hint; /* scratch, 4 KiB: off the stack */
+};
+
+static uint64_t young_from_wss(const struct proto_wss *w)
+{
+	uint64_t b = 0;
+	/* Bins 0 and 1: ages [0, 2 intervals) with the edges agent_link configures. */
+	for (uint32_t i = 0; i < w->nr_bins && i < 2; i++)
+		b += w->bins[i].anon_bytes + w->bins[i].file_bytes;
+	return b;
+}
+
+static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
+{
+	struct agent_src *s = ctx;
+	uint64_t seq;
+	const struct proto_wss *w = mtd_agent_link_wss(s->link, &seq);
+	int rc = vmm_age_begin(g, now_ms);
+
+	if (rc < 0)
+		return rc;
+	bool fresh = w && seq != s->last_wss_seq;
+	if (fresh) {
+		s->last_wss_seq = seq;
+		s->young_bytes = young_from_wss(w);
+	}
+	uint64_t span = s->ram.end - s->ram.start;
+	uint64_t pages = (s->young_bytes < span ? s->young_bytes : span) >> VMM_PAGE_SHIFT;
+	if (pages)
+		rc = vmm_mark_young(g, s->ram.start, pages, false);
+	while (rc >= 0 && mtd_agent_link_take_hint(s->link, &s->hint)) {
+		for (uint32_t i = 0; i < s->hint.nr_ranges && i < PROTO_MAX_HINT_RANGES; i++) {
+			uint64_t gpa = s->hint.ranges[i].start;
+			uint64_t n = s->hint.ranges[i].bytes >> VMM_PAGE_SHIFT;
+			if (s->hint.kind == PROTO_HINT_HOT)
+				(void)vmm_hint_access(g, gpa, n);
+			else if (s->hint.kind == PROTO_HINT_COLD)
+				(void)vmm_hint_cold(g, gpa, n);
+		}
+	}
+	if (rc < 0)
+		return rc;
+	return w ? 0 : -EAGAIN;
+}
+
+static bool agent_fresh(void *ctx, uint64_t now_ms)
+{
+	struct agent_src *s = ctx;
+	uint64_t t = mtd_agent_link_last_heard(s->link);
+
+	return mtd_agent_link_ready(s->link) && t && now_ms - t <= s->silence_ms;
+}
+
+static void agent_destroy(void *ctx)
+{
+	free(ctx);
+}
+
+static const struct mtd_source_ops agent_ops = {
+    .name = "agent",
+    .age = agent_age,
+    .evicted = NULL,
+    .fresh = agent_fresh,
+    .destroy = agent_destroy,
+};
+
+int mtd_source_agent_new(struct mtd_agent_link *link, uint64_t guest_bytes, uint64_t silence_ms,
+			 struct mtd_source *out)
+{
+	struct agent_src *s;
+
+	guest_bytes &= ~(VMM_PAGE_SIZE - 1);
+	if (!link || guest_bytes == 0)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->link = link;
+	s->ram = (struct vmm_range){0, guest_bytes};
+	s->silence_ms = silence_ms;
+	*out = (struct mtd_source){.ops = &agent_ops, .ctx = s, .ram = &s->ram, .nr_ram = 1};
+	return 0;
+}

@@ -1,0 +1,131 @@
+/*
+ * vm.h - one managed VM: its identity, its actuators, its control-loop state, and the
+ * status snapshot it publishes.
+ *
+ * Ownership and threads:
+ *   - The registry (registry.c) owns struct mtd_vm; it is found by name under RCU.
+ *   - The VM's loop thread (vm_loop.c) owns everything under "loop-private": nobody else
+ *     reads or writes those fields, so they need no lock.
+ *   - Other threads talk to the loop only through the "mailbox" fields (atomics, or the
+ *     mailbox mutex) and wake it through wake_fd (an eventfd).
+ *   - The published status is an immutable snapshot swapped with rcu_xchg_pointer; the old
+ *     one is freed with call_rcu after every reader is done.
+ *
+ * Memory per VM is bounded: the libvmm guest (metadata proportional to guest RAM; see
+ * vmm_guest_stats.metadata_bytes), the agent link's buffers (fixed caps), MAX_EVICTED_RUNS
+ * runs of balloon history, and two snapshots at most during a swap.
+ */
+#ifndef MEMTIDE_HOST_VM_H
+#define MEMTIDE_HOST_VM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <urcu.h>
+#include <urcu/rculfhash.h>
+
+#include "controller.h"
+#include "mtd.h"
+#include "qmp.h"
+#include "source.h"
+#include "vmm.h"
+
+struct mtd_daemon;
+struct mtd_agent_link;
+
+/*
+ * The balloon and what the hypervisor knows about the guest: libvirt (libvirt_conn.c) or a
+ * plain QMP socket (qmp.c).  Called from the VM's loop thread only.  All return 0 or -errno.
+ */
+struct mtd_balloon_ops {
+	const char *name;
+	/* (Re)connect and set the stats period; fills the domain's memory size. */
+	int (*open)(void *ctx, uint64_t *domain_bytes, char *err, size_t errlen);
+	int (*set_target)(void *ctx, uint64_t target_bytes, char *err, size_t errlen);
+	/* Balloon actual and the driver's stats (stats->valid false when not reported). */
+	int (*read)(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats *stats);
+	/* Is free page reporting on for this balloon?  -ENOTSUP when it cannot be told. */
+	int (*fpr)(void *ctx, bool *on);
+	void (*destroy)(void *ctx);
+};
+
+#define MAX_EVICTED_RUNS 1024
+
+struct mtd_vm {
+	/* ---- identity and registry (immutable after mtd_vm_new) ---- */
+	char name[MTD_NAME_MAX];
+	char uuid[37];
+	struct mtd_daemon *d;
+	struct cds_lfht_node node; /* in the registry's hash table, keyed by name */
+	struct rcu_head rcu;       /* for freeing after removal */
+
+	/* ---- published snapshot (RCU) ---- */
+	struct mtd_vm_status *status; /* rcu_dereference under rcu_read_lock */
+
+	/* ---- mailbox: other threads -> loop ---- */
+	int wake_fd;                  /* eventfd: a write wakes the loop at once */
+	atomic_bool stop;             /* leave the loop (after the exit step if exiting) */
+	atomic_bool exiting;          /* daemon exit: go to the safe size before stopping */
+	atomic_uint squeeze_permille; /* host arbiter's squeeze, 0..1000 */
+	pthread_mutex_t mbox_lock;    /* guards policy_new / policy_dirty */
+	struct mtd_policy policy_new;
+	bool policy_dirty;
+
+	/* ---- actuators and inputs (set before the loop starts, then loop-private) ---- */
+	const struct mtd_balloon_ops *balloon;
+	void *balloon_ctx;
+	char agent_path[256]; /* unix socket of the agent channel ("" : none) */
+	bool agent_expected;
+
+	/* ---- loop-private ---- */
+	pthread_t thread;
+	bool thread_started;
+	struct mtd_policy policy;
+	uint64_t domain_bytes;
+	struct mtd_agent_link *agent;
+	struct mtd_source source;
+	struct vmm_guest *guest;
+	struct vmm_reclaim_ctl reclaim;
+	struct mtd_ctl_state ctl;
+	uint64_t cold_age_ms;
+	uint64_t last_step_ms;
+	uint64_t rounds;              /* aging rounds done */
+	uint64_t last_refaults;       /* libvmm refaults_total at the last step */
+	uint64_t last_guest_refaults; /* agent workingset_refault (pages) at the last step */
+	uint64_t last_majfault;       /* pgmajfault at the last step */
+	bool have_fault_base;
+	uint64_t balloon_actual;
+	struct mtd_balloon_stats bstats;
+	uint64_t bstats_seen_update_s; /* last-update of the newest balloon stats */
+	uint64_t bstats_seen_ms;       /* when last-update last moved */
+	bool fpr_on, fpr_known;
+	unsigned balloon_failures;
+	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
+	size_t nr_evicted;
+	struct mtd_vm_status draft; /* built here each step, then published as a copy */
+};
+
+/* Create a VM record (not yet in the registry, no thread).  0 or -ENOMEM. */
+int mtd_vm_new(struct mtd_daemon *d, const char *name, const char *uuid,
+	       const struct mtd_policy *policy, struct mtd_vm **out);
+/* Free a VM whose thread has been joined and that no reader can reach any more. */
+void mtd_vm_free(struct mtd_vm *vm);
+/* Publish vm->draft as the new snapshot (copy), retiring the old one with call_rcu. */
+int mtd_vm_publish(struct mtd_vm *vm);
+/* Record an action in the draft ("inflate 1024->896 MiB"); kept in a ring of the last
+ * MTD_LAST_ACTIONS.  Logged at INFO. */
+void mtd_vm_action(struct mtd_vm *vm, uint64_t now_ms, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Wake the loop (policy change, stop, exit). */
+void mtd_vm_wake(struct mtd_vm *vm);
+/* Hand the loop a new policy (validated by the caller). */
+void mtd_vm_set_policy(struct mtd_vm *vm, const struct mtd_policy *p);
+
+/* The loop (vm_loop.c). */
+int mtd_vm_loop_start(struct mtd_vm *vm);
+/* Ask the loop to stop (exit_safe: first return the VM to its safe size) and join it. */
+void mtd_vm_loop_stop(struct mtd_vm *vm, bool exit_safe);
+
+#endif /* MEMTIDE_HOST_VM_H */

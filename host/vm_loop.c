@@ -1,0 +1,553 @@
+/*
+ * vm_loop.c - one VM's control loop, on a thread of its own.
+ *
+ * Why a thread per VM and not a timer wheel: libvirt's API is synchronous (one RPC per
+ * call: virDomainSetMemoryFlags, virDomainMemoryStats) and a QMP socket can stall when QEMU
+ * is busy; with one thread per VM a stalled call delays only its own VM, which is the
+ * isolation the daemon promises.  A host runs tens to a few hundred VMs; each thread gets a
+ * 256 KiB stack (its big buffers are on the heap), so a hundred VMs cost ~25 MiB of address
+ * space and almost no resident memory.  Each loop sleeps in poll() on its wake eventfd and
+ * its agent socket until its next tick, so the agent's "need" and the host's exit are acted
+ * on at once, not at the next interval.
+ *
+ * One tick is the data flow of docs/design.md, in order ("Control loop"):
+ *   Step 1  inputs: balloon actual and driver stats; the agent's stats, need, hints;
+ *   Step 2  libvmm: the source ages the generations; the refault signal feeds the reclaim
+ *           controller, which sets the cold age threshold; working set at that threshold;
+ *   Step 3  target: working set + headroom within [floor, ceiling] (controller.c);
+ *   Step 4  safety: asymmetric steps, pressure, need, silence (controller.c);
+ *   Step 5  actuate: agent reclaim request, then the balloon target; libvmm learns which
+ *           pages left (eviction hand) or came back;
+ *   Step 6  publish the status snapshot (RCU).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_link.h"
+#include "daemon.h"
+#include "log.h"
+#include "vm.h"
+
+#define MiB                 ((uint64_t)1 << 20)
+#define LOOP_STACK_BYTES    (256 * 1024)
+#define BALLOON_ERROR_AFTER 3 /* failed actuations in a row before the VM shows ERROR */
+#define EVICT_BATCH         64
+
+/* Idle ages of the published working-set estimate. */
+static const uint64_t wss_ages_ms[MTD_WSS_BINS] = {10000, 30000, 60000, 300000};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t name_seed(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+static void set_error(struct mtd_vm *vm, const char *what, const char *detail)
+{
+	snprintf(vm->draft.last_error, sizeof(vm->draft.last_error), "%.40s%.110s", what, detail);
+}
+
+/* Sleep until deadline or a wake-up; returns true when the loop must stop. */
+static bool wait_wake(struct mtd_vm *vm, int timeout_ms)
+{
+	struct pollfd p = {.fd = vm->wake_fd, .events = POLLIN};
+	uint64_t v;
+
+	if (poll(&p, 1, timeout_ms) > 0 && read(vm->wake_fd, &v, sizeof(v)) < 0) {
+		/* drained by someone else: fine */
+	}
+	return atomic_load(&vm->stop);
+}
+
+/* ---- attach ----------------------------------------------------------------------------- */
+
+static int attach(struct mtd_vm *vm)
+{
+	const struct mtd_config *cfg = &vm->d->cfg;
+	char err[200];
+	unsigned delay_ms = 500;
+	int rc;
+
+	/* The hypervisor side first: without a balloon there is nothing to steer. */
+	for (;;) {
+		rc = vm->balloon->open(vm->balloon_ctx, &vm->domain_bytes, err, sizeof(err));
+		if (rc == 0)
+			break;
+		set_error(vm, "", err);
+		vm->draft.state = MTD_VM_ERROR;
+		(void)mtd_vm_publish(vm);
+		mtd_warn("%s: cannot open the balloon: %s (retrying)", vm->name, err);
+		if (wait_wake(vm, (int)delay_ms))
+			return -ECANCELED;
+		delay_ms = delay_ms < 16000 ? delay_ms * 2 : 30000;
+	}
+	vm->draft.last_error[0] = '\0';
+	vm->draft.max_bytes = vm->domain_bytes;
+
+	if (vm->agent_path[0]) {
+		rc = mtd_agent_link_new(vm->agent_path, cfg->ctl.interval_ms, &vm->agent);
+		if (rc < 0)
+			return rc;
+	}
+	if (cfg->source == MTD_SOURCE_SIM)
+		rc = mtd_source_sim_new(vm->domain_bytes, cfg->sim_hot_percent, name_seed(vm->name),
+					&vm->source);
+	else if (vm->agent)
+		rc = mtd_source_agent_new(vm->agent, vm->domain_bytes, cfg->ctl.agent_silence_ms,
+					  &vm->source);
+	else
+		rc = 0; /* no source: the VM is watched and kept safe, never inflated */
+	if (rc < 0)
+		return rc;
+	if (vm->source.ops) {
+		struct vmm_guest_config gc;
+		vmm_guest_config_default(&gc);
+		gc.ram = vm->source.ram;
+		gc.nr_ram = vm->source.nr_ram;
+		gc.nr_gens = VMM_MAX_NR_GENS;
+		rc = vmm_guest_new(&gc, &vm->guest);
+		if (rc < 0)
+			return rc;
+	}
+	struct vmm_reclaim_config rcfg;
+	vmm_reclaim_config_default(&rcfg);
+	rcfg.target_refault_per_min = vm->policy.target_refault_per_min;
+	/* The threshold must be resolvable by the generations kept: nr_gens - 2 intervals. */
+	uint64_t span_ms = (VMM_MAX_NR_GENS - 2) * cfg->ctl.interval_ms;
+	if (rcfg.max_age_ms > span_ms)
+		rcfg.max_age_ms = span_ms;
+	if (rcfg.min_age_ms > rcfg.max_age_ms)
+		rcfg.min_age_ms = rcfg.max_age_ms;
+	if (rcfg.initial_age_ms > rcfg.max_age_ms || rcfg.initial_age_ms < rcfg.min_age_ms)
+		rcfg.initial_age_ms = rcfg.max_age_ms;
+	rc = vmm_reclaim_init(&vm->reclaim, &rcfg);
+	if (rc < 0)
+		return rc;
+	vm->cold_age_ms = vm->reclaim.age_ms;
+
+	/* Free page reporting returns what the agent's reclaim frees: without it the guest
+	 * keeps those pages, so say so once, loudly. */
+	bool on = false;
+	rc = vm->balloon->fpr(vm->balloon_ctx, &on);
+	vm->fpr_known = rc == 0;
+	vm->fpr_on = on;
+	if (rc == 0 && !on)
+		mtd_warn("%s: free page reporting is off on the balloon: memory the guest frees "
+			 "stays with it (memtidectl domxml-patch %s adds freePageReporting='on')",
+			 vm->name, vm->name);
+	else if (rc < 0)
+		mtd_info("%s: cannot tell whether free page reporting is on (%s)", vm->name,
+			 strerror(-rc));
+	mtd_notice("%s: attached: %" PRIu64 " MiB, balloon via %s, source %s, agent %s", vm->name,
+		   vm->domain_bytes / MiB, vm->balloon->name,
+		   vm->source.ops ? vm->source.ops->name : "none",
+		   vm->agent_path[0] ? vm->agent_path : "none");
+	return 0;
+}
+
+/* ---- one tick --------------------------------------------------------------------------- */
+
+struct tick {
+	uint64_t now_ms, dt_ms;
+	const struct proto_stats *as; /* agent stats, when the agent is fresh */
+	bool agent_fresh;
+	uint64_t need_bytes;
+	struct vmm_guest_stats gs;
+	bool have_gs;
+	bool wss_valid;
+	uint64_t wss_bytes;
+};
+
+/* Step 1: inputs. */
+static void read_inputs(struct mtd_vm *vm, struct tick *t)
+{
+	const struct mtd_config *cfg = &vm->d->cfg;
+	struct mtd_balloon_stats bs;
+	uint64_t actual = 0, seq;
+
+	if (vm->balloon->read(vm->balloon_ctx, &actual, &bs) == 0) {
+		vm->balloon_actual = actual;
+		vm->bstats = bs;
+		if (bs.valid && bs.last_update_s != vm->bstats_seen_update_s) {
+			vm->bstats_seen_update_s = bs.last_update_s;
+			vm->bstats_seen_ms = t->now_ms;
+		}
+	} else {
+		vm->bstats.valid = false;
+	}
+	if (vm->agent) {
+		mtd_agent_link_service(vm->agent, t->now_ms);
+		uint64_t heard = mtd_agent_link_last_heard(vm->agent);
+		t->agent_fresh = mtd_agent_link_ready(vm->agent) && heard &&
+				 t->now_ms - heard <= cfg->ctl.agent_silence_ms;
+		const struct proto_stats *as = mtd_agent_link_stats(vm->agent, &seq);
+		t->as = t->agent_fresh ? as : NULL;
+		t->need_bytes = mtd_agent_link_take_need(vm->agent);
+	}
+}
+
+/* Step 2: libvmm ages the generations; the reclaim controller sets the cold age. */
+static void run_libvmm(struct mtd_vm *vm, struct tick *t)
+{
+	uint64_t guest_refaults = 0, majfault = 0;
+	bool have_guest = false;
+
+	if (!vm->guest)
+		return;
+	int rc = vm->source.ops->age(vm->source.ctx, vm->guest, t->now_ms);
+	if (rc == 0)
+		vm->rounds++;
+	else if (rc != -EAGAIN)
+		mtd_debug("%s: source %s: %s", vm->name, vm->source.ops->name, strerror(-rc));
+	vmm_guest_get_stats(vm->guest, &t->gs);
+	t->have_gs = true;
+
+	/* The refault signal, in 4 KiB pages over dt: pages libvmm saw come back after the
+	 * balloon took them, plus the guest's own.  The guest's workingset_refault and
+	 * pgmajfault mostly count the same events (a refaulting page is read back: a major
+	 * fault), so the larger delta is taken, not the sum. */
+	if (t->as) {
+		guest_refaults = t->as->refault_anon + t->as->refault_file;
+		majfault = t->as->pgmajfault;
+		have_guest = true;
+	} else if (vm->bstats.valid) {
+		majfault = vm->bstats.major_faults;
+		have_guest = true;
+	}
+	uint64_t signal = t->gs.refaults_total - vm->last_refaults;
+	vm->last_refaults = t->gs.refaults_total;
+	if (have_guest) {
+		if (vm->have_fault_base) {
+			uint64_t dr = guest_refaults >= vm->last_guest_refaults
+					  ? guest_refaults - vm->last_guest_refaults
+					  : 0; /* counters restart with a guest reboot */
+			uint64_t dm =
+			    majfault >= vm->last_majfault ? majfault - vm->last_majfault : 0;
+			signal += dr > dm ? dr : dm;
+		}
+		vm->last_guest_refaults = guest_refaults;
+		vm->last_majfault = majfault;
+		vm->have_fault_base = true;
+	}
+	/* Memory stalls weigh the signal up: at PSI some avg10 = 10%, refaults count double. */
+	if (t->as && t->as->has_psi)
+		signal = (uint64_t)((double)signal * (1.0 + t->as->psi.some_avg10 / 10.0));
+
+	/* Host arbitration: a squeezed VM tolerates up to 4x its refault target. */
+	double squeeze = atomic_load(&vm->squeeze_permille) / 1000.0;
+	vm->reclaim.cfg.target_refault_per_min =
+	    vm->policy.target_refault_per_min * (1.0 + 3.0 * squeeze);
+	vm->cold_age_ms = vmm_reclaim_update(&vm->reclaim, signal, t->gs.resident_pages, t->dt_ms);
+
+	/* Two aging rounds at least before the estimate means anything. */
+	if (vm->rounds >= 2 &&
+	    vmm_wss(vm->guest, t->now_ms, &vm->cold_age_ms, 1, &t->wss_bytes) == 0)
+		t->wss_valid = true;
+	(void)vmm_wss(vm->guest, t->now_ms, wss_ages_ms, MTD_WSS_BINS, vm->draft.wss_bytes);
+}
+
+/* libvmm learns which pages the balloon took (eviction hand) or gave back. */
+static void account_balloon(struct mtd_vm *vm, uint64_t now_ms, uint64_t from, uint64_t to)
+{
+	if (!vm->guest)
+		return;
+	if (to < from) {
+		struct vmm_run runs[EVICT_BATCH];
+		struct vmm_evict_req req = {
+		    .max_pages = (from - to) >> VMM_PAGE_SHIFT,
+		    .min_age_ms = vm->cold_age_ms,
+		    .now_ms = now_ms,
+		    .runs = runs,
+		    .max_runs = EVICT_BATCH,
+		};
+		struct vmm_evict_result res;
+		if (vm->nr_evicted + EVICT_BATCH > MAX_EVICTED_RUNS)
+			return; /* history full: the balloon still moves, libvmm is not told */
+		if (vmm_evict(vm->guest, &req, &res) < 0)
+			return;
+		memcpy(&vm->evicted[vm->nr_evicted], runs, res.nr_runs * sizeof(runs[0]));
+		vm->nr_evicted += res.nr_runs;
+		if (vm->source.ops->evicted)
+			vm->source.ops->evicted(vm->source.ctx, runs, res.nr_runs);
+		return;
+	}
+	/* Deflate: the newest runs come back first. */
+	uint64_t left = (to - from) >> VMM_PAGE_SHIFT;
+	while (left && vm->nr_evicted) {
+		struct vmm_run *r = &vm->evicted[vm->nr_evicted - 1];
+		uint64_t n = r->npages < left ? r->npages : left;
+		(void)vmm_restore(vm->guest, r->gpa + ((r->npages - n) << VMM_PAGE_SHIFT), n);
+		r->npages -= n;
+		left -= n;
+		if (!r->npages)
+			vm->nr_evicted--;
+	}
+}
+
+/* Steps 3-5: the controller decides, the actuators carry it out. */
+static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_ctl_output *out)
+{
+	const struct mtd_config *cfg = &vm->d->cfg;
+	struct mtd_ctl_input in = {
+	    .now_ms = t->now_ms,
+	    .domain_bytes = vm->domain_bytes,
+	    .actual_bytes = vm->balloon_actual,
+	    .wss_valid = t->wss_valid,
+	    .wss_bytes = t->wss_bytes,
+	    .need_bytes = t->need_bytes,
+	    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
+	    .exiting = exiting,
+	};
+	char err[200] = "";
+
+	if (vm->agent_expected)
+		in.inputs_fresh = t->agent_fresh;
+	else if (vm->source.ops && vm->source.ops->fresh)
+		in.inputs_fresh = vm->source.ops->fresh(vm->source.ctx, t->now_ms);
+	else
+		in.inputs_fresh = vm->bstats_seen_ms &&
+				  t->now_ms - vm->bstats_seen_ms <= cfg->ctl.agent_silence_ms;
+	if (t->as) {
+		in.avail_known = true;
+		in.guest_avail_bytes = t->as->mem_available_bytes;
+		in.psi_known = t->as->has_psi;
+		in.psi_some_avg10 = t->as->psi.some_avg10;
+	} else if (vm->bstats.valid && vm->bstats.has_available) {
+		in.avail_known = true;
+		in.guest_avail_bytes = vm->bstats.available_bytes;
+	}
+
+	enum mtd_ctl_reason before = vm->ctl.reason;
+	uint64_t prev = vm->draft.balloon_target_bytes;
+	mtd_ctl_step(&cfg->ctl, &vm->policy, &in, &vm->ctl, out);
+
+	if (out->reason != before && (out->reason == MTD_CTL_PRESSURE ||
+				      out->reason == MTD_CTL_NEED || out->reason == MTD_CTL_SILENT))
+		mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
+			   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
+
+	bool first = prev == 0;
+	if (!out->changed && !first)
+		return;
+	if (out->reclaim_bytes && vm->agent) {
+		int rc = mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
+						(uint32_t)cfg->ctl.interval_ms, t->now_ms);
+		if (rc == 0)
+			mtd_vm_action(vm, t->now_ms, "reclaim %" PRIu64 " MiB asked",
+				      out->reclaim_bytes / MiB);
+	}
+	if (vm->balloon->set_target(vm->balloon_ctx, out->target_bytes, err, sizeof(err)) < 0) {
+		vm->balloon_failures++;
+		set_error(vm, "balloon: ", err);
+		if (vm->balloon_failures == BALLOON_ERROR_AFTER)
+			mtd_err("%s: balloon target failed %d times: %s", vm->name,
+				BALLOON_ERROR_AFTER, err);
+		return;
+	}
+	vm->balloon_failures = 0;
+	vm->draft.balloon_target_bytes = out->target_bytes;
+	if (!first)
+		mtd_vm_action(vm, t->now_ms, "%s %" PRIu64 "->%" PRIu64 " MiB (%s)",
+			      out->target_bytes < prev ? "inflate" : "deflate", prev / MiB,
+			      out->target_bytes / MiB, mtd_ctl_reason_name(out->reason));
+	account_balloon(vm, t->now_ms, first ? vm->balloon_actual : prev, out->target_bytes);
+}
+
+/* Step 6: the snapshot. */
+static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out)
+{
+	struct mtd_vm_status *st = &vm->draft;
+	uint64_t seq;
+
+	st->state = vm->balloon_failures >= BALLOON_ERROR_AFTER ? MTD_VM_ERROR : out->state;
+	st->policy = vm->policy;
+	st->updated_ms = t->now_ms;
+	st->max_bytes = vm->domain_bytes;
+	st->balloon_actual_bytes = vm->balloon_actual;
+	st->saved_bytes =
+	    vm->domain_bytes > vm->balloon_actual ? vm->domain_bytes - vm->balloon_actual : 0;
+	memcpy(st->wss_age_ms, wss_ages_ms, sizeof(wss_ages_ms));
+	if (t->have_gs) {
+		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
+		for (unsigned i = 0; i < st->nr_gens; i++) {
+			st->gen_pages[i] = t->gs.gen[i].pages;
+			st->gen_age_ms[i] = t->now_ms > t->gs.gen[i].birth_ms
+						? t->now_ms - t->gs.gen[i].birth_ms
+						: 0;
+		}
+	}
+	st->refault_rate_per_min = vm->reclaim.last_rate_per_min;
+	st->cold_age_ms = vm->cold_age_ms;
+	st->controller_output = vm->reclaim.pid.output;
+	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);
+	st->fpr_on = vm->fpr_on;
+	const struct proto_stats *as = vm->agent ? mtd_agent_link_stats(vm->agent, &seq) : NULL;
+	if (as) {
+		st->guest_mem_available_bytes = as->mem_available_bytes;
+		st->guest_psi_some_avg10 = as->has_psi ? as->psi.some_avg10 : 0.0;
+	} else if (vm->bstats.valid && vm->bstats.has_available) {
+		st->guest_mem_available_bytes = vm->bstats.available_bytes;
+	}
+	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR)
+		st->last_error[0] = '\0';
+	(void)mtd_vm_publish(vm);
+	mtd_debug("%s: actual %" PRIu64 " MiB target %" PRIu64 " MiB wss %" PRIu64
+		  " MiB cold age %" PRIu64 " ms refaults %.5f/min %s",
+		  vm->name, vm->balloon_actual / MiB, st->balloon_target_bytes / MiB,
+		  st->wss_bytes[0] / MiB, vm->cold_age_ms, st->refault_rate_per_min,
+		  mtd_ctl_reason_name(out->reason));
+}
+
+/*
+ * One tick.  age: a scheduled tick (libvmm ages a generation); an out-of-schedule tick for
+ * the agent's need (extra_need_bytes) only reads inputs and deflates, so the generations
+ * keep their one-per-interval spacing.
+ */
+static void tick(struct mtd_vm *vm, uint64_t now_ms, bool exiting, bool age,
+		 uint64_t extra_need_bytes)
+{
+	struct tick *t = calloc(1, sizeof(*t)); /* ~1.5 KiB of libvmm stats: off the stack */
+	struct mtd_ctl_output out = {0};
+
+	if (!t)
+		return;
+	t->now_ms = now_ms;
+	if (age) {
+		t->dt_ms = vm->last_step_ms && now_ms > vm->last_step_ms
+			       ? now_ms - vm->last_step_ms
+			       : vm->d->cfg.ctl.interval_ms;
+		vm->last_step_ms = now_ms;
+	}
+	read_inputs(vm, t);
+	t->need_bytes += extra_need_bytes;
+	if (age)
+		run_libvmm(vm, t);
+	control(vm, t, exiting, &out);
+	publish(vm, t, &out);
+	free(t);
+}
+
+/* ---- the thread ------------------------------------------------------------------------- */
+
+static void take_policy(struct mtd_vm *vm)
+{
+	pthread_mutex_lock(&vm->mbox_lock);
+	if (vm->policy_dirty) {
+		vm->policy = vm->policy_new;
+		vm->policy_dirty = false;
+		mtd_notice("%s: policy updated", vm->name);
+	}
+	pthread_mutex_unlock(&vm->mbox_lock);
+}
+
+static void *loop_main(void *arg)
+{
+	struct mtd_vm *vm = arg;
+	const struct mtd_config *cfg = &vm->d->cfg;
+	uint64_t next_tick;
+
+	rcu_register_thread();
+	int rc = attach(vm);
+	if (rc < 0) {
+		if (rc != -ECANCELED) {
+			set_error(vm, "attach failed: ", strerror(-rc));
+			mtd_err("%s: attach failed: %s", vm->name, strerror(-rc));
+			vm->draft.state = MTD_VM_ERROR;
+			(void)mtd_vm_publish(vm);
+		}
+		goto out;
+	}
+	next_tick = mono_ms();
+	while (!atomic_load(&vm->stop)) {
+		uint64_t now = mono_ms();
+		take_policy(vm);
+		if (now >= next_tick) {
+			tick(vm, now, false, true, 0);
+			next_tick += cfg->ctl.interval_ms;
+			if (next_tick <= now) /* fell behind (slow call): skip, do not burst */
+				next_tick = now + cfg->ctl.interval_ms;
+		}
+		uint64_t deadline = next_tick;
+		if (vm->agent && mtd_agent_link_deadline(vm->agent) < deadline)
+			deadline = mtd_agent_link_deadline(vm->agent);
+		now = mono_ms();
+		struct pollfd p[2] = {{.fd = vm->wake_fd, .events = POLLIN}, {.fd = -1}};
+		if (vm->agent && mtd_agent_link_fd(vm->agent) >= 0) {
+			p[1].fd = mtd_agent_link_fd(vm->agent);
+			p[1].events = mtd_agent_link_events(vm->agent);
+		}
+		int timeout = deadline > now ? (int)(deadline - now) : 0;
+		if (poll(p, 2, timeout) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents & POLLIN) {
+			uint64_t v;
+			if (read(vm->wake_fd, &v, sizeof(v)) < 0) {
+				/* already drained */
+			}
+		}
+		if (vm->agent) {
+			now = mono_ms();
+			mtd_agent_link_service(vm->agent, now);
+			/* The agent says the guest needs memory: act now, not at the next tick. */
+			uint64_t need = mtd_agent_link_take_need(vm->agent);
+			if (need)
+				tick(vm, now, false, false, need);
+		}
+	}
+	/* Leaving: daemon exit or detach of a running domain leaves it at its safe size. */
+	if (atomic_load(&vm->exiting))
+		tick(vm, mono_ms(), true, false, 0);
+out:
+	vm->draft.state = MTD_VM_DETACHED;
+	(void)mtd_vm_publish(vm);
+	if (vm->guest)
+		vmm_guest_free(vm->guest);
+	vm->guest = NULL;
+	mtd_source_destroy(&vm->source);
+	mtd_agent_link_free(vm->agent);
+	vm->agent = NULL;
+	rcu_unregister_thread();
+	return NULL;
+}
+
+int mtd_vm_loop_start(struct mtd_vm *vm)
+{
+	pthread_attr_t a;
+	int rc;
+
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, LOOP_STACK_BYTES);
+	rc = pthread_create(&vm->thread, &a, loop_main, vm);
+	pthread_attr_destroy(&a);
+	if (rc)
+		return -rc;
+	vm->thread_started = true;
+	return 0;
+}
+
+void mtd_vm_loop_stop(struct mtd_vm *vm, bool exit_safe)
+{
+	if (!vm->thread_started)
+		return;
+	if (exit_safe)
+		atomic_store(&vm->exiting, true);
+	atomic_store(&vm->stop, true);
+	mtd_vm_wake(vm);
+	pthread_join(vm->thread, NULL);
+	vm->thread_started = false;
+}
