@@ -49,7 +49,7 @@ extern "C" {
 #define PROTO_VERSION_LIMIT   65535 /* a version field above this is out of range */
 #define PROTO_FRAME_HDR_BYTES 4
 #define PROTO_FRAME_MAX_BYTES (1u << 20) /* payload bound: a longer frame breaks the stream */
-#define PROTO_JSON_MAX_DEPTH  4          /* object > array > object is the deepest message */
+#define PROTO_JSON_MAX_DEPTH  4          /* deepest message: object > array > object (3), +1 */
 #define PROTO_INT_MAX         ((1ULL << 53) - 1) /* largest integer on the wire, any field */
 #define PROTO_ID_MAX          0xffffffffu        /* ids are 1 .. 2^32-1; 0 means "none" */
 
