@@ -227,13 +227,13 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 
 int mtd_policy_validate(const struct mtd_policy *p, char *err, size_t errlen)
 {
+	if (p->max_bytes && p->max_bytes < 64 * MiB) {
+		snprintf(err, errlen, "max below 64 MiB would starve any guest");
+		return -EINVAL;
+	}
 	if (p->max_bytes && p->min_bytes > p->max_bytes) {
 		snprintf(err, errlen, "min (%" PRIu64 " MiB) is above max (%" PRIu64 " MiB)",
 			 p->min_bytes / MiB, p->max_bytes / MiB);
-		return -EINVAL;
-	}
-	if (p->max_bytes && p->max_bytes < 64 * MiB) {
-		snprintf(err, errlen, "max below 64 MiB would starve any guest");
 		return -EINVAL;
 	}
 	return 0;

@@ -1,0 +1,336 @@
+/*
+ * test_mtd_controller.c - memtided's per-VM target math and safety rules (host/controller.c).
+ *
+ * Each test drives mtd_ctl_step with measured inputs and checks one rule: slow, bounded
+ * inflation; deflation at once on pressure, need, silence, exit; the floor and the ceiling;
+ * the post-deflate hold; the arbiter's squeeze.  A randomized run checks the invariants over
+ * many steps with arbitrary inputs.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller.h"
+
+#define MiB ((uint64_t)1 << 20)
+#define GiB ((uint64_t)1 << 30)
+
+static struct mtd_ctl_config cfg;
+static struct mtd_policy pol;
+
+static void setup_defaults(void)
+{
+	mtd_ctl_config_default(&cfg);
+	pol = (struct mtd_policy){
+	    .enabled = true,
+	    .min_bytes = 256 * MiB,
+	    .max_bytes = 0,
+	    .priority = 100,
+	    .target_refault_per_min = 0.002,
+	    .headroom_bytes = 128 * MiB,
+	};
+}
+
+static struct mtd_ctl_input calm(uint64_t now_ms, uint64_t actual, uint64_t wss)
+{
+	return (struct mtd_ctl_input){
+	    .now_ms = now_ms,
+	    .domain_bytes = 2 * GiB,
+	    .actual_bytes = actual,
+	    .wss_valid = true,
+	    .wss_bytes = wss,
+	    .inputs_fresh = true,
+	    .avail_known = true,
+	    .guest_avail_bytes = 1 * GiB,
+	    .psi_known = true,
+	    .psi_some_avg10 = 0.0,
+	};
+}
+
+static void test_inflate_is_slow_and_stops_at_wss_plus_headroom(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	uint64_t now = 1000, target = 2 * GiB;
+	(void)state;
+	setup_defaults();
+
+	for (int i = 0; i < 40; i++, now += cfg.interval_ms) {
+		struct mtd_ctl_input in = calm(now, target, 512 * MiB);
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_true(out.target_bytes <= target);
+		assert_true(target - out.target_bytes <= cfg.max_inflate_step_bytes);
+		if (out.target_bytes < target) {
+			assert_int_equal(out.reason, MTD_CTL_INFLATE);
+			assert_int_equal(out.reclaim_bytes, target - out.target_bytes);
+			assert_true(out.changed);
+		}
+		target = out.target_bytes;
+	}
+	/* 2 GiB -> 640 MiB in 128 MiB steps: eleven steps, then steady at wss + headroom. */
+	assert_int_equal(target, 512 * MiB + 128 * MiB);
+	assert_int_equal(out.reason, MTD_CTL_STEADY);
+	assert_int_equal(out.reclaim_bytes, 0);
+}
+
+static void test_never_below_floor(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	uint64_t now = 1000, target = 1 * GiB;
+	(void)state;
+	setup_defaults();
+	pol.min_bytes = 700 * MiB;
+
+	for (int i = 0; i < 20; i++, now += cfg.interval_ms) {
+		struct mtd_ctl_input in = calm(now, target, 4 * MiB);
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_true(out.target_bytes >= 700 * MiB);
+		target = out.target_bytes;
+	}
+	assert_int_equal(target, 700 * MiB);
+	assert_int_equal(out.floor_bytes, 700 * MiB);
+}
+
+static void test_pressure_deflates_at_once_then_holds(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 640 * MiB};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	struct mtd_ctl_input in = calm(100000, 640 * MiB, 512 * MiB);
+	in.psi_some_avg10 = cfg.psi_some_avg10_high + 1.0;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
+	assert_int_equal(out.state, MTD_VM_DEFLATING);
+	assert_int_equal(out.target_bytes, 640 * MiB + cfg.deflate_min_bytes);
+	assert_true(out.changed);
+
+	/* Calm again, estimate still low: no inflation while the hold lasts. */
+	uint64_t t = 100000 + cfg.interval_ms;
+	for (; t < 100000 + cfg.hold_after_deflate_ms; t += cfg.interval_ms) {
+		in = calm(t, out.target_bytes, 512 * MiB);
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.target_bytes, 640 * MiB + cfg.deflate_min_bytes);
+		assert_int_equal(out.reason, MTD_CTL_HOLD_COOLDOWN);
+	}
+	in = calm(t, out.target_bytes, 512 * MiB);
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	assert_int_equal(out.target_bytes, 640 * MiB + cfg.deflate_min_bytes - 128 * MiB);
+}
+
+static void test_low_mem_available_deflates(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 1 * GiB};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	struct mtd_ctl_input in = calm(5000, 1 * GiB, 900 * MiB);
+	in.psi_known = false;
+	in.guest_avail_bytes = cfg.mem_available_low_bytes - 1;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
+	assert_int_equal(out.target_bytes, 1 * GiB + cfg.deflate_min_bytes);
+
+	/* The same figure exactly at the mark is not pressure. */
+	struct mtd_ctl_state st2 = {.primed = true, .target_bytes = 1 * GiB};
+	in.guest_avail_bytes = cfg.mem_available_low_bytes;
+	mtd_ctl_step(&cfg, &pol, &in, &st2, &out);
+	assert_int_not_equal(out.reason, MTD_CTL_PRESSURE);
+}
+
+static void test_need_gives_need_plus_headroom(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 600 * MiB};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	struct mtd_ctl_input in = calm(5000, 600 * MiB, 400 * MiB);
+	in.need_bytes = 300 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_NEED);
+	assert_int_equal(out.target_bytes, 600 * MiB + 300 * MiB + 128 * MiB);
+
+	/* A need beyond the domain is capped at the ceiling. */
+	in.need_bytes = 64 * GiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.target_bytes, 2 * GiB);
+}
+
+static void test_silence_exit_disabled_go_to_ceiling(void **state)
+{
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+	pol.max_bytes = 1536 * MiB; /* the ceiling is the policy max, below the domain */
+
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 700 * MiB};
+	struct mtd_ctl_input in = calm(5000, 700 * MiB, 400 * MiB);
+	in.inputs_fresh = false;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_SILENT);
+	assert_int_equal(out.state, MTD_VM_HOLD);
+	assert_int_equal(out.target_bytes, 1536 * MiB);
+
+	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB};
+	in = calm(5000, 700 * MiB, 400 * MiB);
+	in.exiting = true;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_EXIT);
+	assert_int_equal(out.target_bytes, 1536 * MiB);
+
+	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB};
+	pol.enabled = false;
+	in = calm(5000, 700 * MiB, 400 * MiB);
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_DISABLED);
+	assert_int_equal(out.state, MTD_VM_DISABLED);
+	assert_int_equal(out.target_bytes, 1536 * MiB);
+	assert_int_equal(mtd_ctl_safe_bytes(&pol, 2 * GiB), 1536 * MiB);
+}
+
+static void test_growth_is_given_back_at_once(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 600 * MiB};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	struct mtd_ctl_input in = calm(5000, 600 * MiB, 1 * GiB);
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_GROW);
+	assert_int_equal(out.target_bytes, 1 * GiB + 128 * MiB);
+}
+
+static void test_no_estimate_keeps_target(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	struct mtd_ctl_input in = calm(5000, 1 * GiB, 0);
+	in.wss_valid = false;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_NO_ESTIMATE);
+	assert_int_equal(out.target_bytes, 1 * GiB); /* primed from actual */
+}
+
+static void test_squeeze_takes_headroom_and_doubles_step(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 2 * GiB};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	struct mtd_ctl_input in = calm(5000, 2 * GiB, 512 * MiB);
+	in.squeeze = 1.0;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.target_bytes, 2 * GiB - 2 * cfg.max_inflate_step_bytes);
+	for (int i = 0; i < 20; i++) {
+		in = calm(5000 + (uint64_t)(i + 1) * cfg.interval_ms, out.target_bytes, 512 * MiB);
+		in.squeeze = 1.0;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	}
+	assert_int_equal(out.target_bytes, 512 * MiB); /* no headroom left */
+}
+
+static void test_config_validation(void **state)
+{
+	char err[160];
+	(void)state;
+	setup_defaults();
+	assert_int_equal(mtd_ctl_config_validate(&cfg, err, sizeof(err)), 0);
+	cfg.interval_ms = 10;
+	assert_int_equal(mtd_ctl_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "interval"));
+	setup_defaults();
+	cfg.agent_silence_ms = cfg.interval_ms - 1;
+	assert_int_equal(mtd_ctl_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+	setup_defaults();
+	cfg.psi_some_avg10_high = 0.0;
+	assert_int_equal(mtd_ctl_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+}
+
+/* Arbitrary inputs, many steps: the invariants hold every time. */
+static void test_random_invariants(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	uint64_t now = 0, prev = 0;
+	(void)state;
+	setup_defaults();
+	srandom(42);
+
+	for (int i = 0; i < 200000; i++) {
+		now += (uint64_t)(random() % 10000);
+		pol.min_bytes = (uint64_t)(random() % 4) * 256 * MiB;
+		pol.max_bytes = random() % 3 ? 0 : (uint64_t)(1 + random() % 3) * GiB;
+		pol.enabled = random() % 50 != 0;
+		struct mtd_ctl_input in = {
+		    .now_ms = now,
+		    .domain_bytes = (uint64_t)(1 + random() % 4) * GiB,
+		    .actual_bytes = (uint64_t)(random() % 4096) * MiB,
+		    .wss_valid = random() % 10 != 0,
+		    .wss_bytes = (uint64_t)(random() % 8192) * MiB,
+		    .inputs_fresh = random() % 20 != 0,
+		    .avail_known = random() % 2,
+		    .guest_avail_bytes = (uint64_t)(random() % 1024) * MiB,
+		    .psi_known = random() % 2,
+		    .psi_some_avg10 = (double)(random() % 2000) / 100.0,
+		    .need_bytes = random() % 30 ? 0 : (uint64_t)(random() % 1024) * MiB,
+		    .squeeze = (double)(random() % 1500) / 1000.0 - 0.25,
+		    .exiting = random() % 100 == 0,
+		};
+		bool pressure =
+		    (in.psi_known && in.psi_some_avg10 > cfg.psi_some_avg10_high) ||
+		    (in.avail_known && in.guest_avail_bytes < cfg.mem_available_low_bytes);
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_true(out.target_bytes >= out.floor_bytes);
+		assert_true(out.target_bytes <= out.ceiling_bytes);
+		uint64_t ceiling = mtd_ctl_safe_bytes(&pol, in.domain_bytes);
+		assert_int_equal(out.ceiling_bytes, ceiling);
+		uint64_t p = prev < out.floor_bytes     ? out.floor_bytes
+			     : prev > out.ceiling_bytes ? out.ceiling_bytes
+							: prev;
+		/* Taken per step: at most twice the step (squeeze 1), never on pressure. */
+		if (i > 0 && out.target_bytes < p) {
+			assert_true(p - out.target_bytes <= 2 * cfg.max_inflate_step_bytes);
+			assert_false(pressure);
+			assert_false(in.need_bytes);
+			assert_true(in.inputs_fresh);
+			assert_false(in.exiting);
+		}
+		if (in.exiting || !pol.enabled || (!in.inputs_fresh && !pressure && !in.need_bytes))
+			assert_int_equal(out.target_bytes, ceiling);
+		prev = out.target_bytes;
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_inflate_is_slow_and_stops_at_wss_plus_headroom),
+	    cmocka_unit_test(test_never_below_floor),
+	    cmocka_unit_test(test_pressure_deflates_at_once_then_holds),
+	    cmocka_unit_test(test_low_mem_available_deflates),
+	    cmocka_unit_test(test_need_gives_need_plus_headroom),
+	    cmocka_unit_test(test_silence_exit_disabled_go_to_ceiling),
+	    cmocka_unit_test(test_growth_is_given_back_at_once),
+	    cmocka_unit_test(test_no_estimate_keeps_target),
+	    cmocka_unit_test(test_squeeze_takes_headroom_and_doubles_step),
+	    cmocka_unit_test(test_config_validation),
+	    cmocka_unit_test(test_random_invariants),
+	};
+	return cmocka_run_group_tests_name("mtd_controller", tests, NULL, NULL);
+}

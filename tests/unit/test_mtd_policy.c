@@ -1,0 +1,271 @@
+/*
+ * test_mtd_policy.c - memtided's settings parsing and validation (host/policy.c): sizes and
+ * durations, per-domain policy keys, the metadata XML (hostile input included) and the INI
+ * file, each accepted or refused with a sentence, never half-applied.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "policy.h"
+
+#define MiB ((uint64_t)1 << 20)
+
+static void test_parse_bytes(void **state)
+{
+	uint64_t v;
+	(void)state;
+	assert_int_equal(mtd_parse_bytes("4096", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(mtd_parse_bytes("128M", &v), 0);
+	assert_int_equal(v, 128 * MiB);
+	assert_int_equal(mtd_parse_bytes("1GiB", &v), 0);
+	assert_int_equal(v, 1024 * MiB);
+	assert_int_equal(mtd_parse_bytes("2g", &v), 0);
+	assert_int_equal(v, 2048 * MiB);
+	assert_int_equal(mtd_parse_bytes("0", &v), 0);
+	assert_int_equal(v, 0);
+	const char *bad[] = {"",
+			     "-1",
+			     "+5",
+			     "12Q",
+			     "1.5G",
+			     "M",
+			     "5 M",
+			     "1GiBx",
+			     "99999999999999999999",
+			     "17179869184T"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 77;
+		assert_int_equal(mtd_parse_bytes(bad[i], &v), -EINVAL);
+		assert_int_equal(v, 77);
+	}
+}
+
+static void test_parse_ms(void **state)
+{
+	uint64_t v;
+	(void)state;
+	assert_int_equal(mtd_parse_ms("5", &v), 0);
+	assert_int_equal(v, 5000);
+	assert_int_equal(mtd_parse_ms("2s", &v), 0);
+	assert_int_equal(v, 2000);
+	assert_int_equal(mtd_parse_ms("500ms", &v), 0);
+	assert_int_equal(v, 500);
+	assert_int_equal(mtd_parse_ms("1.5s", &v), 0);
+	assert_int_equal(v, 1500);
+	assert_int_equal(mtd_parse_ms("2m", &v), 0);
+	assert_int_equal(v, 120000);
+	assert_int_equal(mtd_parse_ms("-1", &v), -EINVAL);
+	assert_int_equal(mtd_parse_ms("nan", &v), -EINVAL);
+	assert_int_equal(mtd_parse_ms("inf", &v), -EINVAL);
+	assert_int_equal(mtd_parse_ms("5h", &v), -EINVAL);
+	assert_int_equal(mtd_parse_ms("1e30", &v), -EINVAL);
+}
+
+static void test_policy_keys(void **state)
+{
+	struct mtd_policy p, keep;
+	char err[200];
+	(void)state;
+	mtd_policy_default(&p);
+
+	assert_int_equal(mtd_policy_set_kv(&p, "min", "512M", err, sizeof(err)), 0);
+	assert_int_equal(p.min_bytes, 512 * MiB);
+	assert_int_equal(mtd_policy_set_kv(&p, "max", "4G", err, sizeof(err)), 0);
+	assert_int_equal(p.max_bytes, 4096 * MiB);
+	assert_int_equal(mtd_policy_set_kv(&p, "priority", "7", err, sizeof(err)), 0);
+	assert_int_equal(p.priority, 7);
+	assert_int_equal(mtd_policy_set_kv(&p, "enabled", "no", err, sizeof(err)), 0);
+	assert_false(p.enabled);
+	assert_int_equal(mtd_policy_set_kv(&p, "target_refault_per_min", "0.01", err, sizeof(err)),
+			 0);
+	assert_true(p.target_refault_per_min > 0.0099 && p.target_refault_per_min < 0.0101);
+	assert_int_equal(mtd_policy_set_kv(&p, "headroom", "64M", err, sizeof(err)), 0);
+	assert_int_equal(p.headroom_bytes, 64 * MiB);
+
+	keep = p;
+	struct {
+		const char *k, *v, *says;
+	} bad[] = {
+	    {"min", "lots", "min must be"},
+	    {"min", "8G", "above max"}, /* min > max */
+	    {"max", "100M", "above max"},
+	    {"max", "32M", "starve"},
+	    {"priority", "1001", "priority"},
+	    {"priority", "-3", "priority"},
+	    {"enabled", "maybe", "yes or no"},
+	    {"target_refault_per_min", "0", "fraction"},
+	    {"target_refault_per_min", "nan", "fraction"},
+	    {"target_refault_per_min", "2", "fraction"},
+	    {"headroom", "1E", "headroom"},
+	    {"colour", "blue", "unknown policy key"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(mtd_policy_set_kv(&p, bad[i].k, bad[i].v, err, sizeof(err)),
+				 -EINVAL);
+		if (!strstr(err, bad[i].says))
+			fail_msg("%s=%s: '%s' does not say '%s'", bad[i].k, bad[i].v, err,
+				 bad[i].says);
+		assert_memory_equal(&p, &keep, sizeof(p)); /* unchanged */
+	}
+}
+
+static void test_policy_xml_round_trip(void **state)
+{
+	struct mtd_policy p, q;
+	char xml[512], err[200];
+	(void)state;
+	mtd_policy_default(&p);
+	p.min_bytes = 300 * MiB;
+	p.max_bytes = 3000 * MiB;
+	p.priority = 3;
+	p.enabled = false;
+	p.headroom_bytes = 10 * MiB;
+	p.target_refault_per_min = 0.005;
+	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
+	mtd_policy_default(&q);
+	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
+	assert_int_equal(q.min_bytes, p.min_bytes);
+	assert_int_equal(q.max_bytes, p.max_bytes);
+	assert_int_equal(q.priority, 3);
+	assert_false(q.enabled);
+	assert_int_equal(q.headroom_bytes, p.headroom_bytes);
+	assert_true(q.target_refault_per_min > 0.00499 && q.target_refault_per_min < 0.00501);
+
+	/* As libvirt returns it: with our namespace on the element; missing keys keep
+	 * the defaults. */
+	mtd_policy_default(&q);
+	assert_int_equal(mtd_policy_from_xml(&q,
+					     "<memtide:policy xmlns:memtide=\"" MTD_POLICY_XMLNS
+					     "\" priority=\"9\"/>",
+					     err, sizeof(err)),
+			 0);
+	assert_int_equal(q.priority, 9);
+	assert_int_equal(q.min_bytes, 256 * MiB);
+}
+
+static void test_policy_xml_hostile(void **state)
+{
+	struct mtd_policy p, keep;
+	char err[200];
+	(void)state;
+	mtd_policy_default(&p);
+	keep = p;
+	const char *bad[] = {
+	    "<policy",
+	    "not xml at all",
+	    "<other priority='1'/>",
+	    "<policy xmlns='https://example.com/other' priority='1'/>",
+	    "<policy priority='1' bogus='2'/>",
+	    "<policy priority='one'/>",
+	    "<policy min='2G' max='1G'/>",
+	    "<!DOCTYPE l [<!ENTITY a 'aaaaaaaaaa'><!ENTITY b '&a;&a;&a;&a;&a;&a;&a;&a;'>"
+	    "<!ENTITY c '&b;&b;&b;&b;&b;&b;&b;&b;'>]><policy priority='&c;'/>",
+	    "<!DOCTYPE p [<!ENTITY x SYSTEM 'file:///etc/passwd'>]><policy priority='&x;'/>",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(mtd_policy_from_xml(&p, bad[i], err, sizeof(err)), -EINVAL);
+		assert_true(strlen(err) > 10);
+		assert_memory_equal(&p, &keep, sizeof(p));
+	}
+	/* Oversized input is refused before parsing. */
+	char *big = malloc(8192);
+	assert_non_null(big);
+	memset(big, ' ', 8191);
+	big[8191] = '\0';
+	memcpy(big, "<policy", 7);
+	assert_int_equal(mtd_policy_from_xml(&p, big, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "longer"));
+	free(big);
+	/* NULL or empty: nothing stored, defaults stand. */
+	assert_int_equal(mtd_policy_from_xml(&p, NULL, err, sizeof(err)), 0);
+	assert_int_equal(mtd_policy_from_xml(&p, "", err, sizeof(err)), 0);
+	assert_memory_equal(&p, &keep, sizeof(p));
+}
+
+static char *write_tmp(const char *text)
+{
+	static char path[64];
+	snprintf(path, sizeof(path), "/tmp/mtd-policy-XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+static void test_config_file(void **state)
+{
+	struct mtd_config c, keep;
+	char err[256];
+	(void)state;
+	mtd_config_default(&c);
+	char *path = write_tmp("; memtided.conf\n"
+			       "[daemon]\ninterval = 2s\nsource = sim\nmetrics_port = 0\n"
+			       "[controller]\nmax_inflate_step = 64M\nagent_silence = 10s\n"
+			       "psi_some_avg10_high = 20\n"
+			       "[host]\nlow_mark = 1G\n"
+			       "[defaults]\nmin = 128M\npriority = 5\n"
+			       "[sim]\nhot_percent = 30\n");
+	assert_int_equal(mtd_config_load(&c, path, false, err, sizeof(err)), 0);
+	unlink(path);
+	assert_int_equal(c.ctl.interval_ms, 2000);
+	assert_int_equal(c.source, MTD_SOURCE_SIM);
+	assert_int_equal(c.metrics_port, 0);
+	assert_int_equal(c.ctl.max_inflate_step_bytes, 64 * MiB);
+	assert_int_equal(c.ctl.agent_silence_ms, 10000);
+	assert_int_equal(c.arb.low_mark_bytes, 1024 * MiB);
+	assert_int_equal(c.defaults.min_bytes, 128 * MiB);
+	assert_int_equal(c.defaults.priority, 5);
+	assert_int_equal(c.sim_hot_percent, 30);
+
+	/* Errors name the file and the line, and change nothing. */
+	keep = c;
+	struct {
+		const char *text, *says;
+	} bad[] = {
+	    {"[daemon]\ninterval = 2s\nintervall = 3s\n", ":3: unknown key 'intervall'"},
+	    {"[deamon]\nuri = x\n", ":2: unknown section [deamon]"},
+	    {"[controller]\nmax_inflate_step = big\n", ":2: max_inflate_step must be"},
+	    {"[defaults]\nmin = 2G\nmax = 1G\n", ":3: min (2048 MiB) is above max"},
+	    {"[daemon]\nthis line has no equals\n", ":2: not an INI line"},
+	    {"[daemon]\ninterval = 10ms\n", "interval must be between"},
+	    {"[daemon]\nlog_level = loud\n", "log_level must be"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		path = write_tmp(bad[i].text);
+		err[0] = '\0';
+		assert_int_equal(mtd_config_load(&c, path, false, err, sizeof(err)), -EINVAL);
+		unlink(path);
+		if (!strstr(err, bad[i].says))
+			fail_msg("'%s' does not say '%s'", err, bad[i].says);
+		assert_memory_equal(&c, &keep, sizeof(c));
+	}
+	/* A missing default file is fine; a missing named file is not. */
+	assert_int_equal(mtd_config_load(&c, "/nonexistent/memtided.conf", true, err, sizeof(err)),
+			 0);
+	assert_int_equal(mtd_config_load(&c, "/nonexistent/memtided.conf", false, err, sizeof(err)),
+			 -ENOENT);
+	assert_non_null(strstr(err, "/nonexistent/memtided.conf"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse_bytes),        cmocka_unit_test(test_parse_ms),
+	    cmocka_unit_test(test_policy_keys),        cmocka_unit_test(test_policy_xml_round_trip),
+	    cmocka_unit_test(test_policy_xml_hostile), cmocka_unit_test(test_config_file),
+	};
+	return cmocka_run_group_tests_name("mtd_policy", tests, NULL, NULL);
+}
