@@ -1,0 +1,292 @@
+/*
+ * test_mtd_agent_link.c - the host side of the agent protocol (host/agent_link.c) against a
+ * scripted peer playing the guest agent over a real unix socket.
+ *
+ * The peer speaks through proto's own encoder (valid frames) or writes raw bytes (hostile
+ * frames).  Checked: the handshake (our hello and config arrive, the agent's hello makes the
+ * link ready), stats and need reach the link, a reclaim request goes out once at a time,
+ * garbage frames disconnect the peer within the error budget, an oversized length prefix
+ * disconnects at once, and the link reconnects after its backoff.  No sleeps: the link is
+ * non-blocking and unix-socket bytes are readable as soon as the peer's write returns.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent_link.h"
+
+static char sock_path[108];
+static int listen_fd = -1;
+
+static void make_listener(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sock_path, sizeof(sock_path), "/tmp/mtd-agent-link-%d.sock", (int)getpid());
+	unlink(sock_path);
+	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+	listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(listen_fd >= 0);
+	assert_int_equal(bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(listen_fd, 4), 0);
+}
+
+static int accept_peer(void)
+{
+	struct pollfd p = {.fd = listen_fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 2000), 1);
+	int fd = accept(listen_fd, NULL, NULL);
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* Read one frame from the host (blocking, bounded by a poll timeout). */
+static void peer_read(int fd, struct proto_msg *m)
+{
+	uint8_t hdr[4];
+	static char buf[PROTO_FRAME_MAX_BYTES];
+	struct proto_error e;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	assert_int_equal(poll(&p, 1, 2000), 1);
+	assert_int_equal(recv(fd, hdr, 4, MSG_WAITALL), 4);
+	uint32_t len =
+	    ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) | ((uint32_t)hdr[2] << 8) | hdr[3];
+	assert_true(len > 0 && len <= sizeof(buf));
+	assert_int_equal(recv(fd, buf, len, MSG_WAITALL), (ssize_t)len);
+	assert_int_equal(proto_decode(buf, len, m, &e), PROTO_OK);
+}
+
+static void peer_send(int fd, struct proto_msg *m)
+{
+	static uint8_t buf[PROTO_ENCODE_MAX_BYTES];
+	static uint32_t id;
+	size_t n;
+	struct proto_error e;
+
+	m->id = ++id;
+	assert_int_equal(proto_encode(m, buf, sizeof(buf), &n, &e), PROTO_OK);
+	assert_int_equal(send(fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+static void peer_raw(int fd, const char *json)
+{
+	uint32_t len = htonl((uint32_t)strlen(json));
+	assert_int_equal(send(fd, &len, 4, MSG_NOSIGNAL), 4);
+	assert_int_equal(send(fd, json, strlen(json), MSG_NOSIGNAL), (ssize_t)strlen(json));
+}
+
+static void agent_hello(int fd)
+{
+	struct proto_msg m;
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_HELLO;
+	m.u.hello.role = PROTO_ROLE_AGENT;
+	m.u.hello.version_min = 1;
+	m.u.hello.version_max = 1;
+	snprintf(m.u.hello.software, sizeof(m.u.hello.software), "test-agent 1");
+	snprintf(m.u.hello.kernel, sizeof(m.u.hello.kernel), "6.1.0-test");
+	m.u.hello.page_size_bytes = 4096;
+	m.u.hello.caps = PROTO_CAP_STATS | PROTO_CAP_WSS | PROTO_CAP_HINT;
+	peer_send(fd, &m);
+}
+
+/* Connect the link and finish the handshake; returns the peer's fd. */
+static int handshake(struct mtd_agent_link *l, uint64_t *now)
+{
+	struct proto_msg m;
+
+	mtd_agent_link_service(l, *now);
+	int fd = accept_peer();
+	mtd_agent_link_service(l, *now); /* flush */
+	peer_read(fd, &m);
+	assert_int_equal(m.type, PROTO_MSG_HELLO);
+	assert_int_equal(m.u.hello.role, PROTO_ROLE_HOST);
+	peer_read(fd, &m);
+	assert_int_equal(m.type, PROTO_MSG_CONFIG);
+	assert_int_equal(m.u.config.report_interval_ms, 1000);
+	assert_int_equal(m.u.config.wss_bins_ms[0], 0);
+	assert_int_equal(m.u.config.wss_bins_ms[1], 1000);
+	assert_false(mtd_agent_link_ready(l));
+	agent_hello(fd);
+	mtd_agent_link_service(l, *now);
+	assert_true(mtd_agent_link_ready(l));
+	return fd;
+}
+
+static void test_handshake_stats_need_reclaim(void **state)
+{
+	struct mtd_agent_link *l;
+	struct proto_msg m;
+	uint64_t now = 1000, seq;
+	(void)state;
+
+	make_listener();
+	assert_int_equal(mtd_agent_link_new(sock_path, 1000, &l), 0);
+	int fd = handshake(l, &now);
+	assert_string_equal(mtd_agent_link_hello(l)->kernel, "6.1.0-test");
+
+	/* Messages before the handshake would be refused; after it, stats land. */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_STATS;
+	m.u.stats.mem_total_bytes = 512u << 20;
+	m.u.stats.mem_free_bytes = 100u << 20;
+	m.u.stats.mem_available_bytes = 300u << 20;
+	m.u.stats.has_psi = true;
+	m.u.stats.psi.some_avg10 = 12.5;
+	peer_send(fd, &m);
+	now += 10;
+	mtd_agent_link_service(l, now);
+	const struct proto_stats *st = mtd_agent_link_stats(l, &seq);
+	assert_non_null(st);
+	assert_int_equal(seq, 1);
+	assert_int_equal(st->mem_available_bytes, 300u << 20);
+	assert_int_equal(mtd_agent_link_last_heard(l), now);
+
+	/* Two needs add up; taking them clears the sum. */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_HINT;
+	m.u.hint.kind = PROTO_HINT_NEED;
+	m.u.hint.pid = 1;
+	m.u.hint.need_bytes = 64u << 20;
+	peer_send(fd, &m);
+	peer_send(fd, &m);
+	mtd_agent_link_service(l, now);
+	assert_int_equal(mtd_agent_link_take_need(l), 128u << 20);
+	assert_int_equal(mtd_agent_link_take_need(l), 0);
+
+	/* One reclaim in flight at a time; the reply closes it. */
+	assert_int_equal(mtd_agent_link_reclaim(l, 32u << 20, true, 1000, now), 0);
+	assert_int_equal(mtd_agent_link_reclaim(l, 32u << 20, true, 1000, now), -EBUSY);
+	peer_read(fd, &m);
+	assert_int_equal(m.type, PROTO_MSG_RECLAIM);
+	assert_int_equal(m.u.reclaim.bytes, 32u << 20);
+	uint32_t rid = m.id;
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_RECLAIM_REPLY;
+	m.u.reclaim_reply.re = rid;
+	m.u.reclaim_reply.result = PROTO_RECLAIM_PARTIAL;
+	m.u.reclaim_reply.requested_bytes = 32u << 20;
+	m.u.reclaim_reply.freed_bytes = 20u << 20;
+	peer_send(fd, &m);
+	mtd_agent_link_service(l, now);
+	const struct proto_reclaim_reply *rr = mtd_agent_link_reclaim_reply(l, &seq);
+	assert_non_null(rr);
+	assert_int_equal(rr->freed_bytes, 20u << 20);
+	assert_int_equal(mtd_agent_link_reclaim(l, 1u << 20, false, 1000, now), 0);
+
+	close(fd);
+	mtd_agent_link_free(l);
+	close(listen_fd);
+	unlink(sock_path);
+}
+
+static void test_garbage_disconnects_then_reconnects(void **state)
+{
+	struct mtd_agent_link *l;
+	struct mtd_agent_link_counters c;
+	uint64_t now = 1000;
+	char b;
+	(void)state;
+
+	make_listener();
+	assert_int_equal(mtd_agent_link_new(sock_path, 1000, &l), 0);
+	int fd = handshake(l, &now);
+
+	/* Frame-level garbage: answered with errors until the budget runs out. */
+	int sent = 0;
+	while (mtd_agent_link_ready(l) && sent < 50) {
+		peer_raw(fd, sent % 2 ? "{\"type\":\"stats\",\"id\":1,\"mem_total_bytes\":-5}"
+				      : "this is not json");
+		sent++;
+		mtd_agent_link_service(l, now);
+	}
+	assert_false(mtd_agent_link_ready(l));
+	assert_true(sent <= PROTO_BUDGET_POINTS + 2);
+	assert_int_equal(mtd_agent_link_fd(l), -1);
+	mtd_agent_link_counters(l, &c);
+	assert_int_equal(c.disconnects, 1);
+	assert_true(c.rejected >= PROTO_BUDGET_POINTS);
+	/* The peer sees the close (after the error frames). */
+	for (;;) {
+		ssize_t n = recv(fd, &b, 1, 0);
+		if (n <= 0)
+			break;
+	}
+	close(fd);
+
+	/* Not before the backoff deadline; then it connects again. */
+	uint64_t due = mtd_agent_link_deadline(l);
+	assert_true(due > now && due <= now + 1000);
+	mtd_agent_link_service(l, due - 1);
+	assert_int_equal(mtd_agent_link_fd(l), -1);
+	now = due;
+	fd = handshake(l, &now);
+
+	/* A length prefix over the bound breaks the stream at once. */
+	uint32_t huge = htonl(PROTO_FRAME_MAX_BYTES + 1);
+	assert_int_equal(send(fd, &huge, 4, MSG_NOSIGNAL), 4);
+	mtd_agent_link_service(l, now);
+	assert_false(mtd_agent_link_ready(l));
+	mtd_agent_link_counters(l, &c);
+	assert_int_equal(c.connects, 2);
+	assert_int_equal(c.disconnects, 2);
+	close(fd);
+
+	/* A host-to-agent message from the agent is refused, the link stays up. */
+	now = mtd_agent_link_deadline(l);
+	fd = handshake(l, &now);
+	peer_raw(fd, "{\"type\":\"reclaim\",\"id\":9,\"bytes\":4096,\"scope\":\"file\","
+		     "\"deadline_ms\":10,\"compact\":false}");
+	mtd_agent_link_service(l, now);
+	assert_true(mtd_agent_link_ready(l));
+	mtd_agent_link_counters(l, &c);
+	assert_int_equal(c.disconnects, 2);
+
+	close(fd);
+	mtd_agent_link_service(l, now + 1); /* sees EOF */
+	assert_false(mtd_agent_link_ready(l));
+	mtd_agent_link_free(l);
+	close(listen_fd);
+	unlink(sock_path);
+}
+
+static void test_no_listener_backs_off(void **state)
+{
+	struct mtd_agent_link *l;
+	(void)state;
+	assert_int_equal(mtd_agent_link_new("/tmp/mtd-no-such-agent.sock", 1000, &l), 0);
+	mtd_agent_link_service(l, 1000);
+	assert_false(mtd_agent_link_ready(l));
+	uint64_t d1 = mtd_agent_link_deadline(l);
+	mtd_agent_link_service(l, d1);
+	uint64_t d2 = mtd_agent_link_deadline(l);
+	assert_true(d2 - d1 > d1 - 1000); /* the delay grows (jitter takes at most 25%) */
+	assert_int_equal(mtd_agent_link_reclaim(l, 4096, false, 10, d1), -ENOTCONN);
+	mtd_agent_link_free(l);
+	char longpath[200];
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[sizeof(longpath) - 1] = '\0';
+	assert_int_equal(mtd_agent_link_new(longpath, 1000, &l), -ENAMETOOLONG);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_handshake_stats_need_reclaim),
+	    cmocka_unit_test(test_garbage_disconnects_then_reconnects),
+	    cmocka_unit_test(test_no_listener_backs_off),
+	};
+	return cmocka_run_group_tests_name("mtd_agent_link", tests, NULL, NULL);
+}
