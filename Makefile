@@ -116,7 +116,7 @@ $(BIN)/%: $(BUILD)/obj/bench/%.o $(ALL_LIBS)
 AGENT_STATIC := $(if $(filter 1,$(SAN)),,-static)
 $(BIN)/memtide-agent: $(call obj,$(AGENT_MAIN)) $(LIBAGENT) $(LIBPROTO)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $(AGENT_STATIC) -o $@ $^ $(shell pkg-config --libs --static json-c) -lm
+	$(CC) $(LDFLAGS) $(AGENT_STATIC) -o $@ $^ $(shell pkg-config --libs --static json-c inih) -lm
 
 # Guest workloads: small static programs copied into the e2e guest's initramfs.
 $(BUILD)/guest/bin/%: tests/e2e/workloads/%.c
