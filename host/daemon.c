@@ -318,6 +318,31 @@ static void reconnect(struct mtd_daemon *d)
 	pthread_mutex_unlock(&d->lock);
 }
 
+/* The domain's memtide metadata changed (from us or anyone): apply what it says now. */
+static void reload_policy(struct mtd_daemon *d, const char *name)
+{
+	struct _virDomain *dom = NULL;
+	struct mtd_domain_info info;
+	struct mtd_policy pol;
+	char err[200];
+
+	pthread_mutex_lock(&d->lock);
+	rcu_read_lock();
+	struct mtd_vm *vm = mtd_registry_find(d, name);
+	rcu_read_unlock();
+	if (vm && d->lv && mtd_libvirt_domain(d->lv, name, &dom, &info, err, sizeof(err)) == 0) {
+		if (mtd_policy_load_domain(dom, &d->cfg.defaults, &pol, err, sizeof(err)) < 0) {
+			mtd_err("%s: %s; the VM is kept at its safe size until the policy is fixed",
+				name, err);
+			pol = d->cfg.defaults;
+			pol.enabled = false;
+		}
+		mtd_vm_set_policy(vm, &pol);
+		mtd_libvirt_domain_put(dom);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
 static void do_work(struct mtd_daemon *d, struct mtd_work *w)
 {
 	switch (w->kind) {
@@ -332,6 +357,9 @@ static void do_work(struct mtd_daemon *d, struct mtd_work *w)
 		pthread_mutex_lock(&d->lock);
 		(void)detach_locked(d, w->name, false);
 		pthread_mutex_unlock(&d->lock);
+		break;
+	case MTD_WORK_POLICY:
+		reload_policy(d, w->name);
 		break;
 	case MTD_WORK_RESCAN:
 		if (d->mode == MTD_MODE_LIBVIRT && (!d->lv || mtd_libvirt_broken(d->lv)))

@@ -36,6 +36,7 @@ enum mtd_work_kind {
 	MTD_WORK_ATTACH = 1,
 	MTD_WORK_DETACH,
 	MTD_WORK_RESCAN, /* re-list running domains (libvirtd reconnect) */
+	MTD_WORK_POLICY, /* the domain's memtide metadata changed: reload it */
 };
 
 struct mtd_work {

@@ -7,6 +7,7 @@
  *   lifecycle STOPPED (shutdown, destroy, crash, migrated away, failed), CRASHED -> detach
  *   device added / removed (balloon, agent channel)  -> detach then attach (re-read XML)
  *   balloon change                       -> logged at DEBUG; the loop reads actual each tick
+ *   metadata change in memtide's namespace -> reload the policy (virsh metadata, migration)
  *   connection closed                    -> rescan (reconnect, re-attach what runs)
  *
  * The balloon actuator: virDomainSetMemoryFlags(VIR_DOMAIN_AFFECT_LIVE) sets the target;
@@ -33,6 +34,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "policy.h"
 #include "qmp.h"
 
 struct mtd_libvirt {
@@ -42,7 +44,7 @@ struct mtd_libvirt {
 	bool ev_started;
 	atomic_bool ev_quit;
 	atomic_bool broken;
-	int cb_ids[4];
+	int cb_ids[8];
 	int nr_cbs;
 };
 
@@ -135,6 +137,18 @@ static int on_device(virConnectPtr c, virDomainPtr dom, const char *alias, void 
 	return 0;
 }
 
+static int on_metadata(virConnectPtr c, virDomainPtr dom, int type, const char *nsuri, void *opaque)
+{
+	struct mtd_libvirt *lv = opaque;
+	const char *name = virDomainGetName(dom);
+
+	(void)c;
+	if (name && type == VIR_DOMAIN_METADATA_ELEMENT && nsuri &&
+	    strcmp(nsuri, MTD_POLICY_XMLNS) == 0)
+		(void)mtd_daemon_queue(lv->d, MTD_WORK_POLICY, name);
+	return 0;
+}
+
 static void on_close(virConnectPtr c, int reason, void *opaque)
 {
 	struct mtd_libvirt *lv = opaque;
@@ -185,6 +199,7 @@ int mtd_libvirt_open(struct mtd_daemon *d, const char *uri, struct mtd_libvirt *
 	    {VIR_DOMAIN_EVENT_ID_BALLOON_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(on_balloon)},
 	    {VIR_DOMAIN_EVENT_ID_DEVICE_ADDED, VIR_DOMAIN_EVENT_CALLBACK(on_device)},
 	    {VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED, VIR_DOMAIN_EVENT_CALLBACK(on_device)},
+	    {VIR_DOMAIN_EVENT_ID_METADATA_CHANGE, VIR_DOMAIN_EVENT_CALLBACK(on_metadata)},
 	};
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
 		int id = virConnectDomainEventRegisterAny(lv->conn, NULL, evs[i].id, evs[i].cb, lv,

@@ -153,10 +153,14 @@ static int attach(struct mtd_vm *vm)
 	else if (rc < 0)
 		mtd_info("%s: cannot tell whether free page reporting is on (%s)", vm->name,
 			 strerror(-rc));
-	mtd_notice("%s: attached: %" PRIu64 " MiB, balloon via %s, source %s, agent %s", vm->name,
-		   vm->domain_bytes / MiB, vm->balloon->name,
-		   vm->source.ops ? vm->source.ops->name : "none",
-		   vm->agent_path[0] ? vm->agent_path : "none");
+	mtd_notice(
+	    "%s: attached: %" PRIu64 " MiB, balloon via %s, source %s, agent %s; policy "
+	    "%s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u headroom %" PRIu64 " MiB",
+	    vm->name, vm->domain_bytes / MiB, vm->balloon->name,
+	    vm->source.ops ? vm->source.ops->name : "none",
+	    vm->agent_path[0] ? vm->agent_path : "none",
+	    vm->policy.enabled ? "enabled" : "disabled", vm->policy.min_bytes / MiB,
+	    vm->policy.max_bytes / MiB, vm->policy.priority, vm->policy.headroom_bytes / MiB);
 	return 0;
 }
 
@@ -336,8 +340,11 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	uint64_t prev = vm->draft.balloon_target_bytes;
 	mtd_ctl_step(&cfg->ctl, &vm->policy, &in, &vm->ctl, out);
 
-	if (out->reason != before && (out->reason == MTD_CTL_PRESSURE ||
-				      out->reason == MTD_CTL_NEED || out->reason == MTD_CTL_SILENT))
+	/* Transitions into a deflating reason are events an operator wants; the first tick's
+	 * "silent" (the agent has not spoken yet) is not. */
+	if (out->reason != before && prev != 0 &&
+	    (out->reason == MTD_CTL_PRESSURE || out->reason == MTD_CTL_NEED ||
+	     out->reason == MTD_CTL_SILENT))
 		mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
 			   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 
@@ -450,7 +457,12 @@ static void take_policy(struct mtd_vm *vm)
 	if (vm->policy_dirty) {
 		vm->policy = vm->policy_new;
 		vm->policy_dirty = false;
-		mtd_notice("%s: policy updated", vm->name);
+		mtd_notice("%s: policy %s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u "
+			   "headroom %" PRIu64 " MiB target refaults %.4g/min",
+			   vm->name, vm->policy.enabled ? "enabled" : "disabled",
+			   vm->policy.min_bytes / MiB, vm->policy.max_bytes / MiB,
+			   vm->policy.priority, vm->policy.headroom_bytes / MiB,
+			   vm->policy.target_refault_per_min);
 	}
 	pthread_mutex_unlock(&vm->mbox_lock);
 }
