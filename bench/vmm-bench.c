@@ -188,6 +188,10 @@ static int hotset_make(struct bench *b, uint64_t npages, double share, struct ho
 
 	if (!hot)
 		return -ENOMEM;
+	if (!want) {
+		free(hot);
+		return -EINVAL;
+	}
 	while (have < want) {
 		uint64_t len = 256 + rng_next(b) % 1792, start = rng_next(b) % (npages - len);
 
@@ -317,7 +321,7 @@ int main(int argc, char **argv)
 	struct bench b = {.shrink = 1, .rng = 1};
 	const char *q = getenv("VMM_BENCH_QUICK");
 
-	if ((argc > 1 && !strcmp(argv[1], "--quick")) || (q && *q && strcmp(q, "0")))
+	if ((argc > 1 && !strcmp(argv[1], "--quick")) || (q && *q && strcmp(q, "0") != 0))
 		b.shrink = 16;
 	fprintf(stderr, "vmm-bench: age_dense\n");
 	age_dense(&b, VMM_PT_EPT, 16);

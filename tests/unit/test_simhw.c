@@ -148,9 +148,11 @@ static void test_access_bits(void **state)
 		const struct vmm_pt_format *f = pt->fmt;
 
 		for (uint64_t gpa = 0; gpa < (64ULL << 20); gpa += VMM_SIZE_2M) {
-			int level;
-			uint64_t *slot = leaf_of(pt, gpa, &level), before = *slot;
+			int level = -1;
+			uint64_t *slot = leaf_of(pt, gpa, &level), before;
 
+			assert_non_null(slot);
+			before = *slot;
 			assert_int_equal(before & f->accessed_mask, 0);
 			assert_false(f->dirty(before));
 			assert_int_equal(vmm_simhw_access(hw, gpa, false), 0);
@@ -160,6 +162,8 @@ static void test_access_bits(void **state)
 			assert_int_equal(f->addr(*slot), f->addr(before));
 			if (level == 3) {
 				uint64_t *next = leaf_of(pt, gpa + 4096, &level);
+
+				assert_non_null(next);
 
 				assert_true(f->dirty(*next));
 				assert_false(f->dirty(*slot)); /* the read did not dirty */
@@ -179,7 +183,7 @@ static void test_unmap_split_refault(void **state)
 		const struct vmm_pt_format *f = pt->fmt;
 		struct vmm_simhw_counts c;
 		uint64_t gpa = (1ULL << 30) + 3 * VMM_SIZE_2M + 10 * 4096;
-		int level;
+		int level = -1;
 
 		assert_int_equal(vmm_simhw_access(hw, gpa, true), 0); /* A+D on the 1G leaf */
 		assert_int_equal(vmm_simhw_unmap(hw, gpa, 3), 0);
@@ -192,12 +196,15 @@ static void test_unmap_split_refault(void **state)
 		{
 			uint64_t *s = leaf_of(pt, (1ULL << 30), &level);
 
+			assert_non_null(s);
 			assert_int_equal(level, 2);
 			assert_true(*s & f->accessed_mask);
 			assert_true(f->dirty(*s));
 			s = leaf_of(pt, gpa - 4096, &level);
+			assert_non_null(s);
 			assert_int_equal(level, 3);
 			assert_true((*s & f->accessed_mask) && f->dirty(*s));
+			assert_non_null(leaf_of(pt, 0, &level));
 			assert_int_equal(f->addr(*s) - f->addr(*leaf_of(pt, 0, &level)),
 					 gpa - 4096);
 		}

@@ -134,9 +134,11 @@ struct vmm_walk_opts {
 	 * the first add for it, so no explicit vmm_bloom_reset is needed. */
 	struct vmm_bloom *bloom;
 	uint64_t seq;
-	bool clear_dirty;      /* also clean dirty leaves that are reported (write tracking);
-				* done in the same atomic as the accessed bit */
-	vmm_young_fn fn;       /* receives young leaves; may be NULL (counting only) */
+	/* Also clean the dirty leaves reported (write tracking), in the same atomic as the
+	 * accessed bit.  Stage-2 leaves without DBM are never touched: their S2AP[1] is a
+	 * permission, not dirty state. */
+	bool clear_dirty;
+	vmm_young_fn fn; /* receives young leaves; may be NULL (counting only) */
 	void *arg;
 	/* Stop after reading this many entries (all levels); 0 = no limit.  The walk stops at
 	 * an entry boundary and stats->next_gpa says where to resume (resuming re-reads at most
@@ -145,15 +147,15 @@ struct vmm_walk_opts {
 };
 
 struct vmm_walk_stats {
-	uint64_t entries_read;   /* page-table entries loaded, all levels */
-	uint64_t tables_visited; /* leaf tables (level 3) read */
-	uint64_t tables_skipped; /* leaf tables skipped by the bloom filter */
+	uint64_t entries_read;      /* page-table entries loaded, all levels */
+	uint64_t tables_visited;    /* leaf tables (level 3) read */
+	uint64_t tables_skipped;    /* leaf tables skipped by the bloom filter */
 	uint64_t leaf_entries_read; /* entries loaded from leaf tables (level 3) */
-	uint64_t leaves;         /* present leaves seen */
-	uint64_t young_pages;    /* 4 KiB pages covered by young leaves */
-	uint64_t dirty_pages;    /* 4 KiB pages covered by dirty leaves */
-	uint64_t next_gpa;       /* where a budget-limited walk stopped (gpa_end when done) */
-	int errors;              /* tables that could not be mapped */
+	uint64_t leaves;            /* present leaves seen */
+	uint64_t young_pages;       /* 4 KiB pages covered by young leaves */
+	uint64_t dirty_pages;       /* 4 KiB pages covered by dirty leaves */
+	uint64_t next_gpa;          /* where a budget-limited walk stopped (gpa_end when done) */
+	int errors;                 /* tables that could not be mapped */
 };
 
 /*
@@ -163,7 +165,8 @@ struct vmm_walk_stats {
  * in batches.  A huge leaf is one entry: reported once, with its own first GPA and size,
  * even when the range covers only part of it.
  * Cost: one load per entry visited, one atomic read-modify-write per young (or, with
- * clear_dirty, dirty) leaf; at most budget_entries loads.  stats may be NULL.
+ * clear_dirty, dirty) leaf; at most budget_entries loads.  stats (may be NULL) is filled
+ * from zero on every call, not accumulated.
  * Thread context: any thread; the entries may be set concurrently by hardware or by
  * vmm_simhw_access, but the tree's structure must not change during the walk.
  * Returns 0, -EINVAL (NULL pt/opts/table callback, unaligned or reversed range, gpa_end
@@ -182,8 +185,7 @@ int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
  * Returns the number of young leaves reported (0 when gpa is not mapped), or -EINVAL,
  * -EFAULT (a table could not be mapped).
  */
-int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn,
-		   void *arg);
+int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn, void *arg);
 
 /* ======================================================================================
  * Part 2: simulated hardware
@@ -191,16 +193,23 @@ int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_youn
 
 struct vmm_simhw_config {
 	enum vmm_pt_format_id fmt;
-	uint64_t guest_bytes;  /* RAM to map, a multiple of 2 MiB */
-	unsigned nr_holes;     /* unmapped gaps spread over the address space (MMIO-like) */
-	uint64_t hole_bytes;   /* size of each gap, a multiple of 2 MiB */
-	double huge_2m_share;  /* share of 2 MiB regions mapped by one 2 MiB leaf, 0..1 */
-	double huge_1g_share;  /* share of 1 GiB regions mapped by one 1 GiB leaf, 0..1 */
-	uint64_t seed;         /* for the placement of holes and huge leaves */
+	uint64_t guest_bytes; /* RAM to map, a multiple of 2 MiB */
+	unsigned nr_holes;    /* unmapped gaps spread over the address space (MMIO-like) */
+	uint64_t hole_bytes;  /* size of each gap, a multiple of 2 MiB */
+	double huge_2m_share; /* share of 2 MiB regions mapped by one 2 MiB leaf, 0..1 */
+	double huge_1g_share; /* share of 1 GiB regions mapped by one 1 GiB leaf, 0..1 */
+	uint64_t seed;        /* for the placement of holes and huge leaves */
 };
 
 struct vmm_simhw;
 
+/*
+ * Build the tables: every page of RAM mapped (4 KiB, 2 MiB or 1 GiB leaves as the shares
+ * and seed decide), writable, accessed and dirty bits clear.  Memory: about 4 KiB of tables
+ * per 2 MiB of 4 KiB-mapped RAM (128 MiB for 64 GiB).  Returns 0, -EINVAL (format unknown,
+ * sizes not 2 MiB multiples, more holes than 2 MiB pieces, share outside 0..1, more than
+ * 16 TiB of address space) or -ENOMEM.  The object owns all its memory; no global state.
+ */
 int vmm_simhw_new(const struct vmm_simhw_config *cfg, struct vmm_simhw **out);
 void vmm_simhw_free(struct vmm_simhw *hw);
 /* The tree to hand to vmm_walk. Valid until vmm_simhw_free. */
