@@ -31,13 +31,28 @@
  * that warm up inside a skipped table are found late (their accessed bits stay set: they
  * are reported by the next full walk, never lost).  The walk for every seq that is a
  * multiple of full_walk_every (K) ignores the filter, and so does any walk whose filter is
- * empty (the first walk, or after a skipped seq).  Choice of K = 8, measured with
- * bench/vmm-bench (age_sparse_bloom and bloom_k_sweep, 64 GiB guest, 5% hot in clusters):
- * see the K sweep figures in docs/walker.md.  Leaf entries read per walk, averaged over a
- * cycle, are about full * (1 + (K - 1) * hot_share) / K: K = 4 reads a third of a full
- * walk (ratio ~3.5), K = 8 about a sixth (~5.5), K = 16 about a tenth (~9); K = 8 is the
- * smallest K that meets the 5x goal while a page warming up in a cold table is still found
- * within 8 aging intervals.
+ * empty (the first walk, or after a skipped seq).  K was measured with bench/vmm-bench
+ * (age_sparse_bloom and bloom_k_sweep: 64 GiB EPT guest, 4 KiB pages, 5% of pages hot in
+ * clusters of 1-8 MiB, every hot page touched each interval; leaf entries read per walk
+ * averaged over two whole K-cycles in steady state; unfiltered walk = 16.8 M entries):
+ *
+ *      K    entries/walk   entries_ratio   wall-time ratio   young found
+ *      2        9.07 M          1.85             1.4            99.7%
+ *      4        5.21 M          3.22             1.7            99.5%
+ *      8        3.28 M          5.11             2.1            99.5%
+ *     16        2.32 M          7.24             2.1            99.4%
+ *     32        1.84 M          9.13             2.1            99.4%
+ *
+ * About (1 + (K - 1) * f) / K of a full walk, with f = 8% of the leaf tables dense enough
+ * to be admitted (5% hot pages, plus tables a cluster only partly covers).  K = 8 is the
+ * smallest K that meets the goal of reading 5x fewer entries, and it bounds how stale the
+ * picture of a table that warms up can get to 8 aging intervals (its pages are found by
+ * the next full walk, or sooner by the eviction hand's look-around).  Beyond K = 8 the wall
+ * time stops improving: the filtered walk is then dominated by the atomic clears of the
+ * hot pages themselves, not by reading cold entries.  "young found" is the share of the
+ * unfiltered walks' young pages the filtered walks report in the same intervals; the
+ * 0.5% missing are hot pages in tables below the admission bar, reported by the next full
+ * walk (their accessed bits stay set).
  *
  * Cost: vmm_bloom_test / vmm_bloom_add are O(nr_hashes); emptying a filter is
  * 2^(bits_shift - 3) bytes of memset (4 KiB by default), once per seq.
