@@ -1,0 +1,275 @@
+/*
+ * agent.h - libagent: the parts of memtide-agent, the program inside each guest.
+ *
+ * The agent is the guest's end of the host-agent protocol (proto/proto.h).  It reports what
+ * only the guest knows and does what only the guest can do:
+ *
+ *   collectors  (agent_procfs.c)  /proc/meminfo, /proc/vmstat, /proc/pressure/memory and
+ *                                 /proc/iomem -> stats and hello;
+ *               (agent_mglru.c)   /sys/kernel/debug/lru_gen -> wss (after asking the
+ *                                 kernel to age), and MGLRU eviction for reclaim;
+ *   reclaim     (agent_reclaim.c) cgroup v2 memory.reclaim, MGLRU '-', drop_caches, then
+ *                                 compaction, never below the MemAvailable floor;
+ *   hints       (agent_hint.c)    a local socket where applications declare their memory
+ *                                 hot or cold (virtual -> guest-physical via pagemap) or
+ *                                 announce a need;
+ *   transport   (agent_transport.c) virtio-serial port by name, AF_VSOCK, unix socket;
+ *   loop        (agent_loop.c)    one poll() loop tying them together, with reconnect
+ *                                 backoff and rate limits;
+ *   config      (agent_config.c)  defaults, key=value file (libinih), flags.
+ *
+ * A file the guest kernel lacks is a missing capability (reported in hello), never an error.
+ * Single-threaded: every function runs on the loop's thread unless its comment says so.
+ * Functions return 0 or a negative errno unless stated.  Names are prefixed agent_.
+ */
+#ifndef MEMTIDE_AGENT_H
+#define MEMTIDE_AGENT_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+#define AGENT_VERSION            "0.1.0"
+#define AGENT_DEFAULT_PORT       "org.memtide.agent.0"
+#define AGENT_DEFAULT_HINT_SOCK  "/run/memtide-agent.sock"
+#define AGENT_DEFAULT_VSOCK_PORT 5253
+#define AGENT_HOST_CID           2 /* VMADDR_CID_HOST */
+#define AGENT_PATH_MAX           256
+
+/* ======================================================================================
+ * Config (agent_config.c)
+ * ====================================================================================== */
+
+enum agent_transport {
+	AGENT_TR_VIRTIO = 1, /* virtio-serial port, found by name */
+	AGENT_TR_VSOCK = 2,  /* AF_VSOCK to the host (CID 2) */
+	AGENT_TR_UNIX = 3,   /* unix stream socket (tests, or a host-side relay) */
+};
+
+struct agent_config {
+	enum agent_transport transport;
+	char port_name[64];          /* virtio-serial port name */
+	char device[AGENT_PATH_MAX]; /* explicit device path (overrides the name lookup) */
+	uint32_t vsock_cid;          /* default AGENT_HOST_CID */
+	uint32_t vsock_port;
+	char unix_path[108];           /* sun_path size */
+	char hint_socket[108];         /* "" disables the hint socket */
+	char sys_root[AGENT_PATH_MAX]; /* prefix for /proc and /sys paths ("" in production) */
+	uint32_t report_interval_ms;   /* stats period until the host configures it */
+	uint32_t wss_interval_ms;      /* wss period (each one ages the guest MGLRU) */
+	uint64_t floor_bytes;          /* never reclaim MemAvailable below max(this, ...) */
+	uint32_t floor_percent;        /* ... this percentage of MemTotal) */
+	bool allow_drop_caches;        /* guest admin allows dropping clean page cache */
+	bool enable_mglru;             /* write 'y' to lru_gen/enabled at start */
+	uint32_t backoff_min_ms;       /* reconnect delays grow from here ... */
+	uint32_t backoff_max_ms;       /* ... to here */
+	double send_rate_per_s;        /* all frames to the host (token bucket) */
+	double hint_rate_per_s;        /* hints forwarded to the host */
+	uint32_t max_hint_clients;     /* concurrent hint socket connections */
+	uint32_t log_level;            /* 0 errors, 1 + warnings, 2 + info, 3 + debug */
+};
+
+/* Fill defaults: virtio port org.memtide.agent.0, 2 s reports, 10 s wss, floor
+ * max(64 MiB, 5%), no drop_caches, backoff 100 ms .. 5 s, 20 frames/s, 5 hints/s. */
+void agent_config_defaults(struct agent_config *c);
+/* Set one key from text (the file's and the flags' common path).  -EINVAL with a sentence
+ * in err for an unknown key or a bad value; c is unchanged then. */
+int agent_config_set(struct agent_config *c, const char *key, const char *value, char *err,
+		     size_t errlen);
+/* Read a key=value file (libinih; keys outside any [section], or in [agent]).  -errno if
+ * it cannot be opened, -EINVAL (err says which line) on a bad line or value. */
+int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errlen);
+/* Print every key with its current value, as a config file would hold it. */
+void agent_config_dump(const struct agent_config *c, int fd);
+
+/* ======================================================================================
+ * Logging (agent_log.c)
+ * ====================================================================================== */
+
+void agent_log_init(int level, const char *ident);
+void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define AGENT_ERR   0
+#define AGENT_WARN  1
+#define AGENT_INFO  2
+#define AGENT_DEBUG 3
+
+/* ======================================================================================
+ * Collectors (agent_procfs.c)
+ * ====================================================================================== */
+
+/*
+ * Read a whole small file (procfs/sysfs/debugfs) into buf, NUL-terminated.  Returns the
+ * length, -ENOENT/-EACCES/... when unreadable, -EFBIG when it does not fit in cap-1.
+ */
+long agent_read_file(const char *path, char *buf, size_t cap);
+/* Write a string to a control file (one write(2)).  0 or -errno. */
+int agent_write_file(const char *path, const char *s);
+/* path = sys_root + p */
+void agent_path(const struct agent_config *c, const char *p, char *out, size_t cap);
+
+/* Parsers on file text (pure; the tests feed them real files).  Each returns 0, or -EINVAL
+ * when a required line is absent or malformed. */
+int agent_parse_meminfo(const char *text, struct proto_stats *st);
+int agent_parse_vmstat(const char *text, struct proto_stats *st);
+int agent_parse_psi(const char *text, struct proto_psi *psi);
+/* System RAM ranges (top-level lines only), ascending, up to max; returns the number
+ * found (0 when all addresses read as 0: a non-root reader sees zeros). */
+int agent_parse_iomem(const char *text, struct proto_range *r, uint32_t max);
+
+/* Collect a stats message now.  caps receives PROTO_CAP_STATS and PROTO_CAP_PSI as found.
+ * -errno only when /proc/meminfo is unreadable. */
+int agent_collect_stats(const struct agent_config *c, struct proto_stats *st, uint32_t *caps);
+/* Fill the guest facts of an agent hello (kernel, page size, RAM layout, capabilities
+ * probed from the files present). */
+void agent_collect_hello(const struct agent_config *c, struct proto_hello *h);
+/* CLOCK_MONOTONIC in ms. */
+uint64_t agent_now_ms(void);
+
+/* ======================================================================================
+ * MGLRU (agent_mglru.c)
+ * ====================================================================================== */
+
+/* One generation as /sys/kernel/debug/lru_gen prints it. */
+struct agent_gen {
+	uint32_t memcg_id;
+	uint32_t node;
+	uint64_t seq;
+	uint64_t age_ms;
+	uint64_t anon_pages;
+	uint64_t file_pages;
+};
+
+/* An lruvec (memcg, node) and its generation numbers. */
+struct agent_lruvec {
+	uint32_t memcg_id;
+	uint32_t node;
+	uint64_t min_seq;
+	uint64_t max_seq;
+};
+
+#define AGENT_MAX_LRUVECS 64
+#define AGENT_MAX_GENS    256
+
+/*
+ * Parse lru_gen text: gens (up to max_gens, in file order) and lruvecs (up to max_vecs).
+ * Returns the number of gens, -EINVAL on a malformed line.  *more is set when entries were
+ * dropped for lack of room.
+ */
+int agent_lru_gen_parse(const char *text, struct agent_gen *gens, int max_gens,
+			struct agent_lruvec *vecs, int max_vecs, int *nr_vecs, bool *more);
+/* Fold gens into wss: gens sorted by age (youngest first, at most PROTO_MAX_GENS kept, the
+ * rest summed into the bins only), bins with the given edges (ms). */
+void agent_wss_fold(const struct agent_gen *gens, int n, bool complete, const uint64_t *edges_ms,
+		    uint32_t nr_edges, uint32_t page_size, struct proto_wss *w);
+/* Whether MGLRU is on (lru_gen/enabled non-zero) and debugfs lru_gen readable. */
+bool agent_mglru_available(const struct agent_config *c);
+/* Age every lruvec ('+ memcg node max_seq'), then read and fold into *w.  -ENOENT when
+ * MGLRU is unavailable. */
+int agent_mglru_wss(const struct agent_config *c, const uint64_t *edges_ms, uint32_t nr_edges,
+		    struct proto_wss *w);
+/* Evict the oldest generations of every lruvec with '- memcg node min_seq swappiness
+ * nr_pages', spreading nr_pages over the lruvecs.  anon: swappiness 200 (anon allowed) or
+ * 0 (file only).  0 or -errno. */
+int agent_mglru_evict(const struct agent_config *c, uint64_t nr_pages, bool anon);
+
+/* ======================================================================================
+ * Reclaim (agent_reclaim.c)
+ * ====================================================================================== */
+
+/* Capabilities of reclaim found on this guest (PROTO_CAP_RECLAIM_* bits). */
+uint32_t agent_reclaim_caps(const struct agent_config *c);
+/* The cgroup v2 mount point from /proc/mounts into out; -ENOENT when none. */
+int agent_cgroup2_root(const struct agent_config *c, char *out, size_t cap);
+/* The MemAvailable floor in bytes for this MemTotal. */
+uint64_t agent_floor_bytes(const struct agent_config *c, uint64_t mem_total_bytes);
+/*
+ * Carry out a reclaim request (see docs/protocol.md "reclaim"): methods best first, each in
+ * chunks, stopping at the request's size, its deadline, or the floor; compaction last when
+ * asked.  Fills *rep completely (re excluded).  Blocks the caller for at most about
+ * deadline_ms (one chunk may run over).
+ */
+void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim *req,
+		       struct proto_reclaim_reply *rep);
+
+/* ======================================================================================
+ * Hints (agent_hint.c)
+ * ====================================================================================== */
+
+/*
+ * The hint socket speaks one text line per request (one request per connection), one line
+ * back:
+ *   "hot ADDR LEN [PID]" | "cold ADDR LEN [PID]"   virtual memory, hex or decimal, of the
+ *                        caller, or of PID when the caller is root or owns PID
+ *   "need BYTES WITHIN_MS"
+ * Reply: "ok N" (N = guest-physical ranges sent, " truncated" when some were left out) or
+ * "error REASON".
+ */
+#define AGENT_HINT_LINE_MAX 256
+
+/*
+ * Translate [vaddr, vaddr+len) of process pid into guest-physical ranges through
+ * /proc/PID/pagemap (pfn bits 0-54, present bit 63; pages not present are skipped; runs of
+ * adjacent frames are merged).  Up to max ranges; *truncated when more existed.  Returns
+ * the number of ranges, -EPERM when the pfns read as zero (no CAP_SYS_ADMIN), -errno.
+ * Reads at most len/4096 entries, in chunks of 512.
+ */
+int agent_pagemap_ranges(const struct agent_config *c, pid_t pid, uint64_t vaddr, uint64_t len,
+			 struct proto_range *r, uint32_t max, bool *truncated);
+/* Parse one request line from a caller (pid, uid from SO_PEERCRED) into a hint - runs the
+ * pagemap translation.  0 or -errno with a reason in err (-EPERM: PID not the caller's). */
+int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, uid_t uid,
+		     struct proto_hint *h, char *err, size_t errlen);
+/* Listen on the hint socket path (a stale socket there is replaced).  fd or -errno. */
+int agent_hint_listen(const char *path);
+/* The `memtide-agent hint` client: send one request line to the socket, print the reply.
+ * Returns 0 on "ok", 1 on an error reply, -errno when the agent cannot be reached. */
+int agent_hint_client(const char *sock_path, const char *line, char *reply, size_t cap);
+
+/* ======================================================================================
+ * Transport (agent_transport.c)
+ * ====================================================================================== */
+
+/* Find the /dev node of a virtio-serial port by name: /dev/virtio-ports/NAME if it exists,
+ * else the vportNpM whose /sys/class/virtio-ports/vportNpM/name matches.  -ENOENT. */
+int agent_find_virtio_port(const struct agent_config *c, char *out, size_t cap);
+/* Open the configured transport, non-blocking.  Returns the fd, or -errno (-ENOENT: no such
+ * port yet; -ECONNREFUSED: host not listening). */
+int agent_transport_open(const struct agent_config *c);
+
+/* ======================================================================================
+ * The loop (agent_loop.c)
+ * ====================================================================================== */
+
+struct agent;
+
+/* A new agent for cfg (copied).  -ENOMEM. */
+int agent_new(const struct agent_config *cfg, struct agent **out);
+void agent_free(struct agent *a);
+/* Run until *stop becomes non-zero or agent_stop() is called: connect, hello, report,
+ * serve requests and hints, reconnect after any disconnect.  Returns 0. */
+int agent_run(struct agent *a, volatile sig_atomic_t *stop);
+/* Ask agent_run to return soon; async-signal-safe and thread-safe (writes to a pipe). */
+void agent_stop(struct agent *a);
+
+/* Counters (for tests and the log line at exit). */
+struct agent_counters {
+	uint64_t connects;    /* connections that completed the handshake */
+	uint64_t disconnects; /* connections lost (EOF, error, garbage, refused) */
+	uint64_t frames_in;
+	uint64_t frames_out;
+	uint64_t rejected;     /* frames answered with an error */
+	uint64_t rate_dropped; /* reports not sent because of the send rate limit */
+	uint64_t stats_sent;
+	uint64_t wss_sent;
+	uint64_t hints_sent;
+	uint64_t reclaims;
+};
+/* Thread-safe snapshot (the tests read it from another thread). */
+void agent_get_counters(struct agent *a, struct agent_counters *out);
+
+#endif /* MEMTIDE_AGENT_H */

@@ -1,0 +1,288 @@
+/*
+ * agent_hint.c - application hints: the local socket's request language, the pagemap
+ * translation from a caller's virtual memory to guest-physical ranges, and the client that
+ * `memtide-agent hint` uses.
+ *
+ * Trust: the caller is identified by SO_PEERCRED (in agent_loop.c), never by what it says,
+ * so an application can only describe its own memory.  A request names at most
+ * HINT_MAX_BYTES of address space, so one request reads at most 1 Mi pagemap entries
+ * (8 MiB, a few ms) however large the range it names.
+ *
+ * pagemap entry (Documentation/admin-guide/mm/pagemap.rst): bit 63 present, bits 0-54 the
+ * page frame number.  Without CAP_SYS_ADMIN the kernel reports pfn 0: the agent runs as
+ * root in production; a pfn of 0 on a present page is taken as "no permission".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define PM_PRESENT     (1ULL << 63)
+#define PM_PFN_MASK    ((1ULL << 55) - 1)
+#define PM_CHUNK       512
+#define HINT_MAX_BYTES (4ULL << 30)
+#define CLIENT_WAIT_MS 5000
+
+static int by_start(const void *x, const void *y)
+{
+	const struct proto_range *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* Sort and merge touching or overlapping ranges in place; returns the new count. */
+static uint32_t merge(struct proto_range *r, uint32_t n)
+{
+	uint32_t out = 0;
+
+	qsort(r, n, sizeof(*r), by_start);
+	for (uint32_t i = 0; i < n; i++) {
+		if (out && r[i].start <= r[out - 1].start + r[out - 1].bytes) {
+			uint64_t end = r[i].start + r[i].bytes;
+
+			if (end > r[out - 1].start + r[out - 1].bytes)
+				r[out - 1].bytes = end - r[out - 1].start;
+		} else {
+			r[out++] = r[i];
+		}
+	}
+	return out;
+}
+
+int agent_pagemap_ranges(const struct agent_config *c, pid_t pid, uint64_t vaddr, uint64_t len,
+			 struct proto_range *r, uint32_t max, bool *truncated)
+{
+	char path[AGENT_PATH_MAX + 48];
+	uint64_t ent[PM_CHUNK];
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t page = ps > 0 ? (uint64_t)ps : 4096, first, npages, done = 0;
+	uint32_t n = 0;
+	int fd, rc = 0;
+	bool zero_pfn = false;
+
+	*truncated = false;
+	if (len == 0 || len > HINT_MAX_BYTES || vaddr + len < vaddr)
+		return -EINVAL;
+	first = vaddr / page;
+	npages = (vaddr + len + page - 1) / page - first;
+	snprintf(path, sizeof(path), "%s/proc/%d/pagemap", c->sys_root, (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (done < npages) {
+		size_t want = (size_t)(npages - done < PM_CHUNK ? npages - done : PM_CHUNK);
+		ssize_t got = pread(fd, ent, want * 8, (off_t)((first + done) * 8));
+
+		if (got < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (got < 8)
+			break;
+		for (size_t i = 0; i < (size_t)got / 8; i++) {
+			uint64_t pfn = ent[i] & PM_PFN_MASK;
+
+			if (!(ent[i] & PM_PRESENT))
+				continue;
+			if (pfn == 0) {
+				zero_pfn = true;
+				continue;
+			}
+			/* extend the last run when this frame follows it */
+			if (n && r[n - 1].start + r[n - 1].bytes == pfn * page) {
+				r[n - 1].bytes += page;
+			} else if (n < max) {
+				r[n++] = (struct proto_range){pfn * page, page};
+			} else {
+				/* full: merge what we have, maybe that makes room */
+				n = merge(r, n);
+				if (n < max)
+					r[n++] = (struct proto_range){pfn * page, page};
+				else
+					*truncated = true;
+			}
+		}
+		done += (uint64_t)got / 8;
+	}
+	n = merge(r, n);
+	if (n == 0 && zero_pfn)
+		rc = -EPERM;
+	else
+		rc = (int)n;
+out:
+	close(fd);
+	return rc;
+}
+
+/* Unsigned number, decimal or 0x hex, whole token. */
+static bool num(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	return errno == 0 && *end == '\0';
+}
+
+/* May a caller with uid describe the memory of target? Root, or the owner of the process. */
+static bool may_describe(const struct agent_config *c, uid_t uid, pid_t target)
+{
+	char path[AGENT_PATH_MAX + 32];
+	struct stat st;
+
+	if (uid == 0)
+		return true;
+	snprintf(path, sizeof(path), "%s/proc/%d", c->sys_root, (int)target);
+	return stat(path, &st) == 0 && st.st_uid == uid;
+}
+
+int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, uid_t uid,
+		     struct proto_hint *h, char *err, size_t errlen)
+{
+	char buf[AGENT_HINT_LINE_MAX], *save = NULL, *verb, *a1, *a2, *a3, *extra;
+	uint64_t x, y, target;
+	int n;
+
+	snprintf(buf, sizeof(buf), "%s", line);
+	verb = strtok_r(buf, " \t\r\n", &save);
+	a1 = strtok_r(NULL, " \t\r\n", &save);
+	a2 = strtok_r(NULL, " \t\r\n", &save);
+	a3 = strtok_r(NULL, " \t\r\n", &save);
+	extra = strtok_r(NULL, " \t\r\n", &save);
+	memset(h, 0, sizeof(*h));
+	h->pid = (uint32_t)pid;
+	if (!verb || !num(a1, &x) || !num(a2, &y) || extra) {
+		snprintf(err, errlen, "usage: hot|cold ADDR LEN [PID], or need BYTES WITHIN_MS");
+		return -EINVAL;
+	}
+	if (strcmp(verb, "need") == 0) {
+		if (a3) {
+			snprintf(err, errlen, "need takes BYTES WITHIN_MS");
+			return -EINVAL;
+		}
+		if (x == 0 || x > PROTO_BYTES_MAX || y > PROTO_WITHIN_MAX_MS) {
+			snprintf(err, errlen, "need: BYTES 1..2^52, WITHIN_MS 0..%u",
+				 PROTO_WITHIN_MAX_MS);
+			return -EINVAL;
+		}
+		h->kind = PROTO_HINT_NEED;
+		h->need_bytes = x;
+		h->within_ms = y;
+		return 0;
+	}
+	if (strcmp(verb, "hot") == 0)
+		h->kind = PROTO_HINT_HOT;
+	else if (strcmp(verb, "cold") == 0)
+		h->kind = PROTO_HINT_COLD;
+	else {
+		snprintf(err, errlen, "unknown request '%s'", verb);
+		return -EINVAL;
+	}
+	if (a3) {
+		if (!num(a3, &target) || target == 0 || target > (1u << 22)) {
+			snprintf(err, errlen, "bad PID '%s'", a3);
+			return -EINVAL;
+		}
+		if (!may_describe(c, uid, (pid_t)target)) {
+			snprintf(err, errlen, "pid %s is not yours", a3);
+			return -EPERM;
+		}
+		pid = (pid_t)target;
+		h->pid = (uint32_t)target;
+	}
+	n = agent_pagemap_ranges(c, pid, x, y, h->ranges, PROTO_MAX_HINT_RANGES, &h->truncated);
+	if (n < 0) {
+		snprintf(err, errlen, "pagemap: %s", strerror(-n));
+		return n;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "no resident pages in 0x%" PRIx64 "+0x%" PRIx64, x, y);
+		return -ENOENT;
+	}
+	h->nr_ranges = (uint32_t)n;
+	return 0;
+}
+
+int agent_hint_listen(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path) || !path[0])
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* a socket left by an agent that died: only a socket is replaced, never a file */
+	{
+		struct stat st;
+
+		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+			unlink(path);
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	/* any local process may describe its own memory (SO_PEERCRED says whose) */
+	chmod(path, 0666);
+	return fd;
+}
+
+int agent_hint_client(const char *sock_path, const char *line, char *reply, size_t cap)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char req[AGENT_HINT_LINE_MAX + 2];
+	size_t got = 0;
+	int fd, n;
+
+	if (strlen(sock_path) >= sizeof(sa.sun_path) || cap < 2)
+		return -ENAMETOOLONG;
+	n = snprintf(req, sizeof(req), "%s\n", line);
+	if (n < 0 || (size_t)n >= sizeof(req))
+		return -E2BIG;
+	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || write(fd, req, (size_t)n) != n) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	while (got + 1 < cap) {
+		struct pollfd p = {fd, POLLIN, 0};
+		ssize_t k;
+
+		if (poll(&p, 1, CLIENT_WAIT_MS) <= 0) {
+			close(fd);
+			return -ETIMEDOUT;
+		}
+		k = read(fd, reply + got, cap - 1 - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+		if (memchr(reply, '\n', got))
+			break;
+	}
+	close(fd);
+	reply[got] = '\0';
+	if (got && reply[got - 1] == '\n')
+		reply[got - 1] = '\0';
+	return strncmp(reply, "ok", 2) == 0 ? 0 : 1;
+}

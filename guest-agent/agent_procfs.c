@@ -1,0 +1,295 @@
+/*
+ * agent_procfs.c - the collectors: procfs text -> stats and hello.
+ *
+ * Each file is read whole with one read loop into a bounded buffer (the largest, /proc/vmstat,
+ * is ~5 KiB on 6.1; /proc/iomem on a big guest ~4 KiB) and parsed by a pure function, which
+ * the tests run against this machine's real files.  A file that is absent or unreadable is a
+ * missing capability: stats leave PSI out, hello reports no RAM layout, and so on.
+ *
+ * Units: /proc/meminfo is in kB (KiB), turned into bytes; /proc/vmstat counters are pages
+ * or events, sent as they are; PSI totals are microseconds.  Values are clamped into the
+ * protocol's ranges so that a kernel oddity never makes a report unsendable.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define FILE_BUF_BYTES (64u * 1024)
+
+uint64_t agent_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void agent_path(const struct agent_config *c, const char *p, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s%s", c ? c->sys_root : "", p);
+}
+
+long agent_read_file(const char *path, char *buf, size_t cap)
+{
+	size_t len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	while (len + 1 < cap) {
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+
+		if (n < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len + 1 >= cap) {
+		char probe;
+
+		/* full buffer: is there more? */
+		if (read(fd, &probe, 1) > 0) {
+			close(fd);
+			return -EFBIG;
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	return (long)len;
+}
+
+int agent_write_file(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	ssize_t n;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, len);
+	if (n < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+static uint64_t clamp(uint64_t v, uint64_t max)
+{
+	return v > max ? max : v;
+}
+
+/* Value of "Key:" in meminfo text (kB -> bytes); false when absent. */
+static bool meminfo_get(const char *text, const char *key, uint64_t *bytes)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ':') {
+			char *end;
+			unsigned long long kb = strtoull(p + klen + 1, &end, 10);
+
+			if (end == p + klen + 1)
+				return false;
+			*bytes = clamp(kb, PROTO_BYTES_MAX >> 10) << 10;
+			return true;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+int agent_parse_meminfo(const char *text, struct proto_stats *st)
+{
+	if (!meminfo_get(text, "MemTotal", &st->mem_total_bytes) ||
+	    !meminfo_get(text, "MemFree", &st->mem_free_bytes))
+		return -EINVAL;
+	/* optional lines: MemAvailable appeared in 3.14; the rest are old */
+	if (!meminfo_get(text, "MemAvailable", &st->mem_available_bytes))
+		st->mem_available_bytes = st->mem_free_bytes;
+	meminfo_get(text, "Cached", &st->cached_bytes);
+	meminfo_get(text, "AnonPages", &st->anon_bytes);
+	meminfo_get(text, "Shmem", &st->shmem_bytes);
+	meminfo_get(text, "SwapTotal", &st->swap_total_bytes);
+	meminfo_get(text, "SwapFree", &st->swap_free_bytes);
+	st->mem_free_bytes = clamp(st->mem_free_bytes, st->mem_total_bytes);
+	st->swap_free_bytes = clamp(st->swap_free_bytes, st->swap_total_bytes);
+	return 0;
+}
+
+/* "name value" line of vmstat text. */
+static bool vmstat_get(const char *text, const char *key, uint64_t *v)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+			*v = clamp(strtoull(p + klen + 1, NULL, 10), PROTO_COUNTER_MAX);
+			return true;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+int agent_parse_vmstat(const char *text, struct proto_stats *st)
+{
+	if (!vmstat_get(text, "pgmajfault", &st->pgmajfault))
+		return -EINVAL;
+	/* before 5.9 there was one workingset_refault counter, all of it page cache */
+	if (!vmstat_get(text, "workingset_refault_file", &st->refault_file))
+		vmstat_get(text, "workingset_refault", &st->refault_file);
+	vmstat_get(text, "workingset_refault_anon", &st->refault_anon);
+	vmstat_get(text, "pswpin", &st->pswpin);
+	vmstat_get(text, "pswpout", &st->pswpout);
+	return 0;
+}
+
+/* One PSI line: "some avg10=0.00 avg60=0.00 avg300=0.00 total=0". */
+static bool psi_line(const char *text, const char *kind, double *a10, double *a60, uint64_t *total)
+{
+	const char *p = strstr(text, kind);
+	unsigned long long t;
+	double x300;
+
+	if (!p || (p != text && p[-1] != '\n'))
+		return false;
+	if (sscanf(p + strlen(kind), " avg10=%lf avg60=%lf avg300=%lf total=%llu", a10, a60, &x300,
+		   &t) != 4)
+		return false;
+	if (!(*a10 >= 0 && *a10 <= 100) || !(*a60 >= 0 && *a60 <= 100))
+		return false;
+	*total = clamp(t, PROTO_COUNTER_MAX);
+	return true;
+}
+
+int agent_parse_psi(const char *text, struct proto_psi *psi)
+{
+	if (!psi_line(text, "some", &psi->some_avg10, &psi->some_avg60, &psi->some_total_us))
+		return -EINVAL;
+	/* "full" exists for memory since 4.20's PSI itself; tolerate its absence */
+	if (!psi_line(text, "full", &psi->full_avg10, &psi->full_avg60, &psi->full_total_us))
+		psi->full_avg10 = psi->full_avg60 = 0, psi->full_total_us = 0;
+	return 0;
+}
+
+int agent_parse_iomem(const char *text, struct proto_range *r, uint32_t max)
+{
+	const char *p = text;
+	uint32_t n = 0;
+	bool zeros = true;
+
+	while (p && *p) {
+		unsigned long long s, e;
+		int used = 0;
+
+		/* top-level lines only: nested resources are indented */
+		if (*p != ' ' && sscanf(p, "%llx-%llx : %n", &s, &e, &used) == 2 && used > 0 &&
+		    strncmp(p + used, "System RAM", 10) == 0 &&
+		    (p[used + 10] == '\n' || p[used + 10] == '\0')) {
+			if (s || e)
+				zeros = false;
+			if (e >= s && e < PROTO_PHYS_ADDR_MAX && n < max &&
+			    (n == 0 || s >= r[n - 1].start + r[n - 1].bytes)) {
+				r[n].start = s;
+				r[n].bytes = e - s + 1;
+				n++;
+			}
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return zeros ? 0 : (int)n;
+}
+
+int agent_collect_stats(const struct agent_config *c, struct proto_stats *st, uint32_t *caps)
+{
+	char path[AGENT_PATH_MAX + 32];
+	char *buf = malloc(FILE_BUF_BYTES);
+	long n;
+
+	memset(st, 0, sizeof(*st));
+	*caps = 0;
+	if (!buf)
+		return -ENOMEM;
+	st->mono_ms = agent_now_ms();
+	agent_path(c, "/proc/meminfo", path, sizeof(path));
+	n = agent_read_file(path, buf, FILE_BUF_BYTES);
+	if (n < 0 || agent_parse_meminfo(buf, st) < 0) {
+		free(buf);
+		return n < 0 ? (int)n : -EINVAL;
+	}
+	*caps |= PROTO_CAP_STATS;
+	agent_path(c, "/proc/vmstat", path, sizeof(path));
+	if (agent_read_file(path, buf, FILE_BUF_BYTES) >= 0)
+		agent_parse_vmstat(buf, st);
+	agent_path(c, "/proc/pressure/memory", path, sizeof(path));
+	if (agent_read_file(path, buf, FILE_BUF_BYTES) >= 0 &&
+	    agent_parse_psi(buf, &st->psi) == 0) {
+		st->has_psi = true;
+		*caps |= PROTO_CAP_PSI;
+	}
+	free(buf);
+	return 0;
+}
+
+void agent_collect_hello(const struct agent_config *c, struct proto_hello *h)
+{
+	char *buf = malloc(FILE_BUF_BYTES);
+	char path[AGENT_PATH_MAX + 32];
+	struct proto_stats st;
+	struct utsname u;
+	uint32_t caps = 0;
+	long ps = sysconf(_SC_PAGESIZE);
+	int n;
+
+	memset(h, 0, sizeof(*h));
+	h->role = PROTO_ROLE_AGENT;
+	h->version_min = PROTO_VERSION_MIN;
+	h->version_max = PROTO_VERSION_MAX;
+	snprintf(h->software, sizeof(h->software), "memtide-agent %s", AGENT_VERSION);
+	if (uname(&u) == 0 && u.release[0])
+		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
+	else
+		snprintf(h->kernel, sizeof(h->kernel), "unknown");
+	h->page_size_bytes =
+	    ps >= PROTO_PAGE_SIZE_MIN && ps <= PROTO_PAGE_SIZE_MAX ? (uint32_t)ps : 4096;
+	agent_path(c, "/proc/iomem", path, sizeof(path));
+	if (buf && agent_read_file(path, buf, FILE_BUF_BYTES) >= 0) {
+		n = agent_parse_iomem(buf, h->ram, PROTO_MAX_RAM_RANGES);
+		if (n > 0) {
+			h->nr_ram = (uint32_t)n;
+			h->caps |= PROTO_CAP_RAM_LAYOUT;
+		}
+	}
+	free(buf);
+	if (agent_collect_stats(c, &st, &caps) == 0)
+		h->caps |= caps;
+	if (agent_mglru_available(c))
+		h->caps |= PROTO_CAP_WSS;
+	h->caps |= agent_reclaim_caps(c);
+}

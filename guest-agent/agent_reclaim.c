@@ -1,0 +1,294 @@
+/*
+ * agent_reclaim.c - carrying out the host's reclaim request inside the guest.
+ *
+ * Methods, best first (each is used only when the guest has it and the scope allows it):
+ *   1. memcg        "N" to memory.reclaim of the root cgroup v2 (Linux 5.19+).  Proactive
+ *                   reclaim with the kernel's own LRU order and no side effects beyond it.
+ *                   6.1's memory.reclaim cannot be told "page cache only", so for scope
+ *                   "file" it is used only when the guest has no swap (then only page cache
+ *                   can go anyway).
+ *   2. mglru        '-' eviction of the oldest generations (swappiness 0 for scope "file").
+ *   3. drop_caches  "1" to /proc/sys/vm/drop_caches: clean page cache, all of it, at once;
+ *                   only when the guest admin allowed it (allow_drop_caches).
+ *   4. compact      "1" to /proc/sys/vm/compact_memory, last and only when asked: it frees
+ *                   nothing but gathers free pages into the 2 MiB blocks that free page
+ *                   reporting hands to the host.
+ *
+ * The floor: memory the agent frees is about to be taken by the host (balloon, free page
+ * reporting), so MemAvailable after that is MemAvailable now minus what was freed.  The agent
+ * therefore frees at most MemAvailable - floor, and says "floor" in the reply when that cut
+ * the request.  floor = max(floor_bytes, floor_percent of MemTotal).
+ *
+ * Honesty: every figure in the reply is measured - MemFree before and after each step and
+ * over the whole request - never the amount asked for.  Other activity in the guest moves
+ * MemFree too; a negative delta is reported as 0.
+ *
+ * Steps run in chunks of at most CHUNK_BYTES, checking the deadline between chunks, so one
+ * request blocks the agent's loop for about its deadline at most.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define CHUNK_BYTES    (64ULL << 20)
+#define MIN_GAIN_BYTES (1ULL << 20) /* a chunk that frees less ends the method */
+
+int agent_cgroup2_root(const struct agent_config *c, char *out, size_t cap)
+{
+	char path[AGENT_PATH_MAX + 32];
+	char *buf = malloc(64 * 1024);
+	int rc = -ENOENT;
+	char *line, *save = NULL;
+
+	if (!buf)
+		return -ENOMEM;
+	agent_path(c, "/proc/mounts", path, sizeof(path));
+	if (agent_read_file(path, buf, 64 * 1024) < 0) {
+		free(buf);
+		return -ENOENT;
+	}
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char dev[64], mnt[AGENT_PATH_MAX], type[32];
+
+		if (sscanf(line, "%63s %255s %31s", dev, mnt, type) == 3 &&
+		    strcmp(type, "cgroup2") == 0) {
+			snprintf(out, cap, "%s%s", c->sys_root, mnt);
+			rc = 0;
+			break;
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+/* memory.reclaim of the root cgroup, when the memory controller is on there. */
+static bool memcg_reclaim_path(const struct agent_config *c, char *out, size_t cap)
+{
+	char root[AGENT_PATH_MAX];
+
+	if (agent_cgroup2_root(c, root, sizeof(root)) < 0)
+		return false;
+	snprintf(out, cap, "%s/memory.reclaim", root);
+	return access(out, W_OK) == 0;
+}
+
+static bool writable(const struct agent_config *c, const char *p)
+{
+	char path[AGENT_PATH_MAX + 48];
+
+	agent_path(c, p, path, sizeof(path));
+	return access(path, W_OK) == 0;
+}
+
+uint32_t agent_reclaim_caps(const struct agent_config *c)
+{
+	char path[AGENT_PATH_MAX + 32];
+	uint32_t caps = 0;
+
+	if (memcg_reclaim_path(c, path, sizeof(path)))
+		caps |= PROTO_CAP_RECLAIM_MEMCG;
+	if (agent_mglru_available(c))
+		caps |= PROTO_CAP_RECLAIM_MGLRU;
+	if (c->allow_drop_caches && writable(c, "/proc/sys/vm/drop_caches"))
+		caps |= PROTO_CAP_RECLAIM_DROP_CACHES;
+	if (writable(c, "/proc/sys/vm/compact_memory"))
+		caps |= PROTO_CAP_RECLAIM_COMPACT;
+	return caps;
+}
+
+uint64_t agent_floor_bytes(const struct agent_config *c, uint64_t mem_total_bytes)
+{
+	uint64_t pct = mem_total_bytes / 100 * c->floor_percent;
+
+	return pct > c->floor_bytes ? pct : c->floor_bytes;
+}
+
+/* MemFree and MemAvailable now; false when /proc/meminfo is unreadable. */
+static bool meminfo_now(const struct agent_config *c, struct proto_stats *st)
+{
+	char path[AGENT_PATH_MAX + 32];
+	char buf[8192];
+
+	memset(st, 0, sizeof(*st));
+	agent_path(c, "/proc/meminfo", path, sizeof(path));
+	return agent_read_file(path, buf, sizeof(buf)) > 0 && agent_parse_meminfo(buf, st) == 0;
+}
+
+static uint64_t mem_free(const struct agent_config *c)
+{
+	struct proto_stats st;
+
+	return meminfo_now(c, &st) ? st.mem_free_bytes : 0;
+}
+
+struct run {
+	const struct agent_config *c;
+	uint64_t target;      /* bytes to free, after the floor cut */
+	uint64_t start_free;  /* MemFree at the start */
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
+	struct proto_reclaim_reply *rep;
+	int tried, failed;
+};
+
+static uint64_t freed_so_far(const struct run *r)
+{
+	uint64_t now = mem_free(r->c);
+
+	return now > r->start_free ? now - r->start_free : 0;
+}
+
+static bool done(const struct run *r)
+{
+	return freed_so_far(r) >= r->target || agent_now_ms() >= r->deadline_ms;
+}
+
+/* Start a step record; returns it. */
+static struct proto_reclaim_step *step_begin(struct run *r, enum proto_reclaim_method m)
+{
+	struct proto_reclaim_step *s = &r->rep->steps[r->rep->nr_steps++];
+
+	memset(s, 0, sizeof(*s));
+	s->method = m;
+	r->tried++;
+	return s;
+}
+
+static void step_end(struct run *r, struct proto_reclaim_step *s, uint64_t free0, uint64_t t0,
+		     int err)
+{
+	uint64_t free1 = mem_free(r->c);
+
+	s->freed_bytes = free1 > free0 ? free1 - free0 : 0;
+	s->elapsed_ms = (uint32_t)(agent_now_ms() - t0);
+	s->err = err < 0 ? -err : 0;
+	if (s->err > 4095)
+		s->err = EIO;
+	if (err < 0 && s->freed_bytes == 0)
+		r->failed++;
+}
+
+/* Step 1 */
+static void run_memcg(struct run *r, const char *file)
+{
+	struct proto_reclaim_step *s = step_begin(r, PROTO_METHOD_MEMCG);
+	uint64_t free0 = mem_free(r->c), t0 = agent_now_ms();
+	int err = 0;
+
+	while (!done(r)) {
+		uint64_t left = r->target - freed_so_far(r);
+		char num[32];
+
+		snprintf(num, sizeof(num), "%llu",
+			 (unsigned long long)(left < CHUNK_BYTES ? left : CHUNK_BYTES));
+		err = agent_write_file(file, num);
+		/* EAGAIN: the kernel could not reclaim the whole chunk - it has no more */
+		if (err < 0)
+			break;
+	}
+	step_end(r, s, free0, t0, err == -EAGAIN ? 0 : err);
+}
+
+/* Step 2 */
+static void run_mglru(struct run *r, bool anon)
+{
+	struct proto_reclaim_step *s = step_begin(r, PROTO_METHOD_MGLRU);
+	uint64_t free0 = mem_free(r->c), t0 = agent_now_ms();
+	long page = sysconf(_SC_PAGESIZE);
+	int err = 0;
+
+	while (!done(r)) {
+		uint64_t before = freed_so_far(r), left = r->target - before;
+
+		err = agent_mglru_evict(
+		    r->c, (left < CHUNK_BYTES ? left : CHUNK_BYTES) / (uint64_t)page + 1, anon);
+		if (err < 0 || freed_so_far(r) < before + MIN_GAIN_BYTES)
+			break;
+	}
+	step_end(r, s, free0, t0, err);
+}
+
+/* Steps 3 and 4: one write to a /proc/sys/vm file. */
+static void run_once(struct run *r, enum proto_reclaim_method m, const char *p)
+{
+	struct proto_reclaim_step *s = step_begin(r, m);
+	uint64_t free0 = mem_free(r->c), t0 = agent_now_ms();
+	char path[AGENT_PATH_MAX + 48];
+
+	agent_path(r->c, p, path, sizeof(path));
+	step_end(r, s, free0, t0, agent_write_file(path, "1"));
+}
+
+void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim *req,
+		       struct proto_reclaim_reply *rep)
+{
+	char memcg_file[AGENT_PATH_MAX + 32];
+	struct proto_stats st;
+	struct run r = {.c = c, .rep = rep};
+	uint64_t t0 = agent_now_ms(), floor, headroom;
+	bool anon = req->scope == PROTO_SCOPE_ANY, cut = false;
+	uint32_t caps = agent_reclaim_caps(c);
+
+	memset(rep, 0, sizeof(*rep));
+	rep->requested_bytes = req->bytes;
+	if (!meminfo_now(c, &st)) {
+		rep->result = PROTO_RECLAIM_FAILED;
+		snprintf(rep->message, sizeof(rep->message), "cannot read /proc/meminfo");
+		return;
+	}
+	floor = agent_floor_bytes(c, st.mem_total_bytes);
+	rep->floor_bytes = floor;
+	headroom = st.mem_available_bytes > floor ? st.mem_available_bytes - floor : 0;
+	r.target = req->bytes;
+	if (r.target > headroom) {
+		r.target = headroom;
+		cut = true;
+	}
+	r.start_free = st.mem_free_bytes;
+	r.deadline_ms = t0 + req->deadline_ms;
+	if (r.target > 0) {
+		/* Step 1: memory.reclaim, when it cannot touch anon against the scope */
+		if ((caps & PROTO_CAP_RECLAIM_MEMCG) && (anon || st.swap_total_bytes == 0) &&
+		    memcg_reclaim_path(c, memcg_file, sizeof(memcg_file)) && !done(&r))
+			run_memcg(&r, memcg_file);
+		/* Step 2: MGLRU eviction */
+		if ((caps & PROTO_CAP_RECLAIM_MGLRU) && !done(&r))
+			run_mglru(&r, anon);
+		/* Step 3: clean page cache, when allowed */
+		if ((caps & PROTO_CAP_RECLAIM_DROP_CACHES) && !done(&r))
+			run_once(&r, PROTO_METHOD_DROP_CACHES, "/proc/sys/vm/drop_caches");
+	}
+	/* Step 4: compaction, when asked, even after the others met the target */
+	if (req->compact && (caps & PROTO_CAP_RECLAIM_COMPACT) && r.target > 0)
+		run_once(&r, PROTO_METHOD_COMPACT, "/proc/sys/vm/compact_memory");
+
+	rep->freed_bytes = freed_so_far(&r);
+	rep->mem_available_bytes = meminfo_now(c, &st) ? st.mem_available_bytes : 0;
+	rep->elapsed_ms = (uint32_t)(agent_now_ms() - t0);
+	if (rep->freed_bytes >= req->bytes) {
+		rep->result = PROTO_RECLAIM_DONE;
+	} else if (cut) {
+		rep->result = PROTO_RECLAIM_FLOOR;
+		snprintf(rep->message, sizeof(rep->message),
+			 "MemAvailable %llu MiB, floor %llu MiB: at most %llu MiB may go",
+			 (unsigned long long)(headroom + floor) >> 20,
+			 (unsigned long long)floor >> 20, (unsigned long long)headroom >> 20);
+	} else if (r.tried == 0) {
+		rep->result = PROTO_RECLAIM_UNSUPPORTED;
+		snprintf(rep->message, sizeof(rep->message),
+			 "no reclaim method for scope %s on this guest",
+			 proto_reclaim_scope_name(req->scope));
+	} else if (r.failed == r.tried && rep->freed_bytes == 0) {
+		rep->result = PROTO_RECLAIM_FAILED;
+		snprintf(rep->message, sizeof(rep->message), "every method failed (last: %s)",
+			 strerror(rep->steps[rep->nr_steps - 1].err));
+	} else {
+		rep->result = PROTO_RECLAIM_PARTIAL;
+		snprintf(rep->message, sizeof(rep->message), "%s",
+			 agent_now_ms() >= r.deadline_ms ? "deadline reached"
+							 : "the kernel freed no more");
+	}
+}

@@ -1,0 +1,270 @@
+/*
+ * main.c - memtide-agent's command line: run the agent, or send it one hint.
+ *
+ *   memtide-agent [-c FILE] [-d] [--KEY=VALUE ...]     run (foreground unless -d)
+ *   memtide-agent hint hot|cold ADDR LEN [PID]          declare memory hot or cold
+ *   memtide-agent hint need BYTES WITHIN_MS             announce a need
+ *
+ * Settings: built-in defaults, then the config file (-c FILE, or /etc/memtide-agent.conf
+ * when it exists), then --KEY=VALUE flags, each key as in the file (dashes may stand for
+ * underscores).  With no file and no flags the agent serves virtio-serial port
+ * org.memtide.agent.0, which is what a guest started by memtided has.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define DEFAULT_CONFIG "/etc/memtide-agent.conf"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: memtide-agent [OPTION]... [--KEY=VALUE]...\n"
+		   "       memtide-agent hint hot|cold ADDR LEN [PID]\n"
+		   "       memtide-agent hint need BYTES WITHIN_MS\n"
+		   "\n"
+		   "The memtide guest agent: reports this guest's memory to the host's memtided,\n"
+		   "carries out its reclaim requests and forwards application hints.\n"
+		   "\n"
+		   "  -c, --config FILE   settings file (default " DEFAULT_CONFIG " if present)\n"
+		   "  -d, --daemon        detach and run in the background\n"
+		   "      --pidfile FILE  write the daemon's pid here\n"
+		   "      --log-file FILE append the log here instead of stderr\n"
+		   "  -v, --verbose       more log (repeatable)\n"
+		   "      --dump-config   print the settings in force and exit\n"
+		   "  -h, --help          this help\n"
+		   "  -V, --version       version\n"
+		   "\n"
+		   "Any setting of the file can be given as --KEY=VALUE, e.g.\n"
+		   "  --transport=vsock --vsock-port=5253\n"
+		   "  --transport=unix --unix-path=/tmp/host.sock\n"
+		   "  --port=org.memtide.agent.0 --report-interval-ms=2000\n"
+		   "Settings and defaults (--dump-config prints them):\n");
+}
+
+/* --KEY=VALUE with dashes in KEY turned into underscores. */
+static int set_flag(struct agent_config *c, const char *arg)
+{
+	char key[64], err[256];
+	const char *eq = strchr(arg, '=');
+	size_t n;
+
+	if (!eq || (n = (size_t)(eq - arg)) >= sizeof(key) || n == 0) {
+		fprintf(stderr, "memtide-agent: '--%s': expected --KEY=VALUE\n", arg);
+		return -EINVAL;
+	}
+	memcpy(key, arg, n);
+	key[n] = '\0';
+	for (char *p = key; *p; p++)
+		if (*p == '-')
+			*p = '_';
+	if (agent_config_set(c, key, eq + 1, err, sizeof(err)) < 0) {
+		fprintf(stderr, "memtide-agent: %s\n", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int cmd_hint(int argc, char **argv)
+{
+	const char *sock = AGENT_DEFAULT_HINT_SOCK;
+	char line[AGENT_HINT_LINE_MAX], reply[AGENT_HINT_LINE_MAX];
+	size_t len = 0;
+	int rc, i = 1;
+
+	if (i + 1 < argc && strncmp(argv[i], "--socket=", 9) == 0)
+		sock = argv[i++] + 9;
+	if (argc - i < 3 || argc - i > 4) {
+		fprintf(stderr,
+			"usage: memtide-agent hint [--socket=PATH] hot|cold ADDR LEN [PID]\n"
+			"       memtide-agent hint [--socket=PATH] need BYTES WITHIN_MS\n");
+		return 2;
+	}
+	line[0] = '\0';
+	for (; i < argc; i++) {
+		int k = snprintf(line + len, sizeof(line) - len, "%s%s", len ? " " : "", argv[i]);
+
+		if (k < 0 || (size_t)k >= sizeof(line) - len) {
+			fprintf(stderr, "memtide-agent hint: request too long\n");
+			return 2;
+		}
+		len += (size_t)k;
+	}
+	rc = agent_hint_client(sock, line, reply, sizeof(reply));
+	if (rc < 0) {
+		fprintf(stderr, "memtide-agent hint: %s: %s\n", sock, strerror(-rc));
+		return 1;
+	}
+	printf("%s\n", reply);
+	return rc;
+}
+
+static int write_pidfile(const char *path)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return -errno;
+	fprintf(f, "%d\n", (int)getpid());
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_PIDFILE = 256, OPT_LOGFILE, OPT_DUMP };
+	static const struct option opts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"daemon", no_argument, NULL, 'd'},
+	    {"pidfile", required_argument, NULL, OPT_PIDFILE},
+	    {"log-file", required_argument, NULL, OPT_LOGFILE},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"dump-config", no_argument, NULL, OPT_DUMP},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct agent_config cfg;
+	const char *config = NULL, *pidfile = NULL, *logfile = NULL;
+	bool daemonize = false, dump = false;
+	int verbose = 0, opt, rc;
+	struct agent *a;
+	char err[320];
+
+	if (argc > 1 && strcmp(argv[1], "hint") == 0)
+		return cmd_hint(argc - 1, argv + 1);
+
+	agent_config_defaults(&cfg);
+	/* first pass: options; --KEY=VALUE flags are applied after the config file */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "c:dvhV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'd':
+			daemonize = true;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case OPT_PIDFILE:
+			pidfile = optarg;
+			break;
+		case OPT_LOGFILE:
+			logfile = optarg;
+			break;
+		case OPT_DUMP:
+			dump = true;
+			break;
+		case 'h':
+			usage(stdout);
+			agent_config_dump(&cfg, STDOUT_FILENO);
+			return 0;
+		case 'V':
+			printf("memtide-agent %s (protocol %d..%d)\n", AGENT_VERSION,
+			       PROTO_VERSION_MIN, PROTO_VERSION_MAX);
+			return 0;
+		default:
+			break; /* a --KEY=VALUE flag: second pass */
+		}
+	}
+	if (config || access(DEFAULT_CONFIG, F_OK) == 0) {
+		rc = agent_config_load(&cfg, config ? config : DEFAULT_CONFIG, err, sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "memtide-agent: %s\n", err);
+			return 2;
+		}
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		bool known = false;
+
+		if (strncmp(arg, "--", 2) != 0) {
+			if (arg[0] == '-' && arg[1] && strchr("c", arg[1]) && !arg[2])
+				i++; /* -c FILE */
+			else if (arg[0] != '-' || !arg[1] ||
+				 strspn(arg + 1, "dvhV") != strlen(arg + 1)) {
+				fprintf(stderr,
+					"memtide-agent: unexpected argument '%s' (see --help)\n",
+					arg);
+				return 2;
+			}
+			continue;
+		}
+		for (const struct option *o = opts; o->name; o++) {
+			size_t n = strlen(o->name);
+
+			if (strncmp(arg + 2, o->name, n) == 0 &&
+			    (!arg[2 + n] || arg[2 + n] == '=')) {
+				known = true;
+				if (o->has_arg == required_argument && !arg[2 + n])
+					i++;
+			}
+		}
+		if (!known && set_flag(&cfg, arg + 2) < 0)
+			return 2;
+	}
+	if (cfg.backoff_max_ms < cfg.backoff_min_ms) {
+		fprintf(stderr, "memtide-agent: backoff_max_ms below backoff_min_ms\n");
+		return 2;
+	}
+	if (verbose)
+		cfg.log_level = cfg.log_level + (uint32_t)verbose > AGENT_DEBUG
+				    ? AGENT_DEBUG
+				    : cfg.log_level + (uint32_t)verbose;
+	if (dump) {
+		agent_config_dump(&cfg, STDOUT_FILENO);
+		return 0;
+	}
+	agent_log_init((int)cfg.log_level, "memtide-agent");
+
+	if (daemonize && daemon(0, 0) < 0) {
+		fprintf(stderr, "memtide-agent: daemon: %s\n", strerror(errno));
+		return 1;
+	}
+	if (logfile) {
+		int fd = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+
+		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+			fprintf(stderr, "memtide-agent: %s: %s\n", logfile, strerror(errno));
+			return 1;
+		}
+		close(fd);
+	}
+	if (pidfile && write_pidfile(pidfile) < 0)
+		agent_log(AGENT_WARN, "cannot write pidfile %s", pidfile);
+
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+
+	rc = agent_new(&cfg, &a);
+	if (rc < 0) {
+		agent_log(AGENT_ERR, "cannot start: %s", strerror(-rc));
+		return 1;
+	}
+	agent_log(AGENT_INFO, "memtide-agent %s starting (transport %s)", AGENT_VERSION,
+		  cfg.transport == AGENT_TR_VIRTIO  ? cfg.port_name
+		  : cfg.transport == AGENT_TR_VSOCK ? "vsock"
+						    : cfg.unix_path);
+	rc = agent_run(a, &stop_flag);
+	agent_free(a);
+	if (pidfile)
+		unlink(pidfile);
+	agent_log(AGENT_INFO, "stopped");
+	return rc < 0 ? 1 : 0;
+}
