@@ -22,9 +22,11 @@
  *   slabs[1] -> | table 512      | ...                        |
  *
  * 2 MiB slabs, 2 MiB aligned: a 64 GiB guest with 4 KiB pages needs 32768 leaf tables
- * (128 MiB); one slab per 512 tables keeps malloc overhead negligible and lets the kernel
- * back each slab with a transparent huge page, as KVM's own table pages are physically
- * scattered but TLB-cheap in the direct map.
+ * (128 MiB); one allocation per 512 tables keeps malloc overhead negligible, and the
+ * alignment lets the kernel back a slab with one transparent huge page where THP is
+ * "always" (KVM's own table pages sit in the direct map, which is mapped huge).  This
+ * machine has THP on "madvise" and libvmm makes no system calls, so here the tables and
+ * vmm-bench's sequential-read buffer both sit on 4 KiB pages: like against like.
  *
  * Invariants:
  *  - every page of the RAM layout is mapped at build time; after vmm_simhw_unmap a page is
