@@ -192,6 +192,46 @@ static void test_walk_exact_generic(void **state)
 	walk_exact(VMM_PT_S2, true);
 }
 
+/* Unmapped runs (evicted pages), some inside huge leaves that had to be split, leave holes
+ * inside leaf tables: the walk reports every mapped page once and none of the holes. */
+static void test_walk_after_unmap(void **state)
+{
+	static const struct {
+		uint64_t page, npages;
+	} runs[] = {{0, 1}, {7, 3}, {511, 2}, {1000, 600}, {4096 + 5, 1}, {20000, 512}, {65535, 1}};
+	struct vmm_simhw *hw = make(VMM_PT_S2, 256ULL << 20, 0, 0.5, 0);
+	const uint64_t npages = (256ULL << 20) >> 12;
+	unsigned char *want = malloc(npages), *got = calloc(npages, 1);
+	struct collect c = {0};
+	struct vmm_walk_opts o = {.gpa_end = 256ULL << 20, .fn = collect_fn, .arg = &c};
+	struct vmm_walk_stats st;
+	struct vmm_simhw_counts cnt;
+
+	(void)state;
+	assert_true(want && got);
+	memset(want, 1, npages);
+	touch_all(hw, false);
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		assert_int_equal(vmm_simhw_unmap(hw, runs[i].page << 12, runs[i].npages), 0);
+		memset(want + runs[i].page, 0, runs[i].npages);
+	}
+	assert_int_equal(vmm_walk(vmm_simhw_pt(hw), &o, &st), 0);
+	for (size_t i = 0; i < c.n; i++)
+		for (uint64_t p = 0; p < c.v[i].npages; p++) {
+			assert_int_equal(got[(c.v[i].gpa >> 12) + p], 0); /* once */
+			got[(c.v[i].gpa >> 12) + p] = 1;
+		}
+	assert_memory_equal(got, want, npages);
+	vmm_simhw_get_counts(hw, &cnt);
+	assert_int_equal(st.young_pages, cnt.mapped_pages);
+	assert_int_equal(cnt.mapped_pages, npages - (1 + 3 + 2 + 600 + 1 + 512 + 1));
+	assert_int_equal(st.leaves, cnt.leaves_4k + cnt.leaves_2m);
+	free(want);
+	free(got);
+	free(c.v);
+	vmm_simhw_free(hw);
+}
+
 /* A range that cuts a 1 GiB leaf reports the whole leaf once; a range over 4 KiB leaves
  * reports only inside the range. */
 static void test_walk_partial_range(void **state)
@@ -680,6 +720,7 @@ int main(void)
 	    cmocka_unit_test(test_walk_exact_ept),
 	    cmocka_unit_test(test_walk_exact_s2),
 	    cmocka_unit_test(test_walk_exact_generic),
+	    cmocka_unit_test(test_walk_after_unmap),
 	    cmocka_unit_test(test_walk_partial_range),
 	    cmocka_unit_test(test_walk_dirty),
 	    cmocka_unit_test(test_walk_s2_permission_kept),
