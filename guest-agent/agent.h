@@ -49,6 +49,7 @@ enum agent_transport {
 	AGENT_TR_VIRTIO = 1, /* virtio-serial port, found by name */
 	AGENT_TR_VSOCK = 2,  /* AF_VSOCK to the host (CID 2) */
 	AGENT_TR_UNIX = 3,   /* unix stream socket (tests, or a host-side relay) */
+	AGENT_TR_FD = 4,     /* an inherited, connected fd (socketpair in tests); used once */
 };
 
 struct agent_config {
@@ -58,6 +59,7 @@ struct agent_config {
 	uint32_t vsock_cid;          /* default AGENT_HOST_CID */
 	uint32_t vsock_port;
 	char unix_path[108];           /* sun_path size */
+	uint32_t fd;                   /* AGENT_TR_FD: the fd (the agent owns it from now) */
 	char hint_socket[108];         /* "" disables the hint socket */
 	char sys_root[AGENT_PATH_MAX]; /* prefix for /proc and /sys paths ("" in production) */
 	uint32_t report_interval_ms;   /* stats period until the host configures it */
@@ -238,8 +240,9 @@ int agent_hint_client(const char *sock_path, const char *line, char *reply, size
  * else the vportNpM whose /sys/class/virtio-ports/vportNpM/name matches.  -ENOENT. */
 int agent_find_virtio_port(const struct agent_config *c, char *out, size_t cap);
 /* Open the configured transport, non-blocking.  Returns the fd, or -errno (-ENOENT: no such
- * port yet; -ECONNREFUSED: host not listening). */
-int agent_transport_open(const struct agent_config *c);
+ * port yet, or the inherited fd was used already (*fd_used); -ECONNREFUSED: host not
+ * listening). */
+int agent_transport_open(const struct agent_config *c, bool *fd_used);
 
 /* ======================================================================================
  * The loop (agent_loop.c)

@@ -163,9 +163,11 @@ int agent_config_set(struct agent_config *c, const char *key, const char *value,
 				c->transport = AGENT_TR_VSOCK;
 			else if (!strcmp(value, "unix"))
 				c->transport = AGENT_TR_UNIX;
+			else if (!strcmp(value, "fd"))
+				c->transport = AGENT_TR_FD;
 			else
-				return bad(err, errlen, "%s: not virtio, vsock or unix: '%s'", key,
-					   value);
+				return bad(err, errlen, "%s: not virtio, vsock, unix or fd: '%s'",
+					   key, value);
 			return 0;
 		}
 	}
@@ -231,7 +233,7 @@ int agent_config_load(struct agent_config *c, const char *path, char *err, size_
 
 void agent_config_dump(const struct agent_config *c, int fd)
 {
-	static const char *const tr[] = {"", "virtio", "vsock", "unix"};
+	static const char *const tr[] = {"", "virtio", "vsock", "unix", "fd"};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const struct key *k = &keys[i];
@@ -255,7 +257,8 @@ void agent_config_dump(const struct agent_config *c, int fd)
 			dprintf(fd, "%s=%g", k->name, *(const double *)(const void *)p);
 			break;
 		case K_TRANSPORT:
-			dprintf(fd, "%s=%s", k->name, tr[c->transport & 3]);
+			dprintf(fd, "%s=%s", k->name,
+				c->transport <= AGENT_TR_FD ? tr[c->transport] : "?");
 			break;
 		}
 		dprintf(fd, "\t# %s\n", k->help);

@@ -72,6 +72,8 @@ struct agent {
 	uint32_t next_id;   /* our request ids, 1.. */
 	uint32_t host_caps; /* from the host's hello */
 	uint32_t version;   /* negotiated */
+	bool fd_used;       /* AGENT_TR_FD: the inherited fd was taken */
+	const char *why;    /* reason on_frame() gave for closing */
 
 	/* what we report, and when */
 	uint32_t caps;           /* ours, sent in hello */
@@ -185,7 +187,7 @@ static void disconnect(struct agent *a, const char *why, uint64_t now_ms)
 static void try_connect(struct agent *a, uint64_t now_ms)
 {
 	struct proto_msg m;
-	int fd = agent_transport_open(&a->cfg);
+	int fd = agent_transport_open(&a->cfg, &a->fd_used);
 
 	if (fd < 0) {
 		uint32_t delay = proto_backoff_next(&a->backoff, rnd32());
@@ -381,8 +383,10 @@ static bool on_frame(struct agent *a, const char *json, size_t len, uint64_t now
 	v = proto_guard_frame(&a->guard, now_ms);
 	if (v == PROTO_VERDICT_DROP)
 		return true;
-	if (v == PROTO_VERDICT_DISCONNECT)
+	if (v == PROTO_VERDICT_DISCONNECT) {
+		a->why = "peer over its message rate";
 		return false;
+	}
 	memset(&e, 0, sizeof(e));
 	s = proto_decode(json, len, &m, &e);
 	if (s == PROTO_OK) {
@@ -397,6 +401,7 @@ static bool on_frame(struct agent *a, const char *json, size_t len, uint64_t now
 		  e.message);
 	v = proto_guard_error(&a->guard, s, now_ms);
 	send_error(a, &e, v == PROTO_VERDICT_DISCONNECT, now_ms);
+	a->why = s == PROTO_E_VERSION ? "no common protocol version" : "peer over its error budget";
 	return v != PROTO_VERDICT_DISCONNECT;
 }
 
@@ -413,7 +418,7 @@ static void on_readable(struct agent *a, uint64_t now_ms)
 		return;
 	while (n != 0 && (rc = proto_reader_next(&a->rd, &json, &len, &e)) == 1) {
 		if (!on_frame(a, json, len, now_ms)) {
-			disconnect(a, "peer over its error budget", now_ms);
+			disconnect(a, a->why, now_ms);
 			return;
 		}
 		if (a->conn < 0)

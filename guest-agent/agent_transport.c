@@ -8,6 +8,7 @@
  *           reads return 0, which the loop treats as a disconnect and retries with backoff.
  *   vsock   AF_VSOCK stream to vsock_cid:vsock_port (host CID 2), non-blocking connect.
  *   unix    AF_UNIX stream to unix_path (tests; or a host-side relay).
+ *   fd      an inherited connected fd (a socketpair in tests), used for one connection.
  * Every fd is O_NONBLOCK | O_CLOEXEC; a connect in progress reports through POLLOUT.
  */
 #include <dirent.h>
@@ -116,9 +117,23 @@ static int open_unix(const struct agent_config *c)
 	return connect_sock(fd, (struct sockaddr *)&sa, sizeof(sa));
 }
 
-int agent_transport_open(const struct agent_config *c)
+/* An inherited fd is good for one connection: after it closes there is nothing to reopen,
+ * and the loop keeps backing off (-ENOENT) until it is stopped. */
+static int open_fd(const struct agent_config *c, bool *used)
+{
+	if (*used)
+		return -ENOENT;
+	*used = true;
+	if (fcntl((int)c->fd, F_SETFL, fcntl((int)c->fd, F_GETFL) | O_NONBLOCK) < 0)
+		return -errno;
+	return (int)c->fd;
+}
+
+int agent_transport_open(const struct agent_config *c, bool *fd_used)
 {
 	switch (c->transport) {
+	case AGENT_TR_FD:
+		return open_fd(c, fd_used);
 	case AGENT_TR_VIRTIO:
 		return open_virtio(c);
 	case AGENT_TR_VSOCK:

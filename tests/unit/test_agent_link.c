@@ -1,0 +1,550 @@
+/*
+ * test_agent_link.c - memtide-agent against a test host, over a socketpair and a unix socket.
+ *
+ * The agent runs its real loop (agent_run) in a thread, reading this machine's real /proc;
+ * the test thread plays memtided with proto's codec.  Every wait is a poll() on a socket
+ * with a generous bound that only matters when the test fails - nothing sleeps.
+ *
+ * Covered: handshake both ways, stats arriving, ping/pong, config/config_reply, a reclaim
+ * answered at the floor, errors naming the field, wrong-direction messages, a host that
+ * disconnects in the middle of a frame and comes back (the agent reconnects and resumes), a
+ * host that sends garbage until the agent gives up on it, an oversize length prefix, a
+ * version mismatch, and hints through the local hint socket (pagemap translation of this
+ * process's own memory; needs root for pfns, skipped otherwise).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent.h"
+
+#define WAIT_MS 10000 /* failure bound for any single wait */
+
+struct host {
+	int fd;
+	struct proto_reader rd;
+};
+
+struct run {
+	struct agent *a;
+	pthread_t th;
+};
+
+static void *agent_thread(void *arg)
+{
+	struct run *r = arg;
+
+	agent_run(r->a, NULL);
+	return NULL;
+}
+
+static void start_agent(struct run *r, const struct agent_config *cfg)
+{
+	assert_int_equal(agent_new(cfg, &r->a), 0);
+	assert_int_equal(pthread_create(&r->th, NULL, agent_thread, r), 0);
+}
+
+static void stop_agent(struct run *r, struct agent_counters *c)
+{
+	agent_stop(r->a);
+	pthread_join(r->th, NULL);
+	if (c)
+		agent_get_counters(r->a, c);
+	agent_free(r->a);
+}
+
+static void base_config(struct agent_config *c, const char *tag)
+{
+	agent_config_defaults(c);
+	c->report_interval_ms = 100;
+	c->backoff_min_ms = 5;
+	c->backoff_max_ms = 40;
+	c->send_rate_per_s = 200;
+	c->log_level = AGENT_WARN;
+	snprintf(c->hint_socket, sizeof(c->hint_socket), "/tmp/memtide-test-hint-%d-%s.sock",
+		 (int)getpid(), tag);
+}
+
+static void send_raw(struct host *h, const void *p, size_t n)
+{
+	assert_int_equal(send(h->fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+static void send_msg(struct host *h, struct proto_msg *m)
+{
+	uint8_t buf[PROTO_ENCODE_MAX_BYTES];
+	size_t n;
+
+	assert_int_equal(proto_encode(m, buf, sizeof(buf), &n, NULL), PROTO_OK);
+	send_raw(h, buf, n);
+}
+
+/* Next message from the agent: 0, or -EPIPE at EOF, -ETIMEDOUT. */
+static int recv_msg(struct host *h, struct proto_msg *m)
+{
+	for (;;) {
+		struct pollfd p = {h->fd, POLLIN, 0};
+		struct proto_error err;
+		const char *json;
+		size_t len;
+		long n;
+		int rc = proto_reader_next(&h->rd, &json, &len, &err);
+
+		if (rc == 1) {
+			enum proto_status s = proto_decode(json, len, m, &err);
+
+			if (s != PROTO_OK)
+				fail_msg("agent sent an invalid %s: %s", proto_status_name(s),
+					 err.message);
+			return 0;
+		}
+		assert_int_equal(rc, 0);
+		if (poll(&p, 1, WAIT_MS) != 1)
+			return -ETIMEDOUT;
+		n = proto_reader_read_fd(&h->rd, h->fd);
+		if (n == 0 || n == -ECONNRESET)
+			return -EPIPE;
+		assert_true(n > 0);
+	}
+}
+
+/* Skip reports until a message of this type arrives. */
+static void expect(struct host *h, enum proto_msg_type t, struct proto_msg *m)
+{
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(recv_msg(h, m), 0);
+		if (m->type == t)
+			return;
+		if (m->type != PROTO_MSG_STATS && m->type != PROTO_MSG_WSS)
+			fail_msg("expected %s, got %s", proto_msg_type_name(t),
+				 proto_msg_type_name(m->type));
+	}
+	fail_msg("no %s", proto_msg_type_name(t));
+}
+
+/* Read until the agent closes; the last message before EOF is returned in *last. */
+static void expect_close(struct host *h, struct proto_msg *last)
+{
+	struct proto_msg m;
+	int rc;
+
+	last->type = 0;
+	while ((rc = recv_msg(h, &m)) == 0)
+		*last = m;
+	assert_int_equal(rc, -EPIPE);
+}
+
+static void host_hello(struct host *h, uint32_t vmin, uint32_t vmax)
+{
+	struct proto_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_HELLO;
+	m.id = 1;
+	m.u.hello.role = PROTO_ROLE_HOST;
+	m.u.hello.version_min = vmin;
+	m.u.hello.version_max = vmax;
+	strcpy(m.u.hello.software, "test-host");
+	m.u.hello.caps = PROTO_CAP_HOST_RECLAIM | PROTO_CAP_HOST_HINT | PROTO_CAP_HOST_WSS;
+	send_msg(h, &m);
+}
+
+/* Agent's hello, checked against this machine. */
+static void handshake(struct host *h)
+{
+	struct proto_msg m;
+	struct utsname u;
+
+	assert_int_equal(recv_msg(h, &m), 0);
+	assert_int_equal(m.type, PROTO_MSG_HELLO);
+	assert_int_equal(m.u.hello.role, PROTO_ROLE_AGENT);
+	assert_int_equal(uname(&u), 0);
+	assert_string_equal(m.u.hello.kernel, u.release);
+	assert_int_equal(m.u.hello.page_size_bytes, (uint32_t)sysconf(_SC_PAGESIZE));
+	assert_true(m.u.hello.caps & PROTO_CAP_STATS);
+	host_hello(h, 1, 1);
+	/* stats start at once after the handshake */
+	expect(h, PROTO_MSG_STATS, &m);
+	assert_true(m.u.stats.mem_total_bytes > 0);
+	assert_true(m.u.stats.mem_free_bytes <= m.u.stats.mem_total_bytes);
+}
+
+static void test_socketpair_session(void **state)
+{
+	struct agent_config cfg;
+	struct agent_counters c;
+	struct proto_msg m;
+	struct host h;
+	struct run r;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	base_config(&cfg, "sp");
+	cfg.transport = AGENT_TR_FD;
+	cfg.fd = (uint32_t)sv[1];
+	cfg.floor_bytes = PROTO_BYTES_MAX; /* every reclaim stops at the floor: nothing freed */
+	h.fd = sv[0];
+	proto_reader_init(&h.rd);
+	start_agent(&r, &cfg);
+	handshake(&h);
+
+	/* ping -> pong naming it */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_PING;
+	m.id = 42;
+	m.u.ping.mono_ms = 1;
+	send_msg(&h, &m);
+	expect(&h, PROTO_MSG_PONG, &m);
+	assert_int_equal(m.u.pong.re, 42);
+
+	/* config -> config_reply with the configuration in force */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_CONFIG;
+	m.id = 43;
+	m.u.config = (struct proto_config){250, 5000, PROTO_COLLECT_STATS, 2, {0, 1000}};
+	send_msg(&h, &m);
+	expect(&h, PROTO_MSG_CONFIG_REPLY, &m);
+	assert_int_equal(m.u.config_reply.re, 43);
+	assert_int_equal(m.u.config_reply.config.report_interval_ms, 250);
+	assert_int_equal(m.u.config_reply.config.collectors, PROTO_COLLECT_STATS);
+
+	/* reclaim -> refused at the floor, honestly: nothing freed, no method run */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_RECLAIM;
+	m.id = 44;
+	m.u.reclaim = (struct proto_reclaim){16 << 20, PROTO_SCOPE_FILE, 1000, true};
+	send_msg(&h, &m);
+	expect(&h, PROTO_MSG_RECLAIM_REPLY, &m);
+	assert_int_equal(m.u.reclaim_reply.re, 44);
+	assert_int_equal(m.u.reclaim_reply.result, PROTO_RECLAIM_FLOOR);
+	assert_int_equal(m.u.reclaim_reply.nr_steps, 0);
+	assert_int_equal(m.u.reclaim_reply.requested_bytes, 16 << 20);
+	assert_int_equal(m.u.reclaim_reply.floor_bytes, PROTO_BYTES_MAX);
+	assert_non_null(strstr(m.u.reclaim_reply.message, "floor"));
+
+	/* an unknown field -> error naming it and the message id */
+	{
+		const char *bad = "{\"type\":\"ping\",\"id\":45,\"mono_ms\":1,\"evil\":true}";
+		uint8_t f[128];
+		uint32_t n = (uint32_t)strlen(bad);
+
+		f[0] = 0, f[1] = 0, f[2] = (uint8_t)(n >> 8), f[3] = (uint8_t)n;
+		memcpy(f + 4, bad, n);
+		send_raw(&h, f, 4 + n);
+	}
+	expect(&h, PROTO_MSG_ERROR, &m);
+	assert_int_equal(m.u.error.code, PROTO_E_UNKNOWN_FIELD);
+	assert_string_equal(m.u.error.field, "evil");
+	assert_int_equal(m.u.error.re, 45);
+	assert_false(m.u.error.fatal);
+
+	/* a message that goes the other way -> state error */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_STATS;
+	m.id = 46;
+	m.u.stats.mem_total_bytes = 1;
+	send_msg(&h, &m);
+	expect(&h, PROTO_MSG_ERROR, &m);
+	assert_int_equal(m.u.error.code, PROTO_E_STATE);
+	assert_int_equal(m.u.error.re, 46);
+
+	/* the session still works */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_PING;
+	m.id = 47;
+	send_msg(&h, &m);
+	expect(&h, PROTO_MSG_PONG, &m);
+	assert_int_equal(m.u.pong.re, 47);
+
+	close(h.fd);
+	proto_reader_free(&h.rd);
+	stop_agent(&r, &c);
+	assert_int_equal(c.connects, 1);
+	assert_int_equal(c.rejected, 2);
+	assert_int_equal(c.reclaims, 1);
+	assert_true(c.stats_sent >= 1);
+}
+
+/* A listening unix socket for the agent to connect to. */
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	unlink(path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+static void accept_host(int lfd, struct host *h)
+{
+	struct pollfd p = {lfd, POLLIN, 0};
+
+	assert_int_equal(poll(&p, 1, WAIT_MS), 1);
+	h->fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(h->fd >= 0);
+	proto_reader_init(&h->rd);
+}
+
+static void drop_host(struct host *h)
+{
+	close(h->fd);
+	proto_reader_free(&h->rd);
+}
+
+static void unix_config(struct agent_config *cfg, char *path, size_t cap, const char *tag)
+{
+	base_config(cfg, tag);
+	snprintf(path, cap, "/tmp/memtide-test-host-%d-%s.sock", (int)getpid(), tag);
+	cfg->transport = AGENT_TR_UNIX;
+	snprintf(cfg->unix_path, sizeof(cfg->unix_path), "%s", path);
+}
+
+static void test_unix_reconnect_midframe(void **state)
+{
+	struct agent_config cfg;
+	struct agent_counters c;
+	struct proto_msg m;
+	struct host h;
+	struct run r;
+	char path[108];
+	int lfd;
+
+	(void)state;
+	unix_config(&cfg, path, sizeof(path), "mid");
+	lfd = listen_unix(path);
+	start_agent(&r, &cfg);
+
+	accept_host(lfd, &h);
+	handshake(&h);
+	/* half a frame - the length says 200, 20 bytes follow - then the host goes away */
+	{
+		uint8_t part[24] = {0, 0, 0, 200, '{', '"', 't', 'y', 'p', 'e', '"', ':'};
+
+		send_raw(&h, part, sizeof(part));
+	}
+	drop_host(&h);
+
+	/* the agent comes back by itself, greets again and resumes its reports */
+	accept_host(lfd, &h);
+	handshake(&h);
+	expect(&h, PROTO_MSG_STATS, &m);
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_PING;
+	m.id = 9;
+	send_msg(&h, &m);
+	expect(&h, PROTO_MSG_PONG, &m);
+	assert_int_equal(m.u.pong.re, 9);
+
+	/* and once more, this time the host leaves in the middle of its own hello */
+	drop_host(&h);
+	accept_host(lfd, &h);
+	assert_int_equal(recv_msg(&h, &m), 0);
+	assert_int_equal(m.type, PROTO_MSG_HELLO);
+	{
+		uint8_t part[6] = {0, 0, 0, 90, '{', '"'};
+
+		send_raw(&h, part, sizeof(part));
+	}
+	drop_host(&h);
+	accept_host(lfd, &h);
+	handshake(&h);
+	drop_host(&h);
+
+	stop_agent(&r, &c);
+	close(lfd);
+	unlink(path);
+	assert_int_equal(c.connects, 3);
+	assert_true(c.disconnects >= 3);
+}
+
+static void test_garbage_budget(void **state)
+{
+	struct agent_config cfg;
+	struct agent_counters c;
+	struct proto_msg m;
+	struct host h;
+	struct run r;
+	char path[108];
+	int lfd, errors = 0;
+	const char *junk = "{\"type\":\"nonsense\",\"id\":1}";
+	uint8_t f[64];
+	uint32_t n = (uint32_t)strlen(junk);
+
+	(void)state;
+	unix_config(&cfg, path, sizeof(path), "junk");
+	lfd = listen_unix(path);
+	start_agent(&r, &cfg);
+	accept_host(lfd, &h);
+	handshake(&h);
+
+	f[0] = 0, f[1] = 0, f[2] = 0, f[3] = (uint8_t)n;
+	memcpy(f + 4, junk, n);
+	for (int i = 0; i < PROTO_BUDGET_POINTS + 1; i++)
+		send_raw(&h, f, 4 + n);
+	/* ten errors answered, the eleventh fatal, then the agent hangs up */
+	for (;;) {
+		int rc = recv_msg(&h, &m);
+
+		if (rc == -EPIPE)
+			break;
+		assert_int_equal(rc, 0);
+		if (m.type != PROTO_MSG_ERROR)
+			continue;
+		assert_int_equal(m.u.error.code, PROTO_E_UNKNOWN_TYPE);
+		assert_string_equal(m.u.error.field, "type");
+		errors++;
+		assert_int_equal(m.u.error.fatal, errors == PROTO_BUDGET_POINTS + 1);
+	}
+	assert_int_equal(errors, PROTO_BUDGET_POINTS + 1);
+	drop_host(&h);
+
+	/* it reconnects: an oversize length prefix is fatal at once */
+	accept_host(lfd, &h);
+	handshake(&h);
+	{
+		uint8_t big[4] = {0xff, 0xff, 0xff, 0xff};
+
+		send_raw(&h, big, 4);
+	}
+	expect_close(&h, &m);
+	assert_int_equal(m.type, PROTO_MSG_ERROR);
+	assert_int_equal(m.u.error.code, PROTO_E_FRAME_TOO_LARGE);
+	assert_true(m.u.error.fatal);
+	drop_host(&h);
+
+	/* and again: a host that speaks no common version is told so and left */
+	accept_host(lfd, &h);
+	assert_int_equal(recv_msg(&h, &m), 0);
+	assert_int_equal(m.type, PROTO_MSG_HELLO);
+	host_hello(&h, 7, 9);
+	expect_close(&h, &m);
+	assert_int_equal(m.type, PROTO_MSG_ERROR);
+	assert_int_equal(m.u.error.code, PROTO_E_VERSION);
+	assert_true(m.u.error.fatal);
+	drop_host(&h);
+
+	/* still alive */
+	accept_host(lfd, &h);
+	handshake(&h);
+	drop_host(&h);
+	stop_agent(&r, &c);
+	close(lfd);
+	unlink(path);
+	assert_int_equal(c.connects, 3);
+}
+
+static void test_hints(void **state)
+{
+	struct agent_config cfg;
+	struct agent_counters c;
+	struct proto_msg m;
+	struct host h;
+	struct run r;
+	char path[108], line[128], reply[AGENT_HINT_LINE_MAX];
+	size_t len = 2 << 20;
+	uint8_t *buf;
+	int lfd, rc;
+	bool trunc;
+
+	(void)state;
+	unix_config(&cfg, path, sizeof(path), "hint");
+	lfd = listen_unix(path);
+	start_agent(&r, &cfg);
+	accept_host(lfd, &h);
+	handshake(&h);
+
+	/* a need needs no privilege */
+	rc = agent_hint_client(cfg.hint_socket, "need 1048576 3000", reply, sizeof(reply));
+	assert_int_equal(rc, 0);
+	assert_string_equal(reply, "ok 0");
+	expect(&h, PROTO_MSG_HINT, &m);
+	assert_int_equal(m.u.hint.kind, PROTO_HINT_NEED);
+	assert_int_equal(m.u.hint.need_bytes, 1048576);
+	assert_int_equal(m.u.hint.within_ms, 3000);
+	assert_int_equal(m.u.hint.pid, (uint32_t)getpid());
+
+	/* a bad request is answered, not forwarded */
+	rc = agent_hint_client(cfg.hint_socket, "lukewarm 1 2", reply, sizeof(reply));
+	assert_int_equal(rc, 1);
+	assert_non_null(strstr(reply, "unknown request"));
+
+	/* cold: 2 MiB of this process's memory, touched so that it is resident */
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(buf != MAP_FAILED);
+	memset(buf, 0x5a, len);
+	{
+		struct proto_range probe[4];
+
+		if (agent_pagemap_ranges(&cfg, getpid(), (uintptr_t)buf, 4096, probe, 4, &trunc) ==
+		    -EPERM) {
+			printf("# SKIP hot/cold hints: pagemap pfns read as 0 (not root)\n");
+			goto out;
+		}
+	}
+	snprintf(line, sizeof(line), "cold 0x%lx %zu", (unsigned long)(uintptr_t)buf, len);
+	rc = agent_hint_client(cfg.hint_socket, line, reply, sizeof(reply));
+	assert_int_equal(rc, 0);
+	expect(&h, PROTO_MSG_HINT, &m);
+	assert_int_equal(m.u.hint.kind, PROTO_HINT_COLD);
+	assert_true(m.u.hint.nr_ranges >= 1);
+	{
+		uint64_t total = 0;
+		char want[32];
+
+		for (uint32_t i = 0; i < m.u.hint.nr_ranges; i++)
+			total += m.u.hint.ranges[i].bytes;
+		/* every page is resident and counted once, unless more runs than fit in one
+		 * hint (PROTO_MAX_HINT_RANGES): then the reply and the hint both say so */
+		snprintf(want, sizeof(want), "ok %u%s", m.u.hint.nr_ranges,
+			 m.u.hint.truncated ? " truncated" : "");
+		assert_string_equal(reply, want);
+		if (m.u.hint.truncated) {
+			assert_int_equal(m.u.hint.nr_ranges, PROTO_MAX_HINT_RANGES);
+			assert_true(total < len);
+		} else {
+			assert_int_equal(total, len);
+		}
+		printf("# 2 MiB cold hint -> %u guest-physical range(s), %llu bytes%s\n",
+		       m.u.hint.nr_ranges, (unsigned long long)total,
+		       m.u.hint.truncated ? " (truncated)" : "");
+	}
+out:
+	munmap(buf, len);
+	drop_host(&h);
+	stop_agent(&r, &c);
+	close(lfd);
+	unlink(path);
+	assert_true(c.hints_sent >= 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_socketpair_session),
+	    cmocka_unit_test(test_unix_reconnect_midframe),
+	    cmocka_unit_test(test_garbage_budget),
+	    cmocka_unit_test(test_hints),
+	};
+
+	agent_log_init(AGENT_WARN, "memtide-agent(test)");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
