@@ -380,7 +380,7 @@ static void arbitrate(struct mtd_daemon *d)
 	struct cds_lfht_iter it;
 	struct mtd_vm *vm;
 
-	if (mtd_arbiter_read_meminfo("/proc/meminfo", &total, &avail) < 0)
+	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
 		return;
 	rcu_read_lock();
 	cds_lfht_for_each_entry(d->vms, &it, vm, node)

@@ -363,6 +363,7 @@ void mtd_config_default(struct mtd_config *cfg)
 	cfg->stats_period_s = 2;
 	mtd_ctl_config_default(&cfg->ctl);
 	cfg->arbiter_interval_ms = 2000;
+	snprintf(cfg->meminfo_path, sizeof(cfg->meminfo_path), "/proc/meminfo");
 	mtd_policy_default(&cfg->defaults);
 }
 
@@ -476,6 +477,9 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 			return mtd_parse_bytes(value, &cfg->arb.high_mark_bytes) < 0
 				   ? bad(err, errlen, key, "a size (0: twice the low mark)", value)
 				   : 0;
+		if (!strcmp(key, "meminfo"))
+			return set_str(cfg->meminfo_path, sizeof(cfg->meminfo_path), value, key,
+				       err, errlen);
 		if (!strcmp(key, "interval"))
 			return mtd_parse_ms(value, &cfg->arbiter_interval_ms) < 0 ||
 				       cfg->arbiter_interval_ms < 100

@@ -41,17 +41,19 @@ enum mtd_source_kind {
 
 /* Daemon settings: memtided.conf, then command-line flags on top. */
 struct mtd_config {
-	char uri[MTD_PATH_MAX];         /* [daemon] uri */
-	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
-	int metrics_port;               /* [daemon] metrics_port, 0: off */
-	char log_level[16];             /* [daemon] log_level */
-	enum mtd_source_kind source;    /* [daemon] source = agent | sim */
-	unsigned sim_hot_percent;       /* [sim] hot_percent: share of RAM the sim touches */
-	unsigned stats_period_s;        /* [daemon] stats_period: balloon stats polling, s */
-	struct mtd_ctl_config ctl;      /* [controller] */
-	struct mtd_arbiter_config arb;  /* [host] */
-	uint64_t arbiter_interval_ms;   /* [host] interval */
-	struct mtd_policy defaults;     /* [defaults]: per-domain policy unless metadata says */
+	char uri[MTD_PATH_MAX];          /* [daemon] uri */
+	char socket_path[MTD_PATH_MAX];  /* [daemon] socket */
+	int metrics_port;                /* [daemon] metrics_port, 0: off */
+	char log_level[16];              /* [daemon] log_level */
+	enum mtd_source_kind source;     /* [daemon] source = agent | sim */
+	unsigned sim_hot_percent;        /* [sim] hot_percent: share of RAM the sim touches */
+	unsigned stats_period_s;         /* [daemon] stats_period: balloon stats polling, s */
+	struct mtd_ctl_config ctl;       /* [controller] */
+	struct mtd_arbiter_config arb;   /* [host] */
+	uint64_t arbiter_interval_ms;    /* [host] interval */
+	char meminfo_path[MTD_PATH_MAX]; /* [host] meminfo: the host's /proc/meminfo (tests
+					  * and containers point it at another file) */
+	struct mtd_policy defaults;      /* [defaults]: per-domain policy unless metadata says */
 };
 
 void mtd_config_default(struct mtd_config *cfg);
