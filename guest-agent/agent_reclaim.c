@@ -153,7 +153,9 @@ static struct proto_reclaim_step *step_begin(struct run *r, enum proto_reclaim_m
 
 	memset(s, 0, sizeof(*s));
 	s->method = m;
-	r->tried++;
+	/* compaction frees nothing: it does not make a request "tried" */
+	if (m != PROTO_METHOD_COMPACT)
+		r->tried++;
 	return s;
 }
 
@@ -167,7 +169,7 @@ static void step_end(struct run *r, struct proto_reclaim_step *s, uint64_t free0
 	s->err = err < 0 ? -err : 0;
 	if (s->err > 4095)
 		s->err = EIO;
-	if (err < 0 && s->freed_bytes == 0)
+	if (err < 0 && s->freed_bytes == 0 && s->method != PROTO_METHOD_COMPACT)
 		r->failed++;
 }
 
@@ -228,7 +230,7 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
 	char memcg_file[AGENT_PATH_MAX + 32];
 	struct proto_stats st;
 	struct run r = {.c = c, .rep = rep};
-	uint64_t t0 = agent_now_ms(), floor, headroom;
+	uint64_t t0 = agent_now_ms(), floor, headroom, avail0;
 	bool anon = req->scope == PROTO_SCOPE_ANY, cut = false;
 	uint32_t caps = agent_reclaim_caps(c);
 
@@ -241,7 +243,8 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
 	}
 	floor = agent_floor_bytes(c, st.mem_total_bytes);
 	rep->floor_bytes = floor;
-	headroom = st.mem_available_bytes > floor ? st.mem_available_bytes - floor : 0;
+	avail0 = st.mem_available_bytes;
+	headroom = avail0 > floor ? avail0 - floor : 0;
 	r.target = req->bytes;
 	if (r.target > headroom) {
 		r.target = headroom;
@@ -274,8 +277,8 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
 		rep->result = PROTO_RECLAIM_FLOOR;
 		snprintf(rep->message, sizeof(rep->message),
 			 "MemAvailable %llu MiB, floor %llu MiB: at most %llu MiB may go",
-			 (unsigned long long)(headroom + floor) >> 20,
-			 (unsigned long long)floor >> 20, (unsigned long long)headroom >> 20);
+			 (unsigned long long)avail0 >> 20, (unsigned long long)floor >> 20,
+			 (unsigned long long)headroom >> 20);
 	} else if (r.tried == 0) {
 		rep->result = PROTO_RECLAIM_UNSUPPORTED;
 		snprintf(rep->message, sizeof(rep->message),

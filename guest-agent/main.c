@@ -4,6 +4,9 @@
  *   memtide-agent [-c FILE] [-d] [--KEY=VALUE ...]     run (foreground unless -d)
  *   memtide-agent hint hot|cold ADDR LEN [PID]          declare memory hot or cold
  *   memtide-agent hint need BYTES WITHIN_MS             announce a need
+ *   memtide-agent reclaim [--scope=file|any] [--deadline-ms=N] [--compact] BYTES
+ *                                                       reclaim here and now, as if the host
+ *                                                       asked; prints the reply as JSON
  *
  * Settings: built-in defaults, then the config file (-c FILE, or /etc/memtide-agent.conf
  * when it exists), then --KEY=VALUE flags, each key as in the file (dashes may stand for
@@ -113,6 +116,79 @@ static int cmd_hint(int argc, char **argv)
 	return rc;
 }
 
+/*
+ * `memtide-agent reclaim`: run one reclaim request locally with the settings in force (the
+ * floor, allow_drop_caches) and print the reply the host would get, as JSON.  For operators
+ * checking a guest by hand, and for tests.  Exit 0 when something was freed or the request
+ * was met, 1 otherwise, 2 on usage errors.
+ */
+static int cmd_reclaim(int argc, char **argv)
+{
+	struct proto_reclaim req = {0, PROTO_SCOPE_FILE, 10000, false};
+	struct agent_config cfg;
+	struct proto_msg m;
+	uint8_t buf[PROTO_ENCODE_MAX_BYTES];
+	char err[320];
+	size_t n;
+	int rc;
+
+	agent_config_defaults(&cfg);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *end;
+
+		if (strcmp(a, "--scope=file") == 0) {
+			req.scope = PROTO_SCOPE_FILE;
+		} else if (strcmp(a, "--scope=any") == 0) {
+			req.scope = PROTO_SCOPE_ANY;
+		} else if (strcmp(a, "--compact") == 0) {
+			req.compact = true;
+		} else if (strncmp(a, "--deadline-ms=", 14) == 0) {
+			unsigned long v = strtoul(a + 14, &end, 10);
+
+			if (*end || v < PROTO_DEADLINE_MIN_MS || v > PROTO_DEADLINE_MAX_MS)
+				goto usage;
+			req.deadline_ms = (uint32_t)v;
+		} else if (strcmp(a, "-c") == 0 && i + 1 < argc) {
+			rc = agent_config_load(&cfg, argv[++i], err, sizeof(err));
+			if (rc < 0) {
+				fprintf(stderr, "memtide-agent: %s\n", err);
+				return 2;
+			}
+		} else if (strncmp(a, "--", 2) == 0) {
+			if (set_flag(&cfg, a + 2) < 0)
+				return 2;
+		} else {
+			unsigned long long v = strtoull(a, &end, 0);
+
+			if (*end || v == 0 || v > PROTO_BYTES_MAX || req.bytes)
+				goto usage;
+			req.bytes = v;
+		}
+	}
+	if (!req.bytes)
+		goto usage;
+	agent_log_init((int)cfg.log_level, "memtide-agent");
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_RECLAIM_REPLY;
+	m.id = 1;
+	agent_reclaim_run(&cfg, &req, &m.u.reclaim_reply);
+	m.u.reclaim_reply.re = 1;
+	if (proto_encode(&m, buf, sizeof(buf), &n, NULL) != PROTO_OK) {
+		fprintf(stderr, "memtide-agent: cannot encode the reply\n");
+		return 1;
+	}
+	printf("%.*s\n", (int)(n - PROTO_FRAME_HDR_BYTES),
+	       (const char *)buf + PROTO_FRAME_HDR_BYTES);
+	return m.u.reclaim_reply.freed_bytes > 0 || m.u.reclaim_reply.result == PROTO_RECLAIM_DONE
+		   ? 0
+		   : 1;
+usage:
+	fprintf(stderr, "usage: memtide-agent reclaim [--scope=file|any] [--deadline-ms=N] "
+			"[--compact] [-c FILE] [--KEY=VALUE]... BYTES\n");
+	return 2;
+}
+
 static int write_pidfile(const char *path)
 {
 	FILE *f = fopen(path, "we");
@@ -146,6 +222,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "hint") == 0)
 		return cmd_hint(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "reclaim") == 0)
+		return cmd_reclaim(argc - 1, argv + 1);
 
 	agent_config_defaults(&cfg);
 	/* first pass: options; --KEY=VALUE flags are applied after the config file */
