@@ -1,0 +1,244 @@
+#!/bin/bash
+# host_libvirt.sh: memtided against a real libvirtd with real QEMU guests (TCG).
+#
+# Starts virtlogd and libvirtd itself when they are not running (as root; never with -l).
+# Guests are transient domains booting the tiny integration guest (host_guest.sh), whose
+# virtio-balloon driver carries out memtided's targets; balloon figures are libvirt's own
+# (virsh dommemstat).  The access-bit source is libvmm's simulated hardware (source = sim):
+# the guests run no agent, and the simulated working set makes the arbitration figures
+# predictable.  The host's MemAvailable comes from a file memtided is pointed at ([host]
+# meminfo), because this test cannot make the real host run short of memory; everything
+# else (libvirt, QEMU, the guests' kernels) is real.
+#
+# Checked: discovery of running domains with a balloon (and not of one without); lifecycle
+# events (attach on start, detach on destroy); policy from the domain's metadata at attach,
+# after a live change, and refusal of invalid metadata; balloon actuation in bounded steps
+# to the floor; deflate at once on guest pressure (MemAvailable through the balloon stats);
+# host arbitration (the lower priority VM gives first, headroom comes back when the host has
+# room); SIGTERM leaves every guest at its full size.
+set -u
+BUILD=${BUILD:-build}
+BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
+IT_GUEST_LIB=1 . "$(dirname "$0")/host_guest.sh"
+NS=https://memtide.org/xmlns/policy/1
+TOTAL=13
+
+echo "1..$TOTAL"
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; failed=1; }
+skip_rest() { while [ $n -lt $TOTAL ]; do n=$((n + 1)); echo "ok $n # SKIP $*"; done; exit 0; }
+
+[ "$(id -u)" = 0 ] || skip_rest "needs root to run libvirtd"
+[ -x "$BIN/memtided" ] || skip_rest "memtided not built"
+command -v libvirtd >/dev/null || skip_rest "libvirtd not installed"
+it_guest_build || skip_rest "cannot build the integration guest"
+
+pgrep -x virtlogd >/dev/null || virtlogd -d
+pgrep -x libvirtd >/dev/null || libvirtd -d
+V="virsh -q -c qemu:///system"
+for _ in $(seq 50); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
+$V version >/dev/null 2>&1 || skip_rest "libvirtd does not answer"
+
+dir=$(mktemp -d /tmp/memtide-it-lv.XXXXXX)
+chmod 755 "$dir"
+cp "$IT_KERNEL" "$IT_INITRD" "$dir/"
+chmod 644 "$dir/vmlinux" "$dir/initrd.cpio"
+tag=it$$
+doms=()
+mpid=
+cleanup() {
+	[ -n "$mpid" ] && kill "$mpid" 2>/dev/null && wait "$mpid" 2>/dev/null
+	for d in "${doms[@]}"; do $V destroy "$d" >/dev/null 2>&1; done
+	[ "$failed" = 0 ] && rm -rf "$dir"
+}
+trap cleanup EXIT
+
+# start_dom NAME BALLOON(virtio|none) [METADATA-XML]
+start_dom() {
+	local name=$1 model=$2 meta=${3:-}
+	local balloon="<memballoon model='none'/>"
+	[ "$model" = virtio ] &&
+		balloon="<memballoon model='virtio' freePageReporting='on'><stats period='1'/></memballoon>"
+	[ -n "$meta" ] && meta="<metadata>$meta</metadata>"
+	cat >"$dir/$name.xml" <<XML
+<domain type='qemu'>
+  <name>$name</name>
+  <memory unit='MiB'>512</memory>
+  <currentMemory unit='MiB'>512</currentMemory>
+  <vcpu>1</vcpu>
+  $meta
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$dir/vmlinux</kernel>
+    <initrd>$dir/initrd.cpio</initrd>
+    <cmdline>console=ttyS0 quiet</cmdline>
+  </os>
+  <on_poweroff>destroy</on_poweroff>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <serial type='unix'>
+      <source mode='bind' path='$dir/$name.serial'/>
+      <log file='$dir/$name.console' append='off'/>
+      <target port='0'/>
+    </serial>
+    $balloon
+  </devices>
+</domain>
+XML
+	doms+=("$name")
+	$V create "$dir/$name.xml" >/dev/null
+}
+guest_ready() { grep -q "memtide-it-guest ready" "$dir/$1.console" 2>/dev/null; }
+guest_run() { echo "$2" | socat -t 1 - "UNIX-CONNECT:$dir/$1.serial" >/dev/null 2>&1; }
+actual() { $V dommemstat "$1" 2>/dev/null | awk '$1 == "actual" {print int($2 / 1024)}'; }
+below() { local a; a=$(actual "$1"); [ -n "$a" ] && [ "$a" -le "$2" ]; }
+above() { local a; a=$(actual "$1"); [ -n "$a" ] && [ "$a" -ge "$2" ]; }
+logged() { grep -q "$1" "$dir/memtided.log"; }
+wait_for() {
+	local limit=$1
+	shift
+	local end=$((SECONDS + limit))
+	while [ $SECONDS -lt $end ]; do
+		"$@" && return 0
+		sleep 0.25
+	done
+	"$@"
+}
+# steady DOM: wait until the balloon stops moving (same value for 3 s); print it.
+steady() {
+	local last=-1 same=0 a end=$((SECONDS + 60))
+	while [ $SECONDS -lt $end ] && [ $same -lt 12 ]; do
+		a=$(actual "$1")
+		if [ "$a" = "$last" ]; then same=$((same + 1)); else same=0 last=$a; fi
+		sleep 0.25
+	done
+	echo "$last"
+}
+meminfo() { printf 'MemTotal: 25165824 kB\nMemAvailable: %d kB\n' $(($1 * 1024)) >"$dir/meminfo"; }
+
+A=mtd-$tag-a N=mtd-$tag-n B=mtd-$tag-b C=mtd-$tag-c
+start_dom "$A" virtio
+start_dom "$N" none
+wait_for 30 guest_ready "$A" || skip_rest "guest $A did not boot"
+
+meminfo 8192
+cat >"$dir/memtided.conf" <<CONF
+[daemon]
+interval = 1s
+stats_period = 1
+metrics_port = 0
+socket = $dir/ctl.sock
+source = sim
+[controller]
+max_inflate_step = 64M
+hold_after_deflate = 3s
+deflate_min = 128M
+mem_available_low = 96M
+[host]
+meminfo = $dir/meminfo
+low_mark = 1G
+high_mark = 2G
+interval = 500ms
+[defaults]
+min = 192M
+headroom = 32M
+[sim]
+hot_percent = 10
+CONF
+"$BIN/memtided" --foreground --config "$dir/memtided.conf" --log-level info >"$dir/memtided.log" 2>&1 &
+mpid=$!
+
+# 1, 2: discovery
+if wait_for 15 logged "$A: attached"; then ok "finds the running domain with a balloon"; else nok "no attach of $A"; fi
+if wait_for 5 logged "$N: not attached: the domain has no virtio memballoon"; then
+	ok "leaves the domain without a balloon alone, and says why"
+else
+	nok "no word about $N"
+fi
+$V destroy "$N" >/dev/null 2>&1
+
+# 3, 4: actuation in bounded steps down to the floor
+min_seen=512 end=$((SECONDS + 40))
+while [ $SECONDS -lt $end ]; do
+	a=$(actual "$A")
+	[ -n "$a" ] && [ "$a" -lt "$min_seen" ] && min_seen=$a
+	[ "$min_seen" -le 196 ] && break
+	sleep 0.25
+done
+if [ "$min_seen" -le 196 ]; then ok "inflates $A's balloon 512 -> $min_seen MiB through libvirt"; else nok "$A's balloon only reached $min_seen MiB"; fi
+step=$(grep "$A: inflate" "$dir/memtided.log" | grep -o 'inflate [0-9]*->[0-9]*' |
+	awk -F'[ >-]+' '{d=$2-$3; if (d>m) m=d} END {print m+0}')
+if [ "$step" -gt 0 ] && [ "$step" -le 64 ] && [ "$min_seen" -ge 192 ]; then
+	ok "largest step $step MiB <= 64 MiB; never below the 192 MiB floor"
+else
+	nok "largest step $step MiB, lowest actual $min_seen MiB"
+fi
+
+# 5: guest pressure: fill tmpfs until MemAvailable drops under 96 MiB
+before=$(actual "$A")
+guest_run "$A" "dd if=/dev/zero of=/tmp/fill bs=1M count=100"
+if wait_for 15 above "$A" $((before + 120)) && logged "$A: pressure: giving memory back"; then
+	ok "guest MemAvailable under its mark: deflated $before -> $(actual "$A") MiB at once"
+else
+	nok "pressure: $before -> $(actual "$A") MiB"
+fi
+guest_run "$A" "rm -f /tmp/fill"
+
+# 6, 7: a domain started later, with its policy in the metadata
+POL="<memtide:policy xmlns:memtide='$NS' min='128M' headroom='192M'"
+start_dom "$B" virtio "$POL priority='1'/>"
+if wait_for 20 logged "$B: attached.*policy enabled min 128 MiB max 0 MiB priority 1 headroom 192 MiB"; then
+	ok "attaches a domain on its start event, with the policy from its metadata"
+else
+	nok "no attach of $B with its policy"
+fi
+$V metadata "$B" --uri "$NS" --key memtide --live \
+	--set "<policy min='144M' headroom='192M' priority='1'/>" >/dev/null
+if wait_for 10 logged "$B: policy enabled min 144 MiB"; then ok "a live metadata change reaches the VM's policy"; else nok "metadata change not applied"; fi
+
+# 8: invalid metadata: the VM is watched but kept at its full size
+$V metadata "$A" --uri "$NS" --key memtide --live --set "<policy min='lots'/>" >/dev/null
+if wait_for 10 logged "$A: memtide metadata: min must be a size" && wait_for 10 above "$A" 512; then
+	ok "invalid metadata is refused with a reason and the VM goes back to its full size"
+else
+	nok "invalid metadata: $(grep "$A" "$dir/memtided.log" | tail -2)"
+fi
+
+# 9, 10: host arbitration between B (priority 1) and C (priority 100)
+start_dom "$C" virtio "$POL priority='100'/>"
+wait_for 30 guest_ready "$C" >/dev/null
+wait_for 20 logged "$C: attached" >/dev/null
+sb=$(steady "$B")
+sc=$(steady "$C")
+meminfo 924 # 100 MiB under the 1 GiB low mark
+if wait_for 20 below "$B" $((sb - 64)) && above "$C" $((sc - 16)); then
+	ok "host short by 100 MiB: priority 1 gives first ($sb -> $(actual "$B") MiB), priority 100 keeps $(actual "$C") MiB"
+else
+	nok "arbitration: B $sb -> $(actual "$B"), C $sc -> $(actual "$C") MiB"
+fi
+meminfo 4096 # over the 2 GiB high mark
+if wait_for 15 above "$B" $((sb - 16)); then ok "host has room again: headroom back ($(actual "$B") MiB)"; else nok "release: B at $(actual "$B") MiB"; fi
+
+# 11: detach on destroy
+$V destroy "$C" >/dev/null
+if wait_for 10 logged "$C: detached"; then ok "detaches a destroyed domain"; else nok "no detach of $C"; fi
+
+# 12, 13: SIGTERM leaves every guest at its full size
+wait_for 20 below "$B" 300 >/dev/null
+low=$(actual "$B")
+kill -TERM "$mpid"
+wait "$mpid"
+rc=$?
+mpid=
+if [ "$rc" = 0 ]; then ok "memtided exits 0 on SIGTERM"; else nok "exit status $rc"; fi
+if wait_for 10 above "$B" 512 && above "$A" 512; then
+	ok "after exit $B is back from $low to $(actual "$B") MiB, $A at $(actual "$A") MiB"
+else
+	nok "after exit: B $(actual "$B"), A $(actual "$A") MiB"
+fi
+if [ "$failed" != 0 ]; then
+	echo "# logs kept in $dir"
+	tail -40 "$dir/memtided.log" | sed 's/^/# /'
+fi
+exit $failed
