@@ -104,11 +104,19 @@ int mtd_arbiter_read_meminfo(const char *path, uint64_t *total_bytes, uint64_t *
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long kib;
-		if (sscanf(line, "MemTotal: %llu kB", &kib) == 1) {
+		bool total = strncmp(line, "MemTotal:", 9) == 0;
+		bool avail = strncmp(line, "MemAvailable:", 13) == 0;
+		char *end;
+		if (!total && !avail)
+			continue;
+		errno = 0;
+		unsigned long long kib = strtoull(line + (total ? 9 : 13), &end, 10);
+		if (errno || strncmp(end, " kB", 3) != 0 || kib > UINT64_MAX / 1024)
+			continue; /* not the kernel's format: treat the field as missing */
+		if (total) {
 			*total_bytes = (uint64_t)kib * 1024;
 			have_total = true;
-		} else if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+		} else {
 			*avail_bytes = (uint64_t)kib * 1024;
 			have_avail = true;
 		}

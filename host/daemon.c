@@ -394,7 +394,7 @@ static void arbitrate(struct mtd_daemon *d)
 			if (!a)
 				break;
 			av = a;
-			b = realloc(vp, nc * sizeof(*vp));
+			b = realloc(vp, nc * sizeof(struct mtd_vm *));
 			if (!b)
 				break;
 			vp = b;

@@ -130,7 +130,8 @@ static int on_device(virConnectPtr c, virDomainPtr dom, const char *alias, void 
 
 	(void)c;
 	/* Only the balloon and channels matter; re-read the XML for those. */
-	if (!name || !alias || (strncmp(alias, "balloon", 7) && strncmp(alias, "channel", 7)))
+	if (!name || !alias ||
+	    (strncmp(alias, "balloon", 7) != 0 && strncmp(alias, "channel", 7) != 0))
 		return 0;
 	(void)mtd_daemon_queue(lv->d, MTD_WORK_DETACH, name);
 	(void)mtd_daemon_queue(lv->d, MTD_WORK_ATTACH, name);

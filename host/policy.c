@@ -392,8 +392,11 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 	if (!strcmp(k, "socket"))
 		return set_str(c->socket_path, sizeof(c->socket_path), v, k, err, errlen);
 	if (!strcmp(k, "log_level")) {
-		if (strcmp(v, "error") && strcmp(v, "warning") && strcmp(v, "notice") &&
-		    strcmp(v, "info") && strcmp(v, "debug"))
+		static const char *const levels[] = {"error", "warning", "notice", "info", "debug"};
+		bool known = false;
+		for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++)
+			known = known || strcmp(v, levels[i]) == 0;
+		if (!known)
 			return bad(err, errlen, k, "error, warning, notice, info or debug", v);
 		return set_str(c->log_level, sizeof(c->log_level), v, k, err, errlen);
 	}

@@ -167,17 +167,18 @@ int mtd_qmp_parse_reply(const char *text, struct json_object **ret, char *err, s
 int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args,
 		    struct json_object **ret, char *err, size_t errlen)
 {
-	struct json_object *req = json_object_new_object();
-	uint64_t deadline = now_ms() + (uint64_t)q->timeout_ms;
+	struct json_object *req;
+	uint64_t deadline;
 	int rc;
 
 	if (ret)
 		*ret = NULL;
-	if (q->fd < 0) {
-		json_object_put(req);
+	if (!q || q->fd < 0) {
 		snprintf(err, errlen, "QMP connection is closed");
 		return -EIO;
 	}
+	req = json_object_new_object();
+	deadline = now_ms() + (uint64_t)q->timeout_ms;
 	json_object_object_add(req, "execute", json_object_new_string(cmd));
 	if (args)
 		json_object_object_add(req, "arguments", json_object_get(args));

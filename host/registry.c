@@ -84,8 +84,10 @@ size_t mtd_registry_list(struct mtd_daemon *d, struct mtd_vm **vms, size_t max)
 	rcu_read_lock();
 	cds_lfht_for_each_entry(d->vms, &it, vm, node)
 	{
+		/* cppcheck cannot see through cds_lfht_for_each_entry, which sets vm from the
+		 * table's node before the body runs. */
 		if (n < max)
-			vms[n] = vm;
+			vms[n] = vm; // cppcheck-suppress uninitvar
 		n++;
 	}
 	rcu_read_unlock();

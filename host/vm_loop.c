@@ -286,7 +286,7 @@ static void account_balloon(struct mtd_vm *vm, uint64_t now_ms, uint64_t from, u
 			return;
 		memcpy(&vm->evicted[vm->nr_evicted], runs, res.nr_runs * sizeof(runs[0]));
 		vm->nr_evicted += res.nr_runs;
-		if (vm->source.ops->evicted)
+		if (vm->source.ops && vm->source.ops->evicted)
 			vm->source.ops->evicted(vm->source.ctx, runs, res.nr_runs);
 		return;
 	}
