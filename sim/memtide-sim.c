@@ -1,0 +1,574 @@
+/*
+ * memtide-sim.c - replay access traces against balloon policies; sweep; benchmark.
+ *
+ *   memtide-sim run    --policy P (--trace FILE | --gen KIND) [--PARAM VALUE...]
+ *   memtide-sim gen    KIND -o FILE [--ram-pages N --epochs N --epoch-ms MS --gen-seed N]
+ *   memtide-sim sweep  (--trace FILE | --gen KIND) -o BASE [--policies a,b] [--param NAME
+ *                      --values v1,v2,...]          -> BASE.csv, BASE.png, BASE.svg
+ *   memtide-sim bench  [--traces DIR] [--quick]     -> JSON lines (sim_pareto, sim_react)
+ *
+ * Everything a policy reads is a parameter (sim/params.c), settable as --NAME VALUE on
+ * run and sweep.  Output is JSON lines on stdout; progress and errors go to stderr.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+#define BUDGET_LO 0.002 /* the two refault budgets: 0.2% and 1% of resident / min */
+#define BUDGET_HI 0.01
+#define MAX_PTS   32
+
+static void usage(FILE *out)
+{
+	fprintf(
+	    out,
+	    "usage: memtide-sim run   --policy P (--trace FILE | --gen KIND) [--PARAM VALUE...]\n"
+	    "       memtide-sim gen   KIND -o FILE [generator options]\n"
+	    "       memtide-sim sweep (--trace FILE | --gen KIND) -o BASE [--policies a,b,...]\n"
+	    "                         [--param NAME --values v1,v2,...] [--PARAM VALUE...]\n"
+	    "       memtide-sim bench [--traces DIR] [--quick]\n"
+	    "\n"
+	    "run     replay one trace against one policy; prints one JSON object: mean and peak\n"
+	    "        resident pages, memory saved vs no management, refaults (count, per minute\n"
+	    "        as a share of resident pages, as a share of reclaimed pages), fills, the\n"
+	    "        policy's CPU time; with --step-ms MS also react_ms, the time after MS until\n"
+	    "        the refault rate is back under --budget (windows of --window-ms).\n"
+	    "gen     write a synthetic trace.  KIND: zipf grow phases scan sparse step.\n"
+	    "sweep   run every policy (or --policies) at several settings of its knob (or of\n"
+	    "        --param at --values), write BASE.csv and plot BASE.png / BASE.svg.\n"
+	    "bench   the sim_pareto and sim_react benchmarks (docs/results.md).\n"
+	    "\n"
+	    "policies: none fpr-only mom damon lru2 memtide oracle\n"
+	    "generator options: --ram-pages N (32768) --epochs N (600) --epoch-ms MS (1000)\n"
+	    "                   --gen-seed N (42)\n"
+	    "parameters (--NAME VALUE, default, meaning):\n");
+	sim_params_help(out);
+}
+
+struct opts {
+	const char *trace, *gen, *policy, *out, *policies, *param, *values, *traces_dir;
+	struct sim_gen_opts go;
+	struct sim_params p;
+	uint64_t step_ms, window_ms;
+	bool quick;
+};
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno || end == s || *end || s[0] == '-' ? -EINVAL : 0;
+}
+
+/* Parse argv[first..]: known options, then any --PARAM VALUE. */
+static int parse_opts(int argc, char **argv, int first, struct opts *o)
+{
+	for (int i = first; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char **str = NULL;
+		uint64_t *num = NULL;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		}
+		if (!strcmp(a, "--quick")) {
+			o->quick = true;
+			continue;
+		}
+		if (strncmp(a, "--", 2) && strcmp(a, "-o")) {
+			fprintf(stderr, "memtide-sim: unexpected argument '%s'\n", a);
+			return -EINVAL;
+		}
+		if (!v) {
+			fprintf(stderr, "memtide-sim: %s needs a value\n", a);
+			return -EINVAL;
+		}
+		if (!strcmp(a, "--trace"))
+			str = &o->trace;
+		else if (!strcmp(a, "--gen"))
+			str = &o->gen;
+		else if (!strcmp(a, "--policy"))
+			str = &o->policy;
+		else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+			str = &o->out;
+		else if (!strcmp(a, "--policies"))
+			str = &o->policies;
+		else if (!strcmp(a, "--param"))
+			str = &o->param;
+		else if (!strcmp(a, "--values"))
+			str = &o->values;
+		else if (!strcmp(a, "--traces"))
+			str = &o->traces_dir;
+		else if (!strcmp(a, "--ram-pages"))
+			num = &o->go.ram_pages;
+		else if (!strcmp(a, "--epochs"))
+			num = &o->go.epochs;
+		else if (!strcmp(a, "--epoch-ms"))
+			num = &o->go.epoch_ms;
+		else if (!strcmp(a, "--gen-seed"))
+			num = &o->go.seed;
+		else if (!strcmp(a, "--step-ms"))
+			num = &o->step_ms;
+		else if (!strcmp(a, "--window-ms"))
+			num = &o->window_ms;
+		if (str) {
+			*str = v;
+		} else if (num) {
+			if (parse_u64(v, num)) {
+				fprintf(stderr, "memtide-sim: %s: '%s' is not a number\n", a, v);
+				return -EINVAL;
+			}
+		} else {
+			int rc = sim_params_set(&o->p, a + 2, v);
+			if (rc == -ENOENT) {
+				fprintf(stderr, "memtide-sim: unknown option '%s' (see --help)\n",
+					a);
+				return rc;
+			}
+			if (rc) {
+				fprintf(stderr, "memtide-sim: %s: bad value '%s'\n", a, v);
+				return rc;
+			}
+		}
+		i++;
+	}
+	return 0;
+}
+
+static int load_trace(const struct opts *o, struct sim_trace *t)
+{
+	char err[256];
+	int rc;
+
+	if (!!o->trace == !!o->gen) {
+		fprintf(stderr, "memtide-sim: give exactly one of --trace FILE and --gen KIND\n");
+		return -EINVAL;
+	}
+	if (o->trace) {
+		rc = sim_trace_read(t, o->trace, err, sizeof(err));
+		if (rc)
+			fprintf(stderr, "memtide-sim: %s\n", err);
+		return rc;
+	}
+	struct sim_gen_opts go = o->go;
+	if (sim_gen_by_name(o->gen, &go.kind)) {
+		fprintf(stderr, "memtide-sim: unknown generator '%s'\n", o->gen);
+		return -EINVAL;
+	}
+	rc = sim_gen(&go, t);
+	if (rc)
+		fprintf(stderr,
+			"memtide-sim: generator %s: %s (ram-pages must be a multiple of 512)\n",
+			o->gen, strerror(-rc));
+	return rc;
+}
+
+static const char *trace_name(const struct opts *o, const struct sim_trace *t)
+{
+	return o->trace ? o->trace : t->source;
+}
+
+static int cmd_run(struct opts *o)
+{
+	struct sim_trace t;
+	struct sim_result r;
+	const struct sim_policy *pol = o->policy ? sim_policy_get(o->policy) : NULL;
+	int rc;
+
+	if (!pol) {
+		fprintf(stderr, "memtide-sim: run needs --policy (none fpr-only mom damon lru2 "
+				"memtide oracle)\n");
+		return 2;
+	}
+	if (load_trace(o, &t))
+		return 1;
+	rc = sim_replay(&t, pol, &o->p, o->step_ms != 0, &r);
+	if (rc) {
+		fprintf(stderr, "memtide-sim: %s: %s\n", pol->name, strerror(-rc));
+		sim_trace_free(&t);
+		return 1;
+	}
+	sim_result_json(stdout, "sim_run", trace_name(o, &t), &r);
+	if (o->step_ms) {
+		uint64_t w = o->window_ms ? o->window_ms : o->p.mt_interval_ms;
+		printf("{\"name\":\"sim_react\",\"policy\":\"%s\",\"react_ms\":%llu,\"window_ms\":%"
+		       "llu,"
+		       "\"budget\":%g}\n",
+		       pol->name,
+		       (unsigned long long)sim_react_ms(&t, &r, o->step_ms, w, o->p.budget),
+		       (unsigned long long)w, o->p.budget);
+	}
+	sim_result_free(&r);
+	sim_trace_free(&t);
+	return 0;
+}
+
+static int cmd_gen(int argc, char **argv, struct opts *o)
+{
+	struct sim_trace t;
+	char err[256];
+
+	if (argc < 3 || argv[2][0] == '-') {
+		fprintf(stderr,
+			"memtide-sim: gen needs a KIND (zipf grow phases scan sparse step)\n");
+		return 2;
+	}
+	o->gen = argv[2];
+	if (parse_opts(argc, argv, 3, o))
+		return 2;
+	if (!o->out) {
+		fprintf(stderr, "memtide-sim: gen needs -o FILE\n");
+		return 2;
+	}
+	if (load_trace(o, &t))
+		return 1;
+	int rc = sim_trace_write(&t, o->out, 19, err, sizeof(err));
+	if (rc)
+		fprintf(stderr, "memtide-sim: %s\n", err);
+	sim_trace_free(&t);
+	return rc ? 1 : 0;
+}
+
+/* Run pol at each value of `knob` (a parameter name; "" = one run).  Returns points. */
+static int sweep_policy(const struct sim_trace *t, const struct sim_policy *pol,
+			const struct sim_params *base, const char *knob, const double *vals,
+			size_t n, struct sim_point *pts)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sim_params p = *base;
+		char buf[64];
+		int rc;
+		if (knob[0]) {
+			snprintf(buf, sizeof(buf), "%.17g", vals[i]);
+			rc = sim_params_set(&p, knob, buf);
+			if (rc)
+				return rc;
+		}
+		rc = sim_replay(t, pol, &p, false, &pts[i].r);
+		if (rc)
+			return rc;
+		pts[i].knob = knob[0] ? vals[i] : 0;
+		pts[i].saved = pts[i].r.saved;
+		pts[i].refault_rate = pts[i].r.refault_rate;
+	}
+	return 0;
+}
+
+static size_t parse_values(const char *s, double *vals, size_t max)
+{
+	size_t n = 0;
+	char *dup = strdup(s), *save = NULL;
+
+	for (char *tok = strtok_r(dup, ",", &save); tok && n < max;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		vals[n] = strtod(tok, &end);
+		if (end == tok || *end) {
+			free(dup);
+			return 0;
+		}
+		n++;
+	}
+	free(dup);
+	return n;
+}
+
+static bool listed(const char *list, const char *name)
+{
+	size_t l = strlen(name);
+
+	if (!list)
+		return true;
+	for (const char *p = list; (p = strstr(p, name)); p += l)
+		if ((p == list || p[-1] == ',') && (p[l] == ',' || p[l] == '\0'))
+			return true;
+	return false;
+}
+
+static int cmd_sweep(struct opts *o)
+{
+	struct sim_trace t;
+	struct sim_point pts[MAX_PTS];
+	double vals[MAX_PTS];
+	char csv[4096];
+	FILE *f;
+	int rc = 0;
+
+	if (!o->out) {
+		fprintf(stderr, "memtide-sim: sweep needs -o BASE (writes BASE.csv, .png, .svg)\n");
+		return 2;
+	}
+	if (!!o->param != !!o->values) {
+		fprintf(stderr, "memtide-sim: --param and --values go together\n");
+		return 2;
+	}
+	if (o->param) {
+		int err;
+		sim_params_get(&o->p, o->param, &err);
+		if (err) {
+			fprintf(stderr, "memtide-sim: unknown parameter '%s'\n", o->param);
+			return 2;
+		}
+	}
+	if (o->policies) {
+		char *dup = strdup(o->policies), *save = NULL;
+		for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (!sim_policy_get(tok)) {
+				fprintf(stderr, "memtide-sim: unknown policy '%s'\n", tok);
+				free(dup);
+				return 2;
+			}
+		}
+		free(dup);
+	}
+	if (load_trace(o, &t))
+		return 1;
+	snprintf(csv, sizeof(csv), "%s.csv", o->out);
+	f = fopen(csv, "w");
+	if (!f) {
+		fprintf(stderr, "memtide-sim: %s: %s\n", csv, strerror(errno));
+		sim_trace_free(&t);
+		return 1;
+	}
+	bool header = true;
+	for (size_t i = 0; sim_policies[i] && !rc; i++) {
+		const struct sim_policy *pol = sim_policies[i];
+		const char *knob = pol->knob;
+		size_t n;
+		if (!listed(o->policies, pol->name))
+			continue;
+		if (o->param) {
+			knob = o->param;
+			n = parse_values(o->values, vals, MAX_PTS);
+			if (!n) {
+				fprintf(
+				    stderr,
+				    "memtide-sim: --values: a comma-separated list of numbers\n");
+				rc = -EINVAL;
+				break;
+			}
+		} else {
+			n = sim_default_knob_values(pol, vals, MAX_PTS);
+		}
+		rc = sweep_policy(&t, pol, &o->p, knob, vals, n, pts);
+		if (rc) {
+			fprintf(stderr, "memtide-sim: %s at %s: %s\n", pol->name, knob,
+				strerror(-rc));
+			break;
+		}
+		sim_points_csv(f, header, pol->name, knob, pts, n);
+		header = false;
+		for (int b = 0; b < 2; b++) {
+			double budget = b ? BUDGET_HI : BUDGET_LO, saved;
+			int best = sim_best_under_budget(pts, n, budget, &saved);
+			printf("{\"name\":\"sim_sweep\",\"trace\":\"%s\",\"policy\":\"%s\","
+			       "\"budget\":%g,"
+			       "\"saved\":%.5f,\"knob\":\"%s\",\"value\":%g}\n",
+			       trace_name(o, &t), pol->name, budget, saved, knob[0] ? knob : "-",
+			       best >= 0 ? pts[best].knob : -1);
+		}
+	}
+	if (fclose(f) && !rc)
+		rc = -EIO;
+	if (!rc) {
+		char title[256];
+		snprintf(title, sizeof(title), "memory saved vs refaults: %s", trace_name(o, &t));
+		rc = sim_plot(csv, o->out, title, BUDGET_LO, BUDGET_HI);
+		if (rc)
+			fprintf(stderr, "memtide-sim: gnuplot: %s (apt install gnuplot-nox)\n",
+				strerror(-rc));
+	}
+	sim_trace_free(&t);
+	return rc ? 1 : 0;
+}
+
+/* ---- bench ------------------------------------------------------------------------------ */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* sim_pareto for one trace: every non-oracle policy swept over its knob, the oracle solved
+ * at each budget; one JSON line per budget. */
+static int pareto_one(const struct sim_trace *t, const char *tname, const struct sim_params *p,
+		      int *beats, int *near, int *total)
+{
+	static const char *const pols[] = {"fpr-only", "mom", "damon", "lru2", "memtide"};
+	struct sim_point pts[sizeof(pols) / sizeof(*pols)][MAX_PTS];
+	size_t npts[sizeof(pols) / sizeof(*pols)] = {0};
+	double vals[MAX_PTS], t0 = now_s();
+	int rc;
+
+	for (size_t i = 0; i < sizeof(pols) / sizeof(*pols); i++) {
+		const struct sim_policy *pol = sim_policy_get(pols[i]);
+		if (!pol)
+			continue;
+		npts[i] = sim_default_knob_values(pol, vals, MAX_PTS);
+		rc = sweep_policy(t, pol, p, pol->knob, vals, npts[i], pts[i]);
+		if (rc) {
+			fprintf(stderr, "memtide-sim: bench %s on %s: %s\n", pols[i], tname,
+				strerror(-rc));
+			return rc;
+		}
+	}
+	for (int b = 0; b < 2; b++) {
+		double budget = b ? BUDGET_HI : BUDGET_LO, saved[8] = {0}, best_base = 0;
+		struct sim_params po = *p;
+		struct sim_result orc;
+		po.budget = budget;
+		rc = sim_replay(t, &sim_policy_oracle, &po, false, &orc);
+		if (rc)
+			return rc;
+		printf("{\"name\":\"sim_pareto\",\"trace\":\"%s\",\"ram_pages\":%llu,\"budget\":%g",
+		       tname, (unsigned long long)t->ram_pages, budget);
+		for (size_t i = 0; i < sizeof(pols) / sizeof(*pols); i++) {
+			int best = sim_best_under_budget(pts[i], npts[i], budget, &saved[i]);
+			printf(",\"%s\":{\"saved\":%.4f,\"setting\":%g,\"refault_rate\":%.5f}",
+			       pols[i], saved[i], best >= 0 ? pts[i][best].knob : -1,
+			       best >= 0 ? pts[i][best].refault_rate : 0);
+			if (strcmp(pols[i], "memtide") && saved[i] > best_base)
+				best_base = saved[i];
+		}
+		double mt = saved[4], ratio = orc.saved > 0 ? mt / orc.saved : 0;
+		bool beat = mt > best_base, ok85 = ratio >= 0.85;
+		printf(
+		    ",\"oracle\":{\"saved\":%.4f,\"refault_rate\":%.5f},\"memtide_vs_oracle\":%.3f,"
+		    "\"memtide_beats_baselines\":%s,\"memtide_85pct_oracle\":%s,\"wall_s\":%.1f}\n",
+		    orc.saved, orc.refault_rate, ratio, beat ? "true" : "false",
+		    ok85 ? "true" : "false", now_s() - t0);
+		fflush(stdout);
+		*beats += beat;
+		*near += ok85;
+		(*total)++;
+	}
+	return 0;
+}
+
+static int cmd_bench(struct opts *o)
+{
+	static const enum sim_gen_kind suite[] = {SIM_GEN_ZIPF, SIM_GEN_GROW, SIM_GEN_PHASES,
+						  SIM_GEN_SCAN, SIM_GEN_SPARSE};
+	const char *dir = o->traces_dir ? o->traces_dir : "sim/traces";
+	int beats = 0, near = 0, total = 0, rc = 0, real = 0;
+	double t0 = now_s();
+
+	for (size_t i = 0; i < sizeof(suite) / sizeof(*suite) && !rc; i++) {
+		struct sim_gen_opts go;
+		struct sim_trace t;
+		sim_gen_opts_default(&go, suite[i]);
+		if (o->quick)
+			go.epochs = 200;
+		rc = sim_gen(&go, &t);
+		if (!rc)
+			rc = pareto_one(&t, t.source, &o->p, &beats, &near, &total);
+		sim_trace_free(&t);
+	}
+	DIR *d = opendir(dir);
+	if (!d)
+		fprintf(stderr, "memtide-sim: bench: no recorded traces (%s: %s)\n", dir,
+			strerror(errno));
+	struct dirent *de;
+	char *names[64];
+	int nn = 0;
+	while (d && (de = readdir(d)) && nn < 64) {
+		size_t l = strlen(de->d_name);
+		if (l > 4 && !strcmp(de->d_name + l - 4, ".mtt"))
+			names[nn++] = strdup(de->d_name);
+	}
+	if (d)
+		closedir(d);
+	for (int i = 0; i < nn; i++) {
+		char path[4096], err[256];
+		struct sim_trace t;
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (!rc && sim_trace_read(&t, path, err, sizeof(err)) == 0) {
+			rc = pareto_one(&t, t.source, &o->p, &beats, &near, &total);
+			sim_trace_free(&t);
+			real++;
+		} else if (!rc) {
+			fprintf(stderr, "memtide-sim: bench: %s\n", err);
+		}
+		free(names[i]);
+	}
+	if (rc)
+		return 1;
+	printf("{\"name\":\"sim_pareto_summary\",\"cases\":%d,\"real_traces\":%d,"
+	       "\"memtide_beats_baselines\":%d,\"memtide_85pct_oracle\":%d,\"wall_s\":%.1f}\n",
+	       total, real, beats, near, now_s() - t0);
+
+	/* sim_react: the step trace; memtide with its target at the budget. */
+	const struct sim_policy *mtp = sim_policy_get("memtide");
+	struct sim_gen_opts go;
+	struct sim_trace t;
+	if (!mtp) {
+		fprintf(stderr, "memtide-sim: bench: memtide policy not built\n");
+		return 1;
+	}
+	sim_gen_opts_default(&go, SIM_GEN_STEP);
+	if (sim_gen(&go, &t))
+		return 1;
+	for (int b = 0; b < 2; b++) {
+		struct sim_params p = o->p;
+		struct sim_result r;
+		p.budget = b ? BUDGET_HI : BUDGET_LO;
+		p.mt_target = p.budget;
+		if (sim_replay(&t, mtp, &p, true, &r))
+			return 1;
+		uint64_t react = sim_react_ms(&t, &r, go.step_at_ms, p.mt_interval_ms, p.budget);
+		printf("{\"name\":\"sim_react\",\"policy\":\"memtide\",\"budget\":%g,\"react_ms\":%"
+		       "llu,"
+		       "\"control_interval_ms\":%llu,\"react_intervals\":%.2f,\"goal_met\":%s,"
+		       "\"refaults\":%llu,\"saved\":%.4f}\n",
+		       p.budget, (unsigned long long)react, (unsigned long long)p.mt_interval_ms,
+		       (double)react / (double)p.mt_interval_ms,
+		       react <= 2 * p.mt_interval_ms ? "true" : "false",
+		       (unsigned long long)r.refaults, r.saved);
+		sim_result_free(&r);
+	}
+	sim_trace_free(&t);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = {0};
+	const char *cmd;
+
+	sim_params_default(&o.p);
+	sim_gen_opts_default(&o.go, SIM_GEN_ZIPF);
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "gen"))
+		return cmd_gen(argc, argv, &o);
+	if (strcmp(cmd, "run") && strcmp(cmd, "sweep") && strcmp(cmd, "bench")) {
+		fprintf(stderr, "memtide-sim: unknown command '%s' (run, gen, sweep, bench)\n",
+			cmd);
+		return 2;
+	}
+	if (parse_opts(argc, argv, 2, &o))
+		return 2;
+	if (!strcmp(cmd, "run"))
+		return cmd_run(&o);
+	if (!strcmp(cmd, "sweep"))
+		return cmd_sweep(&o);
+	return cmd_bench(&o);
+}

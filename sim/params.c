@@ -1,0 +1,172 @@
+/*
+ * params.c - every tunable of every memtide-sim policy, by command-line name.
+ *
+ * One table drives parsing, range checks, --help and `sweep --param`: a parameter added
+ * here is settable everywhere.  Defaults follow the systems the baselines imitate (oVirt
+ * MOM's balloon.rules, DAMON_RECLAIM's module parameters, Linux's page_reporting_order and
+ * the reporting delay measured on this machine) and libvmm's own defaults for memtide.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+enum ptype { P_DBL, P_U64, P_UINT, P_BOOL };
+
+struct pdesc {
+	const char *name;
+	enum ptype type;
+	size_t off;
+	double min, max;
+	const char *help;
+};
+
+#define F(f) offsetof(struct sim_params, f)
+static const struct pdesc pdescs[] = {
+    {"budget", P_DBL, F(budget), 0, 1, "refault budget, share of resident pages per minute"},
+    {"fpr", P_BOOL, F(fpr), 0, 1, "free page reporting on (every policy but none)"},
+    {"fpr-delay-ms", P_U64, F(fpr_delay_ms), 0, 3.6e6, "free -> reported to the host"},
+    {"seed", P_U64, F(seed), 0, 1.8e19, "random seed (damon's sampling)"},
+    {"mom-pressure", P_DBL, F(mom_pressure), 0, 1, "host free share under which MOM shrinks"},
+    {"mom-host-free", P_DBL, F(mom_host_free), 0, 1, "host free share the host reports"},
+    {"mom-min-free", P_DBL, F(mom_min_free), 0, 0.95, "guest kept at least this share free"},
+    {"mom-max-step", P_DBL, F(mom_max_step), 0, 1, "balloon step at most, share of RAM"},
+    {"mom-min-step", P_DBL, F(mom_min_step), 0, 1, "balloon step at least, share of RAM"},
+    {"mom-interval-ms", P_U64, F(mom_interval_ms), 1, 3.6e6, "MOM policy loop"},
+    {"damon-sample-ms", P_U64, F(damon_sample_ms), 1, 1e5, "DAMON sampling interval"},
+    {"damon-aggr-ms", P_U64, F(damon_aggr_ms), 1, 1e6, "DAMON aggregation interval"},
+    {"damon-min-regions", P_U64, F(damon_min_regions), 1, 1e6, "DAMON min regions"},
+    {"damon-max-regions", P_U64, F(damon_max_regions), 3, 1e6, "DAMON max regions"},
+    {"damon-min-age-ms", P_U64, F(damon_min_age_ms), 0, 3.6e7, "reclaim regions idle this long"},
+    {"damon-quota-bytes-s", P_U64, F(damon_quota_bytes_s), 0, 1e13, "reclaim size quota"},
+    {"lru2-limit", P_DBL, F(lru2_limit), 0, 1, "resident limit, share of RAM"},
+    {"mt-nr-gens", P_UINT, F(mt_nr_gens), VMM_MIN_NR_GENS, VMM_MAX_NR_GENS, "generations"},
+    {"mt-interval-ms", P_U64, F(mt_interval_ms), 1, 3.6e6, "control interval"},
+    {"mt-target", P_DBL, F(mt_target), 0, 1, "target refaults, share of resident per minute"},
+    {"mt-min-age-ms", P_U64, F(mt_min_age_ms), 1, 3.6e7, "cold age threshold, lowest"},
+    {"mt-max-age-ms", P_U64, F(mt_max_age_ms), 1, 3.6e8, "cold age threshold, highest"},
+    {"mt-initial-age-ms", P_U64, F(mt_initial_age_ms), 1, 3.6e8, "cold age threshold, start"},
+    {"mt-kp", P_DBL, F(mt_kp), 0, 1e3, "reclaim PID proportional gain"},
+    {"mt-ki", P_DBL, F(mt_ki), 0, 1e3, "reclaim PID integral gain (per s)"},
+    {"mt-kd", P_DBL, F(mt_kd), 0, 1e3, "reclaim PID derivative gain"},
+    {"mt-aging-div", P_UINT, F(mt_aging_div), 1, 64, "aging rounds per cold age threshold"},
+};
+#undef F
+
+/* memtide: libvmm's reclaim controller defaults (vmm_reclaim_config_default). */
+static void mt_defaults(struct sim_params *p)
+{
+	p->mt_nr_gens = VMM_DEFAULT_NR_GENS;
+	p->mt_interval_ms = 5000;
+	p->mt_target = 0.002;
+	p->mt_min_age_ms = 1000;
+	p->mt_max_age_ms = 3600 * 1000;
+	p->mt_initial_age_ms = 60 * 1000;
+	p->mt_kp = 1.0;
+	p->mt_ki = 0.1;
+	p->mt_kd = 0.0;
+	p->mt_aging_div = 2;
+}
+
+void sim_params_default(struct sim_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->budget = 0.002;
+	p->fpr = true;
+	p->fpr_delay_ms = 2000;
+	p->seed = 1;
+	/* oVirt MOM balloon.rules: pressure_threshold 0.20, min_guest_free_percent 0.20,
+	 * max_balloon_change_percent 0.05, min_balloon_change_percent 0.0025, 10 s loop.  The
+	 * simulated host is overcommitted (10% free), so MOM is always in its shrink branch. */
+	p->mom_pressure = 0.20;
+	p->mom_host_free = 0.10;
+	p->mom_min_free = 0.20;
+	p->mom_max_step = 0.05;
+	p->mom_min_step = 0.0025;
+	p->mom_interval_ms = 10000;
+	/* DAMON defaults (5 ms / 100 ms, 10..1000 regions) and DAMON_RECLAIM's min_age 120 s
+	 * and 128 MiB/s size quota. */
+	p->damon_sample_ms = 5;
+	p->damon_aggr_ms = 100;
+	p->damon_min_regions = 10;
+	p->damon_max_regions = 1000;
+	p->damon_min_age_ms = 120000;
+	p->damon_quota_bytes_s = 128ull << 20;
+	p->lru2_limit = 0.5;
+	mt_defaults(p);
+}
+
+static const struct pdesc *find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(pdescs) / sizeof(pdescs[0]); i++)
+		if (!strcmp(pdescs[i].name, name))
+			return &pdescs[i];
+	return NULL;
+}
+
+int sim_params_set(struct sim_params *p, const char *name, const char *value)
+{
+	const struct pdesc *d = find(name);
+	char *end;
+	double v;
+
+	if (!d)
+		return -ENOENT;
+	errno = 0;
+	v = strtod(value, &end);
+	if (errno || end == value || *end || v != v || v < d->min || v > d->max)
+		return -EINVAL;
+	if (d->type != P_DBL && v != (double)(uint64_t)v)
+		return -EINVAL;
+	char *f = (char *)p + d->off;
+	switch (d->type) {
+	case P_DBL:
+		*(double *)(void *)f = v;
+		break;
+	case P_U64:
+		*(uint64_t *)(void *)f = (uint64_t)v;
+		break;
+	case P_UINT:
+		*(unsigned *)(void *)f = (unsigned)v;
+		break;
+	case P_BOOL:
+		*(bool *)(void *)f = v != 0;
+		break;
+	}
+	return 0;
+}
+
+double sim_params_get(const struct sim_params *p, const char *name, int *err)
+{
+	const struct pdesc *d = find(name);
+	const char *f;
+
+	*err = d ? 0 : -ENOENT;
+	if (!d)
+		return 0;
+	f = (const char *)p + d->off;
+	switch (d->type) {
+	case P_DBL:
+		return *(const double *)(const void *)f;
+	case P_U64:
+		return (double)*(const uint64_t *)(const void *)f;
+	case P_UINT:
+		return *(const unsigned *)(const void *)f;
+	case P_BOOL:
+		return *(const bool *)(const void *)f;
+	}
+	return 0;
+}
+
+void sim_params_help(FILE *out)
+{
+	struct sim_params p;
+	int err;
+
+	sim_params_default(&p);
+	for (size_t i = 0; i < sizeof(pdescs) / sizeof(pdescs[0]); i++)
+		fprintf(out, "  --%-22s %-12g %s\n", pdescs[i].name,
+			sim_params_get(&p, pdescs[i].name, &err), pdescs[i].help);
+}
