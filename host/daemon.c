@@ -378,13 +378,15 @@ static void arbitrate(struct mtd_daemon *d)
 	struct mtd_vm **vp = NULL;
 	size_t n = 0, cap = 0;
 	struct cds_lfht_iter it;
+	struct cds_lfht_node *vnode;
 	struct mtd_vm *vm;
 
 	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
 		return;
 	rcu_read_lock();
-	cds_lfht_for_each_entry(d->vms, &it, vm, node)
+	cds_lfht_for_each(d->vms, &it, vnode)
 	{
+		vm = caa_container_of(vnode, struct mtd_vm, node);
 		const struct mtd_vm_status *st = rcu_dereference(vm->status);
 		if (!st)
 			continue;

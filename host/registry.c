@@ -7,6 +7,9 @@
  * add_unique never races another writer on the same name, only readers, which lfht allows.
  * A removed VM is freed only after a grace period (call_rcu), so a reader that found it just
  * before removal still sees valid memory and its last published snapshot.
+ *
+ * Walks use cds_lfht_for_each over nodes, not cds_lfht_for_each_entry: the _entry form
+ * computes container_of(NULL) when the walk ends, which UBSan reports as pointer overflow.
  */
 #include <errno.h>
 #include <string.h>
@@ -78,16 +81,16 @@ int mtd_registry_del(struct mtd_daemon *d, struct mtd_vm *vm)
 size_t mtd_registry_list(struct mtd_daemon *d, struct mtd_vm **vms, size_t max)
 {
 	struct cds_lfht_iter it;
+	struct cds_lfht_node *vnode;
 	struct mtd_vm *vm;
 	size_t n = 0;
 
 	rcu_read_lock();
-	cds_lfht_for_each_entry(d->vms, &it, vm, node)
+	cds_lfht_for_each(d->vms, &it, vnode)
 	{
-		/* cppcheck cannot see through cds_lfht_for_each_entry, which sets vm from the
-		 * table's node before the body runs. */
+		vm = caa_container_of(vnode, struct mtd_vm, node);
 		if (n < max)
-			vms[n] = vm; // cppcheck-suppress uninitvar
+			vms[n] = vm;
 		n++;
 	}
 	rcu_read_unlock();
@@ -98,12 +101,14 @@ int mtd_daemon_foreach_vm(struct mtd_daemon *d,
 			  void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg)
 {
 	struct cds_lfht_iter it;
+	struct cds_lfht_node *vnode;
 	struct mtd_vm *vm;
 	int n = 0;
 
 	rcu_read_lock();
-	cds_lfht_for_each_entry(d->vms, &it, vm, node)
+	cds_lfht_for_each(d->vms, &it, vnode)
 	{
+		vm = caa_container_of(vnode, struct mtd_vm, node);
 		const struct mtd_vm_status *st = rcu_dereference(vm->status);
 		if (st) {
 			fn(arg, st);
