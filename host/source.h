@@ -62,9 +62,10 @@ int mtd_source_sim_new(uint64_t guest_bytes, unsigned hot_percent, uint64_t seed
 
 struct mtd_agent_link;
 /* The agent's reports for a guest of guest_bytes, read from link (owned by the caller, must
- * outlive the source); fresh while the agent spoke within silence_ms.  0, -ENOMEM. */
-int mtd_source_agent_new(struct mtd_agent_link *link, uint64_t guest_bytes, uint64_t silence_ms,
-			 struct mtd_source *out);
+ * outlive the source); memory the guest touched within two interval_ms counts as young each
+ * round; fresh while the agent spoke within silence_ms.  0, -EINVAL, -ENOMEM. */
+int mtd_source_agent_new(struct mtd_agent_link *link, uint64_t guest_bytes, uint64_t interval_ms,
+			 uint64_t silence_ms, struct mtd_source *out);
 
 static inline void mtd_source_destroy(struct mtd_source *s)
 {

@@ -108,8 +108,8 @@ static int attach(struct mtd_vm *vm)
 		rc = mtd_source_sim_new(vm->domain_bytes, cfg->sim_hot_percent, name_seed(vm->name),
 					&vm->source);
 	else if (vm->agent)
-		rc = mtd_source_agent_new(vm->agent, vm->domain_bytes, cfg->ctl.agent_silence_ms,
-					  &vm->source);
+		rc = mtd_source_agent_new(vm->agent, vm->domain_bytes, cfg->ctl.interval_ms,
+					  cfg->ctl.agent_silence_ms, &vm->source);
 	else
 		rc = 0; /* no source: the VM is watched and kept safe, never inflated */
 	if (rc < 0)
