@@ -39,8 +39,12 @@ void agent_path(const struct agent_config *c, const char *p, char *out, size_t c
 long agent_read_file(const char *path, char *buf, size_t cap)
 {
 	size_t len = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd;
 
+	if (cap == 0)
+		return -EINVAL;
+	buf[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	while (len + 1 < cap) {
@@ -168,17 +172,40 @@ int agent_parse_vmstat(const char *text, struct proto_stats *st)
 	return 0;
 }
 
+/* "name=" then a number, at *p; advances *p past it.  d or u receives the number. */
+static bool psi_field(const char **p, const char *name, double *d, unsigned long long *u)
+{
+	size_t n = strlen(name);
+	char *end;
+
+	while (**p == ' ')
+		(*p)++;
+	if (strncmp(*p, name, n) != 0 || (*p)[n] != '=')
+		return false;
+	*p += n + 1;
+	errno = 0;
+	if (d)
+		*d = strtod(*p, &end);
+	else
+		*u = strtoull(*p, &end, 10);
+	if (end == *p || errno)
+		return false;
+	*p = end;
+	return true;
+}
+
 /* One PSI line: "some avg10=0.00 avg60=0.00 avg300=0.00 total=0". */
 static bool psi_line(const char *text, const char *kind, double *a10, double *a60, uint64_t *total)
 {
 	const char *p = strstr(text, kind);
-	unsigned long long t;
+	unsigned long long t = 0;
 	double x300;
 
 	if (!p || (p != text && p[-1] != '\n'))
 		return false;
-	if (sscanf(p + strlen(kind), " avg10=%lf avg60=%lf avg300=%lf total=%llu", a10, a60, &x300,
-		   &t) != 4)
+	p += strlen(kind);
+	if (!psi_field(&p, "avg10", a10, NULL) || !psi_field(&p, "avg60", a60, NULL) ||
+	    !psi_field(&p, "avg300", &x300, NULL) || !psi_field(&p, "total", NULL, &t))
 		return false;
 	if (!(*a10 >= 0 && *a10 <= 100) || !(*a60 >= 0 && *a60 <= 100))
 		return false;
@@ -203,13 +230,22 @@ int agent_parse_iomem(const char *text, struct proto_range *r, uint32_t max)
 	bool zeros = true;
 
 	while (p && *p) {
-		unsigned long long s, e;
-		int used = 0;
+		unsigned long long s = 0, e = 0;
+		const char *q = NULL;
+		char *end;
 
-		/* top-level lines only: nested resources are indented */
-		if (*p != ' ' && sscanf(p, "%llx-%llx : %n", &s, &e, &used) == 2 && used > 0 &&
-		    strncmp(p + used, "System RAM", 10) == 0 &&
-		    (p[used + 10] == '\n' || p[used + 10] == '\0')) {
+		/* top-level lines only: nested resources are indented.  "START-END : name" */
+		if (*p != ' ') {
+			s = strtoull(p, &end, 16);
+			if (end != p && *end == '-') {
+				const char *e0 = end + 1;
+
+				e = strtoull(e0, &end, 16);
+				if (end != e0 && strncmp(end, " : ", 3) == 0)
+					q = end + 3;
+			}
+		}
+		if (q && strncmp(q, "System RAM", 10) == 0 && (q[10] == '\n' || q[10] == '\0')) {
 			if (s || e)
 				zeros = false;
 			if (e >= s && e < PROTO_PHYS_ADDR_MAX && n < max &&

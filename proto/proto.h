@@ -73,15 +73,15 @@ extern "C" {
 #define PROTO_COUNTER_MAX   PROTO_INT_MAX /* cumulative kernel counters (vmstat, PSI us) */
 #define PROTO_PSI_AVG_MAX   100.0         /* PSI averages are percentages */
 
-#define PROTO_INTERVAL_MIN_MS 100      /* config.report_interval_ms, wss_interval_ms */
-#define PROTO_INTERVAL_MAX_MS 3600000  /* one hour */
-#define PROTO_DEADLINE_MIN_MS 1        /* reclaim.deadline_ms */
-#define PROTO_DEADLINE_MAX_MS 600000   /* ten minutes */
-#define PROTO_WITHIN_MAX_MS   86400000 /* hint need.within_ms: one day */
+#define PROTO_INTERVAL_MIN_MS 100u      /* config.report_interval_ms, wss_interval_ms */
+#define PROTO_INTERVAL_MAX_MS 3600000u  /* one hour */
+#define PROTO_DEADLINE_MIN_MS 1u        /* reclaim.deadline_ms */
+#define PROTO_DEADLINE_MAX_MS 600000u   /* ten minutes */
+#define PROTO_WITHIN_MAX_MS   86400000u /* hint need.within_ms: one day */
 #define PROTO_AGE_MAX_MS      PROTO_INT_MAX
 
-#define PROTO_DEFAULT_REPORT_INTERVAL_MS 2000
-#define PROTO_DEFAULT_WSS_INTERVAL_MS    10000
+#define PROTO_DEFAULT_REPORT_INTERVAL_MS 2000u
+#define PROTO_DEFAULT_WSS_INTERVAL_MS    10000u
 
 /* ======================================================================================
  * Status codes: wire names in proto_status_name(); values are stable (never reuse one)

@@ -28,9 +28,14 @@ bool proto_enum_from_name(enum proto_enum_kind which, const char *name, unsigned
 uint32_t proto_collector_from_name(const char *name);
 
 /* Fill *err (may be NULL): code, field (truncated to fit), printf-style message.  Keeps
- * err->re.  Returns code. */
-enum proto_status proto_err_set(struct proto_error *err, enum proto_status code, const char *field,
-				const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+ * err->re. */
+void proto_err_fill(struct proto_error *err, enum proto_status code, const char *field,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* proto_err_fill, then the value code, so call sites read `return proto_err_set(...)`.  A
+ * macro so that static analysis sees the (non-zero) status come back; code is evaluated
+ * twice, so pass a value without side effects. */
+#define proto_err_set(err, code, field, ...)                                                       \
+	(proto_err_fill((err), (code), (field), __VA_ARGS__), (enum proto_status)(code))
 
 /* snprintf for field paths and messages: truncation is expected and harmless (the path is
  * for humans), so the result is not returned. */

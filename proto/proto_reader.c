@@ -148,8 +148,8 @@ int proto_reader_next(struct proto_reader *r, const char **json, size_t *len,
 	uint32_t flen;
 
 	if (r->broken) {
-		proto_err_set(err, r->broken_code, "", "stream broken earlier (%s)",
-			      proto_status_name(r->broken_code));
+		proto_err_fill(err, r->broken_code, "", "stream broken earlier (%s)",
+			       proto_status_name(r->broken_code));
 		return -1;
 	}
 	if (have < PROTO_FRAME_HDR_BYTES)
@@ -158,8 +158,8 @@ int proto_reader_next(struct proto_reader *r, const char **json, size_t *len,
 	if (flen == 0 || flen > PROTO_FRAME_MAX_BYTES) {
 		r->broken = true;
 		r->broken_code = flen ? PROTO_E_FRAME_TOO_LARGE : PROTO_E_FRAME_EMPTY;
-		proto_err_set(err, r->broken_code, "", "frame length %u (must be 1..%u)", flen,
-			      PROTO_FRAME_MAX_BYTES);
+		proto_err_fill(err, r->broken_code, "", "frame length %u (must be 1..%u)", flen,
+			       PROTO_FRAME_MAX_BYTES);
 		return -1;
 	}
 	if (have < PROTO_FRAME_HDR_BYTES + (size_t)flen)

@@ -11,19 +11,18 @@
 
 #include "proto_int.h"
 
-enum proto_status proto_err_set(struct proto_error *err, enum proto_status code, const char *field,
-				const char *fmt, ...)
+void proto_err_fill(struct proto_error *err, enum proto_status code, const char *field,
+		    const char *fmt, ...)
 {
 	va_list ap;
 
 	if (!err)
-		return code;
+		return;
 	err->code = code;
 	snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
-	return code;
 }
 
 void proto_pathf(char *buf, size_t cap, const char *fmt, ...)

@@ -253,6 +253,9 @@ static void test_lru_gen_parse_fold(void **state)
 	}
 }
 
+/* 64 characters: one more than port_name holds */
+#define LONG_PORT_LINE "port = 0123456789012345678901234567890123456789012345678901234567890123\n"
+
 static void test_config_file(void **state)
 {
 	struct agent_config c;
@@ -293,8 +296,7 @@ static void test_config_file(void **state)
 		    "transport = carrier-pigeon\n",
 		    "[other]\ntransport = unix\n",
 		    "send_rate = nan\n",
-		    "port = " /* 64 chars: too long */
-		    "0123456789012345678901234567890123456789012345678901234567890123\n",
+		    LONG_PORT_LINE,
 		    "no equals sign here\n",
 		};
 

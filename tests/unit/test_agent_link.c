@@ -96,6 +96,7 @@ static void send_msg(struct host *h, struct proto_msg *m)
 /* Next message from the agent: 0, or -EPIPE at EOF, -ETIMEDOUT. */
 static int recv_msg(struct host *h, struct proto_msg *m)
 {
+	memset(m, 0, sizeof(*m));
 	for (;;) {
 		struct pollfd p = {h->fd, POLLIN, 0};
 		struct proto_error err;
@@ -169,6 +170,7 @@ static void handshake(struct host *h)
 	struct proto_msg m;
 	struct utsname u;
 
+	memset(&u, 0, sizeof(u));
 	assert_int_equal(recv_msg(h, &m), 0);
 	assert_int_equal(m.type, PROTO_MSG_HELLO);
 	assert_int_equal(m.u.hello.role, PROTO_ROLE_AGENT);
