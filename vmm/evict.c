@@ -1,0 +1,220 @@
+/*
+ * evict.c - the eviction hand (Part 4 of libvmm, generations).
+ *
+ * The eviction hand answers "which pages should the guest give back?" with the pages that
+ * have gone longest without being seen used: the oldest generation first, then the next,
+ * as long as a generation's youngest page is at least min_age_ms old (the cold age
+ * threshold the reclaim controller sets, Part 6b) and never the youngest generation (its
+ * pages were seen used in the last aging round).  Within one generation every page has
+ * the same known age, so the hand is free to choose by shape: it takes whole 2 MiB-aligned
+ * pieces first (free page reporting and the balloon return memory best in 2 MiB blocks,
+ * and THP backing stays intact), then the rest in ascending GPA order, coalesced into runs.
+ *
+ * Per 2 MiB piece (one leaf page table), the steps are:
+ *   1. look-around (when the caller passes page tables): test-and-clear the accessed bits
+ *      around each candidate (vmm_lookaround, lookaround_max neighbours) and move the
+ *      young pages to the youngest generation instead of evicting them: they were used
+ *      since the last aging walk, which the generations do not know yet;
+ *   2. tier protection (Part 6a): a page whose tier is protected moves up one generation
+ *      and drops one tier instead of being evicted;
+ *   3. every other page of the generation leaves it (evicted state, stamped with max_seq
+ *      for the refault distance) and joins the current run, or starts a new one.
+ * When a generation is empty, min_seq advances (vmm_gen_trim) and the hand goes on with
+ * the next one, if old enough.  The runs of one generation are sorted and coalesced at
+ * the end, so runs[] is ascending within a generation.
+ *
+ * Cost: O(nr_chunks) per generation visited to find its pieces (per-piece counts make an
+ * empty piece one load), plus O(512) per piece that holds pages of it, plus one look-around
+ * (3 + lookaround_max + 1 loads) per lookaround_max + 1 candidate pages.  At most nr_gens
+ * generations per call; output bounded by max_pages and max_runs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "guest_priv.h"
+
+/* ======================================================================================
+ * Part 4: generations - the eviction hand
+ * ====================================================================================== */
+
+struct evictor {
+	struct vmm_guest *g;
+	const struct vmm_evict_req *req;
+	struct vmm_evict_result *res;
+	unsigned protect_from; /* lowest protected tier (Part 6a) */
+	uint64_t seq;          /* the generation being evicted: always min_seq */
+	bool stop;             /* max_pages or max_runs reached */
+};
+
+static void lookaround_young(void *arg, const struct vmm_young *batch, size_t n)
+{
+	struct evictor *ev = arg;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!(batch[i].flags & VMM_YOUNG_ACCESSED))
+			continue;
+		ev->res->young_pages += batch[i].npages;
+		vmm_gen_young_span(ev->g, batch[i].gpa, batch[i].npages, true, false);
+	}
+}
+
+/* Step 1 for pages [c0, c1) of one piece (one leaf table): windows of lookaround_max + 1
+ * entries starting at each candidate not yet covered. */
+static void look_around(struct evictor *ev, const struct guest_range *r, uint64_t c0, uint64_t c1)
+{
+	struct vmm_guest *g = ev->g;
+	uint64_t covered = c0;
+	uint64_t table_last = ((c0 >> CHUNK_SHIFT) << CHUNK_SHIFT) + CHUNK_PAGES - 1;
+
+	for (uint64_t pfn = c0; pfn < c1; pfn++) {
+		uint8_t b = g->pages[r->first_page + pfn - r->start_pfn];
+		if (pfn < covered || (b & PB_EVICTED) || guest_page_seq(g, b) != ev->seq)
+			continue;
+		/* vmm_lookaround's window starts max/2 before its centre: centre it so the
+		 * window starts at pfn (clamped to the table, it then ends at the table's end). */
+		uint64_t centre = pfn + g->lookaround_max / 2;
+		if (centre > table_last)
+			centre = table_last;
+		int rc = vmm_lookaround(ev->req->pt, centre << VMM_PAGE_SHIFT, g->lookaround_max,
+					lookaround_young, ev);
+		if (rc < 0)
+			return; /* tables not mappable: evict by age alone */
+		covered = pfn + g->lookaround_max + 1;
+	}
+}
+
+/* Add page pfn to the runs: extend the last one or open another. */
+static bool run_add(struct evictor *ev, uint64_t pfn)
+{
+	struct vmm_evict_result *res = ev->res;
+	uint64_t gpa = pfn << VMM_PAGE_SHIFT;
+
+	if (res->nr_runs) {
+		struct vmm_run *last = &ev->req->runs[res->nr_runs - 1];
+		if (last->gpa + (last->npages << VMM_PAGE_SHIFT) == gpa) {
+			last->npages++;
+			return true;
+		}
+	}
+	if (res->nr_runs == ev->req->max_runs)
+		return false;
+	ev->req->runs[res->nr_runs++] = (struct vmm_run){.gpa = gpa, .npages = 1};
+	return true;
+}
+
+/* Steps 1-3 on the pages [c0, c1) of range r, one piece. */
+static void evict_piece(struct evictor *ev, const struct guest_range *r, uint64_t c0, uint64_t c1)
+{
+	struct vmm_guest *g = ev->g;
+	uint64_t ci = guest_chunk_of(r, c0);
+
+	/* Step 1 */
+	if (ev->req->pt)
+		look_around(ev, r, c0, c1);
+	for (uint64_t pfn = c0; pfn < c1 && !ev->stop; pfn++) {
+		uint64_t idx = r->first_page + pfn - r->start_pfn;
+		uint8_t b = g->pages[idx];
+		if ((b & PB_EVICTED) || guest_page_seq(g, b) != ev->seq)
+			continue;
+		unsigned tier = pb_tier(b);
+		/* Step 2 */
+		if (tier >= ev->protect_from) {
+			vmm_gen_move(g, idx, ci, ev->seq + 1, tier - 1);
+			g->tp.t[tier].protected_pages++;
+			ev->res->protected_pages++;
+			continue;
+		}
+		/* Step 3 */
+		if (ev->res->evicted_pages == ev->req->max_pages || !run_add(ev, pfn)) {
+			ev->stop = true;
+			break;
+		}
+		vmm_gen_remove(g, idx, ci);
+		g->tp.t[tier].evicted++;
+		ev->res->evicted_pages++;
+	}
+	if (ev->res->evicted_pages == ev->req->max_pages)
+		ev->stop = true;
+}
+
+/* One pass over every piece holding pages of ev->seq; whole_only: only pieces that are
+ * 512 pages of it (whole 2 MiB-aligned runs). */
+static void evict_pass(struct evictor *ev, bool whole_only)
+{
+	struct vmm_guest *g = ev->g;
+	unsigned slot = SLOT(ev->seq);
+
+	for (size_t i = 0; i < g->nr_ranges && !ev->stop; i++) {
+		const struct guest_range *r = &g->ranges[i];
+		for (uint64_t c0 = r->start_pfn; c0 < r->end_pfn && !ev->stop;) {
+			uint64_t c1 = ((c0 >> CHUNK_SHIFT) + 1) << CHUNK_SHIFT;
+			if (c1 > r->end_pfn)
+				c1 = r->end_pfn;
+			unsigned n = g->chunks[guest_chunk_of(r, c0)].cnt[slot];
+			if (whole_only ? n == CHUNK_PAGES : n > 0)
+				evict_piece(ev, r, c0, c1);
+			c0 = c1;
+		}
+	}
+}
+
+static int run_cmp(const void *a, const void *b)
+{
+	const struct vmm_run *x = a, *y = b;
+
+	return x->gpa < y->gpa ? -1 : x->gpa > y->gpa;
+}
+
+/* Sort the runs [first, nr_runs) of one generation and merge the adjacent ones. */
+static void runs_sort_merge(struct evictor *ev, size_t first)
+{
+	struct vmm_run *runs = ev->req->runs;
+	size_t n = ev->res->nr_runs, out = first;
+
+	if (n - first < 2)
+		return;
+	qsort(runs + first, n - first, sizeof(*runs), run_cmp);
+	for (size_t i = first + 1; i < n; i++) {
+		struct vmm_run *last = &runs[out];
+		if (last->gpa + (last->npages << VMM_PAGE_SHIFT) == runs[i].gpa)
+			last->npages += runs[i].npages;
+		else
+			runs[++out] = runs[i];
+	}
+	ev->res->nr_runs = out + 1;
+}
+
+/* May the generation seq be evicted from at now_ms? */
+static bool gen_eligible(const struct vmm_guest *g, uint64_t seq, const struct vmm_evict_req *req)
+{
+	uint64_t birth = g->gen_birth_ms[SLOT(seq)];
+
+	if (seq >= g->max_seq)
+		return false; /* seen used in the last round */
+	return req->now_ms >= birth && req->now_ms - birth >= req->min_age_ms;
+}
+
+int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_evict_result *res)
+{
+	if (!g || !req || !res || (req->max_runs && !req->runs))
+		return -EINVAL;
+	*res = (struct vmm_evict_result){0};
+	struct evictor ev = {.g = g, .req = req, .res = res};
+	ev.protect_from = vmm_tp_protected_from(&g->tp);
+	ev.stop = req->max_pages == 0 || req->max_runs == 0;
+
+	/* One generation per iteration, each emptied before the next: at most nr_gens. */
+	vmm_gen_trim(g);
+	while (!ev.stop && gen_eligible(g, g->min_seq, req)) {
+		size_t first_run = res->nr_runs;
+		ev.seq = g->min_seq;
+		if (req->max_pages - res->evicted_pages >= CHUNK_PAGES)
+			evict_pass(&ev, true);
+		evict_pass(&ev, false);
+		runs_sort_merge(&ev, first_run);
+		if (g->gen_pages[SLOT(ev.seq)])
+			break; /* stopped inside it */
+		vmm_gen_trim(g);
+	}
+	return 0;
+}

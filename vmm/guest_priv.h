@@ -1,0 +1,202 @@
+/*
+ * guest_priv.h - one guest's page state, shared by the files of Parts 4-7 of libvmm.
+ *
+ * Private to vmm/: guest.c (lifetime, layout lookup, stats, invariants), generations.c
+ * (the aging hand and hints), age.c (the aging hand driven by page tables), evict.c (the
+ * eviction hand), refault.c, tier_protect.c and wss.c.  docs/design.md, Part 4, tells the
+ * story; this header holds the one encoding everything else reads.
+ *
+ * Memory layout of one guest (64 GiB guest: 16 Mi pages):
+ *
+ *   struct vmm_guest          ~1 KiB: seqs, per-generation counts and births, tier control
+ *   ranges[nr_ram]            copy of the RAM layout + where each range starts in pages[]
+ *   pages[ram_pages]          ONE BYTE PER 4 KiB PAGE (16 MiB), encoding below
+ *   chunks[nr_chunks][16]     per 2 MiB piece of a range, pages per generation slot, u16
+ *                             (32 bytes per 512 pages = 0.0625 B/page, 1 MiB)
+ *   bloom                     the walker's filter, 8 KiB with the defaults
+ *
+ * Total ~1.07 bytes per page (vmm_guest_stats.metadata_bytes; the goal is <= 1.5).
+ *
+ * The page byte.  Bit 7 says which of two states the page is in; the other 7 bits mean
+ * different things in each:
+ *
+ *     7   6 5   4 3 2 1 0
+ *   +---+-----+-----------+
+ *   | 0 | tier|  seq % 32 |   resident: in the generation whose seq is congruent to the
+ *   +---+-----+-----------+   label (see "stale labels"); tier 0..3
+ *   | 1 | tier| evseq % 32|   evicted: evseq = max_seq when it was evicted, for the
+ *   +---+-----+-----------+   refault distance; tier = its tier when it was evicted
+ *
+ * Why 32 and not 16 (VMM_MAX_NR_GENS): labels are allowed to go stale, and a stale label
+ * must not alias a live generation before the sweep (below) repairs it.
+ *
+ * Stale labels.  When all nr_gens generations are in use, a new aging round folds the
+ * oldest generation into the next one.  Relabelling its pages would cost a pass over
+ * pages[]; instead only the counts move (O(chunks)), and a resident page whose label names
+ * no seq in [min_seq, max_seq] is read as being in min_seq.  Such a label is at most 16
+ * behind max_seq when it goes stale.
+ *
+ * The sweep.  Every aging round (vmm_age_begin) visits the next ram_pages / 8 bytes of
+ * pages[] (a cursor, wrapping), so each page is visited at least once every 8 rounds.  It
+ * rewrites a stale resident label to min_seq, and clamps an evicted page's distance to
+ * at most 16 (re-stamping evseq = max_seq - 16).  So a stale label is at most 16 + 8 = 24
+ * behind max_seq, and an evicted label at most 24: both always below 32, so the modular
+ * difference is exact.  Refault distances 0..14 are exact; 15 means "15 or more"
+ * (VMM_REFAULT_DIST_CAP), the last bucket of the histogram.  Cost: ram_pages / 8 byte reads
+ * per round, about 1/8 of a byte per page against the walker's 8-byte entry per page.
+ *
+ * Counts (exact, checked by vmm_check_invariants): gen_pages[seq % 16] for every seq in
+ * [min_seq, max_seq], and per chunk cnt[seq % 16]; a stale page counts in min_seq.  Slots
+ * outside the window are zero.  resident_pages + evicted_pages == ram_pages.
+ */
+#ifndef MEMTIDE_VMM_GUEST_PRIV_H
+#define MEMTIDE_VMM_GUEST_PRIV_H
+
+#include "vmm.h"
+
+/* ---- the page byte ---------------------------------------------------------------------- */
+#define PB_EVICTED     0x80u /* bit 7: evicted (else resident) */
+#define PB_TIER_SHIFT  5     /* bits 6:5: tier */
+#define PB_TIER_MASK   0x60u
+#define PB_LABEL_MASK  0x1fu /* bits 4:0: seq (resident) or evseq (evicted), mod 32 */
+#define PB_LABEL_MOD   32u
+#define SWEEP_ROUNDS   8u  /* every page swept at least once per this many aging rounds */
+#define EVICT_DIST_MAX 16u /* the sweep clamps an evicted page's distance to this */
+
+/* Distances reported: 0..VMM_REFAULT_DIST_CAP, the cap meaning "that many or more". */
+#define VMM_REFAULT_DIST_CAP (VMM_MAX_NR_GENS - 1)
+
+#define CHUNK_SHIFT 9 /* 512 pages: 2 MiB */
+#define CHUNK_PAGES (1u << CHUNK_SHIFT)
+#define SLOT(seq)   ((unsigned)((seq) % VMM_MAX_NR_GENS))
+
+static inline uint8_t pb_resident(uint64_t seq, unsigned tier)
+{
+	return (uint8_t)((tier << PB_TIER_SHIFT) | (seq & PB_LABEL_MASK));
+}
+
+static inline uint8_t pb_evicted(uint64_t evseq, unsigned tier)
+{
+	return (uint8_t)(PB_EVICTED | (tier << PB_TIER_SHIFT) | (evseq & PB_LABEL_MASK));
+}
+
+static inline unsigned pb_tier(uint8_t b)
+{
+	return (b & PB_TIER_MASK) >> PB_TIER_SHIFT;
+}
+
+/* ---- Part 6a: tier protection (tier_protect.c) ------------------------------------------- */
+
+/* One tier's control position: refaults against pages that left it (evicted or protected). */
+struct tier_ctrl {
+	uint64_t avg_refaulted;   /* carried over per generation: (avg + this window) / 2 */
+	uint64_t avg_total;       /* same, of evicted + protected */
+	uint64_t refaulted;       /* this window: refaults of pages evicted from this tier */
+	uint64_t evicted;         /* this window: pages evicted from this tier */
+	uint64_t protected_pages; /* this window: pages this tier's protection kept */
+};
+
+struct tier_protect {
+	unsigned nr_tiers;
+	struct tier_ctrl t[VMM_MAX_NR_TIERS];
+};
+
+void vmm_tp_init(struct tier_protect *tp, unsigned nr_tiers);
+/* The lowest protected tier (tiers at and above it are kept back), nr_tiers for none. */
+unsigned vmm_tp_protected_from(const struct tier_protect *tp);
+/* min_seq advanced: fold this window into the averages with a factor of 1/2. */
+void vmm_tp_carry_over(struct tier_protect *tp);
+
+/* ---- one guest ---------------------------------------------------------------------------- */
+
+struct guest_range {
+	uint64_t start_pfn, end_pfn; /* [start, end) in 4 KiB pages */
+	uint64_t first_page;         /* index of start_pfn in pages[] */
+	uint64_t first_chunk;        /* index of the chunk holding start_pfn in chunks[] */
+};
+
+struct chunk_counts {
+	uint16_t cnt[VMM_MAX_NR_GENS]; /* resident pages of the chunk per seq % 16 */
+};
+
+struct vmm_guest {
+	unsigned nr_gens;                    /* config: at most this many generations at once */
+	unsigned nr_tiers;                   /* config: 1..VMM_MAX_NR_TIERS */
+	unsigned lookaround_max;             /* config: look-around window on eviction */
+	uint64_t min_seq;                    /* oldest generation */
+	uint64_t max_seq;                    /* youngest generation; max_seq - min_seq < nr_gens */
+	uint64_t gen_pages[VMM_MAX_NR_GENS]; /* resident pages per seq % 16 */
+	uint64_t gen_birth_ms[VMM_MAX_NR_GENS]; /* when the round that made seq began */
+	uint64_t ram_pages;                     /* pages in the layout */
+	uint64_t evicted_pages;                 /* pages in the evicted state */
+	uint64_t sweep_cursor;                  /* next index of pages[] the sweep visits */
+
+	/* refault statistics (Part 5) */
+	uint64_t refaults_total;
+	uint64_t evicted_total;
+	uint64_t refaults_by_tier[VMM_MAX_NR_TIERS];
+	uint64_t refault_distance_hist[VMM_MAX_NR_GENS];
+
+	struct tier_protect tp; /* Part 6a */
+
+	size_t nr_ranges;
+	struct guest_range *ranges;
+	uint8_t *pages; /* one byte per RAM page, see above */
+	uint64_t nr_chunks;
+	struct chunk_counts *chunks;
+	struct vmm_bloom *bloom;
+	uint64_t metadata_bytes;
+};
+
+/* ---- layout (guest.c) --------------------------------------------------------------------- */
+
+/* The range holding pfn, or NULL (a hole).  O(log nr_ranges). */
+const struct guest_range *vmm_guest_range_of(const struct vmm_guest *g, uint64_t pfn);
+/* Is every page of [gpa, gpa + npages * 4 KiB) guest RAM?  0, -EINVAL (overflow, unaligned,
+ * npages 0) or -ERANGE. */
+int vmm_guest_check_span(const struct vmm_guest *g, uint64_t gpa, uint64_t npages);
+
+static inline uint64_t guest_chunk_of(const struct guest_range *r, uint64_t pfn)
+{
+	return r->first_chunk + (pfn >> CHUNK_SHIFT) - (r->start_pfn >> CHUNK_SHIFT);
+}
+
+/* ---- generations (generations.c) ------------------------------------------------------- */
+
+/* The seq a resident page byte stands for (stale labels read as min_seq). */
+static inline uint64_t guest_page_seq(const struct vmm_guest *g, uint8_t b)
+{
+	uint64_t d = ((b & PB_LABEL_MASK) - g->min_seq) & PB_LABEL_MASK;
+
+	return d <= g->max_seq - g->min_seq ? g->min_seq + d : g->min_seq;
+}
+
+/* Generations since an evicted page byte was stamped (exact: see the sweep above). */
+static inline uint64_t guest_evicted_distance(const struct vmm_guest *g, uint8_t b)
+{
+	return (g->max_seq - (b & PB_LABEL_MASK)) & PB_LABEL_MASK;
+}
+
+/* Move the resident page at pages[idx] (chunk ci) from its generation to seq with tier. */
+void vmm_gen_move(struct vmm_guest *g, uint64_t idx, uint64_t ci, uint64_t seq, unsigned tier);
+/* Make the evicted page at pages[idx] resident in max_seq with tier. */
+void vmm_gen_insert(struct vmm_guest *g, uint64_t idx, uint64_t ci, unsigned tier);
+/* Take the resident page at pages[idx] out of the generations, stamped with max_seq. */
+void vmm_gen_remove(struct vmm_guest *g, uint64_t idx, uint64_t ci);
+/* Drop empty generations at the old end (never max_seq); carries tier control over. */
+void vmm_gen_trim(struct vmm_guest *g);
+/* Apply one young (or dirty-only) report to pages [pfn, pfn + n) of range r. */
+void vmm_gen_young(struct vmm_guest *g, const struct guest_range *r, uint64_t pfn, uint64_t n,
+		   bool accessed, bool dirty);
+/* The same for a leaf the walker reported, [gpa, gpa + npages * 4 KiB): the parts in holes
+ * are skipped (a huge leaf may map MMIO too).  O(npages + ranges crossed). */
+void vmm_gen_young_span(struct vmm_guest *g, uint64_t gpa, uint64_t npages, bool accessed,
+			bool dirty);
+
+/* ---- refaults (refault.c) -------------------------------------------------------------- */
+
+/* Record the refault of the evicted page byte b: distance, tier, tier control.  Returns
+ * the distance reported (capped).  Does not change the page. */
+uint64_t vmm_refault_record(struct vmm_guest *g, uint8_t b);
+
+#endif /* MEMTIDE_VMM_GUEST_PRIV_H */
