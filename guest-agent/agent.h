@@ -222,10 +222,20 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
  */
 int agent_pagemap_ranges(const struct agent_config *c, pid_t pid, uint64_t vaddr, uint64_t len,
 			 struct proto_range *r, uint32_t max, bool *truncated);
-/* Parse one request line from a caller (pid, uid from SO_PEERCRED) into a hint - runs the
- * pagemap translation.  0 or -errno with a reason in err (-EPERM: PID not the caller's). */
+/* One request from the hint socket, parsed.  A hot/cold request may cover more ranges than
+ * one hint message holds (PROTO_MAX_HINT_RANGES); the loop sends it as several. */
+#define AGENT_HINT_MAX_RANGES (10 * PROTO_MAX_HINT_RANGES)
+struct agent_hint_req {
+	struct proto_hint head;     /* kind, pid, need_bytes, within_ms; no ranges */
+	struct proto_range *ranges; /* hot/cold: heap, AGENT_HINT_MAX_RANGES; caller frees */
+	uint32_t nr_ranges;
+	bool truncated; /* more ranges existed than AGENT_HINT_MAX_RANGES */
+};
+/* Parse one request line from a caller (pid, uid from SO_PEERCRED) - runs the pagemap
+ * translation.  0, or -errno with a reason in err (-EPERM: PID not the caller's; -ENOENT:
+ * nothing resident); req->ranges is NULL after an error. */
 int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, uid_t uid,
-		     struct proto_hint *h, char *err, size_t errlen);
+		     struct agent_hint_req *req, char *err, size_t errlen);
 /* Listen on the hint socket path (a stale socket there is replaced).  fd or -errno. */
 int agent_hint_listen(const char *path);
 /* The `memtide-agent hint` client: send one request line to the socket, print the reply.

@@ -148,8 +148,9 @@ static bool may_describe(const struct agent_config *c, uid_t uid, pid_t target)
 }
 
 int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, uid_t uid,
-		     struct proto_hint *h, char *err, size_t errlen)
+		     struct agent_hint_req *req, char *err, size_t errlen)
 {
+	struct proto_hint *h = &req->head;
 	char buf[AGENT_HINT_LINE_MAX], *save = NULL, *verb, *a1, *a2, *a3, *extra;
 	uint64_t x, y, target;
 	int n;
@@ -160,7 +161,7 @@ int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, 
 	a2 = strtok_r(NULL, " \t\r\n", &save);
 	a3 = strtok_r(NULL, " \t\r\n", &save);
 	extra = strtok_r(NULL, " \t\r\n", &save);
-	memset(h, 0, sizeof(*h));
+	memset(req, 0, sizeof(*req));
 	h->pid = (uint32_t)pid;
 	if (!verb || !num(a1, &x) || !num(a2, &y) || extra) {
 		snprintf(err, errlen, "usage: hot|cold ADDR LEN [PID], or need BYTES WITHIN_MS");
@@ -201,16 +202,23 @@ int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, 
 		pid = (pid_t)target;
 		h->pid = (uint32_t)target;
 	}
-	n = agent_pagemap_ranges(c, pid, x, y, h->ranges, PROTO_MAX_HINT_RANGES, &h->truncated);
-	if (n < 0) {
-		snprintf(err, errlen, "pagemap: %s", strerror(-n));
-		return n;
+	req->ranges = calloc(AGENT_HINT_MAX_RANGES, sizeof(*req->ranges));
+	if (!req->ranges) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
-	if (n == 0) {
-		snprintf(err, errlen, "no resident pages in 0x%" PRIx64 "+0x%" PRIx64, x, y);
-		return -ENOENT;
+	n = agent_pagemap_ranges(c, pid, x, y, req->ranges, AGENT_HINT_MAX_RANGES, &req->truncated);
+	if (n <= 0) {
+		if (n < 0)
+			snprintf(err, errlen, "pagemap: %s", strerror(-n));
+		else
+			snprintf(err, errlen, "no resident pages in 0x%" PRIx64 "+0x%" PRIx64, x,
+				 y);
+		free(req->ranges);
+		req->ranges = NULL;
+		return n < 0 ? n : -ENOENT;
 	}
-	h->nr_ranges = (uint32_t)n;
+	req->nr_ranges = (uint32_t)n;
 	return 0;
 }
 

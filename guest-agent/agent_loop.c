@@ -468,34 +468,62 @@ static void client_reply(struct hint_client *cl, const char *fmt, ...)
 	}
 }
 
+/*
+ * One request from the hint socket.  A hot/cold request becomes ceil(n / 256) hint messages
+ * (same kind and pid), as many as the hint rate allows now; the last one sent carries
+ * truncated when ranges were left out, by the pagemap bound or by the rate.
+ */
 static void on_hint_line(struct agent *a, struct hint_client *cl, uint64_t now_ms)
 {
+	struct agent_hint_req req;
 	struct proto_msg m;
+	uint32_t want, granted = 0, sent_ranges = 0;
 	char err[160];
 	int rc;
 
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_MSG_HINT;
-	rc = agent_hint_parse(&a->cfg, cl->buf, cl->pid, cl->uid, &m.u.hint, err, sizeof(err));
+	rc = agent_hint_parse(&a->cfg, cl->buf, cl->pid, cl->uid, &req, err, sizeof(err));
 	if (rc < 0) {
 		client_reply(cl, "error %s", err);
 		return;
 	}
 	if (a->state != ST_READY || !(a->run.collectors & PROTO_COLLECT_HINT)) {
 		client_reply(cl, "error host not connected or not taking hints");
-		return;
+		goto out;
 	}
-	if (!proto_rate_take(&a->hint_rate, now_ms)) {
+	want = req.head.kind == PROTO_HINT_NEED
+		   ? 1
+		   : (req.nr_ranges + PROTO_MAX_HINT_RANGES - 1) / PROTO_MAX_HINT_RANGES;
+	while (granted < want && proto_rate_take(&a->hint_rate, now_ms))
+		granted++;
+	if (granted == 0) {
 		count(a, &a->ctr.rate_dropped);
 		client_reply(cl, "error rate limit, try later");
-		return;
+		goto out;
 	}
-	if (send_msg(a, &m, now_ms) < 0) {
-		client_reply(cl, "error host not reading");
-		return;
+	for (uint32_t k = 0; k < granted; k++) {
+		memset(&m, 0, sizeof(m));
+		m.type = PROTO_MSG_HINT;
+		m.u.hint = req.head;
+		if (req.head.kind != PROTO_HINT_NEED) {
+			uint32_t off = k * PROTO_MAX_HINT_RANGES, n = req.nr_ranges - off;
+
+			if (n > PROTO_MAX_HINT_RANGES)
+				n = PROTO_MAX_HINT_RANGES;
+			memcpy(m.u.hint.ranges, req.ranges + off, n * sizeof(*req.ranges));
+			m.u.hint.nr_ranges = n;
+			m.u.hint.truncated = k + 1 == granted && (req.truncated || granted < want);
+		}
+		if (send_msg(a, &m, now_ms) < 0) {
+			client_reply(cl, "error host not reading");
+			goto out;
+		}
+		sent_ranges += m.u.hint.nr_ranges;
+		count(a, &a->ctr.hints_sent);
 	}
-	count(a, &a->ctr.hints_sent);
-	client_reply(cl, "ok %u%s", m.u.hint.nr_ranges, m.u.hint.truncated ? " truncated" : "");
+	client_reply(cl, "ok %u%s", sent_ranges,
+		     req.truncated || granted < want ? " truncated" : "");
+out:
+	free(req.ranges);
 }
 
 static void on_hint_client(struct agent *a, struct hint_client *cl, uint64_t now_ms)
