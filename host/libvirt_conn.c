@@ -486,6 +486,30 @@ static int lvb_fpr(void *ctx, bool *on)
 	return 0;
 }
 
+/* libvirt's QEMU driver keeps the pid in /run/libvirt/qemu/NAME.pid (system instance). */
+static int lvb_qemu_pid(void *ctx, int *pid)
+{
+	struct lv_balloon *b = ctx;
+	char path[256], line[32] = "";
+	const char *name = virDomainGetName(b->dom);
+	FILE *f;
+	long v = 0;
+
+	if (!name ||
+	    snprintf(path, sizeof(path), "/run/libvirt/qemu/%s.pid", name) >= (int)sizeof(path))
+		return -ENOTSUP;
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOTSUP;
+	if (fgets(line, sizeof(line), f))
+		v = strtol(line, NULL, 10);
+	fclose(f);
+	if (v <= 0 || v > INT32_MAX)
+		return -ENOTSUP;
+	*pid = (int)v;
+	return 0;
+}
+
 static void lvb_destroy(void *ctx)
 {
 	struct lv_balloon *b = ctx;
@@ -502,5 +526,6 @@ const struct mtd_balloon_ops mtd_libvirt_balloon_ops = {
     .set_target = lvb_set_target,
     .read = lvb_read,
     .fpr = lvb_fpr,
+    .qemu_pid = lvb_qemu_pid,
     .destroy = lvb_destroy,
 };

@@ -533,6 +533,20 @@ static int qb_fpr(void *ctx, bool *on)
 	return rc < 0 ? rc : qb_check(b, mtd_qmp_fpr(b->q, b->dev, on));
 }
 
+static int qb_qemu_pid(void *ctx, int *pid)
+{
+	struct qmp_balloon *b = ctx;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	/* The peer of the QMP socket is QEMU itself. */
+	if (!b->q || b->q->fd < 0 ||
+	    getsockopt(b->q->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0)
+		return -ENOTSUP;
+	*pid = cred.pid;
+	return 0;
+}
+
 static void qb_destroy(void *ctx)
 {
 	struct qmp_balloon *b = ctx;
@@ -549,5 +563,6 @@ const struct mtd_balloon_ops mtd_qmp_balloon_ops = {
     .set_target = qb_set_target,
     .read = qb_read,
     .fpr = qb_fpr,
+    .qemu_pid = qb_qemu_pid,
     .destroy = qb_destroy,
 };

@@ -48,6 +48,8 @@ struct mtd_balloon_ops {
 	int (*read)(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats *stats);
 	/* Is free page reporting on for this balloon?  -ENOTSUP when it cannot be told. */
 	int (*fpr)(void *ctx, bool *on);
+	/* The QEMU process, for the guest RAM's resident size.  -ENOTSUP when unknown. */
+	int (*qemu_pid)(void *ctx, int *pid);
 	void (*destroy)(void *ctx);
 };
 
@@ -97,6 +99,7 @@ struct mtd_vm {
 	uint64_t last_majfault;       /* pgmajfault at the last step */
 	bool have_fault_base;
 	uint64_t balloon_actual;
+	uint64_t rss_next_ms; /* next read of the guest RAM's resident size */
 	struct mtd_balloon_stats bstats;
 	uint64_t bstats_seen_update_s; /* last-update of the newest balloon stats */
 	uint64_t bstats_seen_ms;       /* when last-update last moved */

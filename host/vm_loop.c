@@ -164,6 +164,53 @@ static int attach(struct mtd_vm *vm)
 	return 0;
 }
 
+/*
+ * The guest RAM's resident size on the host: Rss of QEMU's largest mapping of at least the
+ * guest's size in /proc/PID/smaps (QEMU's own VmRSS carries ~100 MiB of TCG buffers and
+ * device state; /work/shared/README.md).  Reading smaps makes the kernel walk the process's
+ * page tables (~1 ms per GiB mapped), so it is read at most every RSS_EVERY_MS.
+ */
+#define RSS_EVERY_MS 10000
+static int guest_rss(int pid, uint64_t guest_bytes, uint64_t *rss_bytes)
+{
+	char path[64], line[256];
+	unsigned long long size_kib = 0, best_kib = 0, best_rss = 0;
+	bool candidate = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "Size:", 5) == 0) {
+			size_kib = strtoull(line + 5, NULL, 10);
+			candidate = size_kib * 1024 >= guest_bytes && size_kib > best_kib;
+		} else if (candidate && strncmp(line, "Rss:", 4) == 0) {
+			best_rss = strtoull(line + 4, NULL, 10);
+			best_kib = size_kib;
+			candidate = false;
+		}
+	}
+	fclose(f);
+	if (!best_kib)
+		return -ENOENT;
+	*rss_bytes = (uint64_t)best_rss * 1024;
+	return 0;
+}
+
+static void read_rss(struct mtd_vm *vm, uint64_t now_ms)
+{
+	int pid;
+
+	if (now_ms < vm->rss_next_ms || !vm->balloon->qemu_pid)
+		return;
+	vm->rss_next_ms = now_ms + RSS_EVERY_MS;
+	if (vm->balloon->qemu_pid(vm->balloon_ctx, &pid) < 0 ||
+	    guest_rss(pid, vm->domain_bytes, &vm->draft.host_rss_bytes) < 0)
+		vm->draft.host_rss_bytes = 0; /* unknown */
+}
+
 /* ---- one tick --------------------------------------------------------------------------- */
 
 struct tick {
@@ -194,6 +241,7 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 	} else {
 		vm->bstats.valid = false;
 	}
+	read_rss(vm, t->now_ms);
 	if (vm->agent) {
 		mtd_agent_link_service(vm->agent, t->now_ms);
 		uint64_t heard = mtd_agent_link_last_heard(vm->agent);
@@ -413,11 +461,11 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR)
 		st->last_error[0] = '\0';
 	(void)mtd_vm_publish(vm);
-	mtd_debug("%s: actual %" PRIu64 " MiB target %" PRIu64 " MiB wss %" PRIu64
-		  " MiB cold age %" PRIu64 " ms refaults %.5f/min %s",
-		  vm->name, vm->balloon_actual / MiB, st->balloon_target_bytes / MiB,
-		  st->wss_bytes[0] / MiB, vm->cold_age_ms, st->refault_rate_per_min,
-		  mtd_ctl_reason_name(out->reason));
+	mtd_debug("%s: actual %" PRIu64 " MiB host rss %" PRIu64 " MiB target %" PRIu64
+		  " MiB wss %" PRIu64 " MiB cold age %" PRIu64 " ms refaults %.5f/min %s",
+		  vm->name, vm->balloon_actual / MiB, st->host_rss_bytes / MiB,
+		  st->balloon_target_bytes / MiB, st->wss_bytes[0] / MiB, vm->cold_age_ms,
+		  st->refault_rate_per_min, mtd_ctl_reason_name(out->reason));
 }
 
 /*
