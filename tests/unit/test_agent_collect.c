@@ -422,6 +422,56 @@ static void test_pagemap(void **state)
 			 -ENOENT);
 }
 
+/* The virtio-serial port lookup, on a directory tree shaped like a guest without udev.  No
+ * virtio-serial device exists on this host (the e2e guest has the real one), so the port is
+ * a FIFO standing in for /dev/vportNpM: the test says so here. */
+static void test_virtio_port_lookup(void **state)
+{
+	struct agent_config c;
+	char root[] = "/tmp/memtide-vport-XXXXXX", p[512], out[AGENT_PATH_MAX + 64];
+	bool used = false;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	agent_config_defaults(&c);
+	snprintf(c.sys_root, sizeof(c.sys_root), "%s", root);
+	assert_int_equal(agent_find_virtio_port(&c, out, sizeof(out)), -ENOENT);
+	assert_int_equal(agent_transport_open(&c, &used), -ENOENT);
+
+	snprintf(p, sizeof(p),
+		 "mkdir -p %s/sys/class/virtio-ports/vport0p1 "
+		 "%s/sys/class/virtio-ports/vport0p2 %s/dev && "
+		 "echo org.qemu.guest_agent.0 > %s/sys/class/virtio-ports/vport0p1/name && "
+		 "echo org.memtide.agent.0 > %s/sys/class/virtio-ports/vport0p2/name && "
+		 "mkfifo %s/dev/vport0p2",
+		 root, root, root, root, root, root);
+	assert_int_equal(system(p), 0);
+	assert_int_equal(agent_find_virtio_port(&c, out, sizeof(out)), 0);
+	snprintf(p, sizeof(p), "%s/dev/vport0p2", root);
+	assert_string_equal(out, p);
+	fd = agent_transport_open(&c, &used);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	close(fd);
+
+	/* with udev's link present, it wins */
+	snprintf(p, sizeof(p),
+		 "mkdir -p %s/dev/virtio-ports && ln -s ../vport0p2 "
+		 "%s/dev/virtio-ports/org.memtide.agent.0",
+		 root, root);
+	assert_int_equal(system(p), 0);
+	assert_int_equal(agent_find_virtio_port(&c, out, sizeof(out)), 0);
+	snprintf(p, sizeof(p), "%s/dev/virtio-ports/org.memtide.agent.0", root);
+	assert_string_equal(out, p);
+
+	/* another name finds nothing */
+	snprintf(c.port_name, sizeof(c.port_name), "org.memtide.agent.1");
+	assert_int_equal(agent_find_virtio_port(&c, out, sizeof(out)), -ENOENT);
+	snprintf(p, sizeof(p), "rm -rf %s", root);
+	assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +483,7 @@ int main(void)
 	    cmocka_unit_test(test_config_file),
 	    cmocka_unit_test(test_reclaim_floor_and_methods),
 	    cmocka_unit_test(test_pagemap),
+	    cmocka_unit_test(test_virtio_port_lookup),
 	};
 
 	agent_log_init(AGENT_WARN, "memtide-agent(test)");
