@@ -555,11 +555,13 @@ static int rd_header(struct rd *r, struct sim_trace *t)
 	struct vmm_range *ram = NULL;
 	int rc;
 
-	if ((rc = rd_varint(r, &page_size)) || (rc = rd_varint(r, &nr)))
+	if ((rc = rd_varint(r, &page_size)))
 		return rc;
 	if (page_size != SIM_PAGE_SIZE)
 		return rd_fail(r, -EINVAL, "page size %llu not supported (version 1: 4096)",
 			       (unsigned long long)page_size);
+	if ((rc = rd_varint(r, &nr)))
+		return rc;
 	if (nr == 0 || nr > TRACE_MAX_RANGES)
 		return rd_fail(r, -EINVAL, "%llu RAM ranges (1..%u allowed)",
 			       (unsigned long long)nr, TRACE_MAX_RANGES);
