@@ -1,0 +1,249 @@
+/*
+ * test_evict.c - the eviction hand (vmm/evict.c).
+ *
+ * Oldest generation first; the youngest never; min_age_ms respected; whole 2 MiB-aligned
+ * pieces taken before scattered pages; runs ascending and coalesced within a generation;
+ * the caller's limits (max_pages, max_runs) kept; look-around over simulated tables turns
+ * a page found young into a promotion instead of an eviction.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "vmm.h"
+
+#define MiB  (1ULL << 20)
+#define PAGE VMM_PAGE_SIZE
+
+static struct vmm_guest *guest(const struct vmm_range *ram, size_t n)
+{
+	struct vmm_guest_config cfg;
+	struct vmm_guest *g = NULL;
+
+	vmm_guest_config_default(&cfg);
+	cfg.ram = ram;
+	cfg.nr_ram = n;
+	cfg.nr_gens = 8;
+	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	return g;
+}
+
+static uint64_t runs_pages(const struct vmm_run *runs, size_t n)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += runs[i].npages;
+	return sum;
+}
+
+static bool in_runs(const struct vmm_run *runs, size_t n, uint64_t gpa)
+{
+	for (size_t i = 0; i < n; i++)
+		if (gpa >= runs[i].gpa && gpa < runs[i].gpa + runs[i].npages * PAGE)
+			return true;
+	return false;
+}
+
+static void test_oldest_first(void **state)
+{
+	struct vmm_range ram = {0, 16 * MiB}; /* 4096 pages */
+	struct vmm_guest *g = guest(&ram, 1);
+	struct vmm_run runs[256];
+	struct vmm_evict_result res;
+	struct vmm_guest_stats st;
+
+	(void)state;
+	assert_int_equal(vmm_age_begin(g, 1000), 0);
+	assert_int_equal(vmm_mark_young(g, 0, 512, false), 0); /* seq 1: [0, 2 MiB) */
+	assert_int_equal(vmm_age_begin(g, 2000), 0);
+	assert_int_equal(vmm_mark_young(g, 4 * MiB, 512, false), 0); /* seq 2 */
+	assert_int_equal(vmm_age_begin(g, 3000), 0);
+	assert_int_equal(vmm_mark_young(g, 8 * MiB, 52, false), 0); /* seq 3 */
+	uint64_t old = 4096 - 512 - 512 - 52;                       /* seq 0 */
+
+	struct vmm_evict_req req = {
+	    .max_pages = old + 100, .now_ms = 3000, .runs = runs, .max_runs = 256};
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, old + 100);
+	assert_int_equal(runs_pages(runs, res.nr_runs), old + 100);
+	/* Every seq-0 page went, and the other 100 came from seq 1, none from seq 2 or 3. */
+	uint64_t from_seq1 = 0;
+	for (uint64_t pfn = 0; pfn < 4096; pfn++) {
+		uint64_t gpa = pfn * PAGE;
+		bool seq1 = gpa < 2 * MiB;
+		bool younger =
+		    (gpa >= 4 * MiB && gpa < 6 * MiB) || (gpa >= 8 * MiB && pfn < 2048 + 52);
+		if (younger)
+			assert_false(in_runs(runs, res.nr_runs, gpa));
+		else if (seq1)
+			from_seq1 += in_runs(runs, res.nr_runs, gpa);
+		else
+			assert_true(in_runs(runs, res.nr_runs, gpa));
+	}
+	assert_int_equal(from_seq1, 100);
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.min_seq, 1); /* seq 0 emptied: min_seq advanced */
+	assert_int_equal(st.evicted_pages, old + 100);
+	assert_int_equal(st.evicted_total, old + 100);
+
+	/* The youngest generation is never taken, whatever the limits. */
+	req.max_pages = 100000;
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 512 - 100 + 512);
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.min_seq, st.max_seq);
+	assert_int_equal(st.resident_pages, 52);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+}
+
+static void test_min_age(void **state)
+{
+	struct vmm_range ram = {0, 8 * MiB};
+	struct vmm_guest *g = guest(&ram, 1);
+	struct vmm_run runs[16];
+	struct vmm_evict_result res;
+
+	(void)state;
+	assert_int_equal(vmm_age_begin(g, 10000), 0); /* seq 1 */
+	assert_int_equal(vmm_mark_young(g, 0, 1024, false), 0);
+	assert_int_equal(vmm_age_begin(g, 20000), 0); /* seq 2, empty */
+	/* At 25 s: seq 0 born at 0 (25 s old), seq 1 born at 10 s (15 s old). */
+	struct vmm_evict_req req = {
+	    .max_pages = 5000, .min_age_ms = 20000, .now_ms = 25000, .runs = runs, .max_runs = 16};
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 1024); /* seq 0 only */
+	assert_int_equal(res.nr_runs, 1);
+	assert_int_equal(runs[0].gpa, 4 * MiB);
+	assert_int_equal(runs[0].npages, 1024);
+	req.min_age_ms = 15000;
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 1024); /* now seq 1 too */
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+}
+
+static void test_2m_runs_first_and_sorted(void **state)
+{
+	struct vmm_range ram = {0, 8 * MiB}; /* 4 pieces of 2 MiB */
+	struct vmm_guest *g = guest(&ram, 1);
+	struct vmm_run runs[600];
+	struct vmm_evict_result res;
+
+	(void)state;
+	/* Old (seq 1): piece 2 (whole) and every 4th page of piece 0; the rest young. */
+	assert_int_equal(vmm_age_begin(g, 1000), 0);
+	assert_int_equal(vmm_mark_young(g, 0, 2048, false), 0);
+	assert_int_equal(vmm_age_begin(g, 2000), 0);
+	assert_int_equal(vmm_mark_young(g, 0, 2048, false), 0); /* all in seq 2 */
+	assert_int_equal(vmm_hint_cold(g, 4 * MiB, 512), 0);    /* back to seq 1 */
+	for (uint64_t i = 0; i < 512; i += 4)
+		assert_int_equal(vmm_hint_cold(g, i * PAGE, 1), 0);
+	/* 512 pages wanted: the whole piece, in one run, although lower GPAs are as old. */
+	struct vmm_evict_req req = {
+	    .max_pages = 512, .now_ms = 2000, .runs = runs, .max_runs = 600};
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.nr_runs, 1);
+	assert_int_equal(runs[0].gpa, 4 * MiB);
+	assert_int_equal(runs[0].npages, 512);
+	/* The rest of the generation: 128 single pages, ascending, none adjacent. */
+	req.max_pages = 1000;
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 128);
+	assert_int_equal(res.nr_runs, 128);
+	for (size_t i = 1; i < res.nr_runs; i++)
+		assert_true(runs[i].gpa > runs[i - 1].gpa + runs[i - 1].npages * PAGE);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+}
+
+static void test_limits_and_errors(void **state)
+{
+	struct vmm_range ram = {0, 8 * MiB};
+	struct vmm_guest *g = guest(&ram, 1);
+	struct vmm_run runs[4];
+	struct vmm_evict_result res;
+
+	(void)state;
+	assert_int_equal(vmm_age_begin(g, 1000), 0);
+	for (uint64_t i = 0; i < 2048; i += 2) /* every other page young: runs of 1 */
+		assert_int_equal(vmm_mark_young(g, i * PAGE, 1, false), 0);
+	struct vmm_evict_req req = {.max_pages = 1000, .now_ms = 1000, .runs = runs, .max_runs = 4};
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.nr_runs, 4);
+	assert_int_equal(res.evicted_pages, 4);
+	assert_int_equal(runs_pages(runs, 4), 4);
+	req.runs = NULL;
+	assert_int_equal(vmm_evict(g, &req, &res), -EINVAL);
+	assert_int_equal(vmm_evict(NULL, &req, &res), -EINVAL);
+	req.runs = runs;
+	req.max_pages = 0;
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 0);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+}
+
+static void count_cb(void *arg, const struct vmm_young *b, size_t n)
+{
+	(void)b;
+	*(size_t *)arg += n;
+}
+
+/* Pages the guest touched after the last aging walk are still old in the generations;
+ * with the tables passed in, look-around finds them young and they stay. */
+static void test_lookaround(void **state)
+{
+	struct vmm_simhw_config hc = {.fmt = VMM_PT_S2, .guest_bytes = 8 * MiB, .seed = 3};
+	struct vmm_simhw *hw = NULL;
+	const struct vmm_range *ram;
+	struct vmm_run runs[64];
+	struct vmm_evict_result res;
+	struct vmm_guest_stats st;
+
+	(void)state;
+	assert_int_equal(vmm_simhw_new(&hc, &hw), 0);
+	size_t nr = vmm_simhw_ram(hw, &ram);
+	struct vmm_guest *g = guest(ram, nr);
+	const struct vmm_pt *pt = vmm_simhw_pt(hw);
+	uint64_t base = ram[0].start;
+
+	assert_int_equal(vmm_age_walk(g, pt, 1000, NULL), 0); /* nothing young: all in seq 0 */
+	for (uint64_t i = 100; i < 110; i++)
+		assert_int_equal(vmm_simhw_access(hw, base + i * PAGE, false), 0);
+	struct vmm_evict_req req = {
+	    .max_pages = 512, .now_ms = 1000, .runs = runs, .max_runs = 64, .pt = pt};
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.young_pages, 10);
+	assert_int_equal(res.evicted_pages, 512);
+	for (uint64_t i = 100; i < 110; i++)
+		assert_false(in_runs(runs, res.nr_runs, base + i * PAGE));
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.gen[st.nr_gens - 1].pages, 10); /* promoted to the youngest */
+	/* Their accessed bits were consumed by look-around, not left for the next walk. */
+	size_t young = 0;
+	assert_true(vmm_lookaround(pt, base + 105 * PAGE, 20, count_cb, &young) == 0);
+	assert_int_equal(young, 0);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+	vmm_simhw_free(hw);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_oldest_first),
+	    cmocka_unit_test(test_min_age),
+	    cmocka_unit_test(test_2m_runs_first_and_sorted),
+	    cmocka_unit_test(test_limits_and_errors),
+	    cmocka_unit_test(test_lookaround),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
