@@ -178,10 +178,13 @@ static void disconnect(struct agent *a, const char *why, uint64_t now_ms)
 	}
 	proto_reader_reset(&a->rd);
 	proto_writer_reset(&a->wr);
-	a->state = ST_DOWN;
 	delay = proto_backoff_next(&a->backoff, rnd32());
 	a->next_connect_ms = now_ms + delay;
-	agent_log(AGENT_INFO, "disconnected (%s); retrying in %u ms", why, delay);
+	/* a virtio-serial port with no host reads EOF at every retry: that is debug news, a
+	 * session that was up going down is not */
+	agent_log(a->state == ST_READY ? AGENT_INFO : AGENT_DEBUG,
+		  "disconnected (%s); retrying in %u ms", why, delay);
+	a->state = ST_DOWN;
 }
 
 static void try_connect(struct agent *a, uint64_t now_ms)

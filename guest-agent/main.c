@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,46 @@ usage:
 	return 2;
 }
 
+/*
+ * Run in the background: fork, and let the parent exit only once the child says it is
+ * ready (pidfile written, agent set up), so that whoever started us can rely on the pidfile
+ * when the command returns - no polling.  The child starts a new session and points stdio
+ * at /dev/null (main() then puts the --log-file on stderr); it moves to "/" only after the
+ * pidfile is written, so relative paths on the command line work.  Returns, in the child,
+ * the fd to write the readiness byte to; -1 on failure.  The parent never returns.
+ */
+static int detach(void)
+{
+	int pfd[2], null;
+	pid_t pid;
+	char c;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		fprintf(stderr, "memtide-agent: pipe: %s\n", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "memtide-agent: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid > 0) {
+		close(pfd[1]);
+		/* EOF without the byte: the child died during start-up (it logged why) */
+		_exit(read(pfd[0], &c, 1) == 1 ? 0 : 1);
+	}
+	close(pfd[0]);
+	setsid();
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+	return pfd[1];
+}
+
 static int write_pidfile(const char *path)
 {
 	FILE *f = fopen(path, "we");
@@ -216,7 +257,8 @@ int main(int argc, char **argv)
 	struct agent_config cfg;
 	const char *config = NULL, *pidfile = NULL, *logfile = NULL;
 	bool daemonize = false, dump = false;
-	int verbose = 0, opt, rc;
+	int verbose = 0, opt, rc, ready_fd = -1, log_fd = -1;
+	static char pid_abs[PATH_MAX];
 	struct agent *a;
 	char err[320];
 
@@ -310,21 +352,29 @@ int main(int argc, char **argv)
 	}
 	agent_log_init((int)cfg.log_level, "memtide-agent");
 
-	if (daemonize && daemon(0, 0) < 0) {
-		fprintf(stderr, "memtide-agent: daemon: %s\n", strerror(errno));
-		return 1;
-	}
 	if (logfile) {
-		int fd = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-
-		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+		log_fd = open(logfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+		if (log_fd < 0) {
 			fprintf(stderr, "memtide-agent: %s: %s\n", logfile, strerror(errno));
 			return 1;
 		}
-		close(fd);
+	}
+	if (daemonize) {
+		ready_fd = detach();
+		if (ready_fd < 0)
+			return 1;
+	}
+	if (log_fd >= 0) {
+		dup2(log_fd, STDERR_FILENO);
+		close(log_fd);
 	}
 	if (pidfile && write_pidfile(pidfile) < 0)
 		agent_log(AGENT_WARN, "cannot write pidfile %s", pidfile);
+	/* remember it absolutely: we leave the current directory below */
+	if (pidfile && realpath(pidfile, pid_abs))
+		pidfile = pid_abs;
+	if (daemonize && chdir("/") < 0)
+		agent_log(AGENT_WARN, "cannot chdir to /");
 
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, on_signal);
@@ -339,10 +389,16 @@ int main(int argc, char **argv)
 		  cfg.transport == AGENT_TR_VIRTIO  ? cfg.port_name
 		  : cfg.transport == AGENT_TR_VSOCK ? "vsock"
 						    : cfg.unix_path);
+	if (ready_fd >= 0) {
+		/* the parent waits for this byte: pidfile written, agent set up */
+		if (write(ready_fd, "", 1) < 0)
+			agent_log(AGENT_WARN, "cannot tell the parent we are ready");
+		close(ready_fd);
+	}
 	rc = agent_run(a, &stop_flag);
 	agent_free(a);
-	if (pidfile)
-		unlink(pidfile);
+	if (pidfile && unlink(pidfile) < 0 && errno != ENOENT)
+		agent_log(AGENT_WARN, "cannot remove pidfile %s", pidfile);
 	agent_log(AGENT_INFO, "stopped");
 	return rc < 0 ? 1 : 0;
 }

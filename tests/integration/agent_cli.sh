@@ -37,6 +37,20 @@ timeout 1.5 "$AGENT" -v -v --hint-socket= >"$TMP/run.log" 2>&1; rc=$?
 check "with no config and no host it keeps running (never exits because the host is away)" \
 	'[ $rc -eq 124 ] && grep -q "starting (transport org.memtide.agent.0)" "$TMP/run.log" && grep -q "retrying in" "$TMP/run.log"'
 
+# --daemon returns once the child is ready (pidfile written): no polling for the file.
+# The daemon is stopped by its own pid, and the wait for its exit is tail --pid.
+"$AGENT" -d --pidfile="$TMP/agent.pid" --log-file="$TMP/daemon.log" --hint-socket="$TMP/hint.sock" \
+	--transport=unix --unix-path="$TMP/nohost.sock"; rc=$?
+pid=$(cat "$TMP/agent.pid" 2>/dev/null)
+check "--daemon detaches, writes its pidfile and keeps running" '[ $rc -eq 0 ] && [ -n "$pid" ] && kill -0 "$pid"'
+out=$("$AGENT" hint --socket="$TMP/hint.sock" need 1048576 1000 2>&1); rc=$?
+check "the daemon's hint socket answers (no host yet: the hint is refused, with a reason)" \
+	'[ $rc -eq 1 ] && [[ $out == "error host not connected"* ]]'
+[ -n "$pid" ] && kill "$pid"
+timeout 10 tail --pid="$pid" -f /dev/null; rc=$?
+check "SIGTERM stops the daemon cleanly; pidfile and hint socket removed" \
+	'[ $rc -eq 0 ] && [ ! -e "$TMP/agent.pid" ] && [ ! -e "$TMP/hint.sock" ] && grep -q stopped "$TMP/daemon.log"'
+
 out=$("$AGENT" --report-interval-ms=5 2>&1); rc=$?
 check "an out-of-range flag is refused with exit 2 and a reason" '[ $rc -eq 2 ] && [[ $out == *"report_interval_ms"* ]]'
 
