@@ -12,6 +12,10 @@
  *                     time ratio, and the share of young pages the filtered walks still find.
  *   bloom_k_sweep     the same for several full_walk_every (K): the measurement behind the
  *                     default K in vmm/bloom.c.
+ *   metadata          bytes of libvmm state per 4 KiB guest page (vmm_guest_get_stats()
+ *                     .metadata_bytes of a 16 and a 64 GiB guest, after aging rounds over
+ *                     simulated tables; goal <= 1.5).  The simulated page tables are not
+ *                     counted: they stand for the hypervisor's own tables.
  *
  * Every figure is measured side by side in the same process and the same run; walk figures
  * are medians (age_dense) or averages over whole K-cycles in steady state (bloom).  The
@@ -316,6 +320,64 @@ static void age_sparse_bloom(struct bench *b, uint64_t gib)
 	vmm_simhw_free(hw);
 }
 
+/* ---- metadata ------------------------------------------------------------------------------- */
+
+#define METADATA_ROUNDS 4
+
+static void metadata(struct bench *b, uint64_t gib)
+{
+	uint64_t bytes = (gib << 30) / b->shrink, npages = bytes >> VMM_PAGE_SHIFT;
+	struct vmm_simhw_config hcfg = {.fmt = VMM_PT_EPT,
+					.guest_bytes = bytes,
+					.nr_holes = 1, /* the PCI hole below 4 GiB, as on x86 */
+					.hole_bytes = bytes / 16,
+					.seed = 42};
+	struct vmm_guest_config cfg;
+	struct vmm_guest_stats st;
+	struct vmm_simhw *hw;
+	struct vmm_guest *g;
+	int rc;
+
+	hcfg.hole_bytes &= ~(VMM_SIZE_2M - 1);
+	if ((rc = vmm_simhw_new(&hcfg, &hw))) {
+		fprintf(stderr, "vmm-bench: metadata: vmm_simhw_new: %s\n", strerror(-rc));
+		b->failures++;
+		return;
+	}
+	vmm_guest_config_default(&cfg);
+	cfg.nr_ram = vmm_simhw_ram(hw, &cfg.ram);
+	if ((rc = vmm_guest_new(&cfg, &g))) {
+		fprintf(stderr, "vmm-bench: metadata: vmm_guest_new: %s\n", strerror(-rc));
+		vmm_simhw_free(hw);
+		b->failures++;
+		return;
+	}
+	/* a few aging rounds, 10% of pages young each, so the state is a used guest's */
+	for (int round = 1; round <= METADATA_ROUNDS && !rc; round++) {
+		for (size_t r = 0; r < cfg.nr_ram; r++)
+			for (uint64_t gpa = cfg.ram[r].start; gpa < cfg.ram[r].end;
+			     gpa += VMM_PAGE_SIZE)
+				if (rng_next(b) % 10 == 0)
+					vmm_simhw_access(hw, gpa, false);
+		rc = vmm_age_walk(g, vmm_simhw_pt(hw), (uint64_t)round * 5000, NULL);
+	}
+	vmm_guest_get_stats(g, &st);
+	if (rc || st.ram_pages != npages) {
+		fprintf(stderr, "vmm-bench: metadata: aging failed (%d) or layout mismatch\n", rc);
+		b->failures++;
+	} else {
+		printf("{\"name\":\"metadata\",\"guest_gib\":%.3f,\"ram_pages\":%llu,"
+		       "\"nr_gens\":%u,\"metadata_bytes\":%llu,\"bytes_per_page\":%.4f,"
+		       "\"goal_bytes_per_page\":1.5,\"aging_rounds\":%d}\n",
+		       (double)bytes / (1ULL << 30), (unsigned long long)st.ram_pages, st.nr_gens,
+		       (unsigned long long)st.metadata_bytes,
+		       (double)st.metadata_bytes / (double)st.ram_pages, METADATA_ROUNDS);
+		fflush(stdout);
+	}
+	vmm_guest_free(g);
+	vmm_simhw_free(hw);
+}
+
 int main(int argc, char **argv)
 {
 	struct bench b = {.shrink = 1, .rng = 1};
@@ -329,6 +391,9 @@ int main(int argc, char **argv)
 	age_dense(&b, VMM_PT_EPT, 64);
 	fprintf(stderr, "vmm-bench: age_sparse_bloom\n");
 	age_sparse_bloom(&b, 64);
+	fprintf(stderr, "vmm-bench: metadata\n");
+	metadata(&b, 16);
+	metadata(&b, 64);
 	if (b.failures)
 		fprintf(stderr, "vmm-bench: %d failures\n", b.failures);
 	return b.failures ? 1 : 0;
