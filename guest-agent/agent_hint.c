@@ -230,6 +230,19 @@ int agent_hint_listen(const char *path)
 	if (strlen(path) >= sizeof(sa.sun_path) || !path[0])
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
+	/* a minimal guest (busybox initramfs) may have no /run: create the one parent level */
+	{
+		char dir[sizeof(sa.sun_path)];
+		char *slash;
+
+		memcpy(dir, path, strlen(path) + 1);
+		slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+				return -errno;
+		}
+	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -537,6 +539,52 @@ out:
 	assert_true(c.hints_sent >= 1);
 }
 
+/* The real program: the memtide-agent binary (static, as a guest runs it) started as a
+ * child process, connecting to this test host over a unix socket. */
+static void test_binary_over_unix(void **state)
+{
+	const char *bin = getenv("MEMTIDE_BIN");
+	char exe[512], path[108], arg_path[160];
+	struct proto_msg m;
+	struct host h;
+	pid_t pid;
+	int lfd, status;
+
+	(void)state;
+	snprintf(exe, sizeof(exe), "%s/memtide-agent", bin ? bin : "build/bin");
+	if (access(exe, X_OK) != 0)
+		fail_msg("%s not built", exe);
+	snprintf(path, sizeof(path), "/tmp/memtide-test-host-%d-bin.sock", (int)getpid());
+	snprintf(arg_path, sizeof(arg_path), "--unix-path=%s", path);
+	lfd = listen_unix(path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(exe, exe, "--transport=unix", arg_path,
+		      "--hint-socket=", "--report-interval-ms=100", "--log-level=1", (char *)NULL);
+		_exit(127);
+	}
+	accept_host(lfd, &h);
+	handshake(&h);
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_PING;
+	m.id = 77;
+	send_msg(&h, &m);
+	expect(&h, PROTO_MSG_PONG, &m);
+	assert_int_equal(m.u.pong.re, 77);
+	/* a second report interval brings a second stats */
+	expect(&h, PROTO_MSG_STATS, &m);
+	assert_true(m.u.stats.mem_total_bytes > 0);
+	/* SIGTERM: it leaves cleanly (exit 0) */
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	drop_host(&h);
+	close(lfd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -544,6 +592,7 @@ int main(void)
 	    cmocka_unit_test(test_unix_reconnect_midframe),
 	    cmocka_unit_test(test_garbage_budget),
 	    cmocka_unit_test(test_hints),
+	    cmocka_unit_test(test_binary_over_unix),
 	};
 
 	agent_log_init(AGENT_WARN, "memtide-agent(test)");
