@@ -55,18 +55,22 @@ static const struct pdesc pdescs[] = {
 };
 #undef F
 
-/* memtide: libvmm's reclaim controller defaults (vmm_reclaim_config_default). */
+/* memtide: libvmm's own defaults (vmm_reclaim_config_default), and a 5 s control interval
+ * (memtided's loop). */
 static void mt_defaults(struct sim_params *p)
 {
+	struct vmm_reclaim_config rc;
+
+	vmm_reclaim_config_default(&rc);
 	p->mt_nr_gens = VMM_DEFAULT_NR_GENS;
 	p->mt_interval_ms = 5000;
-	p->mt_target = 0.002;
-	p->mt_min_age_ms = 1000;
-	p->mt_max_age_ms = 3600 * 1000;
-	p->mt_initial_age_ms = 60 * 1000;
-	p->mt_kp = 1.0;
-	p->mt_ki = 0.1;
-	p->mt_kd = 0.0;
+	p->mt_target = rc.target_refault_per_min;
+	p->mt_min_age_ms = rc.min_age_ms;
+	p->mt_max_age_ms = rc.max_age_ms;
+	p->mt_initial_age_ms = rc.initial_age_ms;
+	p->mt_kp = rc.pid.kp;
+	p->mt_ki = rc.pid.ki;
+	p->mt_kd = rc.pid.kd;
 	p->mt_aging_div = 2;
 }
 

@@ -1,0 +1,241 @@
+/*
+ * policy_memtide.c - memtide's own policy: libvmm's generations, eviction hand and reclaim
+ * controller (vmm/include/vmm.h parts 4-6), driven the way memtided drives them, with the
+ * trace standing in for the access-bit source.
+ *
+ * The trace plays the role of the page tables' accessed bits: accesses since the last aging
+ * round are collected (as hardware would set A bits) and harvested at the next round, which
+ * is what libvmm's generations assume - a generation born at T holds pages last seen used
+ * before T, so "born at least min_age ago" means "idle at least min_age".  Reporting
+ * accesses to libvmm as they happen instead would put pages used after T into the
+ * generation born at T, and the eviction hand would take pages idle for only
+ * min_age - interval (measured: on the phases trace, half of all evictions refaulted).
+ *
+ * At the end of each epoch, in the order of the data flow (docs/design.md):
+ *   Step 1: feedback - faults the core saw: a refault goes to vmm_refault (and counts for
+ *           the controller), a fill of a page libvmm had evicted to vmm_restore; pages the
+ *           guest freed are hinted cold (the agent's free hints, vmm_hint_cold);
+ *   Step 2: access bits - the epoch's accesses join the set seen since the last round;
+ *   Step 3: control - every mt-interval-ms, vmm_reclaim_update turns the interval's
+ *           refaults and the resident pages into a new cold age threshold;
+ *   Step 4: aging - every threshold / mt-aging-div (at least every epoch): vmm_age_begin,
+ *           then the collected accesses go to vmm_mark_young in runs (write = dirty);
+ *   Step 5: eviction - right after aging, vmm_evict takes every page of the generations
+ *           born at least the threshold ago, in runs.
+ * The generations must span the threshold: nr_gens >= mt-aging-div + 2 (checked at init).
+ * libvmm does not see free page reporting (the core's FPR returns free blocks by itself),
+ * so it may believe a reported page resident: that costs only a no-op eviction later, and
+ * the controller is fed the core's resident count, which is exact.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define MT_RUNS 1024
+
+struct mt {
+	struct vmm_guest *g;
+	struct vmm_reclaim_ctl ctl;
+	uint8_t *vmm_evicted; /* 1 while libvmm counts the page as evicted */
+	uint8_t *seen;        /* accessed since the last aging round (the "A bit") */
+	uint32_t *seen_list;  /* those pages, in arrival order */
+	uint64_t nr_seen;
+	struct vmm_run runs[MT_RUNS];
+	uint64_t age_ms; /* cold age threshold from the controller */
+	uint64_t last_aging_ms;
+	uint64_t next_ctl_ms, last_ctl_ms;
+	uint64_t refaults_in_interval;
+};
+
+static void mt_fini(void *state)
+{
+	struct mt *m = state;
+
+	vmm_guest_free(m->g);
+	free(m->vmm_evicted);
+	free(m->seen);
+	free(m->seen_list);
+	free(m);
+}
+
+static int mt_init(struct sim_ctx *ctx, void **state)
+{
+	const struct sim_params *p = ctx->p;
+	struct vmm_guest_config gc;
+	struct vmm_reclaim_config rc;
+	uint64_t t0 = ctx->t->epochs[0].t_ms;
+	struct mt *m = calloc(1, sizeof(*m));
+	int err;
+
+	if (!m)
+		return -ENOMEM;
+	if (p->mt_nr_gens < p->mt_aging_div + 2) {
+		free(m);
+		return -EINVAL;
+	}
+	m->vmm_evicted = calloc(ctx->t->ram_pages, 1);
+	m->seen = calloc(ctx->t->ram_pages, 1);
+	m->seen_list = malloc(ctx->t->ram_pages * sizeof(*m->seen_list));
+	if (!m->vmm_evicted || !m->seen || !m->seen_list) {
+		mt_fini(m);
+		return -ENOMEM;
+	}
+	vmm_guest_config_default(&gc);
+	gc.ram = ctx->t->ram;
+	gc.nr_ram = ctx->t->nr_ram;
+	gc.nr_gens = p->mt_nr_gens;
+	err = vmm_guest_new(&gc, &m->g);
+	if (err)
+		goto fail;
+	vmm_reclaim_config_default(&rc);
+	rc.target_refault_per_min = p->mt_target;
+	rc.min_age_ms = p->mt_min_age_ms;
+	rc.max_age_ms = p->mt_max_age_ms;
+	/* Start inside the limits whatever they are set to: raising mt-min-age-ms alone
+	 * must not make the defaults invalid. */
+	rc.initial_age_ms = p->mt_initial_age_ms < rc.min_age_ms   ? rc.min_age_ms
+			    : p->mt_initial_age_ms > rc.max_age_ms ? rc.max_age_ms
+								   : p->mt_initial_age_ms;
+	rc.pid.kp = p->mt_kp;
+	rc.pid.ki = p->mt_ki;
+	rc.pid.kd = p->mt_kd;
+	err = vmm_reclaim_init(&m->ctl, &rc);
+	if (err)
+		goto fail;
+	m->age_ms = m->ctl.age_ms;
+	m->last_aging_ms = t0;
+	m->last_ctl_ms = t0;
+	m->next_ctl_ms = t0 + p->mt_interval_ms;
+	*state = m;
+	return 0;
+fail:
+	mt_fini(m);
+	return err;
+}
+
+/* Step 1 */
+static int mt_feedback(struct mt *m, struct sim_ctx *ctx)
+{
+	for (size_t i = 0; i < ctx->nr_faulted; i++) {
+		uint32_t idx = ctx->faulted[i];
+		uint64_t gpa = sim_page_gpa(ctx->t, idx);
+		int rc = 0;
+		if (ctx->faulted_refault[i]) {
+			struct vmm_refault rf;
+			m->refaults_in_interval++;
+			if (m->vmm_evicted[idx])
+				rc = vmm_refault(m->g, gpa, &rf);
+		} else if (m->vmm_evicted[idx]) {
+			rc = vmm_restore(m->g, gpa, 1);
+		}
+		if (rc)
+			return rc;
+		m->vmm_evicted[idx] = 0;
+	}
+	return 0;
+}
+
+/* Step 2: the accessed bits of the epoch (SIM seen bit 2 = written). */
+static void mt_collect(struct mt *m, const struct sim_epoch *ep)
+{
+	for (uint32_t i = 0; i < ep->nr_acc; i++) {
+		uint32_t p = SIM_ACC_PAGE(ep->acc[i]);
+		if (!m->seen[p])
+			m->seen_list[m->nr_seen++] = p;
+		m->seen[p] |= (uint8_t)(1 | ((ep->acc[i] & SIM_ACC_WRITE) ? 2 : 0));
+	}
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Step 4: a new generation, and the pages seen since the last one moved into it. */
+static int mt_age(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
+{
+	int rc = vmm_age_begin(m->g, now_ms);
+
+	qsort(m->seen_list, m->nr_seen, sizeof(*m->seen_list), cmp_u32);
+	for (uint64_t i = 0; i < m->nr_seen && !rc;) {
+		uint32_t start = m->seen_list[i], n = 1;
+		uint8_t w = m->seen[start] & 2;
+		while (i + n < m->nr_seen && m->seen_list[i + n] == start + n &&
+		       (m->seen[start + n] & 2) == w && (start + n) % SIM_BLOCK_PAGES != 0)
+			n++; /* runs of equal dirtiness, never across a 2 MiB block */
+		rc = vmm_mark_young(m->g, sim_page_gpa(ctx->t, start), n, w != 0);
+		i += n;
+	}
+	for (uint64_t i = 0; i < m->nr_seen; i++)
+		m->seen[m->seen_list[i]] = 0;
+	m->nr_seen = 0;
+	m->last_aging_ms = now_ms;
+	return rc;
+}
+
+/* Step 4 */
+static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
+{
+	for (int pass = 0; pass < 1024; pass++) {
+		struct vmm_evict_req req = {
+		    .max_pages = ctx->t->ram_pages,
+		    .min_age_ms = m->age_ms,
+		    .now_ms = now_ms,
+		    .runs = m->runs,
+		    .max_runs = MT_RUNS,
+		};
+		struct vmm_evict_result res;
+		int rc = vmm_evict(m->g, &req, &res);
+		if (rc)
+			return rc;
+		for (size_t r = 0; r < res.nr_runs; r++) {
+			int64_t first = sim_gpa_page(ctx->t, m->runs[r].gpa);
+			if (first < 0)
+				return -ERANGE;
+			for (uint64_t k = 0; k < m->runs[r].npages; k++) {
+				m->vmm_evicted[first + (int64_t)k] = 1;
+				sim_evict(ctx, (uint32_t)(first + (int64_t)k));
+			}
+		}
+		if (res.evicted_pages == 0 || res.nr_runs < MT_RUNS)
+			break;
+	}
+	return 0;
+}
+
+static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
+{
+	struct mt *m = state;
+	const struct sim_epoch *ep = &ctx->t->epochs[e];
+	uint64_t t1 = sim_epoch_end_ms(ctx->t, e);
+	int rc = mt_feedback(m, ctx); /* Step 1 */
+
+	for (uint32_t i = 0; i < ep->nr_free && !rc; i++)
+		rc = vmm_hint_cold(m->g, sim_page_gpa(ctx->t, ep->freed[i]), 1);
+	if (rc)
+		return rc;
+	mt_collect(m, ep);          /* Step 2 */
+	if (t1 >= m->next_ctl_ms) { /* Step 3 */
+		m->age_ms = vmm_reclaim_update(&m->ctl, m->refaults_in_interval,
+					       ctx->resident_pages, t1 - m->last_ctl_ms);
+		m->refaults_in_interval = 0;
+		m->last_ctl_ms = t1;
+		m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
+	}
+	if (t1 < m->last_aging_ms + m->age_ms / ctx->p->mt_aging_div)
+		return 0;
+	rc = mt_age(m, ctx, t1);               /* Step 4 */
+	return rc ? rc : mt_evict(m, ctx, t1); /* Step 5 */
+}
+
+const struct sim_policy sim_policy_memtide = {
+    .name = "memtide",
+    .fpr = SIM_FPR_PARAM,
+    .knob = "mt-min-age-ms",
+    .init = mt_init,
+    .epoch = mt_epoch,
+    .fini = mt_fini,
+};
