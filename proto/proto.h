@@ -291,7 +291,8 @@ struct proto_wss {
  * announced that it will need need_bytes within within_ms (before a job starts).
  *   kind hot/cold: ranges non-empty, ascending, non-overlapping, page aligned; need_* zero.
  *   kind need:     need_bytes > 0, within_ms 0..PROTO_WITHIN_MAX_MS; no ranges.
- * truncated: the application's request had more ranges than fit; the rest were dropped.
+ * truncated: ranges of the application's request were left out (too many, or over the hint
+ * rate); a request larger than one message comes as several, and the last one carries it.
  */
 enum proto_hint_kind {
 	PROTO_HINT_HOT = 1,
@@ -510,8 +511,9 @@ void proto_reader_reset(struct proto_reader *r);
  */
 long proto_reader_feed(struct proto_reader *r, const void *data, size_t len);
 
-/* One read(2) into the buffer: >0 bytes read, 0 at EOF, -EAGAIN, -EINTR or another -errno.
- * Reads at most what the current frame can still need plus up to 64 KiB of the next. */
+/* One read(2) into the buffer: >0 bytes read, 0 at EOF, -EAGAIN, -EINTR or another -errno;
+ * -ENOBUFS when a complete frame fills the buffer (call proto_reader_next first), -EPROTO on
+ * a broken reader.  Reads at most what the current frame can still need plus 64 KiB. */
 long proto_reader_read_fd(struct proto_reader *r, int fd);
 
 /*
