@@ -54,7 +54,7 @@ static void test_oldest_first(void **state)
 {
 	struct vmm_range ram = {0, 16 * MiB}; /* 4096 pages */
 	struct vmm_guest *g = guest(&ram, 1);
-	struct vmm_run runs[256];
+	struct vmm_run runs[256] = {{0}};
 	struct vmm_evict_result res;
 	struct vmm_guest_stats st;
 
@@ -107,7 +107,7 @@ static void test_min_age(void **state)
 {
 	struct vmm_range ram = {0, 8 * MiB};
 	struct vmm_guest *g = guest(&ram, 1);
-	struct vmm_run runs[16];
+	struct vmm_run runs[16] = {{0}};
 	struct vmm_evict_result res;
 
 	(void)state;
@@ -133,7 +133,7 @@ static void test_2m_runs_first_and_sorted(void **state)
 {
 	struct vmm_range ram = {0, 8 * MiB}; /* 4 pieces of 2 MiB */
 	struct vmm_guest *g = guest(&ram, 1);
-	struct vmm_run runs[600];
+	struct vmm_run runs[600] = {{0}};
 	struct vmm_evict_result res;
 
 	(void)state;
@@ -167,7 +167,7 @@ static void test_limits_and_errors(void **state)
 {
 	struct vmm_range ram = {0, 8 * MiB};
 	struct vmm_guest *g = guest(&ram, 1);
-	struct vmm_run runs[4];
+	struct vmm_run runs[4] = {{0}};
 	struct vmm_evict_result res;
 
 	(void)state;
@@ -203,7 +203,7 @@ static void test_lookaround(void **state)
 	struct vmm_simhw_config hc = {.fmt = VMM_PT_S2, .guest_bytes = 8 * MiB, .seed = 3};
 	struct vmm_simhw *hw = NULL;
 	const struct vmm_range *ram;
-	struct vmm_run runs[64];
+	struct vmm_run runs[64] = {{0}};
 	struct vmm_evict_result res;
 	struct vmm_guest_stats st;
 

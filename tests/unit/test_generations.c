@@ -221,7 +221,7 @@ static void rand_span(struct model *m, uint64_t *s, uint64_t *gpa, uint64_t *n)
 
 static void op_evict(struct model *m, uint64_t *s, uint64_t now_ms)
 {
-	struct vmm_run runs[64];
+	struct vmm_run runs[64] = {{0}};
 	struct vmm_evict_req req = {.max_pages = 1 + rnd(s) % 3000,
 				    .min_age_ms = rnd(s) % 4000,
 				    .now_ms = now_ms,
@@ -372,7 +372,7 @@ static void test_random_invariants_with_tiers(void **state)
 		for (int i = 0; i < 3000; i++) {
 			uint64_t gpa = (rnd(&s) % 4096) << VMM_PAGE_SHIFT;
 			uint64_t n = 1 + rnd(&s) % (4096 - (gpa >> VMM_PAGE_SHIFT));
-			struct vmm_run runs[32];
+			struct vmm_run runs[32] = {{0}};
 			struct vmm_evict_req req = {.max_pages = rnd(&s) % 2048,
 						    .now_ms = now_ms,
 						    .runs = runs,

@@ -38,7 +38,7 @@ static struct vmm_guest *guest(const struct vmm_range *ram, size_t n, unsigned n
  * the oldest generation (seeing the others young refaults any evicted among them). */
 static void evict_one(struct vmm_guest *g, uint64_t ram_pages, uint64_t gpa, uint64_t *now_ms)
 {
-	struct vmm_run run;
+	struct vmm_run run = {0};
 	struct vmm_evict_result res;
 	uint64_t t = gpa / PAGE;
 
@@ -147,7 +147,7 @@ static void refault_by_aging(bool with_tables)
 	r.g = guest(ram, nr, VMM_MAX_NR_GENS);
 	r.base = ram[0].start;
 	for (uint64_t i = 0; i < 20; i++) {
-		struct vmm_run run;
+		struct vmm_run run = {0};
 		struct vmm_evict_result res;
 		round_with(&r, 0, 100, 101 + i, 512 - 101 - i); /* all but the targets */
 		round_with(&r, 0, 0, 0, 0);                     /* nothing */

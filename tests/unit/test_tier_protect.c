@@ -38,7 +38,7 @@ struct outcome {
 static void play(struct vmm_guest *g, uint64_t *now_ms, int rounds, unsigned hot_every,
 		 unsigned cold_every, struct outcome *o)
 {
-	struct vmm_run runs[256];
+	struct vmm_run runs[256] = {{0}};
 	unsigned n = 0;
 
 	*o = (struct outcome){.first_protected_round = -1};

@@ -48,7 +48,7 @@ static void test_constructed_history(void **state)
 		assert_int_equal(bytes[i], pages[i] * PAGE);
 
 	/* Evicted pages are not part of the working set, whatever the age. */
-	struct vmm_run runs[8];
+	struct vmm_run runs[8] = {{0}};
 	struct vmm_evict_result res;
 	struct vmm_evict_req req = {.max_pages = 96, .now_ms = 41000, .runs = runs, .max_runs = 8};
 	assert_int_equal(vmm_evict(g, &req, &res), 0);
