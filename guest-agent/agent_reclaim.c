@@ -25,6 +25,11 @@
  *
  * Steps run in chunks of at most CHUNK_BYTES, checking the deadline between chunks, so one
  * request blocks the agent's loop for about its deadline at most.
+ *
+ * Seen (Debian 6.1 guest, 768 MiB, QEMU TCG, zram swap, 200 MiB of cold shmem): a 64 MiB
+ * "any" request -> memcg freed 67.7 MB in 310 ms, MemFree +68 MiB as the guest's own
+ * /proc/meminfo showed; result "done".  Without swap or disk-backed page cache the same
+ * request freed 0 and said "partial" - nothing was reclaimable.
  */
 #include <errno.h>
 #include <stdio.h>
