@@ -83,7 +83,7 @@ static int parse_opts(int argc, char **argv, int first, struct opts *o)
 			o->quick = true;
 			continue;
 		}
-		if (strncmp(a, "--", 2) && strcmp(a, "-o")) {
+		if (strncmp(a, "--", 2) != 0 && strcmp(a, "-o") != 0) {
 			fprintf(stderr, "memtide-sim: unexpected argument '%s'\n", a);
 			return -EINVAL;
 		}
@@ -438,7 +438,7 @@ static int pareto_one(const struct sim_trace *t, const char *tname, const struct
 			printf(",\"%s\":{\"saved\":%.4f,\"setting\":%g,\"refault_rate\":%.5f}",
 			       pols[i], saved[i], best >= 0 ? pts[i][best].knob : -1,
 			       best >= 0 ? pts[i][best].refault_rate : 0);
-			if (strcmp(pols[i], "memtide") && saved[i] > best_base)
+			if (strcmp(pols[i], "memtide") != 0 && saved[i] > best_base)
 				best_base = saved[i];
 		}
 		double mt = saved[4], ratio = orc.saved > 0 ? mt / orc.saved : 0;
@@ -559,7 +559,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "gen"))
 		return cmd_gen(argc, argv, &o);
-	if (strcmp(cmd, "run") && strcmp(cmd, "sweep") && strcmp(cmd, "bench")) {
+	if (strcmp(cmd, "run") != 0 && strcmp(cmd, "sweep") != 0 && strcmp(cmd, "bench") != 0) {
 		fprintf(stderr, "memtide-sim: unknown command '%s' (run, gen, sweep, bench)\n",
 			cmd);
 		return 2;

@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 		}
 		return info(argv[2]);
 	}
-	if (strcmp(cmd, "record") && strcmp(cmd, "convert")) {
+	if (strcmp(cmd, "record") != 0 && strcmp(cmd, "convert") != 0) {
 		fprintf(stderr, "memtide-trace: unknown command '%s'\n", cmd);
 		usage(stderr);
 		return 2;

@@ -349,7 +349,7 @@ int sim_trace_write(const struct sim_trace *t, const char *path, int level, char
 		set_err(err, errlen, "zstd: %s", ZSTD_getErrorName(zlen));
 		goto out;
 	}
-	memcpy(hdr, TRACE_MAGIC, 8);
+	memcpy(hdr, TRACE_MAGIC, sizeof(TRACE_MAGIC) - 1); /* the 8 bytes, no NUL */
 	hdr[8] = TRACE_VERSION; /* little-endian u32 version, then u32 flags = 0 */
 	f = fopen(path, "wb");
 	if (!f) {
@@ -693,7 +693,7 @@ int sim_trace_read(struct sim_trace *t, const char *path, char *err, size_t errl
 		set_err(err, errlen, "%s: %s", path, strerror(errno));
 		return rc;
 	}
-	if (fread(hdr, 1, sizeof(hdr), f) != sizeof(hdr) || memcmp(hdr, TRACE_MAGIC, 8)) {
+	if (fread(hdr, 1, sizeof(hdr), f) != sizeof(hdr) || memcmp(hdr, TRACE_MAGIC, 8) != 0) {
 		fclose(f);
 		set_err(err, errlen, "%s: not a memtide trace (bad magic)", path);
 		return -EINVAL;
