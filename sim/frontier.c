@@ -37,7 +37,8 @@ size_t sim_default_knob_values(const struct sim_policy *pol, double *vals, size_
 				       60000,  30000,  15000,  8000,   2000};
 	static const double lru2[] = {1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05};
 	/* memtide: the floor of its cold age threshold (the controller moves it above). */
-	static const double mt[] = {600000, 450000, 300000, 240000, 120000, 60000, 30000, 10000};
+	static const double mt[] = {600000, 450000, 300000, 240000, 120000,
+				    60000,  30000,  20000,  10000,  5000};
 	static const double oracle[] = {0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05};
 	const double *v = NULL;
 	size_t n = 0;

@@ -67,7 +67,12 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_target = rc.target_refault_per_min;
 	p->mt_min_age_ms = rc.min_age_ms;
 	p->mt_max_age_ms = rc.max_age_ms;
-	p->mt_initial_age_ms = rc.initial_age_ms;
+	/* Start at the floor, not libvmm's 2 min: a trace begins with the guest's data freshly
+	 * written, and starting at 2 min only delays the first eviction by 2 min of a 10 min
+	 * trace (measured on the sparse trace with a 10 s floor: 84.5% saved from 2 min,
+	 * 97.5% from the floor, no refaults either way).  The controller raises it on refaults;
+	 * a floor above it (mt-min-age-ms, the sweep's knob) lifts the start with it. */
+	p->mt_initial_age_ms = rc.min_age_ms;
 	p->mt_kp = rc.pid.kp;
 	p->mt_ki = rc.pid.ki;
 	p->mt_kd = rc.pid.kd;
