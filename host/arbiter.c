@@ -37,9 +37,9 @@ static int order_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-void mtd_arbiter_run(const struct mtd_arbiter_config *cfg, uint64_t mem_total_bytes,
-		     uint64_t mem_available_bytes, struct mtd_arbiter_vm *vms, size_t n,
-		     struct mtd_arbiter_result *res)
+void mtd_arbiter_run(const struct mtd_arbiter_config *cfg, struct mtd_arbiter_state *state,
+		     uint64_t now_ms, uint64_t mem_total_bytes, uint64_t mem_available_bytes,
+		     struct mtd_arbiter_vm *vms, size_t n, struct mtd_arbiter_result *res)
 {
 	uint64_t low, high;
 
@@ -52,6 +52,7 @@ void mtd_arbiter_run(const struct mtd_arbiter_config *cfg, uint64_t mem_total_by
 	if (mem_available_bytes > high) {
 		for (size_t i = 0; i < n; i++)
 			vms[i].squeeze = 0.0;
+		state->last_raise_ms = 0;
 		return;
 	}
 	/* Between the marks: keep the last decision (hysteresis). */
@@ -61,6 +62,15 @@ void mtd_arbiter_run(const struct mtd_arbiter_config *cfg, uint64_t mem_total_by
 	res->under_pressure = true;
 	res->deficit_bytes = low - mem_available_bytes;
 	if (n == 0)
+		return;
+	/* Let the last raise show in MemAvailable before raising again. */
+	if (state->last_raise_ms && now_ms < state->last_raise_ms + cfg->settle_ms)
+		return;
+	/* Memory already asked of balloons on their way down counts as coming. */
+	uint64_t pending = 0;
+	for (size_t i = 0; i < n; i++)
+		pending += vms[i].pending_bytes;
+	if (pending >= res->deficit_bytes)
 		return;
 	struct order *ord = calloc(n, sizeof(*ord));
 	if (!ord) {
@@ -75,7 +85,8 @@ void mtd_arbiter_run(const struct mtd_arbiter_config *cfg, uint64_t mem_total_by
 
 	/* Lowest priority first; a priority class shares its part in proportion to what each
 	 * member can give, so one big VM does not shield its peers. */
-	double left = (double)res->deficit_bytes;
+	double left = (double)(res->deficit_bytes - pending);
+	bool raised = false;
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		double class_bytes = 0.0;
@@ -87,12 +98,17 @@ void mtd_arbiter_run(const struct mtd_arbiter_config *cfg, uint64_t mem_total_by
 		for (size_t k = i; k < j; k++) {
 			/* Never relax a VM while the host is still short. */
 			double prev = vms[ord[k].idx].squeeze;
-			vms[ord[k].idx].squeeze = s > prev ? s : prev;
+			if (s > prev) {
+				vms[ord[k].idx].squeeze = s;
+				raised = true;
+			}
 		}
 		left -= s * class_bytes;
 		i = j;
 	}
 	free(ord);
+	if (raised)
+		state->last_raise_ms = now_ms;
 }
 
 int mtd_arbiter_read_meminfo(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes)

@@ -402,18 +402,16 @@ static void arbitrate(struct mtd_daemon *d)
 			vp = b;
 			cap = nc;
 		}
-		uint64_t keep = st->policy.min_bytes > st->wss_bytes[1] ? st->policy.min_bytes
-									: st->wss_bytes[1];
 		av[n] = (struct mtd_arbiter_vm){
 		    .priority = st->policy.priority,
-		    .reclaimable_bytes =
-			st->balloon_actual_bytes > keep ? st->balloon_actual_bytes - keep : 0,
+		    .reclaimable_bytes = atomic_load(&vm->reclaimable_bytes),
+		    .pending_bytes = atomic_load(&vm->pending_bytes),
 		    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
 		};
 		vp[n++] = vm;
 		saved += st->saved_bytes;
 	}
-	mtd_arbiter_run(&d->cfg.arb, total, avail, av, n, &res);
+	mtd_arbiter_run(&d->cfg.arb, &d->arb_state, mono_ms(), total, avail, av, n, &res);
 	for (size_t i = 0; i < n; i++)
 		atomic_store(&vp[i]->squeeze_permille, (unsigned)(av[i].squeeze * 1000.0 + 0.5));
 	rcu_read_unlock();

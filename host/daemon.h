@@ -20,6 +20,7 @@
 #include <urcu.h>
 #include <urcu/rculfhash.h>
 
+#include "arbiter.h"
 #include "mtd.h"
 #include "policy.h"
 
@@ -61,7 +62,8 @@ struct mtd_daemon {
 	int work_fd; /* eventfd: wakes the main thread */
 	atomic_bool exiting;
 
-	pthread_mutex_t host_lock; /* guards host */
+	struct mtd_arbiter_state arb_state; /* main thread only */
+	pthread_mutex_t host_lock;          /* guards host */
 	struct mtd_host_status host;
 };
 

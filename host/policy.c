@@ -363,6 +363,7 @@ void mtd_config_default(struct mtd_config *cfg)
 	cfg->stats_period_s = 2;
 	mtd_ctl_config_default(&cfg->ctl);
 	cfg->arbiter_interval_ms = 2000;
+	cfg->arb.settle_ms = 10000;
 	snprintf(cfg->meminfo_path, sizeof(cfg->meminfo_path), "/proc/meminfo");
 	mtd_policy_default(&cfg->defaults);
 }
@@ -479,6 +480,10 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		if (!strcmp(key, "high_mark"))
 			return mtd_parse_bytes(value, &cfg->arb.high_mark_bytes) < 0
 				   ? bad(err, errlen, key, "a size (0: twice the low mark)", value)
+				   : 0;
+		if (!strcmp(key, "settle"))
+			return mtd_parse_ms(value, &cfg->arb.settle_ms) < 0
+				   ? bad(err, errlen, key, "a duration such as 10s", value)
 				   : 0;
 		if (!strcmp(key, "meminfo"))
 			return set_str(cfg->meminfo_path, sizeof(cfg->meminfo_path), value, key,

@@ -71,7 +71,12 @@ struct mtd_vm {
 	atomic_bool stop;             /* leave the loop (after the exit step if exiting) */
 	atomic_bool exiting;          /* daemon exit: go to the safe size before stopping */
 	atomic_uint squeeze_permille; /* host arbiter's squeeze, 0..1000 */
-	pthread_mutex_t mbox_lock;    /* guards policy_new / policy_dirty */
+	/* loop -> arbiter: what a full squeeze could still take, target - max(floor, working
+	 * set at the cold age threshold), and what the balloon has yet to take, actual -
+	 * target; bytes */
+	_Atomic uint64_t reclaimable_bytes;
+	_Atomic uint64_t pending_bytes;
+	pthread_mutex_t mbox_lock; /* guards policy_new / policy_dirty */
 	struct mtd_policy policy_new;
 	bool policy_dirty;
 

@@ -33,7 +33,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	[ "$failed" = 0 ] && rm -rf "$dir"
+	[ "$failed" = 0 ] && [ -z "${KEEP:-}" ] && rm -rf "$dir"
 }
 trap cleanup EXIT
 

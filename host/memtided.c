@@ -1,0 +1,278 @@
+/*
+ * memtided.c - main() of the memtide host daemon.
+ *
+ * Parses flags over the config file over built-in defaults, sets up logging and signals,
+ * builds the core (daemon.c), starts the front ends (control socket, metrics), and runs the
+ * main thread until SIGTERM or SIGINT, then leaves every VM at its safe size.
+ *
+ * Two modes:
+ *   libvirt    (default) every running domain with a virtio balloon on --uri;
+ *   plain QEMU --qmp PATH [--agent PATH]: one VM, its QMP socket and its agent channel.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <libxml/parser.h>
+#include <urcu.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "policy.h"
+
+/* TODO(front ends): wire in the control socket and metrics once host/ctl.h and
+ * host/metrics.h land:  mtd_ctl_start(d, cfg.socket_path) / mtd_ctl_stop() and
+ * mtd_metrics_start(d, cfg.metrics_port) / mtd_metrics_stop(). */
+
+#define MEMTIDE_VERSION "0.1.0"
+#define DEFAULT_CONFIG  "/etc/memtide/memtided.conf"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: memtided [OPTIONS]\n"
+		   "memtide host daemon: hands VMs' cold memory back to the host through\n"
+		   "virtio-balloon and free page reporting, with the guest agent's help.\n"
+		   "\n"
+		   "Modes:\n"
+		   "  (default)              manage every running libvirt domain with a balloon\n"
+		   "  --uri URI              libvirt connection (default qemu:///system)\n"
+		   "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
+		   "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
+		   "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
+		   "\n"
+		   "Options:\n"
+		   "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
+		   "  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
+		   "  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
+		   "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
+		   "  --syslog               log to syslog instead of stderr\n"
+		   "  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
+		   "  --no-metrics           no metrics endpoint\n"
+		   "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
+		   "  --foreground           do not detach from the terminal\n"
+		   "  --help, --version\n"
+		   "\n"
+		   "Flags override the config file; see memtided.conf(5) in docs/.\n");
+}
+
+enum {
+	OPT_URI = 256,
+	OPT_QMP,
+	OPT_AGENT,
+	OPT_NAME,
+	OPT_CONFIG,
+	OPT_INTERVAL,
+	OPT_SOURCE,
+	OPT_LOG_LEVEL,
+	OPT_SYSLOG,
+	OPT_METRICS_PORT,
+	OPT_NO_METRICS,
+	OPT_SOCKET,
+	OPT_FOREGROUND,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+static const struct option options[] = {
+    {"uri", required_argument, NULL, OPT_URI},
+    {"qmp", required_argument, NULL, OPT_QMP},
+    {"agent", required_argument, NULL, OPT_AGENT},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"source", required_argument, NULL, OPT_SOURCE},
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"syslog", no_argument, NULL, OPT_SYSLOG},
+    {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
+    {"no-metrics", no_argument, NULL, OPT_NO_METRICS},
+    {"socket", required_argument, NULL, OPT_SOCKET},
+    {"foreground", no_argument, NULL, OPT_FOREGROUND},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* A flag that maps onto a config key, applied after the file is read. */
+struct flag_set {
+	const char *section, *key, *value;
+};
+
+int main(int argc, char **argv)
+{
+	static struct mtd_config cfg;
+	struct flag_set flags[32];
+	size_t nr_flags = 0;
+	const char *config_path = DEFAULT_CONFIG, *qmp = NULL, *agent = NULL, *name = "qemu";
+	bool config_given = false, use_syslog = false, foreground = false;
+	char err[256];
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		struct flag_set f = {NULL, NULL, optarg};
+		switch (opt) {
+		case OPT_URI:
+			f.section = "daemon";
+			f.key = "uri";
+			break;
+		case OPT_INTERVAL:
+			f.section = "daemon";
+			f.key = "interval";
+			break;
+		case OPT_SOURCE:
+			f.section = "daemon";
+			f.key = "source";
+			break;
+		case OPT_LOG_LEVEL:
+			f.section = "daemon";
+			f.key = "log_level";
+			break;
+		case OPT_METRICS_PORT:
+			f.section = "daemon";
+			f.key = "metrics_port";
+			break;
+		case OPT_NO_METRICS:
+			f.section = "daemon";
+			f.key = "metrics_port";
+			f.value = "0";
+			break;
+		case OPT_SOCKET:
+			f.section = "daemon";
+			f.key = "socket";
+			break;
+		case OPT_QMP:
+			qmp = optarg;
+			break;
+		case OPT_AGENT:
+			agent = optarg;
+			break;
+		case OPT_NAME:
+			name = optarg;
+			break;
+		case OPT_CONFIG:
+			config_path = optarg;
+			config_given = true;
+			break;
+		case OPT_SYSLOG:
+			use_syslog = true;
+			break;
+		case OPT_FOREGROUND:
+			foreground = true;
+			break;
+		case 'h':
+		case OPT_HELP:
+			usage(stdout);
+			return 0;
+		case OPT_VERSION:
+			printf("memtided " MEMTIDE_VERSION "\n");
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+		if (f.section && nr_flags < sizeof(flags) / sizeof(flags[0]))
+			flags[nr_flags++] = f;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "memtided: unexpected argument '%s' (see --help)\n", argv[optind]);
+		return 2;
+	}
+	if (agent && !qmp) {
+		fprintf(stderr, "memtided: --agent needs --qmp (in libvirt mode the agent channel "
+				"comes from the domain XML)\n");
+		return 2;
+	}
+	if (qmp && (strlen(name) == 0 || strlen(name) >= MTD_NAME_MAX)) {
+		fprintf(stderr, "memtided: --name must be 1..%d characters\n", MTD_NAME_MAX - 1);
+		return 2;
+	}
+
+	/* Step 1: settings: defaults, then the file, then flags. */
+	xmlInitParser();
+	mtd_config_default(&cfg);
+	if (mtd_config_load(&cfg, config_path, !config_given, err, sizeof(err)) < 0) {
+		fprintf(stderr, "memtided: %s\n", err);
+		return 2;
+	}
+	for (size_t i = 0; i < nr_flags; i++) {
+		if (mtd_config_set(&cfg, flags[i].section, flags[i].key, flags[i].value, err,
+				   sizeof(err)) < 0) {
+			fprintf(stderr, "memtided: --%s: %s\n", flags[i].key, err);
+			return 2;
+		}
+	}
+	if (mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err)) < 0) {
+		fprintf(stderr, "memtided: %s\n", err);
+		return 2;
+	}
+	/* The agent must be heard within the silence window: at least two intervals. */
+	if (cfg.ctl.agent_silence_ms < 2 * cfg.ctl.interval_ms)
+		cfg.ctl.agent_silence_ms = 2 * cfg.ctl.interval_ms;
+
+	/* Step 2: logging and the process. */
+	enum mtd_log_level level;
+	if (mtd_log_level_parse(cfg.log_level, &level) < 0)
+		level = MTD_LOG_NOTICE;
+	if (!foreground) {
+		if (daemon(0, 0) < 0) {
+			fprintf(stderr, "memtided: cannot detach: %s\n", strerror(errno));
+			return 1;
+		}
+		use_syslog = true; /* stderr is /dev/null now */
+	}
+	mtd_log_init(level, use_syslog, "memtided");
+
+	/* Signals: TERM and INT end the main loop through a signalfd; blocked before any
+	 * thread starts so every thread inherits the mask and only the main thread sees them. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigdelset(&mask, SIGHUP); /* HUP stays blocked and ignored: no reload yet */
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		mtd_err("signalfd: %s", strerror(errno));
+		return 1;
+	}
+
+	/* Step 3: the core. */
+	struct mtd_daemon *d;
+	if (mtd_daemon_new(&cfg, &d) < 0) {
+		mtd_err("out of memory");
+		return 1;
+	}
+	if (qmp) {
+		d->mode = MTD_MODE_QMP;
+		snprintf(d->qmp_path, sizeof(d->qmp_path), "%s", qmp);
+		snprintf(d->agent_path, sizeof(d->agent_path), "%s", agent ? agent : "");
+		snprintf(d->vm_name, sizeof(d->vm_name), "%s", name);
+	}
+	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
+		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
+		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent");
+	int rc = mtd_daemon_start(d);
+	if (rc < 0) {
+		mtd_daemon_stop(d);
+		mtd_daemon_free(d);
+		return 1;
+	}
+
+	/* Step 4: front ends (control socket, metrics): see the TODO at the top. */
+
+	/* Step 5: run until a signal, then leave every VM at its safe size. */
+	rc = mtd_daemon_run(d, sfd);
+	mtd_daemon_stop(d);
+	mtd_daemon_free(d);
+	close(sfd);
+	mtd_notice("stopped");
+	mtd_log_close();
+	xmlCleanupParser();
+	return rc < 0 ? 1 : 0;
+}
