@@ -206,7 +206,9 @@ struct sim_params {
 	double mt_target;        /* target refault fraction per minute (reclaim ctl) */
 	uint64_t mt_min_age_ms, mt_max_age_ms, mt_initial_age_ms;
 	double mt_kp, mt_ki, mt_kd;
-	unsigned mt_aging_div; /* generations per cold age threshold */
+	unsigned mt_aging_div;     /* generations per cold age threshold */
+	bool mt_smooth;            /* feed the controller an EMA of the refault rate */
+	uint64_t mt_smooth_tau_ms; /* that EMA's time constant */
 	/* oracle: none, it reads `budget` */
 	uint64_t seed;
 };
