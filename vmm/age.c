@@ -31,14 +31,25 @@
  * Part 4: generations - the aging walk
  * ====================================================================================== */
 
+struct age_ctx {
+	struct vmm_guest *g;
+	const struct guest_range *r; /* the range being walked: every leaf inside it skips
+				      * the range lookup */
+};
+
 static void age_young(void *arg, const struct vmm_young *batch, size_t n)
 {
-	struct vmm_guest *g = arg;
+	struct age_ctx *a = arg;
 
-	for (size_t i = 0; i < n; i++)
-		vmm_gen_young_span(g, batch[i].gpa, batch[i].npages,
-				   batch[i].flags & VMM_YOUNG_ACCESSED,
-				   batch[i].flags & VMM_YOUNG_DIRTY);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t pfn = batch[i].gpa >> VMM_PAGE_SHIFT;
+		bool accessed = batch[i].flags & VMM_YOUNG_ACCESSED;
+		bool dirty = batch[i].flags & VMM_YOUNG_DIRTY;
+		if (pfn >= a->r->start_pfn && pfn + batch[i].npages <= a->r->end_pfn)
+			vmm_gen_young(a->g, a->r, pfn, batch[i].npages, accessed, dirty);
+		else /* a huge leaf reaching past the range */
+			vmm_gen_young_span(a->g, batch[i].gpa, batch[i].npages, accessed, dirty);
+	}
 }
 
 static void stats_add(struct vmm_walk_stats *sum, const struct vmm_walk_stats *s)
@@ -68,6 +79,7 @@ int vmm_age_walk(struct vmm_guest *g, const struct vmm_pt *pt, uint64_t now_ms,
 		return rc;
 	/* One walk per RAM range (holes are not walked), all with the same seq. */
 	for (size_t i = 0; i < g->nr_ranges; i++) {
+		struct age_ctx a = {.g = g, .r = &g->ranges[i]};
 		struct vmm_walk_opts o = {
 		    .gpa_start = g->ranges[i].start_pfn << VMM_PAGE_SHIFT,
 		    .gpa_end = g->ranges[i].end_pfn << VMM_PAGE_SHIFT,
@@ -75,7 +87,7 @@ int vmm_age_walk(struct vmm_guest *g, const struct vmm_pt *pt, uint64_t now_ms,
 		    .seq = g->max_seq,
 		    .clear_dirty = true,
 		    .fn = age_young,
-		    .arg = g,
+		    .arg = &a,
 		};
 		struct vmm_walk_stats s;
 		rc = vmm_walk(pt, &o, &s);

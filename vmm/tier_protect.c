@@ -28,6 +28,10 @@
  * empty tier 0 does not make every other tier look infinitely worse; a tier with fewer
  * than TP_MIN_REFAULTS refaults is never protected (too little evidence).
  *
+ * The setpoint needs tier-0 evictions to mean anything: before there are any, SP reads as
+ * 1/64 and a tier with 64 refaults looks worse and is protected.  That errs towards the
+ * guest (keeping memory), and tier 0 is almost always evicted first anyway.
+ *
  * Decision: the lowest tier t >= 1 whose PV exceeds the setpoint is the first protected
  * one, and every tier above it is protected too (a page in a higher tier was hinted more
  * often).  evict.c applies it: a page of a protected tier in the oldest generation moves
