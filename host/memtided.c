@@ -57,7 +57,14 @@ static void usage(FILE *f)
 		   "  --foreground           do not detach from the terminal\n"
 		   "  --help, --version\n"
 		   "\n"
-		   "Flags override the config file; see memtided.conf(5) in docs/.\n");
+		   "Flags override the config file.  Its sections and keys:\n"
+		   "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
+		   "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
+		   "               mem_available_low agent_silence hold_after_deflate min_change\n"
+		   "  [host]       low_mark high_mark interval settle meminfo\n"
+		   "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
+		   "               (per-domain policy unless the domain's memtide metadata says)\n"
+		   "  [sim]        hot_percent\n");
 }
 
 enum {
