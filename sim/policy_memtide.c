@@ -215,8 +215,8 @@ static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
  * interval's own count.  Why: libvmm's controller measures log2(1 + rate / target) per
  * interval, and the mean of a log under-weights bursts (Jensen): refaults that arrive as
  * one burst every 40 s (the step trace after its growth: 656 pages each time, 30x the
- * target) average to m = 0.63 over eight 5 s intervals, below the setpoint 1, so the
- * controller keeps reclaiming.  Measured on the step trace: react time 295 s raw, 5 s with
+ * 0.2% target over the 40 s) average to m = 0.99 over eight 5 s intervals, at the setpoint
+ * 1, so the controller holds a threshold that is far too short.  Measured on the step trace: react time 295 s raw, 5 s with
  * a 60 s EMA (docs/results.md).
  */
 static uint64_t mt_smooth(struct mt *m, const struct sim_params *p, uint64_t dt_ms)

@@ -253,6 +253,11 @@ static void test_lru2(void **state)
 	sim_trace_free(&t);
 }
 
+static void lru_fill_none(uint64_t e, uint32_t *acc, size_t *n, uint32_t *fr, size_t *nf)
+{
+	(void)e, (void)acc, (void)n, (void)fr, (void)nf;
+}
+
 /* ---- damon -------------------------------------------------------------------------------- */
 
 /* Pages 0..4095 written in epoch 0 then idle; 4096..8191 read every epoch. */
@@ -318,6 +323,56 @@ static void test_memtide(void **state)
 	struct sim_result bad;
 	assert_int_equal(sim_replay(&t, sim_policy_get("memtide"), &p, false, &bad), -EINVAL);
 	sim_result_free(&f);
+	sim_trace_free(&t);
+}
+
+/* After a step growth, memtide with mt-smooth stops refaulting within two control
+ * intervals: the only refaults are the step's own (the grown set had been reclaimed). */
+static void test_memtide_react(void **state)
+{
+	struct sim_gen_opts o;
+	struct sim_trace t;
+	struct sim_params p;
+	struct sim_result r;
+
+	(void)state;
+	sim_gen_opts_default(&o, SIM_GEN_STEP);
+	o.ram_pages = 8192;
+	o.epochs = 400;
+	assert_int_equal(sim_gen(&o, &t), 0);
+	sim_params_default(&p);
+	p.mt_smooth = true;
+	p.budget = p.mt_target = 0.002;
+	run(&t, "memtide", &p, &r);
+	uint64_t grown = 8192 * 2 / 5;
+	assert_int_equal(r.refaults_per_epoch[200], grown); /* the step itself */
+	assert_int_equal(r.refaults, grown);
+	uint64_t react = sim_react_ms(&t, &r, o.step_at_ms, p.mt_interval_ms, p.budget);
+	assert_true(react > 0 && react <= 2 * p.mt_interval_ms);
+	sim_result_free(&r);
+	sim_trace_free(&t);
+}
+
+/* sim_react_ms on a hand-made series: over budget in the windows ending 10 s and 20 s after
+ * the step, under it afterwards, so 20 s. */
+static void test_react_metric(void **state)
+{
+	struct sim_trace t;
+	struct sim_result r = {0};
+	uint32_t refaults[40] = {0}, resident[40];
+
+	(void)state;
+	build(&t, 512, 40, lru_fill_none);
+	for (int e = 0; e < 40; e++)
+		resident[e] = 500;
+	refaults[10] = 50; /* window [10,15): 50 / (5/60 min) / 500 = 1.2/min */
+	refaults[22] = 50; /* window [20,25) */
+	refaults[30] = 1;  /* window [30,35): 0.024/min */
+	r.refaults_per_epoch = refaults;
+	r.resident_per_epoch = resident;
+	assert_int_equal(sim_react_ms(&t, &r, 10000, 5000, 0.5), 15000);
+	assert_int_equal(sim_react_ms(&t, &r, 10000, 5000, 0.01), 25000);
+	assert_int_equal(sim_react_ms(&t, &r, 10000, 5000, 2.0), 0);
 	sim_trace_free(&t);
 }
 
@@ -426,6 +481,8 @@ int main(void)
 	    cmocka_unit_test(test_damon),
 	    cmocka_unit_test(test_memtide),
 	    cmocka_unit_test(test_oracle_is_lower_bound),
+	    cmocka_unit_test(test_memtide_react),
+	    cmocka_unit_test(test_react_metric),
 	    cmocka_unit_test(test_best_under_budget),
 	    cmocka_unit_test(test_params),
 	};
