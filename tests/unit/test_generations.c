@@ -458,6 +458,48 @@ static void test_age_walk(void **state)
 	vmm_simhw_free(hw);
 }
 
+/* Holes and huge leaves: a young 2 MiB leaf makes 512 pages young, and every young page
+ * the walker counts lands in the youngest generation, whatever range it is in. */
+static void test_age_walk_holes_and_huge(void **state)
+{
+	struct vmm_simhw_config hc = {.fmt = VMM_PT_S2,
+				      .guest_bytes = 256 * MiB,
+				      .nr_holes = 3,
+				      .hole_bytes = 32 * MiB,
+				      .huge_2m_share = 0.5,
+				      .seed = 11};
+	struct vmm_simhw *hw = NULL;
+	const struct vmm_range *ram;
+	struct vmm_guest_stats st;
+	struct vmm_walk_stats ws;
+	uint64_t s = 99;
+
+	(void)state;
+	assert_int_equal(vmm_simhw_new(&hc, &hw), 0);
+	size_t nr = vmm_simhw_ram(hw, &ram);
+	assert_true(nr > 1);
+	struct vmm_guest *g = guest(ram, nr, 8, 4);
+	struct vmm_simhw_counts hc_counts;
+	vmm_simhw_get_counts(hw, &hc_counts);
+	assert_true(hc_counts.leaves_2m > 0);
+	for (int round = 1; round <= 12; round++) {
+		for (int i = 0; i < 200; i++) {
+			const struct vmm_range *r = &ram[rnd(&s) % nr];
+			uint64_t off =
+			    (rnd(&s) % ((r->end - r->start) / VMM_PAGE_SIZE)) * VMM_PAGE_SIZE;
+			assert_true(vmm_simhw_access(hw, r->start + off, rnd(&s) & 1) >= 0);
+		}
+		assert_int_equal(vmm_age_walk(g, vmm_simhw_pt(hw), round * 1000ULL, &ws), 0);
+		assert_true(ws.young_pages > 0);
+		vmm_guest_get_stats(g, &st);
+		assert_int_equal(st.gen[st.nr_gens - 1].pages, ws.young_pages);
+		assert_int_equal(st.ram_pages, hc_counts.mapped_pages);
+		assert_int_equal(vmm_check_invariants(g), 0);
+	}
+	vmm_guest_free(g);
+	vmm_simhw_free(hw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -466,6 +508,7 @@ int main(void)
 	    cmocka_unit_test(test_random_against_model),
 	    cmocka_unit_test(test_random_invariants_with_tiers),
 	    cmocka_unit_test(test_age_walk),
+	    cmocka_unit_test(test_age_walk_holes_and_huge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
