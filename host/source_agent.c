@@ -17,7 +17,10 @@
  * the layout are ignored (libvmm returns -ERANGE).
  *
  * Without a new wss report since the last round the previous amount is re-marked: a guest
- * whose agent reports less often than the daemon's interval does not look idle.
+ * whose agent reports less often than the daemon's interval does not look idle.  An agent
+ * that sends no wss at all (its guest runs without MGLRU) is read through its stats instead:
+ * MemTotal - MemAvailable counts as young, a high estimate, so only free and easily
+ * reclaimed memory is taken from such a guest.
  */
 #include "source.h"
 
@@ -63,6 +66,17 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 	if (fresh) {
 		s->last_wss_seq = seq;
 		s->young_bytes = young_from_wss(w, s->young_ms);
+	} else if (!w) {
+		/* No wss from this agent (its guest runs without MGLRU): every byte the guest
+		 * cannot give up easily, MemTotal - MemAvailable, counts as young.  The estimate
+		 * is high, so only free and easily reclaimed memory is ever taken. */
+		uint64_t sseq;
+		const struct proto_stats *st = mtd_agent_link_stats(s->link, &sseq);
+		if (!st)
+			return -EAGAIN;
+		s->young_bytes = st->mem_total_bytes > st->mem_available_bytes
+				     ? st->mem_total_bytes - st->mem_available_bytes
+				     : 0;
 	}
 	uint64_t span = s->ram.end - s->ram.start;
 	uint64_t pages = (s->young_bytes < span ? s->young_bytes : span) >> VMM_PAGE_SHIFT;
@@ -78,9 +92,7 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 				(void)vmm_hint_cold(g, gpa, n);
 		}
 	}
-	if (rc < 0)
-		return rc;
-	return w ? 0 : -EAGAIN;
+	return rc < 0 ? rc : 0;
 }
 
 static bool agent_fresh(void *ctx, uint64_t now_ms)
