@@ -223,8 +223,12 @@ size_t vmm_simhw_ram(const struct vmm_simhw *hw, const struct vmm_range **ranges
  * or -ERANGE for an address outside guest RAM.
  */
 int vmm_simhw_access(struct vmm_simhw *hw, uint64_t gpa, bool write);
-/* Unmap pages the host took back (eviction); a huge leaf is split first.  Not thread-safe
- * against vmm_simhw_access. Returns 0 or -errno. */
+/* Unmap pages the host took back (eviction); a huge leaf is split first (its children
+ * keep its accessed and dirty state) and tables are never freed, so a later refault only
+ * stores one entry.  Pages already unmapped are skipped.  Cost: O(npages).  Not thread-safe
+ * against vmm_simhw_access or vmm_walk on the same tables (the host holds its MMU lock).
+ * Returns 0, -EINVAL (unaligned gpa, npages 0), -ERANGE (the run leaves its RAM range),
+ * -ENOMEM (a split could not allocate; pages before it are unmapped). */
 int vmm_simhw_unmap(struct vmm_simhw *hw, uint64_t gpa, uint64_t npages);
 /* Bytes of page tables the simulation allocated. */
 uint64_t vmm_simhw_table_bytes(const struct vmm_simhw *hw);
@@ -302,7 +306,9 @@ struct vmm_guest;
  * a time (memtided's per-VM thread).  All vmm_guest functions accept a NULL guest with
  * -EINVAL.  Page-range arguments (gpa, npages) must be 4 KiB aligned, npages > 0, and lie
  * wholly inside guest RAM: otherwise -EINVAL (alignment, npages 0, overflow) or -ERANGE
- * (a page outside RAM), and nothing changes.
+ * (a page outside RAM), and nothing changes.  Every function that changes a guest first
+ * checks libvmm's own count invariant in O(nr_gens) and returns -EUCLEAN, changing
+ * nothing, if it fails (a libvmm bug, never bad input: drop the guest and start again).
  */
 int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out);
 void vmm_guest_free(struct vmm_guest *g);
