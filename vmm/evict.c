@@ -198,6 +198,8 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
 {
 	if (!g || !req || !res || (req->max_runs && !req->runs))
 		return -EINVAL;
+	if (!guest_counts_ok(g))
+		return -EUCLEAN;
 	*res = (struct vmm_evict_result){0};
 	struct evictor ev = {.g = g, .req = req, .res = res};
 	ev.protect_from = vmm_tp_protected_from(&g->tp);

@@ -181,6 +181,8 @@ int vmm_age_begin(struct vmm_guest *g, uint64_t now_ms)
 {
 	if (!g)
 		return -EINVAL;
+	if (!guest_counts_ok(g))
+		return -EUCLEAN;
 	if (now_ms < g->gen_birth_ms[SLOT(g->max_seq)])
 		return -EINVAL; /* time must not run backwards: ages would go negative */
 	/* Step 1 */
@@ -284,6 +286,8 @@ int vmm_mark_young(struct vmm_guest *g, uint64_t gpa, uint64_t npages, bool dirt
 {
 	if (!g)
 		return -EINVAL;
+	if (!guest_counts_ok(g))
+		return -EUCLEAN;
 	int rc = vmm_guest_check_span(g, gpa, npages);
 	if (rc < 0)
 		return rc;
@@ -340,6 +344,8 @@ static int apply(struct vmm_guest *g, uint64_t gpa, uint64_t npages, piece_fn fn
 {
 	if (!g)
 		return -EINVAL;
+	if (!guest_counts_ok(g))
+		return -EUCLEAN;
 	int rc = vmm_guest_check_span(g, gpa, npages);
 	if (rc < 0)
 		return rc;

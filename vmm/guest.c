@@ -256,7 +256,7 @@ int vmm_check_invariants(const struct vmm_guest *g)
 
 	if (!g)
 		return -EINVAL;
-	if (!seqs_ok(g))
+	if (!guest_counts_ok(g) || !seqs_ok(g))
 		return -EUCLEAN;
 	for (size_t i = 0; i < g->nr_ranges; i++)
 		if (!range_ok(g, &g->ranges[i], per_slot, &evicted))

@@ -149,6 +149,24 @@ struct vmm_guest {
 	uint64_t metadata_bytes;
 };
 
+/*
+ * The cheap invariant, O(nr_gens), checked on entry to every mutating function (the full
+ * O(pages) check is vmm_check_invariants): the window fits nr_gens, and the live
+ * generations' counts plus the evicted pages add up to the RAM pages.  A failure means a
+ * bug in libvmm, never bad input; the function then returns -EUCLEAN and changes nothing,
+ * so the caller can drop the guest's state instead of acting on corrupt ages.
+ */
+static inline bool guest_counts_ok(const struct vmm_guest *g)
+{
+	uint64_t sum = g->evicted_pages;
+
+	if (g->max_seq < g->min_seq || g->max_seq - g->min_seq >= g->nr_gens)
+		return false;
+	for (uint64_t seq = g->min_seq; seq <= g->max_seq; seq++)
+		sum += g->gen_pages[seq % VMM_MAX_NR_GENS];
+	return sum == g->ram_pages;
+}
+
 /* ---- layout (guest.c) --------------------------------------------------------------------- */
 
 /* The range holding pfn, or NULL (a hole).  O(log nr_ranges). */

@@ -48,6 +48,8 @@ int vmm_refault(struct vmm_guest *g, uint64_t gpa, struct vmm_refault *out)
 {
 	if (!g || !out)
 		return -EINVAL;
+	if (!guest_counts_ok(g))
+		return -EUCLEAN;
 	int rc = vmm_guest_check_span(g, gpa, 1);
 	if (rc < 0)
 		return rc;
