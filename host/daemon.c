@@ -528,15 +528,21 @@ int mtd_daemon_detach(struct mtd_daemon *d, const char *name)
 
 int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out)
 {
-	struct mtd_vm_status *st = malloc(sizeof(*st));
-	int rc;
+	int rc = -ENOENT;
 
-	if (!st)
-		return -ENOMEM;
-	rc = mtd_daemon_get_vm(d, name, st);
-	if (rc == 0)
-		*out = st->policy;
-	free(st);
+	if (!name)
+		return -EINVAL;
+	rcu_read_lock();
+	struct mtd_vm *vm = mtd_registry_find(d, name);
+	const struct mtd_vm_status *st = vm ? rcu_dereference(vm->status) : NULL;
+	if (st) {
+		/* A policy set but not yet taken by the loop is the one in force. */
+		pthread_mutex_lock(&vm->mbox_lock);
+		*out = vm->policy_dirty ? vm->policy_new : st->policy;
+		pthread_mutex_unlock(&vm->mbox_lock);
+		rc = 0;
+	}
+	rcu_read_unlock();
 	return rc;
 }
 

@@ -98,7 +98,9 @@ static int attach(struct mtd_vm *vm)
 		set_error(vm, "", err);
 		vm->draft.state = MTD_VM_ERROR;
 		(void)mtd_vm_publish(vm);
-		mtd_warn("%s: cannot open the balloon: %s (retrying)", vm->name, err);
+		/* Once at WARNING; the retries (with backoff up to 30 s) at DEBUG. */
+		mtd_log(delay_ms == 500 ? MTD_LOG_WARNING : MTD_LOG_DEBUG,
+			"%s: cannot open the balloon: %s (retrying)", vm->name, err);
 		if (wait_wake(vm, (int)delay_ms))
 			return -ECANCELED;
 		delay_ms = delay_ms < 16000 ? delay_ms * 2 : 30000;

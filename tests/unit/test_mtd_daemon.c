@@ -1,0 +1,135 @@
+/*
+ * test_mtd_daemon.c - the core's front-end calls (mtd.h) on a daemon in plain-QEMU mode
+ * whose QMP socket does not exist: the VM is registered and its loop keeps retrying, so
+ * every call can be exercised without a hypervisor.  Hook news and attach/detach requests
+ * come from other processes (the libvirt hook, memtidectl): bad names are refused, a flood
+ * of hook calls is bounded, unknown operations are ignored.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon.h"
+#include "vm.h"
+
+#define MiB ((uint64_t)1 << 20)
+
+static struct mtd_daemon *start_qmp_daemon(void)
+{
+	struct mtd_config cfg;
+	struct mtd_daemon *d;
+
+	mtd_config_default(&cfg);
+	cfg.ctl.interval_ms = 200;
+	assert_int_equal(mtd_daemon_new(&cfg, &d), 0);
+	d->mode = MTD_MODE_QMP;
+	snprintf(d->qmp_path, sizeof(d->qmp_path), "/nonexistent/qmp.sock");
+	snprintf(d->vm_name, sizeof(d->vm_name), "vm1");
+	assert_int_equal(mtd_daemon_start(d), 0);
+	return d;
+}
+
+static void count_cb(void *arg, const struct mtd_vm_status *st)
+{
+	(void)st;
+	(*(int *)arg)++;
+}
+
+static void test_front_end_calls(void **state)
+{
+	struct mtd_daemon *d = start_qmp_daemon();
+	struct mtd_vm_status *st = calloc(1, sizeof(*st));
+	struct mtd_policy p;
+	char err[200];
+	int n = 0;
+	(void)state;
+
+	rcu_register_thread();
+	assert_int_equal(mtd_daemon_foreach_vm(d, count_cb, &n), 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(mtd_daemon_get_vm(d, "vm1", st), 0);
+	assert_string_equal(st->name, "vm1");
+	assert_int_equal(mtd_daemon_get_vm(d, "nope", st), -ENOENT);
+
+	/* Policy: validated, applied, visible at once; refused with a sentence. */
+	assert_int_equal(mtd_daemon_policy_set(d, "vm1", "min", "300M", err, sizeof(err)), 0);
+	assert_int_equal(mtd_daemon_policy_get(d, "vm1", &p), 0);
+	assert_int_equal(p.min_bytes, 300 * MiB);
+	assert_int_equal(mtd_daemon_policy_set(d, "vm1", "min", "-1", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "min must be"));
+	assert_int_equal(mtd_daemon_policy_set(d, "nope", "min", "1G", err, sizeof(err)), -ENOENT);
+	assert_int_equal(mtd_daemon_policy_get(d, "nope", &p), -ENOENT);
+
+	/* Attach is libvirt's; detach works and is idempotent in its answer. */
+	assert_int_equal(mtd_daemon_attach(d, "vm2"), -EOPNOTSUPP);
+	assert_int_equal(mtd_daemon_attach(d, ""), -EINVAL);
+	assert_int_equal(mtd_daemon_detach(d, "vm1"), 0);
+	assert_int_equal(mtd_daemon_detach(d, "vm1"), -ENOENT);
+	n = 0;
+	assert_int_equal(mtd_daemon_foreach_vm(d, count_cb, &n), 0);
+
+	struct mtd_host_status hs;
+	mtd_daemon_host_status(d, &hs);
+	assert_int_equal(hs.nr_vms, 0);
+	rcu_unregister_thread();
+
+	mtd_daemon_stop(d);
+	mtd_daemon_free(d);
+	free(st);
+}
+
+static size_t queued(struct mtd_daemon *d, enum mtd_work_kind kind)
+{
+	size_t n = 0;
+	for (struct mtd_work *w = d->work_head; w; w = w->next)
+		n += w->kind == kind;
+	return n;
+}
+
+static void test_hook_events(void **state)
+{
+	struct mtd_config cfg;
+	struct mtd_daemon *d;
+	char longname[MTD_NAME_MAX + 10];
+	(void)state;
+
+	mtd_config_default(&cfg);
+	assert_int_equal(mtd_daemon_new(&cfg, &d), 0);
+	assert_int_equal(mtd_daemon_hook_event(d, "web1", "started", "begin"), 0);
+	assert_int_equal(mtd_daemon_hook_event(d, "web1", "reconnect", "begin"), 0);
+	assert_int_equal(mtd_daemon_hook_event(d, "web1", "stopped", "end"), 0);
+	assert_int_equal(mtd_daemon_hook_event(d, "web1", "prepare", "begin"), 0); /* ignored */
+	assert_int_equal(queued(d, MTD_WORK_ATTACH), 2);
+	assert_int_equal(queued(d, MTD_WORK_DETACH), 1);
+	assert_string_equal(d->work_head->name, "web1");
+
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(mtd_daemon_hook_event(d, longname, "started", "begin"), -EINVAL);
+	assert_int_equal(mtd_daemon_hook_event(d, "", "started", "begin"), -EINVAL);
+	assert_int_equal(mtd_daemon_hook_event(d, "web1", NULL, NULL), -EINVAL);
+
+	/* A flood is cut at a bound, not queued without end. */
+	int rc = 0, i;
+	for (i = 0; i < 100000 && rc == 0; i++)
+		rc = mtd_daemon_hook_event(d, "web1", "started", "begin");
+	assert_int_equal(rc, -ENOSPC);
+	assert_true(i < 10000);
+	mtd_daemon_free(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_front_end_calls),
+	    cmocka_unit_test(test_hook_events),
+	};
+	return cmocka_run_group_tests_name("mtd_daemon", tests, NULL, NULL);
+}
