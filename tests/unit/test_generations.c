@@ -20,6 +20,8 @@
 #include <cmocka.h>
 
 #include "vmm.h"
+/* White-box: the corruption test below reaches into the page state on purpose. */
+#include "../../vmm/guest_priv.h"
 
 #define MiB (1ULL << 20)
 #define GiB (1ULL << 30)
@@ -500,6 +502,43 @@ static void test_age_walk_holes_and_huge(void **state)
 	vmm_simhw_free(hw);
 }
 
+/* The checks can fail: a corrupted page byte or count is caught, and mutating functions
+ * refuse to act on corrupt counts. */
+static void test_invariants_catch_corruption(void **state)
+{
+	struct vmm_range ram = {0, 4 * MiB};
+	struct vmm_guest *g = guest(&ram, 1, 4, 4);
+	struct vmm_run runs[4] = {{0}};
+	struct vmm_evict_result res;
+	struct vmm_evict_req req = {.max_pages = 1, .now_ms = 1000, .runs = runs, .max_runs = 4};
+
+	(void)state;
+	assert_int_equal(vmm_age_begin(g, 1000), 0);
+	assert_int_equal(vmm_mark_young(g, 0, 10, false), 0);
+	assert_int_equal(vmm_check_invariants(g), 0);
+
+	uint8_t saved = g->pages[3]; /* seq 1 -> relabel as seq 0 behind the counts' back */
+	g->pages[3] = pb_resident(0, 0);
+	assert_int_equal(vmm_check_invariants(g), -EUCLEAN);
+	g->pages[3] = saved;
+	g->pages[700] = pb_resident(0, 3);
+	assert_int_equal(vmm_check_invariants(g), 0); /* a tier change alone is consistent */
+	g->chunks[0].cnt[1]++;                        /* a per-piece count off by one */
+	assert_int_equal(vmm_check_invariants(g), -EUCLEAN);
+	g->chunks[0].cnt[1]--;
+	g->evicted_pages++; /* the cheap check: mutators refuse */
+	assert_int_equal(vmm_check_invariants(g), -EUCLEAN);
+	assert_int_equal(vmm_age_begin(g, 2000), -EUCLEAN);
+	assert_int_equal(vmm_mark_young(g, 0, 1, false), -EUCLEAN);
+	assert_int_equal(vmm_hint_access(g, 0, 1), -EUCLEAN);
+	assert_int_equal(vmm_evict(g, &req, &res), -EUCLEAN);
+	g->evicted_pages--;
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 1);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -509,6 +548,7 @@ int main(void)
 	    cmocka_unit_test(test_random_invariants_with_tiers),
 	    cmocka_unit_test(test_age_walk),
 	    cmocka_unit_test(test_age_walk_holes_and_huge),
+	    cmocka_unit_test(test_invariants_catch_corruption),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
