@@ -110,9 +110,12 @@ static double clamp01(double x)
 static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_input *in,
 		       struct mtd_ctl_state *st, uint64_t to, enum mtd_ctl_reason why)
 {
-	if (to > st->target_bytes)
+	/* Only memory actually given back arms the hold: a VM already at its safe size when the
+	 * agent is not heard yet (start-up) must not wait hold_after_deflate_ms for nothing. */
+	if (to > st->target_bytes) {
 		st->target_bytes = to;
-	st->hold_until_ms = in->now_ms + cfg->hold_after_deflate_ms;
+		st->hold_until_ms = in->now_ms + cfg->hold_after_deflate_ms;
+	}
 	st->reason = why;
 }
 

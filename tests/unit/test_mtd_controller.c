@@ -199,6 +199,26 @@ static void test_silence_exit_disabled_go_to_ceiling(void **state)
 	assert_int_equal(mtd_ctl_safe_bytes(&pol, 2 * GiB), 1536 * MiB);
 }
 
+/* Silence at the safe size (start-up, before the agent speaks) gives nothing back, so it
+ * must not hold inflation back once the agent is heard. */
+static void test_silence_at_ceiling_does_not_hold(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	struct mtd_ctl_input in = calm(1000, 2 * GiB, 512 * MiB);
+	in.inputs_fresh = false;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_SILENT);
+	assert_int_equal(out.target_bytes, 2 * GiB);
+	in = calm(1000 + cfg.interval_ms, 2 * GiB, 512 * MiB);
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	assert_int_equal(out.target_bytes, 2 * GiB - cfg.max_inflate_step_bytes);
+}
+
 static void test_growth_is_given_back_at_once(void **state)
 {
 	struct mtd_ctl_state st = {.primed = true, .target_bytes = 600 * MiB};
@@ -326,6 +346,7 @@ int main(void)
 	    cmocka_unit_test(test_low_mem_available_deflates),
 	    cmocka_unit_test(test_need_gives_need_plus_headroom),
 	    cmocka_unit_test(test_silence_exit_disabled_go_to_ceiling),
+	    cmocka_unit_test(test_silence_at_ceiling_does_not_hold),
 	    cmocka_unit_test(test_growth_is_given_back_at_once),
 	    cmocka_unit_test(test_no_estimate_keeps_target),
 	    cmocka_unit_test(test_squeeze_takes_headroom_and_doubles_step),
