@@ -25,10 +25,6 @@
 #include "log.h"
 #include "policy.h"
 
-/* TODO(front ends): wire in the control socket and metrics once host/ctl.h and
- * host/metrics.h land:  mtd_ctl_start(d, cfg.socket_path) / mtd_ctl_stop() and
- * mtd_metrics_start(d, cfg.metrics_port) / mtd_metrics_stop(). */
-
 #define MEMTIDE_VERSION "0.1.0"
 #define DEFAULT_CONFIG  "/etc/memtide/memtided.conf"
 
@@ -271,9 +267,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* Step 4: front ends (control socket, metrics): see the TODO at the top. */
-
-	/* Step 5: run until a signal, then leave every VM at its safe size. */
+	/* Step 4: run until a signal, then leave every VM at its safe size. */
 	rc = mtd_daemon_run(d, sfd);
 	mtd_daemon_stop(d);
 	mtd_daemon_free(d);
