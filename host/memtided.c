@@ -2,8 +2,10 @@
  * memtided.c - main() of the memtide host daemon.
  *
  * Parses flags over the config file over built-in defaults, sets up logging and signals,
- * builds the core (daemon.c), starts the front ends (control socket, metrics), and runs the
- * main thread until SIGTERM or SIGINT, then leaves every VM at its safe size.
+ * builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then leaves
+ * every VM at its safe size.  The control socket and metrics endpoint (front ends, reading
+ * the core through host/mtd.h) are not started here yet: --socket and --metrics-port are
+ * parsed and validated for them.
  *
  * Two modes:
  *   libvirt    (default) every running domain with a virtio balloon on --uri;
