@@ -1,0 +1,172 @@
+#!/bin/bash
+# lib.sh: the end-to-end harness, sourced by tests/e2e/scenarios/*.sh and scripts/demo.sh.
+#
+# It boots a real Debian guest under QEMU TCG the way an operator would (plain QEMU, a
+# virtio-balloon with free page reporting, QMP on a unix socket, a virtio-serial port named
+# org.memtide.agent.0 for memtide-agent), and gives the scenarios:
+#   e2e_init NAME            work dir, TAP counter, figures file $BUILD/e2e/NAME.json, and an
+#                            EXIT trap that stops every process the harness started, by PID.
+#   e2e_build                the guest image (tests/e2e/guest/build.sh) and our workloads.
+#   e2e_boot MIB RUN [APPEND] [QEMU ARGS...]
+#                            boots a guest of MIB MiB running RUN (spaces as commas).
+#   e2e_wait REGEX SECONDS   waits for a console line (no sleeps: follows the log), prints it.
+#   e2e_guest_rss_mib        the guest's host memory: Rss of QEMU's guest-RAM mapping from
+#                            /proc/PID/smaps, not VmRSS (which carries ~100 MiB of TCG code
+#                            buffers and device state, shared/README.md).
+#   e2e_qmp JSON...          QMP commands on a fresh connection, one reply line each.
+#   e2e_start CMD...         starts a host process in the background and remembers its PID.
+#   e2e_ok / e2e_not_ok      TAP lines; e2e_fig KEY VALUE records a figure (printed and JSON).
+# Data: $E2E_DIR holds console.log, qmp.sock, agent.sock; $E2E_PIDS lists started PIDs.
+set -u
+BUILD=${BUILD:-build}
+E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+E2E_PIDS=()
+E2E_N=0
+E2E_FAILED=0
+declare -A E2E_FIGS=()
+E2E_FIG_KEYS=()
+
+e2e_cleanup() {
+	local i
+	for ((i = ${#E2E_PIDS[@]} - 1; i >= 0; i--)); do
+		kill "${E2E_PIDS[$i]}" 2>/dev/null
+	done
+	for ((i = ${#E2E_PIDS[@]} - 1; i >= 0; i--)); do
+		# Give each up to 5 s, then SIGKILL: a wedged QEMU must not outlive the test.
+		local n=0
+		while kill -0 "${E2E_PIDS[$i]}" 2>/dev/null && [ $n -lt 50 ]; do
+			sleep 0.1
+			n=$((n + 1))
+		done
+		kill -9 "${E2E_PIDS[$i]}" 2>/dev/null
+		wait "${E2E_PIDS[$i]}" 2>/dev/null
+	done
+	E2E_PIDS=()
+	e2e_write_json
+	[ -n "${E2E_DIR:-}" ] && [ "${E2E_KEEP:-0}" != 1 ] && rm -rf "$E2E_DIR"
+}
+
+e2e_init() {
+	E2E_NAME=$1
+	cd "$E2E_ROOT" || exit 1
+	E2E_DIR=$(mktemp -d "/tmp/memtide-e2e-$E2E_NAME.XXXXXX")
+	E2E_JSON=$PWD/$BUILD/e2e/$E2E_NAME.json
+	mkdir -p "$BUILD/e2e"
+	trap e2e_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+e2e_ok() { E2E_N=$((E2E_N + 1)); echo "ok $E2E_N - $*"; }
+e2e_not_ok() { E2E_N=$((E2E_N + 1)); E2E_FAILED=1; echo "not ok $E2E_N - $*"; }
+# e2e_check COND_STATUS WHAT: ok when the status is 0.
+e2e_check() { if [ "$1" -eq 0 ]; then e2e_ok "$2"; else e2e_not_ok "$2"; fi; }
+
+e2e_fig() {
+	[ -z "${E2E_FIGS[$1]+x}" ] && E2E_FIG_KEYS+=("$1")
+	E2E_FIGS[$1]=$2
+	echo "# $1 = $2"
+}
+
+e2e_write_json() {
+	[ -n "${E2E_JSON:-}" ] || return 0
+	local k sep='' s='{'
+	s+="\"scenario\":\"$E2E_NAME\""
+	for k in "${E2E_FIG_KEYS[@]}"; do
+		local v=${E2E_FIGS[$k]}
+		if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; then s+=",\"$k\":$v"; else s+=",\"$k\":\"$v\""; fi
+	done
+	s+="$sep}"
+	echo "$s" >"$E2E_JSON"
+}
+
+# e2e_build: guest image and workloads; a missing kernel package is a failure with a reason.
+e2e_build() {
+	local wl
+	for wl in tests/e2e/workloads/*.c; do
+		wl=$(basename "$wl" .c)
+		make --no-print-directory -s "$BUILD/guest/bin/$wl" >"$E2E_DIR/make.log" 2>&1 || {
+			cat "$E2E_DIR/make.log" >&2
+			return 1
+		}
+	done
+	BUILD=$BUILD tests/e2e/guest/build.sh || return 1
+	E2E_KERNEL=$PWD/$BUILD/e2e/guest/vmlinux
+	E2E_INITRD=$PWD/$BUILD/e2e/guest/initrd.cpio
+}
+
+e2e_start() {
+	"$@" &
+	E2E_PIDS+=($!)
+	E2E_LAST_PID=$!
+}
+
+# e2e_boot MIB RUN [APPEND] [EXTRA QEMU ARGS...]: the guest, started as an operator would.
+e2e_boot() {
+	local mib=$1 run=$2 append=${3:-}
+	shift 3 2>/dev/null || shift $#
+	E2E_MEM_MIB=$mib
+	E2E_CONSOLE=$E2E_DIR/console.log
+	E2E_QMP=$E2E_DIR/qmp.sock
+	E2E_AGENT=$E2E_DIR/agent.sock
+	: >"$E2E_CONSOLE"
+	e2e_start qemu-system-x86_64 -accel tcg -m "$mib" -smp 2 -nographic -no-reboot -nic none \
+		-kernel "$E2E_KERNEL" -initrd "$E2E_INITRD" \
+		-append "console=ttyS0 quiet panic=-1 memtide.run=${run// /,} $append" \
+		-device virtio-balloon-pci,id=balloon0,free-page-reporting=on \
+		-qmp "unix:$E2E_QMP,server,nowait" \
+		-device virtio-serial-pci \
+		-chardev "socket,id=ch0,path=$E2E_AGENT,server=on,wait=off" \
+		-device virtserialport,chardev=ch0,name=org.memtide.agent.0 \
+		"$@" </dev/null >"$E2E_CONSOLE" 2>"$E2E_DIR/qemu.err"
+	E2E_QEMU_PID=$E2E_LAST_PID
+}
+
+# e2e_wait REGEX SECONDS: print the first console line matching REGEX; status 1 on timeout
+# or when QEMU exits first.
+e2e_wait() {
+	local line
+	line=$(timeout "$2" tail -n +1 --pid="$E2E_QEMU_PID" -F "$E2E_CONSOLE" 2>/dev/null |
+		grep -a -m1 -E "$1")
+	[ -n "$line" ] || return 1
+	echo "${line%$'\r'}"
+}
+
+# e2e_guest_rss_mib: Rss of the largest mapping of the QEMU process: guest RAM (the pc
+# machine maps all of it as one anonymous region).
+e2e_guest_rss_mib() {
+	awk '/^[0-9a-f]+-[0-9a-f]+ /{ in_map = 1; next }
+	     /^Size:/ { size = $2 }
+	     /^Rss:/  { if (size > best) { best = size; rss = $2 } }
+	     END { printf "%d\n", rss / 1024 }' "/proc/$E2E_QEMU_PID/smaps" 2>/dev/null
+}
+
+e2e_qmp() {
+	python3 - "$E2E_QMP" "$@" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(10)
+s.connect(sys.argv[1])
+f = s.makefile("rw")
+def reply():
+    while True:
+        m = json.loads(f.readline())
+        if "event" not in m:
+            return m
+json.loads(f.readline())
+f.write('{"execute":"qmp_capabilities"}\n'); f.flush(); reply()
+for c in sys.argv[2:]:
+    f.write(c + "\n"); f.flush()
+    m = reply()
+    print(json.dumps(m.get("return", m)))
+PY
+}
+
+# e2e_balloon_mib: the balloon's actual size (guest RAM minus balloon) in MiB.
+e2e_balloon_mib() {
+	e2e_qmp '{"execute":"query-balloon"}' |
+		python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["actual"] >> 20)'
+}
+
+# e2e_now_ms: CLOCK_MONOTONIC-like milliseconds (bash's EPOCHREALTIME is wall time; fine for
+# a few seconds' intervals within one test, which is all it measures).
+e2e_now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }

@@ -1,0 +1,162 @@
+/*
+ * memload.c: the e2e guest's memory workload (static, runs as the guest's /init child).
+ *
+ * Modes (argv[1]); every line it prints starts with "WL-" so the host harness can wait on it:
+ *   touchfree MIB HOLD_S   touch MIB of anonymous memory, print "WL-TOUCHED MIB", hold HOLD_S
+ *                          seconds, munmap it, print "WL-FREED", then idle HOLD_S*4 seconds so
+ *                          free page reporting can be watched from the host while the guest lives.
+ *   hotcold HOT COLD CACHE SECONDS
+ *                          fill COLD MiB of anonymous memory once (compressible: each 4 KiB page
+ *                          holds its index repeated, as cold heap usually compresses), write CACHE
+ *                          MiB to /tmp/cache (page cache on tmpfs), then touch HOT MiB page by page
+ *                          for SECONDS seconds, printing "WL-RATE <s> <pages/s>" once a second
+ *                          and "WL-DONE <mean pages/s>" at the end.  The cold pages are checked
+ *                          at the end: "WL-COLD-OK" or "WL-COLD-BAD <n>".
+ * Layout: one mmap per region, 4 KiB pages, one word per page written per touch (a touch is what
+ * makes the page young; its content is not the point).  Exit status 0 unless a check failed or a
+ * mapping could not be made.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE_BYTES 4096UL
+#define MIB_BYTES  (1UL << 20)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static unsigned char *map_mib(unsigned long mib)
+{
+	void *p =
+	    mmap(NULL, mib * MIB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		printf("WL-ERROR mmap %lu MiB failed\n", mib);
+		return NULL;
+	}
+	return p;
+}
+
+static void touch_all(unsigned char *p, unsigned long bytes)
+{
+	for (unsigned long off = 0; off < bytes; off += PAGE_BYTES)
+		p[off] = (unsigned char)(off >> 12 | 1);
+}
+
+static int touchfree(unsigned long mib, unsigned long hold_s)
+{
+	unsigned char *p = map_mib(mib);
+
+	if (!p)
+		return 1;
+	touch_all(p, mib * MIB_BYTES);
+	printf("WL-TOUCHED %lu\n", mib);
+	fflush(stdout);
+	sleep((unsigned int)hold_s);
+	munmap(p, mib * MIB_BYTES);
+	printf("WL-FREED %lu\n", mib);
+	fflush(stdout);
+	sleep((unsigned int)(hold_s * 4));
+	return 0;
+}
+
+static void fill_cold(uint64_t *p, unsigned long pages)
+{
+	for (unsigned long i = 0; i < pages; i++)
+		for (unsigned long w = 0; w < PAGE_BYTES / 8; w++)
+			p[i * (PAGE_BYTES / 8) + w] = i * 0x9e3779b97f4a7c15ULL;
+}
+
+static unsigned long check_cold(const uint64_t *p, unsigned long pages)
+{
+	unsigned long bad = 0;
+
+	for (unsigned long i = 0; i < pages; i++)
+		for (unsigned long w = 0; w < PAGE_BYTES / 8; w++)
+			if (p[i * (PAGE_BYTES / 8) + w] != i * 0x9e3779b97f4a7c15ULL) {
+				bad++;
+				break;
+			}
+	return bad;
+}
+
+static int write_cache(unsigned long mib)
+{
+	static char buf[MIB_BYTES];
+	FILE *f = fopen("/tmp/cache", "w");
+
+	if (!f) {
+		printf("WL-ERROR cannot write /tmp/cache\n");
+		return -1;
+	}
+	memset(buf, 'c', sizeof(buf));
+	for (unsigned long i = 0; i < mib; i++)
+		fwrite(buf, 1, sizeof(buf), f);
+	fclose(f);
+	return 0;
+}
+
+static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long cache_mib,
+		   unsigned long seconds)
+{
+	unsigned long cold_pages = cold_mib * MIB_BYTES / PAGE_BYTES;
+	unsigned long hot_pages = hot_mib * MIB_BYTES / PAGE_BYTES;
+	unsigned char *cold = map_mib(cold_mib), *hot = map_mib(hot_mib);
+	double t0, tsec, total = 0;
+	unsigned long sec = 0, touched = 0, i = 0;
+
+	if (!cold || !hot)
+		return 1;
+	fill_cold((uint64_t *)cold, cold_pages);
+	if (cache_mib && write_cache(cache_mib))
+		return 1;
+	touch_all(hot, hot_mib * MIB_BYTES);
+	printf("WL-FILLED hot %lu cold %lu cache %lu\n", hot_mib, cold_mib, cache_mib);
+	fflush(stdout);
+	t0 = tsec = now_s();
+	while (sec < seconds) {
+		hot[(i % hot_pages) * PAGE_BYTES + (i / hot_pages) % PAGE_BYTES]++;
+		i++;
+		touched++;
+		if ((touched & 1023) == 0 && now_s() - tsec >= 1.0) {
+			double t = now_s();
+
+			sec++;
+			printf("WL-RATE %lu %.0f\n", sec, touched / (t - tsec));
+			fflush(stdout);
+			total += touched;
+			touched = 0;
+			tsec = t;
+		}
+	}
+	printf("WL-DONE %.0f\n", total / (now_s() - t0));
+	unsigned long bad = check_cold((uint64_t *)cold, cold_pages);
+	if (bad)
+		printf("WL-COLD-BAD %lu\n", bad);
+	else
+		printf("WL-COLD-OK\n");
+	fflush(stdout);
+	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && !strcmp(argv[1], "touchfree"))
+		return touchfree(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
+	if (argc == 6 && !strcmp(argv[1], "hotcold"))
+		return hotcold(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
+			       strtoul(argv[4], NULL, 0), strtoul(argv[5], NULL, 0));
+	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS\n");
+	return 2;
+}
