@@ -131,12 +131,13 @@ e2e_wait() {
 	echo "${line%$'\r'}"
 }
 
-# e2e_guest_rss_mib: Rss of the largest mapping of the QEMU process: guest RAM (the pc
-# machine maps all of it as one anonymous region).
+# e2e_guest_rss_mib: Rss of the guest-RAM mapping: the largest mapping no smaller than the
+# guest's RAM and at most 8 MiB larger (QEMU adds alignment and a guard page).  TCG's code
+# buffer is a mapping of up to 1 GiB too, hence the bounds rather than "the largest".
 e2e_guest_rss_mib() {
-	awk '/^[0-9a-f]+-[0-9a-f]+ /{ in_map = 1; next }
+	awk -v lo=$((E2E_MEM_MIB * 1024)) -v hi=$(((E2E_MEM_MIB + 8) * 1024)) '
 	     /^Size:/ { size = $2 }
-	     /^Rss:/  { if (size > best) { best = size; rss = $2 } }
+	     /^Rss:/  { if (size >= lo && size <= hi && size >= best) { best = size; rss = $2 } }
 	     END { printf "%d\n", rss / 1024 }' "/proc/$E2E_QEMU_PID/smaps" 2>/dev/null
 }
 

@@ -22,7 +22,7 @@ out=$PWD/$BUILD/e2e/guest
 cache=$out/cache
 mkdir -p "$cache"
 MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci virtio_balloon
-virtio_console vsock vmw_vsock_virtio_transport_common vmw_vsock_virtio_transport zram"
+virtio_console vsock vmw_vsock_virtio_transport_common vmw_vsock_virtio_transport zsmalloc zram"
 
 # Step 1: the kernel package, downloaded and unpacked once.
 if [ ! -s "$out/vmlinux" ] || [ ! -f "$cache/kernel.ok" ]; then
@@ -102,7 +102,6 @@ for a in $(cat /proc/cmdline); do
 	esac
 done
 if [ "$swap" -gt 0 ]; then
-	echo lz4 >/sys/block/zram0/comp_algorithm 2>/dev/null
 	echo $((swap << 20)) >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null &&
 		swapon /dev/zram0 && echo "E2E-SWAP zram ${swap} MiB"
 fi
