@@ -171,3 +171,11 @@ e2e_balloon_mib() {
 # e2e_now_ms: CLOCK_MONOTONIC-like milliseconds (bash's EPOCHREALTIME is wall time; fine for
 # a few seconds' intervals within one test, which is all it measures).
 e2e_now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
+# e2e_wait_file FILE REGEX SECONDS: the first line of FILE (a host log) matching REGEX.
+e2e_wait_file() {
+	local line
+	line=$(timeout "$3" tail -n +1 -F "$1" 2>/dev/null | grep -a -m1 -E "$2")
+	[ -n "$line" ] || return 1
+	echo "$line"
+}

@@ -10,7 +10,7 @@
 #   cache/       the kernel .deb and its unpacked tree (dpkg -x, depmod -b).
 # /init mounts proc, sysfs, devtmpfs, debugfs and cgroup2, loads the modules in dependency
 # order, starts memtide-agent when the image has one and the command line does not say
-# memtide.agent=0, runs the command in memtide.run= (commas stand for spaces), prints
+# memtide.agent=0 (memtide.kill_agent_after=S kills it S seconds in), runs the command in memtide.run= (commas stand for spaces), prints
 # "E2E-EXIT <status>" and powers off.
 #
 # Idempotent: the initramfs is rebuilt only when one of its inputs is newer than it; a second
@@ -93,12 +93,13 @@ mkdir -p /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs -o size=95% tmp /tmp
 . /etc/modules.sh
 for m in $MODULES; do insmod /lib/modules/$m.ko || echo "E2E-MODULE-FAILED $m"; done
-run= agent=1 swap=0
+run= agent=1 swap=0 kill_after=0
 for a in $(cat /proc/cmdline); do
 	case $a in
 	memtide.run=*) run=$(echo "${a#memtide.run=}" | tr ',' ' ') ;;
 	memtide.agent=*) agent=${a#memtide.agent=} ;;
 	memtide.zram_mib=*) swap=${a#memtide.zram_mib=} ;;
+	memtide.kill_agent_after=*) kill_after=${a#memtide.kill_agent_after=} ;;
 	esac
 done
 if [ "$swap" -gt 0 ]; then
@@ -107,7 +108,10 @@ if [ "$swap" -gt 0 ]; then
 fi
 if [ "$agent" = 1 ] && [ -x /bin/memtide-agent ]; then
 	memtide-agent --log_level=1 >/dev/ttyS0 2>&1 &
-	echo "E2E-AGENT $!"
+	apid=$!
+	echo "E2E-AGENT $apid"
+	# Scenario 5: the agent dies (SIGKILL, no goodbye) while the guest keeps running.
+	[ "$kill_after" -gt 0 ] && (sleep "$kill_after"; kill -9 $apid; echo "E2E-AGENT-KILLED") &
 fi
 echo "E2E-READY"
 status=0

@@ -1,0 +1,65 @@
+#!/bin/bash
+# 05_agent_loss.sh: scenario 5, the agent dies and then QEMU exits under memtided.
+# The guest (1 GiB, zram swap, 100 MiB hot, 300 MiB cold) runs memtide-agent; memtided
+# (plain-QEMU mode, interval 2 s) inflates the balloon; init then SIGKILLs the agent.  memtided
+# memtided hears nothing more (a SIGKILLed guest process leaves the host end of the
+# virtio-serial port open: no EOF), so it has to notice the silence (agent_silence, 30 s by
+# default).  It must stop inflating and return the guest to its safe size (the full 1024 MiB: no agent, no
+# knowledge of the guest) and, when QEMU exits, detach without crashing.
+. "$(dirname "$0")/../lib.sh"
+e2e_init 05_agent_loss
+echo "1..6"
+if ! e2e_build; then
+	e2e_not_ok "guest image: cannot build it (see above; the kernel comes from apt-get download)"
+	exit 1
+fi
+[ -x "$BUILD/bin/memtided" ] || { e2e_not_ok "memtided is not built"; exit 1; }
+e2e_boot 1024 "memload hotcold 100 300 0 85" \
+	"memtide.zram_mib=500 transparent_hugepage=never memtide.kill_agent_after=30"
+e2e_wait '^E2E-READY' 60 >/dev/null
+log=$E2E_DIR/memtided.log
+: >"$log"
+e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
+	--no-metrics --socket "$E2E_DIR/ctl.sock" --log-level info 2>"$log"
+mpid=$E2E_LAST_PID
+e2e_wait_file "$log" 'inflate [0-9]+->[0-9]+' 40 >/dev/null
+e2e_check $? "memtided inflated the balloon while the agent reported"
+e2e_wait '^E2E-AGENT-KILLED' 60 >/dev/null
+t0=$(e2e_now_ms)
+line=$(e2e_wait_file "$log" 'silent|safe size|giving memory back' 45)
+dt=$(($(e2e_now_ms) - t0))
+e2e_fig react_ms "$dt"
+e2e_fig action "$line"
+kill -0 "$E2E_QEMU_PID" 2>/dev/null && ! grep -q 'disconnected' "$log" && [ -n "$line" ] &&
+	echo "$line" | grep -q 'target 1024 MiB'
+e2e_check $? "agent lost: memtided returns the guest to 1024 MiB (after $dt ms)"
+# Everything memtided logged after the loss: no inflation may follow it.
+after=$(sed -n '/silent\|safe size\|giving memory back/,$p' "$log")
+! echo "$after" | grep -qE 'inflate [0-9]+->[0-9]+'
+e2e_check $? "no inflation after the agent was lost"
+e2e_wait '^E2E-EXIT' 90 >/dev/null
+wait "$E2E_QEMU_PID" 2>/dev/null
+# QEMU has exited: memtided must notice and either detach and keep running or exit 0.
+sleep_until() { local n=0; while [ $n -lt 100 ] && ! grep -qE "$1" "$log"; do sleep 0.1; n=$((n + 1)); done; }
+sleep_until 'detach|QMP|qmp|exit'
+if kill -0 "$mpid" 2>/dev/null; then
+	e2e_ok "memtided still running after QEMU exit"
+else
+	wait "$mpid"
+	rc=$?
+	e2e_fig memtided_exit "$rc"
+	[ "$rc" = 0 ]
+	e2e_check $? "memtided exited cleanly after QEMU exit (status $rc)"
+fi
+! grep -qiE 'sanitizer|segv|abort|assert' "$log"
+e2e_check $? "memtided log shows no crash"
+if kill -0 "$mpid" 2>/dev/null; then
+	kill -TERM "$mpid"
+	wait "$mpid"
+	rc=$?
+	[ "$rc" = 0 ]
+	e2e_check $? "memtided exits 0 on SIGTERM with its VM gone (status $rc)"
+else
+	e2e_ok "memtided had already exited"
+fi
+sed 's/^/# memtided: /' "$log" | tail -12
