@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MTD_NAME_MAX    128 /* libvirt domain names are shorter in practice */
-#define MTD_WSS_BINS    4   /* idle ages of the working-set estimate */
-#define MTD_MAX_GENS    16
+#define MTD_NAME_MAX     128 /* libvirt domain names are shorter in practice */
+#define MTD_WSS_BINS     4   /* idle ages of the working-set estimate */
+#define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
 
 enum mtd_vm_state {
@@ -36,11 +36,11 @@ const char *mtd_vm_state_name(enum mtd_vm_state s);
 /* Per-domain policy (daemon defaults, overridden from the domain's libvirt metadata). */
 struct mtd_policy {
 	bool enabled;
-	uint64_t min_bytes;          /* never balloon the guest below this (the floor) */
-	uint64_t max_bytes;          /* never give it more than this (0: the domain's maximum) */
-	unsigned priority;           /* host arbitration weight: lower is reclaimed first */
+	uint64_t min_bytes;            /* never balloon the guest below this (the floor) */
+	uint64_t max_bytes;            /* never give it more than this (0: the domain's maximum) */
+	unsigned priority;             /* host arbitration weight: lower is reclaimed first */
 	double target_refault_per_min; /* fraction of resident pages per minute (0.002) */
-	uint64_t headroom_bytes;     /* added to the working set to form the target */
+	uint64_t headroom_bytes;       /* added to the working set to form the target */
 };
 
 struct mtd_action {
@@ -65,7 +65,7 @@ struct mtd_vm_status {
 	uint64_t wss_age_ms[MTD_WSS_BINS];
 	uint64_t wss_bytes[MTD_WSS_BINS];
 	unsigned nr_gens;
-	uint64_t gen_pages[MTD_MAX_GENS];  /* oldest first */
+	uint64_t gen_pages[MTD_MAX_GENS]; /* oldest first */
 	uint64_t gen_age_ms[MTD_MAX_GENS];
 
 	double refault_rate_per_min; /* measured, fraction of resident pages per minute */
@@ -73,7 +73,7 @@ struct mtd_vm_status {
 	double controller_output;
 
 	bool agent_connected;
-	bool fpr_on;          /* free page reporting enabled on the balloon */
+	bool fpr_on; /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
 

@@ -115,6 +115,10 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 	double t0, tsec, total = 0;
 	unsigned long sec = 0, touched = 0, i = 0;
 
+	if (hot_pages == 0) {
+		printf("WL-ERROR hotcold needs a hot set of at least 1 MiB\n");
+		return 2;
+	}
 	if (!cold || !hot)
 		return 1;
 	fill_cold((uint64_t *)cold, cold_pages);
