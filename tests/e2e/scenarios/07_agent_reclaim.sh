@@ -7,13 +7,12 @@
 # port and asks it to:
 #   1. reclaim 100 MiB of page cache only, when the guest has next to none and may not drop
 #      caches: the agent must not claim success;
-#   2. reclaim 200 MiB, anon allowed, no compaction (as memtided asks): the agent must free it (cgroup v2
+#   2. reclaim 200 MiB, anon allowed: the agent must free it (cgroup v2
 #      memory.reclaim pushes cold anon into zram) and its freed_bytes must agree with the
 #      MemFree the guest then reports in its stats;
 # and free page reporting must then hand what was freed back to the host (guest-RAM Rss).
-# RECLAIM_HOST_ARGS=compact asks for compaction after the reclaim: measured here, that made
-# free page reporting return nothing (0 of 225 MiB, twice; 212 of 224 MiB without it), which
-# is why memtided no longer asks for it.
+# RECLAIM_HOST_ARGS=compact adds compaction after the reclaim, as memtided asks (measured:
+# 210 MiB back with it, 208 without; docs/protocol.md).
 # The cold pages are same-filled, so zram stores them at no cost: this measures the agent,
 # not zram's compression ratio (scenario 2 reports that).
 . "$(dirname "$0")/../lib.sh"
@@ -40,19 +39,25 @@ E2E_PIDS+=($!)
 host_pid=$!
 # The host prints "RECLAIMED" on stderr when the anon reclaim's reply is in: that is when the
 # free page reporting clock starts.
+# The host may also finish first: it exits right after the next stats report.
 t0=
-while kill -0 "$host_pid" 2>/dev/null; do
+while :; do
 	if grep -q '^RECLAIMED' "$E2E_DIR/host.err"; then
 		t0=$(e2e_now_ms)
 		break
 	fi
+	kill -0 "$host_pid" 2>/dev/null || break
 	sleep 0.2
 done
 rss_min=$rss_filled
 if [ -n "$t0" ]; then
-	while [ $(($(e2e_now_ms) - t0)) -lt 15000 ]; do
+	while [ $(($(e2e_now_ms) - t0)) -lt ${RSS_WINDOW_MS:-30000} ]; do
 		r=$(e2e_guest_rss_mib)
-		[ "$r" -lt "$rss_min" ] && rss_min=$r
+		[ -n "${RSS_TRACE:-}" ] && echo "# rss $(($(e2e_now_ms) - t0)) ms: $r MiB"
+		if [ "$r" -lt "$rss_min" ]; then
+			rss_min=$r
+			e2e_fig return_ms $(($(e2e_now_ms) - t0))
+		fi
 		sleep 0.5
 	done
 fi
@@ -94,7 +99,7 @@ returned=$((rss_filled - rss_min))
 e2e_fig rss_after_mib "$rss_min"
 e2e_fig returned_to_host_mib "$returned"
 [ "$returned" -ge $((anon_freed / 2)) ]
-e2e_check $? "free page reporting returned $returned MiB of the $anon_freed MiB freed to the host within 15 s"
+e2e_check $? "free page reporting returned $returned MiB of the $anon_freed MiB freed to the host within 30 s of the reply"
 
 e2e_wait '^E2E-EXIT 0' 120 >/dev/null
 e2e_check $? "workload verified its cold data after reclaim and exited cleanly"
