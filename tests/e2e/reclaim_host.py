@@ -3,7 +3,7 @@
 
 Connects to the agent's virtio-serial socket (QEMU's chardev, server side), does the
 handshake of docs/protocol.md, waits for two stats reports, then sends two reclaim requests
-(page cache only, then anon allowed; with compaction when argv[2] is "compact") and collects stats for a few intervals
+(page cache only, then anon allowed; with compaction, as memtided asks, unless argv[2] is "nocompact") and collects stats for a few intervals
 after each.  Prints one JSON object of results on stdout; "RECLAIMED" on stderr when the
 anon reply has arrived.  Exits 1 with a reason on stderr on any protocol surprise.
 """
@@ -97,7 +97,7 @@ def main():
     _, file_reply = reclaim(link, stats, 100 * MiB, "file", False)
     link.wait(lambda m: m.get("type") == "stats", 10, stats)
 
-    compact = len(sys.argv) >= 3 and sys.argv[2] == "compact"
+    compact = not (len(sys.argv) >= 3 and sys.argv[2] == "nocompact")
     before, anon_reply = reclaim(link, stats, 200 * MiB, "any", compact)
     print("RECLAIMED", file=sys.stderr, flush=True)
     n = len(stats)
