@@ -1,0 +1,113 @@
+#!/bin/bash
+# lib_libvirt.sh: the libvirt half of the end-to-end harness (sourced after lib.sh).
+#
+# The second way an operator runs guests: libvirtd starts QEMU, memtided finds the domain by
+# itself (libvirt's lifecycle events, and memtide's hook in /etc/libvirt/hooks/qemu.d/ telling
+# it through the control socket).  What this adds to lib.sh:
+#   e2e_lv_up HOOK           installs HOOK as /etc/libvirt/hooks/qemu.d/memtide and makes sure
+#                            virtlogd and libvirtd run and have read it: libvirtd reads hooks
+#                            only when it starts, so a libvirtd that was running without this
+#                            hook is restarted (running domains survive a libvirtd restart).
+#   e2e_lv_boot NAME MIB RUN [APPEND]
+#                            defines and starts a transient <domain type='qemu'> booting the
+#                            e2e guest, with <memballoon model='virtio' freePageReporting='on'>
+#                            and the agent's unix <channel>; sets E2E_QEMU_PID (from libvirt's
+#                            pid file) and E2E_CONSOLE, so e2e_wait and e2e_guest_rss_mib work
+#                            as with plain QEMU.
+# Cleanup destroys the domain by name through libvirt (libvirtd owns the QEMU process), then
+# kills the PID if it is still there, and removes the hook it installed.
+E2E_LV_DOMS=()
+E2E_LV_HOOK=
+E2E_V="virsh -q -c qemu:///system"
+
+e2e_lv_cleanup() {
+	local d pid
+	for d in "${E2E_LV_DOMS[@]}"; do
+		pid=$(cat "/run/libvirt/qemu/$d.pid" 2>/dev/null)
+		$E2E_V destroy "$d" >/dev/null 2>&1
+		[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+	done
+	E2E_LV_DOMS=()
+	if [ -n "$E2E_LV_HOOK" ]; then
+		rm -f "$E2E_LV_HOOK"
+		E2E_LV_HOOK=
+	fi
+	e2e_cleanup
+}
+
+e2e_lv_up() {
+	local hook=$1 dst=/etc/libvirt/hooks/qemu.d/memtide restart=0 i
+	trap e2e_lv_cleanup EXIT
+	mkdir -p /etc/libvirt/hooks/qemu.d
+	if ! cmp -s "$hook" "$dst" 2>/dev/null; then
+		restart=1
+	fi
+	install -m 0755 "$hook" "$dst" || return 1
+	E2E_LV_HOOK=$dst
+	pgrep -x virtlogd >/dev/null || virtlogd -d
+	if pgrep -x libvirtd >/dev/null && [ $restart = 1 ]; then
+		# SIGTERM and wait for it to go: a second libvirtd would refuse to start.
+		pkill -x libvirtd
+		for i in $(seq 100); do pgrep -x libvirtd >/dev/null || break; sleep 0.1; done
+	fi
+	pgrep -x libvirtd >/dev/null || libvirtd -d
+	for i in $(seq 100); do
+		$E2E_V version >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "# libvirtd does not answer on qemu:///system" >&2
+	return 1
+}
+
+e2e_lv_boot() {
+	local name=$1 mib=$2 run=$3 append=${4:-} i
+	local dir=$E2E_DIR/lv
+	mkdir -p "$dir"
+	# QEMU runs as libvirt-qemu: it must be able to read the image and reach the sockets.
+	chmod 755 "$E2E_DIR" "$dir"
+	cp "$E2E_KERNEL" "$dir/vmlinux"
+	cp "$E2E_INITRD" "$dir/initrd.cpio"
+	chmod 644 "$dir/vmlinux" "$dir/initrd.cpio"
+	E2E_MEM_MIB=$mib
+	E2E_CONSOLE=$dir/console.log
+	E2E_AGENT=$dir/agent.sock
+	cat >"$dir/$name.xml" <<XML
+<domain type='qemu'>
+  <name>$name</name>
+  <memory unit='MiB'>$mib</memory>
+  <currentMemory unit='MiB'>$mib</currentMemory>
+  <vcpu>2</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$dir/vmlinux</kernel>
+    <initrd>$dir/initrd.cpio</initrd>
+    <cmdline>console=ttyS0 quiet panic=-1 memtide.run=${run// /,} $append</cmdline>
+  </os>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <serial type='unix'>
+      <source mode='bind' path='$dir/serial.sock'/>
+      <log file='$E2E_CONSOLE' append='off'/>
+      <target port='0'/>
+    </serial>
+    <channel type='unix'>
+      <source mode='bind' path='$E2E_AGENT'/>
+      <target type='virtio' name='org.memtide.agent.0'/>
+    </channel>
+    <memballoon model='virtio' freePageReporting='on'>
+      <stats period='2'/>
+    </memballoon>
+  </devices>
+</domain>
+XML
+	E2E_LV_DOMS+=("$name")
+	$E2E_V create "$dir/$name.xml" >/dev/null || return 1
+	for i in $(seq 100); do
+		E2E_QEMU_PID=$(cat "/run/libvirt/qemu/$name.pid" 2>/dev/null)
+		[ -n "$E2E_QEMU_PID" ] && [ -f "$E2E_CONSOLE" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
