@@ -536,9 +536,10 @@ int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_pol
 	struct mtd_vm *vm = mtd_registry_find(d, name);
 	const struct mtd_vm_status *st = vm ? rcu_dereference(vm->status) : NULL;
 	if (st) {
-		/* A policy set but not yet taken by the loop is the one in force. */
+		/* The latest policy asked for is the one in force, whether or not the loop
+		 * has taken it and published a snapshot with it yet. */
 		pthread_mutex_lock(&vm->mbox_lock);
-		*out = vm->policy_dirty ? vm->policy_new : st->policy;
+		*out = vm->policy_new;
 		pthread_mutex_unlock(&vm->mbox_lock);
 		rc = 0;
 	}
@@ -561,10 +562,11 @@ int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *ke
 	pthread_mutex_lock(&d->lock);
 	rcu_read_lock();
 	struct mtd_vm *vm = mtd_registry_find(d, name);
-	const struct mtd_vm_status *st = vm ? rcu_dereference(vm->status) : NULL;
-	if (st)
-		pol = st->policy;
 	rcu_read_unlock();
+	/* Start from the policy in force, including one set but not yet taken by the loop,
+	 * so two sets in a row both stick.  (d->lock keeps vm registered meanwhile.) */
+	if (vm)
+		(void)mtd_daemon_policy_get(d, name, &pol);
 	if (d->mode == MTD_MODE_LIBVIRT) {
 		if (!d->lv) {
 			snprintf(errmsg, errlen, "not connected to libvirt; try again shortly");
@@ -603,9 +605,9 @@ out:
 int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *op,
 			  const char *subop)
 {
-	(void)subop;
 	if (!domain || !*domain || strlen(domain) >= MTD_NAME_MAX || !op)
 		return -EINVAL;
+	mtd_info("%s: libvirt hook: %s %s", domain, op, subop ? subop : "-");
 	/* libvirt's hook runs "started begin", "reconnect begin", "stopped end", "release end". */
 	if (!strcmp(op, "started") || !strcmp(op, "reconnect"))
 		return mtd_daemon_queue(d, MTD_WORK_ATTACH, domain);

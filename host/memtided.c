@@ -3,9 +3,9 @@
  *
  * Parses flags over the config file over built-in defaults, sets up logging and signals,
  * builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then leaves
- * every VM at its safe size.  The control socket and metrics endpoint (front ends, reading
- * the core through host/mtd.h) are not started here yet: --socket and --metrics-port are
- * parsed and validated for them.
+ * every VM at its safe size.  The front ends (control socket, metrics endpoint) read the
+ * core through host/mtd.h; the control socket starts before any VM is touched, so a second
+ * memtided on the same socket stops before it could fight the first over a balloon.
  *
  * Two modes:
  *   libvirt    (default) every running domain with a virtio balloon on --uri;
@@ -23,6 +23,7 @@
 #include <libxml/parser.h>
 #include <urcu.h>
 
+#include "control.h"
 #include "daemon.h"
 #include "log.h"
 #include "policy.h"
@@ -259,18 +260,28 @@ int main(int argc, char **argv)
 		snprintf(d->agent_path, sizeof(d->agent_path), "%s", agent ? agent : "");
 		snprintf(d->vm_name, sizeof(d->vm_name), "%s", name);
 	}
+	/* Step 4: the front ends, reading the core through mtd.h.  The control socket comes
+	 * first: if another memtided owns it, this one must not touch any balloon. */
+	struct mtd_control *ctl = NULL;
+	if (mtd_control_start(d, cfg.socket_path, MEMTIDE_VERSION, &ctl, err, sizeof(err)) < 0) {
+		mtd_err("%s", err);
+		mtd_daemon_free(d);
+		return 1;
+	}
 	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
 		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent");
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
+		mtd_control_stop(ctl);
 		mtd_daemon_stop(d);
 		mtd_daemon_free(d);
 		return 1;
 	}
 
-	/* Step 4: run until a signal, then leave every VM at its safe size. */
+	/* Step 5: run until a signal, then leave every VM at its safe size. */
 	rc = mtd_daemon_run(d, sfd);
+	mtd_control_stop(ctl);
 	mtd_daemon_stop(d);
 	mtd_daemon_free(d);
 	close(sfd);

@@ -62,6 +62,7 @@ struct mtd_vm_status {
 	uint64_t host_rss_bytes;       /* guest RAM resident on the host, when known (0: unknown) */
 	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns */
 
+	uint64_t working_set_bytes; /* at the cold age threshold: what the target is built on */
 	uint64_t wss_age_ms[MTD_WSS_BINS];
 	uint64_t wss_bytes[MTD_WSS_BINS];
 	unsigned nr_gens;

@@ -63,6 +63,7 @@ int mtd_vm_new(struct mtd_daemon *d, const char *name, const char *uuid,
 	}
 	pthread_mutex_init(&vm->mbox_lock, NULL);
 	vm->policy = *policy;
+	vm->policy_new = *policy; /* the latest policy asked for, taken or not */
 	memcpy(vm->draft.name, vm->name, sizeof(vm->name));
 	memcpy(vm->draft.uuid, vm->uuid, sizeof(vm->uuid));
 	vm->draft.state = MTD_VM_ATTACHING;

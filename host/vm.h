@@ -98,6 +98,7 @@ struct mtd_vm {
 	struct mtd_ctl_state ctl;
 	uint64_t cold_age_ms;
 	uint64_t last_step_ms;
+	uint64_t first_tick_ms;       /* when the loop first ran: the oldest age it can vouch for */
 	uint64_t rounds;              /* aging rounds done */
 	uint64_t last_refaults;       /* libvmm refaults_total at the last step */
 	uint64_t last_guest_refaults; /* agent workingset_refault (pages) at the last step */

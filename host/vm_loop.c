@@ -463,13 +463,17 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 		for (unsigned i = 0; i < st->nr_gens; i++) {
 			st->gen_pages[i] = t->gs.gen[i].pages;
-			st->gen_age_ms[i] = t->now_ms > t->gs.gen[i].birth_ms
-						? t->now_ms - t->gs.gen[i].birth_ms
-						: 0;
+			/* The first generation holds every page resident when memtide came: its
+			 * pages are at least as old as our watch, and we cannot say more. */
+			uint64_t birth = t->gs.gen[i].birth_ms > vm->first_tick_ms
+					     ? t->gs.gen[i].birth_ms
+					     : vm->first_tick_ms;
+			st->gen_age_ms[i] = t->now_ms > birth ? t->now_ms - birth : 0;
 		}
 	}
 	st->refault_rate_per_min = vm->reclaim.last_rate_per_min;
 	st->cold_age_ms = vm->cold_age_ms;
+	st->working_set_bytes = t->wss_bytes;
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);
 	st->fpr_on = vm->fpr_on;
@@ -504,6 +508,8 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool exiting, bool age,
 	if (!t)
 		return;
 	t->now_ms = now_ms;
+	if (!vm->first_tick_ms)
+		vm->first_tick_ms = now_ms;
 	if (age) {
 		t->dt_ms = vm->last_step_ms && now_ms > vm->last_step_ms
 			       ? now_ms - vm->last_step_ms

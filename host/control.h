@@ -1,0 +1,40 @@
+/*
+ * control.h - memtided's control socket: the door memtidectl, the libvirt hook and
+ * operators' scripts come through.
+ *
+ * A unix stream socket (default /run/memtide/memtided.sock, mode 0600) served by one thread
+ * of its own.  Each peer's credentials are checked with SO_PEERCRED: root and memtided's own
+ * user only.  Requests and replies are one JSON object per line; docs/control-socket.md
+ * specifies them.  The thread reads VM state through host/mtd.h only (RCU snapshots and the
+ * mtd_daemon_* calls), so it never touches a VM's live state.
+ */
+#ifndef MEMTIDE_HOST_CONTROL_H
+#define MEMTIDE_HOST_CONTROL_H
+
+#include <stddef.h>
+
+#include "mtd.h"
+
+#define MTD_CONTROL_MAX_REQUEST (64 * 1024) /* bytes per request line */
+#define MTD_CONTROL_MAX_CLIENTS 16
+
+struct mtd_control;
+
+/*
+ * Bind the socket at path (creating its directory, 0755, when missing) and start serving.
+ * A socket file nobody answers on is stale and replaced; one that answers belongs to a
+ * running memtided and is an error.  0, or -errno with a sentence in err.
+ */
+int mtd_control_start(struct mtd_daemon *d, const char *path, const char *version,
+		      struct mtd_control **out, char *err, size_t errlen);
+
+/* Stop the thread, close every connection, remove the socket file.  NULL is a no-op. */
+void mtd_control_stop(struct mtd_control *c);
+
+/*
+ * Answer one request line (no newline) as a JSON text the caller frees.  Exposed for the
+ * unit tests; the thread calls it for every line it reads.
+ */
+char *mtd_control_handle(struct mtd_daemon *d, const char *version, const char *line, size_t len);
+
+#endif /* MEMTIDE_HOST_CONTROL_H */

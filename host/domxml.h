@@ -1,0 +1,28 @@
+/*
+ * domxml.h - what `memtidectl domxml-patch` changes in a libvirt domain's XML so that
+ * memtide can manage it: a virtio memballoon with free page reporting on and a stats period,
+ * and the unix channel the guest agent talks through.
+ *
+ * A pure text-to-text transform (libxml2, no libvirt, no I/O), so it is unit-tested on
+ * sample domain XML; memtidectl does the libvirt part (read the inactive XML, show the diff,
+ * define the result).
+ */
+#ifndef MEMTIDE_HOST_DOMXML_H
+#define MEMTIDE_HOST_DOMXML_H
+
+#include <stddef.h>
+
+#define MTD_AGENT_CHANNEL  "org.memtide.agent.0"
+#define MTD_STATS_PERIOD_S 2
+
+/*
+ * Patch domain XML text.  On success *before and *after are the document serialised by
+ * libxml2 without and with the changes (so a diff of the two shows only the changes, not
+ * libxml2's quoting), *changes is a sentence per change, one per line ("" when the domain
+ * already has everything); the caller frees all three.  Returns the number of changes, or
+ * -EINVAL with a sentence in err (not XML, not a <domain>, no <devices>).
+ */
+int mtd_domxml_patch(const char *xml, char **before, char **after, char **changes, char *err,
+		     size_t errlen);
+
+#endif /* MEMTIDE_HOST_DOMXML_H */

@@ -1,0 +1,858 @@
+/*
+ * memtidectl.c - the operator's CLI for memtided.
+ *
+ * Every command but domxml-patch is one request on memtided's control socket (one JSON
+ * line each way, docs/control-socket.md); this program only formats the reply.  --json
+ * prints the reply as it came, for scripts.  domxml-patch talks to libvirt directly: it
+ * edits a domain's definition, which memtided never does.
+ *
+ * Exit codes: 0 done; 1 memtided answered with an error (the message says what to do);
+ * 2 usage; 3 memtided cannot be reached; 4 libvirt failed (domxml-patch).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <libxml/parser.h>
+
+#include "domxml.h"
+
+#define VERSION        "0.1.0"
+#define DEFAULT_SOCKET "/run/memtide/memtided.sock"
+#define MiB            (1024.0 * 1024.0)
+
+enum { EXIT_OK = 0, EXIT_DAEMON = 1, EXIT_USAGE = 2, EXIT_UNREACHABLE = 3, EXIT_LIBVIRT = 4 };
+
+static const char *sock_path = DEFAULT_SOCKET;
+static bool json_out;
+static int timeout_ms = 10000;
+static volatile sig_atomic_t interrupted;
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "Usage: memtidectl [--socket PATH] [--json] COMMAND [ARGS]\n"
+	    "Watch and steer memtided, the memtide host daemon.\n\n"
+	    "Commands:\n"
+	    "  status                        one line per VM: state, balloon target and actual,\n"
+	    "                                working set, memory saved, refault rate\n"
+	    "  vm show DOMAIN                one VM in detail: generations, working set by idle\n"
+	    "                                age, controller, last actions, last error\n"
+	    "  top [--interval S] [--count N]  status and generations, refreshed (q or Ctrl-C)\n"
+	    "  policy get DOMAIN             the domain's memtide policy\n"
+	    "  policy set DOMAIN KEY=VALUE...  change it (stored in the domain's libvirt\n"
+	    "                                metadata); keys: enabled min max priority\n"
+	    "                                target_refault_per_min headroom\n"
+	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain\n"
+	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
+	    "  domxml-patch DOMAIN [--yes] [--uri URI]\n"
+	    "                                add what memtide needs to a domain's definition\n"
+	    "                                (balloon with free page reporting and stats, agent\n"
+	    "                                channel), after showing the diff\n"
+	    "  version                       memtidectl's and memtided's versions\n\n"
+	    "Options:\n"
+	    "  --socket PATH   memtided's control socket (default " DEFAULT_SOCKET ")\n"
+	    "  --json          print memtided's reply as JSON\n"
+	    "  --help, --version\n\n"
+	    "Exit codes: 0 ok, 1 memtided refused (see the message), 2 usage,\n"
+	    "3 memtided unreachable, 4 libvirt error.\n");
+}
+
+/* ---- the control socket ------------------------------------------------------------------- */
+
+static int ctl_connect(char *err, size_t errlen)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(sock_path) >= sizeof(addr.sun_path)) {
+		snprintf(err, errlen, "socket path too long: %s", sock_path);
+		return -1;
+	}
+	memcpy(addr.sun_path, sock_path, strlen(sock_path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		if (errno == EACCES)
+			snprintf(err, errlen,
+				 "permission denied on %s: memtided's control socket is for root "
+				 "(run memtidectl with sudo)",
+				 sock_path);
+		else
+			snprintf(err, errlen,
+				 "cannot reach memtided at %s: %s (is it running? systemctl "
+				 "status memtided)",
+				 sock_path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* One request, one reply line.  NULL with err set when memtided cannot be reached or does
+ * not answer within timeout_ms. */
+static struct json_object *ctl_call(struct json_object *req, char *err, size_t errlen)
+{
+	const char *line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	size_t cap = 1 << 16, len = 0;
+	char *buf = NULL;
+	struct json_object *rep = NULL;
+	int fd = ctl_connect(err, errlen);
+
+	if (fd < 0)
+		return NULL;
+	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
+		/* A refused peer is told why before the close: read that first. */
+	}
+	buf = malloc(cap);
+	while (buf) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		int r = poll(&p, 1, timeout_ms);
+		ssize_t n;
+
+		if (r == 0) {
+			snprintf(err, errlen, "memtided at %s did not answer within %d ms",
+				 sock_path, timeout_ms);
+			break;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		n = r < 0 ? -1 : recv(fd, buf + len, cap - len - 1, 0);
+		if (n <= 0) {
+			snprintf(err, errlen,
+				 "memtided at %s closed the connection without an answer",
+				 sock_path);
+			break;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (memchr(buf, '\n', len)) {
+			rep = json_tokener_parse(buf);
+			if (!rep)
+				snprintf(err, errlen, "memtided sent an answer that is not JSON");
+			break;
+		}
+		if (len + 1 == cap) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (!buf)
+		snprintf(err, errlen, "out of memory");
+	free(buf);
+	close(fd);
+	return rep;
+}
+
+static struct json_object *req_new(const char *cmd)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "cmd", json_object_new_string(cmd));
+	return o;
+}
+
+static void req_str(struct json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, json_object_new_string(v));
+}
+
+/* Call and check ok.  Returns the reply (caller puts) or NULL with *rc set. */
+static struct json_object *call_checked(struct json_object *req, int *rc)
+{
+	char err[400];
+	struct json_object *rep = ctl_call(req, err, sizeof(err)), *ok, *e;
+
+	json_object_put(req);
+	if (!rep) {
+		fprintf(stderr, "memtidectl: %s\n", err);
+		*rc = EXIT_UNREACHABLE;
+		return NULL;
+	}
+	if (!json_object_object_get_ex(rep, "ok", &ok) || !json_object_get_boolean(ok)) {
+		if (json_out)
+			printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+		else
+			fprintf(stderr, "memtidectl: %s\n",
+				json_object_object_get_ex(rep, "error", &e)
+				    ? json_object_get_string(e)
+				    : "memtided refused the request");
+		json_object_put(rep);
+		*rc = EXIT_DAEMON;
+		return NULL;
+	}
+	*rc = EXIT_OK;
+	return rep;
+}
+
+/* ---- reading replies ---------------------------------------------------------------------- */
+
+static int64_t get_i(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : 0;
+}
+
+static double get_d(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_double(v) : 0.0;
+}
+
+static const char *get_s(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
+}
+
+static bool get_b(struct json_object *o, const char *k)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && json_object_get_boolean(v);
+}
+
+/* Sizes as an operator reads them: MiB up to 10 GiB, then GiB with one decimal. */
+static const char *size_str(int64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= 10LL << 30)
+		snprintf(buf, len, "%.1fG", (double)bytes / (1LL << 30));
+	else
+		snprintf(buf, len, "%.0fM", (double)bytes / MiB);
+	return buf;
+}
+
+static const char *age_str(int64_t ms, char *buf, size_t len)
+{
+	if (ms < 10000)
+		snprintf(buf, len, "%.1fs", (double)ms / 1000);
+	else if (ms < 600000)
+		snprintf(buf, len, "%llds", (long long)(ms / 1000));
+	else
+		snprintf(buf, len, "%lldm", (long long)(ms / 60000) % 100000000);
+	return buf;
+}
+
+/* ---- status / vm show / top --------------------------------------------------------------- */
+
+static void print_status(struct json_object *rep)
+{
+	struct json_object *host, *vms;
+	char a[16], b[16], c[16], e[16], f[16];
+
+	if (json_object_object_get_ex(rep, "host", &host))
+		printf("host: %s available of %s, low mark %s%s; %lld VMs, %s saved\n",
+		       size_str(get_i(host, "mem_available_bytes"), a, sizeof(a)),
+		       size_str(get_i(host, "mem_total_bytes"), b, sizeof(b)),
+		       size_str(get_i(host, "low_mark_bytes"), c, sizeof(c)),
+		       get_b(host, "under_pressure") ? " (UNDER PRESSURE)" : "",
+		       (long long)get_i(host, "nr_vms"),
+		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)));
+	if (!json_object_object_get_ex(rep, "vms", &vms) || json_object_array_length(vms) == 0) {
+		printf("no VMs managed\n");
+		return;
+	}
+	printf("%-24s %-10s %8s %8s %8s %8s %8s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
+	       "ACTUAL", "WSS", "SAVED", "REFAULT/m", "AGENT");
+	for (size_t i = 0; i < json_object_array_length(vms); i++) {
+		struct json_object *v = json_object_array_get_idx(vms, i);
+		char m[16];
+
+		printf("%-24.24s %-10s %8s %8s %8s %8s %8s %9.3f%% %s\n", get_s(v, "name"),
+		       get_s(v, "state"), size_str(get_i(v, "max_bytes"), m, sizeof(m)),
+		       size_str(get_i(v, "balloon_target_bytes"), a, sizeof(a)),
+		       size_str(get_i(v, "balloon_actual_bytes"), b, sizeof(b)),
+		       size_str(get_i(v, "working_set_bytes"), c, sizeof(c)),
+		       size_str(get_i(v, "saved_bytes"), f, sizeof(f)),
+		       100.0 * get_d(v, "refault_rate_per_min"),
+		       get_b(v, "agent_connected") ? "yes" : "no");
+		if (*get_s(v, "last_error"))
+			printf("  ! %s\n", get_s(v, "last_error"));
+	}
+}
+
+static void bar(double share, int width)
+{
+	int n = (int)(share * width + 0.5);
+
+	for (int i = 0; i < width; i++)
+		fputs(i < n ? "#" : ".", stdout);
+}
+
+static void print_gens(struct json_object *vm)
+{
+	struct json_object *gens;
+	int64_t total = 0, maxp = 1;
+	char a[16], b[16];
+
+	if (!json_object_object_get_ex(vm, "generations", &gens) ||
+	    json_object_array_length(gens) == 0) {
+		printf("  generations: none yet (the first aging round has not run)\n");
+		return;
+	}
+	for (size_t i = 0; i < json_object_array_length(gens); i++) {
+		int64_t p = get_i(json_object_array_get_idx(gens, i), "pages");
+
+		total += p;
+		if (p > maxp)
+			maxp = p;
+	}
+	printf("  generations (oldest first; %s resident in them):\n",
+	       size_str(total * 4096, a, sizeof(a)));
+	for (size_t i = 0; i < json_object_array_length(gens); i++) {
+		struct json_object *g = json_object_array_get_idx(gens, i);
+		int64_t p = get_i(g, "pages");
+
+		printf("    age %7s %8s |", age_str(get_i(g, "age_ms"), b, sizeof(b)),
+		       size_str(p * 4096, a, sizeof(a)));
+		bar((double)p / (double)maxp, 40);
+		printf("|\n");
+	}
+}
+
+static void print_vm(struct json_object *vm)
+{
+	struct json_object *pol, *wss, *acts;
+	char a[16], b[16], c[16], d[16], e[16];
+
+	printf("%s%s%s%s  state %s\n", get_s(vm, "name"), *get_s(vm, "uuid") ? " (" : "",
+	       get_s(vm, "uuid"), *get_s(vm, "uuid") ? ")" : "", get_s(vm, "state"));
+	printf("  balloon: target %s, actual %s of %s; guest RAM resident on the host %s; "
+	       "saved %s\n",
+	       size_str(get_i(vm, "balloon_target_bytes"), a, sizeof(a)),
+	       size_str(get_i(vm, "balloon_actual_bytes"), b, sizeof(b)),
+	       size_str(get_i(vm, "max_bytes"), c, sizeof(c)),
+	       get_i(vm, "host_rss_bytes") ? size_str(get_i(vm, "host_rss_bytes"), d, sizeof(d))
+					   : "unknown",
+	       size_str(get_i(vm, "saved_bytes"), e, sizeof(e)));
+	printf("  agent %s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
+	       "%.1f%%\n",
+	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",
+	       get_b(vm, "fpr_on") ? "on" : "OFF or unknown",
+	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
+	       get_d(vm, "guest_psi_some_avg10"));
+	printf("  controller: cold age threshold %s, working set at it %s, refaults %.3f%% of "
+	       "resident pages per minute, output %.3f\n",
+	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
+	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
+	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
+	if (json_object_object_get_ex(vm, "policy", &pol))
+		printf("  policy: enabled=%s min=%s max=%s priority=%lld "
+		       "target_refault_per_min=%g headroom=%s\n",
+		       get_b(pol, "enabled") ? "true" : "false",
+		       size_str(get_i(pol, "min_bytes"), a, sizeof(a)),
+		       get_i(pol, "max_bytes") ? size_str(get_i(pol, "max_bytes"), b, sizeof(b))
+					       : "domain",
+		       (long long)get_i(pol, "priority"), get_d(pol, "target_refault_per_min"),
+		       size_str(get_i(pol, "headroom_bytes"), c, sizeof(c)));
+	if (json_object_object_get_ex(vm, "working_set", &wss)) {
+		printf("  working set by idle age:");
+		for (size_t i = 0; i < json_object_array_length(wss); i++) {
+			struct json_object *w = json_object_array_get_idx(wss, i);
+
+			printf("  <=%s: %s", age_str(get_i(w, "idle_age_ms"), a, sizeof(a)),
+			       size_str(get_i(w, "bytes"), b, sizeof(b)));
+		}
+		printf("\n");
+	}
+	print_gens(vm);
+	if (json_object_object_get_ex(vm, "actions", &acts) && json_object_array_length(acts)) {
+		int64_t now = get_i(vm, "updated_ms");
+
+		printf("  last actions:\n");
+		for (size_t i = 0; i < json_object_array_length(acts); i++) {
+			struct json_object *x = json_object_array_get_idx(acts, i);
+			int64_t at = get_i(x, "at_ms");
+
+			printf("    %8s ago  %s\n", age_str(now > at ? now - at : 0, a, sizeof(a)),
+			       get_s(x, "what"));
+		}
+	}
+	if (*get_s(vm, "last_error"))
+		printf("  last error: %s\n", get_s(vm, "last_error"));
+}
+
+static int cmd_status(void)
+{
+	int rc;
+	struct json_object *rep = call_checked(req_new("status"), &rc);
+
+	if (!rep)
+		return rc;
+	if (json_out)
+		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+	else
+		print_status(rep);
+	json_object_put(rep);
+	return EXIT_OK;
+}
+
+static int cmd_vm_show(const char *name)
+{
+	struct json_object *req = req_new("vm"), *rep, *vm;
+	int rc;
+
+	req_str(req, "name", name);
+	rep = call_checked(req, &rc);
+	if (!rep)
+		return rc;
+	if (json_out)
+		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+	else if (json_object_object_get_ex(rep, "vm", &vm))
+		print_vm(vm);
+	json_object_put(rep);
+	return EXIT_OK;
+}
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* One frame of top: the status table, then each VM's generations. */
+static int top_frame(bool tty)
+{
+	int rc;
+	struct json_object *rep = call_checked(req_new("status"), &rc), *vms;
+	time_t now = time(NULL);
+	char when[32];
+
+	if (!rep)
+		return rc;
+	strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
+	if (tty)
+		fputs("\033[H\033[2J", stdout);
+	if (json_out) {
+		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+		json_object_put(rep);
+		return EXIT_OK;
+	}
+	printf("memtidectl top  %s  (q or Ctrl-C to quit)\n", when);
+	print_status(rep);
+	if (json_object_object_get_ex(rep, "vms", &vms)) {
+		for (size_t i = 0; i < json_object_array_length(vms); i++) {
+			struct json_object *req = req_new("vm"), *one, *vm;
+
+			req_str(req, "name", get_s(json_object_array_get_idx(vms, i), "name"));
+			one = call_checked(req, &rc);
+			if (one && json_object_object_get_ex(one, "vm", &vm)) {
+				printf("\n%s:\n", get_s(vm, "name"));
+				print_gens(vm);
+			}
+			json_object_put(one);
+		}
+	}
+	printf("\n");
+	fflush(stdout);
+	json_object_put(rep);
+	return EXIT_OK;
+}
+
+static int cmd_top(int argc, char **argv)
+{
+	double interval = 2.0;
+	long count = -1;
+	bool tty = isatty(STDOUT_FILENO), keys = isatty(STDIN_FILENO);
+	struct termios saved, raw;
+	int rc = EXIT_OK;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
+			interval = strtod(argv[++i], NULL);
+		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+			count = strtol(argv[++i], NULL, 10);
+		} else {
+			fprintf(stderr,
+				"memtidectl top: unknown argument '%s' (--interval S, "
+				"--count N)\n",
+				argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (!(interval >= 0.1 && interval <= 3600) || count == 0 || count < -1) {
+		fprintf(stderr,
+			"memtidectl top: --interval must be 0.1..3600 s and --count >= 1\n");
+		return EXIT_USAGE;
+	}
+	signal(SIGINT, on_sigint);
+	signal(SIGTERM, on_sigint);
+	if (keys && tcgetattr(STDIN_FILENO, &saved) == 0) {
+		raw = saved;
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+	} else {
+		keys = false;
+	}
+	for (long n = 0; !interrupted && (count < 0 || n < count); n++) {
+		rc = top_frame(tty);
+		if (rc != EXIT_OK || (count > 0 && n + 1 == count))
+			break;
+		/* Wait for the next frame, or a key. */
+		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+		if (poll(&p, keys ? 1 : 0, (int)(interval * 1000)) > 0) {
+			char c = 0;
+
+			if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q'))
+				break;
+		}
+	}
+	if (keys)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	return rc;
+}
+
+/* ---- policy, attach, detach, hook, version ------------------------------------------------ */
+
+static int cmd_policy(int argc, char **argv)
+{
+	int rc = EXIT_OK;
+
+	if (argc >= 2 && !strcmp(argv[0], "get") && argc == 2) {
+		struct json_object *req = req_new("policy-get"), *rep, *p;
+
+		req_str(req, "name", argv[1]);
+		rep = call_checked(req, &rc);
+		if (!rep)
+			return rc;
+		if (json_out) {
+			printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+		} else if (json_object_object_get_ex(rep, "policy", &p)) {
+			char a[16], b[16], c[16];
+
+			printf("enabled=%s\nmin=%s\nmax=%s\npriority=%lld\n"
+			       "target_refault_per_min=%g\nheadroom=%s\n",
+			       get_b(p, "enabled") ? "true" : "false",
+			       size_str(get_i(p, "min_bytes"), a, sizeof(a)),
+			       get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b))
+						     : "0",
+			       (long long)get_i(p, "priority"), get_d(p, "target_refault_per_min"),
+			       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)));
+		}
+		json_object_put(rep);
+		return EXIT_OK;
+	}
+	if (argc >= 3 && !strcmp(argv[0], "set")) {
+		/* Check every pair first, so a typo in the last one changes nothing. */
+		for (int i = 2; i < argc; i++) {
+			const char *eq = strchr(argv[i], '=');
+
+			if (!eq || eq == argv[i] || !eq[1]) {
+				fprintf(stderr, "memtidectl policy set: '%s' is not KEY=VALUE\n",
+					argv[i]);
+				return EXIT_USAGE;
+			}
+		}
+		for (int i = 2; i < argc; i++) {
+			char key[64];
+			const char *eq = strchr(argv[i], '=');
+			struct json_object *req = req_new("policy-set"), *rep;
+
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - argv[i]), argv[i]);
+			req_str(req, "name", argv[1]);
+			req_str(req, "key", key);
+			req_str(req, "value", eq + 1);
+			rep = call_checked(req, &rc);
+			if (!rep)
+				return rc;
+			if (json_out)
+				printf("%s\n",
+				       json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+			json_object_put(rep);
+		}
+		return EXIT_OK;
+	}
+	fprintf(stderr, "usage: memtidectl policy get DOMAIN | policy set DOMAIN KEY=VALUE...\n");
+	return EXIT_USAGE;
+}
+
+static int cmd_simple(const char *cmd, const char *name)
+{
+	struct json_object *req = req_new(cmd), *rep;
+	int rc;
+
+	req_str(req, "name", name);
+	rep = call_checked(req, &rc);
+	if (!rep)
+		return rc;
+	if (json_out)
+		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+	else
+		printf("%s: %sed\n", name, cmd);
+	json_object_put(rep);
+	return EXIT_OK;
+}
+
+/* libvirt's hook: tell memtided, quickly, and never make libvirt fail a domain because
+ * memtided is not running. */
+static int cmd_hook(const char *dom, const char *op, const char *subop)
+{
+	struct json_object *req = req_new("hook"), *rep;
+	char err[400];
+
+	timeout_ms = 1000;
+	req_str(req, "domain", dom);
+	req_str(req, "op", op);
+	req_str(req, "subop", subop);
+	rep = ctl_call(req, err, sizeof(err));
+	json_object_put(req);
+	json_object_put(rep);
+	return EXIT_OK;
+}
+
+static int cmd_version(void)
+{
+	char err[400];
+	struct json_object *req = req_new("version");
+	struct json_object *rep = ctl_call(req, err, sizeof(err));
+
+	json_object_put(req);
+	printf("memtidectl %s\n", VERSION);
+	if (rep)
+		printf("memtided %s (control protocol %lld)\n", get_s(rep, "version"),
+		       (long long)get_i(rep, "protocol"));
+	else
+		printf("memtided: %s\n", err);
+	json_object_put(rep);
+	return EXIT_OK;
+}
+
+/* ---- domxml-patch ------------------------------------------------------------------------- */
+
+static int write_tmp(const char *text, char *path, size_t len)
+{
+	snprintf(path, len, "/tmp/memtidectl-domxml.XXXXXX");
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	size_t n = strlen(text);
+	bool ok = write(fd, text, n) == (ssize_t)n;
+
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/* Show the changes as a unified diff (diff(1) from diffutils, in every Debian). */
+static void show_diff(const char *name, const char *before, const char *after)
+{
+	char a[64], b[64];
+
+	if (write_tmp(before, a, sizeof(a)) == 0 && write_tmp(after, b, sizeof(b)) == 0) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			char la[160], lb[160];
+
+			snprintf(la, sizeof(la), "%s (now)", name);
+			snprintf(lb, sizeof(lb), "%s (patched)", name);
+			execlp("diff", "diff", "-u", "--label", la, "--label", lb, a, b,
+			       (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	unlink(a);
+	unlink(b);
+}
+
+static void quiet_libvirt(void *arg, virErrorPtr e)
+{
+	(void)arg;
+	(void)e;
+}
+
+static int cmd_domxml_patch(int argc, char **argv)
+{
+	const char *name = NULL, *uri = "qemu:///system";
+	bool yes = false;
+	char err[300];
+	int rc = EXIT_OK;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))
+			yes = true;
+		else if (!strcmp(argv[i], "--uri") && i + 1 < argc)
+			uri = argv[++i];
+		else if (!name && argv[i][0] != '-')
+			name = argv[i];
+		else {
+			fprintf(stderr, "memtidectl domxml-patch: unexpected '%s'\n", argv[i]);
+			return EXIT_USAGE;
+		}
+	}
+	if (!name) {
+		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI]\n");
+		return EXIT_USAGE;
+	}
+	virSetErrorFunc(NULL, quiet_libvirt); /* we print libvirt's message once, ourselves */
+	virConnectPtr conn = virConnectOpen(uri);
+	if (!conn) {
+		fprintf(stderr, "memtidectl: cannot connect to libvirt at %s: %s\n", uri,
+			virGetLastErrorMessage());
+		return EXIT_LIBVIRT;
+	}
+	virDomainPtr dom = virDomainLookupByName(conn, name);
+	char *xml = NULL, *before = NULL, *after = NULL, *changes = NULL;
+	if (!dom) {
+		fprintf(stderr, "memtidectl: no domain '%s' at %s (virsh list --all)\n", name, uri);
+		rc = EXIT_LIBVIRT;
+		goto out;
+	}
+	if (virDomainIsPersistent(dom) != 1) {
+		fprintf(stderr,
+			"memtidectl: '%s' is transient: there is no definition to patch; "
+			"add the balloon and channel where it is created\n",
+			name);
+		rc = EXIT_LIBVIRT;
+		goto out;
+	}
+	xml = virDomainGetXMLDesc(dom, VIR_DOMAIN_XML_INACTIVE | VIR_DOMAIN_XML_SECURE);
+	if (!xml) {
+		fprintf(stderr, "memtidectl: cannot read '%s': %s\n", name,
+			virGetLastErrorMessage());
+		rc = EXIT_LIBVIRT;
+		goto out;
+	}
+	int n = mtd_domxml_patch(xml, &before, &after, &changes, err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "memtidectl: %s: %s\n", name, err);
+		rc = EXIT_LIBVIRT;
+		goto out;
+	}
+	if (n == 0) {
+		printf("%s%s: nothing to change: it already has what memtide needs\n", changes,
+		       name);
+		goto out;
+	}
+	show_diff(name, before, after);
+	printf("\n%s", changes);
+	if (!yes) {
+		char line[16] = "";
+
+		if (!isatty(STDIN_FILENO)) {
+			printf("not changed: pass --yes to apply without asking\n");
+			goto out;
+		}
+		printf("apply to %s? [y/N] ", name);
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin) || (line[0] != 'y' && line[0] != 'Y')) {
+			printf("not changed\n");
+			goto out;
+		}
+	}
+	virDomainPtr nd = virDomainDefineXML(conn, after);
+	if (!nd) {
+		fprintf(stderr, "memtidectl: libvirt refused the patched definition: %s\n",
+			virGetLastErrorMessage());
+		rc = EXIT_LIBVIRT;
+		goto out;
+	}
+	virDomainFree(nd);
+	printf("%s: definition updated; device changes take effect when the domain next "
+	       "starts\n",
+	       name);
+out:
+	free(xml);
+	free(before);
+	free(after);
+	free(changes);
+	if (dom)
+		virDomainFree(dom);
+	virConnectClose(conn);
+	return rc;
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"socket", required_argument, NULL, 's'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
+	};
+	int opt;
+
+	/* Options come before the command; the command's own flags are parsed by it. */
+	while ((opt = getopt_long(argc, argv, "+hj", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			sock_path = optarg;
+			break;
+		case 'j':
+			json_out = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'V':
+			printf("memtidectl %s\n", VERSION);
+			return EXIT_OK;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	const char *cmd = argv[0];
+	if (!strcmp(cmd, "status") && argc == 1)
+		return cmd_status();
+	if (!strcmp(cmd, "vm") && argc == 3 && !strcmp(argv[1], "show"))
+		return cmd_vm_show(argv[2]);
+	if (!strcmp(cmd, "top"))
+		return cmd_top(argc - 1, argv + 1);
+	if (!strcmp(cmd, "policy"))
+		return cmd_policy(argc - 1, argv + 1);
+	if ((!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) && argc == 2)
+		return cmd_simple(cmd, argv[1]);
+	if (!strcmp(cmd, "hook") && argc >= 3)
+		return cmd_hook(argv[1], argv[2], argc >= 4 ? argv[3] : "-");
+	if (!strcmp(cmd, "domxml-patch")) {
+		xmlInitParser();
+		int rc = cmd_domxml_patch(argc - 1, argv + 1);
+		xmlCleanupParser();
+		return rc;
+	}
+	if (!strcmp(cmd, "version") && argc == 1)
+		return cmd_version();
+	if (!strcmp(cmd, "help")) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	fprintf(stderr,
+		"memtidectl: unknown command or wrong arguments: '%s' (memtidectl --help)\n", cmd);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,127 @@
+/*
+ * status_json.c - encode memtided's status snapshots (host/mtd.h) as JSON for the control
+ * socket.  Pure functions of the snapshot: no locks, no I/O, so they are unit-tested
+ * directly (tests/unit/test_status_json.c).
+ *
+ * Integers stay integers (json-c int64: bytes up to 8 EiB, never rounded through double);
+ * rates are doubles.  Names are stable: memtidectl and operators' scripts read them.
+ */
+#include "status_json.h"
+
+#include <stdint.h>
+
+static void put_u64(struct json_object *o, const char *k, uint64_t v)
+{
+	/* Anything above INT64_MAX is not a real size or time; clamp rather than wrap. */
+	json_object_object_add(o, k, json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v));
+}
+
+static void put_str(struct json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, json_object_new_string(v));
+}
+
+struct json_object *mtd_json_policy(const struct mtd_policy *p)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "enabled", json_object_new_boolean(p->enabled));
+	put_u64(o, "min_bytes", p->min_bytes);
+	put_u64(o, "max_bytes", p->max_bytes);
+	put_u64(o, "priority", p->priority);
+	json_object_object_add(o, "target_refault_per_min",
+			       json_object_new_double(p->target_refault_per_min));
+	put_u64(o, "headroom_bytes", p->headroom_bytes);
+	return o;
+}
+
+static struct json_object *gens(const struct mtd_vm_status *st)
+{
+	struct json_object *a = json_object_new_array();
+	unsigned n = st->nr_gens < MTD_MAX_GENS ? st->nr_gens : MTD_MAX_GENS;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct json_object *g = json_object_new_object();
+
+		put_u64(g, "pages", st->gen_pages[i]);
+		put_u64(g, "age_ms", st->gen_age_ms[i]);
+		json_object_array_add(a, g);
+	}
+	return a;
+}
+
+static struct json_object *wss(const struct mtd_vm_status *st)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (unsigned i = 0; i < MTD_WSS_BINS; i++) {
+		struct json_object *b = json_object_new_object();
+
+		put_u64(b, "idle_age_ms", st->wss_age_ms[i]);
+		put_u64(b, "bytes", st->wss_bytes[i]);
+		json_object_array_add(a, b);
+	}
+	return a;
+}
+
+static struct json_object *actions(const struct mtd_vm_status *st)
+{
+	struct json_object *a = json_object_new_array();
+	unsigned n = st->nr_actions < MTD_LAST_ACTIONS ? st->nr_actions : MTD_LAST_ACTIONS;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct json_object *x = json_object_new_object();
+
+		put_u64(x, "at_ms", st->actions[i].at_ms);
+		put_str(x, "what", st->actions[i].what);
+		json_object_array_add(a, x);
+	}
+	return a;
+}
+
+struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
+{
+	struct json_object *o = json_object_new_object();
+
+	put_str(o, "name", st->name);
+	put_str(o, "uuid", st->uuid);
+	put_str(o, "state", mtd_vm_state_name(st->state));
+	put_u64(o, "updated_ms", st->updated_ms);
+	put_u64(o, "max_bytes", st->max_bytes);
+	put_u64(o, "balloon_target_bytes", st->balloon_target_bytes);
+	put_u64(o, "balloon_actual_bytes", st->balloon_actual_bytes);
+	put_u64(o, "host_rss_bytes", st->host_rss_bytes);
+	put_u64(o, "saved_bytes", st->saved_bytes);
+	put_u64(o, "working_set_bytes", st->working_set_bytes);
+	json_object_object_add(o, "refault_rate_per_min",
+			       json_object_new_double(st->refault_rate_per_min));
+	put_u64(o, "cold_age_ms", st->cold_age_ms);
+	json_object_object_add(o, "agent_connected", json_object_new_boolean(st->agent_connected));
+	json_object_object_add(o, "fpr_on", json_object_new_boolean(st->fpr_on));
+	put_str(o, "last_error", st->last_error);
+	if (!full)
+		return o;
+	json_object_object_add(o, "policy", mtd_json_policy(&st->policy));
+	json_object_object_add(o, "controller_output",
+			       json_object_new_double(st->controller_output));
+	put_u64(o, "guest_mem_available_bytes", st->guest_mem_available_bytes);
+	json_object_object_add(o, "guest_psi_some_avg10",
+			       json_object_new_double(st->guest_psi_some_avg10));
+	json_object_object_add(o, "working_set", wss(st));
+	json_object_object_add(o, "generations", gens(st));
+	json_object_object_add(o, "actions", actions(st));
+	return o;
+}
+
+struct json_object *mtd_json_host(const struct mtd_host_status *h)
+{
+	struct json_object *o = json_object_new_object();
+
+	put_u64(o, "mem_total_bytes", h->mem_total_bytes);
+	put_u64(o, "mem_available_bytes", h->mem_available_bytes);
+	put_u64(o, "low_mark_bytes", h->low_mark_bytes);
+	json_object_object_add(o, "under_pressure", json_object_new_boolean(h->under_pressure));
+	put_u64(o, "nr_vms", h->nr_vms);
+	put_u64(o, "saved_bytes", h->saved_bytes);
+	return o;
+}

@@ -1,0 +1,189 @@
+#!/bin/bash
+# host_ctl.sh: memtided's control socket and memtidectl, against a real QEMU guest.
+#
+# memtided runs in plain-QEMU mode on the tiny integration guest (host_guest.sh) with
+# libvmm's simulated source (--source sim: no agent needed, and the generations fill the
+# same way as with a live source), so `status`, `vm show` and `top` have a real balloon and
+# real generations to show.  Policy round trips go through the daemon (plain-QEMU mode keeps
+# the policy in memory; the libvirt metadata path is host_libvirt.sh's).
+#
+# Checked: status lists the VM with its balloon figures; --json is valid JSON; vm show prints
+# generation bars and the controller; policy set/get round trip; a bad key, a bad value, an
+# unknown VM are refused with exit 1 and a message; garbage and an over-long line get JSON
+# errors and the daemon lives on; a non-root peer is refused; the socket is 0600; a second
+# memtided on the same socket refuses to start; memtidectl with no daemon exits 3 saying
+# so; `hook` with no daemon exits 0 at once; top --count 2 prints two frames.
+set -u
+BUILD=${BUILD:-build}
+BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
+IT_GUEST_LIB=1 . "$(dirname "$0")/host_guest.sh"
+TOTAL=14
+
+echo "1..$TOTAL"
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; failed=1; }
+check() { if [ "$1" = 0 ]; then ok "$2"; else nok "$2"; fi; }
+skip_rest() { while [ $n -lt $TOTAL ]; do n=$((n + 1)); echo "ok $n # SKIP $*"; done; exit 0; }
+
+[ -x "$BIN/memtided" ] && [ -x "$BIN/memtidectl" ] || skip_rest "memtided/memtidectl not built"
+command -v qemu-system-x86_64 >/dev/null || skip_rest "no qemu-system-x86_64"
+it_guest_build || skip_rest "cannot build the integration guest"
+
+dir=$(mktemp -d /tmp/memtide-it-ctl.XXXXXX)
+chmod 755 "$dir" # so that the non-root peer of test 11 reaches the socket's own check
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	[ "$failed" = 0 ] && [ -z "${KEEP:-}" ] && rm -rf "$dir"
+}
+trap cleanup EXIT
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	while [ $SECONDS -lt $end ]; do
+		"$@" && return 0
+		sleep 0.2
+	done
+	"$@"
+}
+SOCK=$dir/run/ctl.sock
+ctl() { "$BIN/memtidectl" --socket "$SOCK" "$@"; }
+
+# 1-2: no daemon yet.
+out=$(ctl status 2>&1)
+rc=$?
+[ $rc = 3 ] && echo "$out" | grep -q "cannot reach memtided at $SOCK"
+check $? "no daemon: memtidectl exits 3 and says it cannot reach memtided (rc $rc)"
+t0=$(date +%s%N)
+ctl hook some-domain started begin </dev/null >/dev/null 2>&1
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 0 ] && [ $ms -lt 1000 ]
+check $? "no daemon: hook exits 0 at once ($ms ms), so libvirt never fails a domain over us"
+
+qemu-system-x86_64 -accel tcg -m 512 -nodefaults -display none -no-reboot \
+	-kernel "$IT_KERNEL" -initrd "$IT_INITRD" -append "console=ttyS0 quiet" \
+	-serial "file:$dir/serial.log" -qmp "unix:$dir/qmp.sock,server=on,wait=off" \
+	-device virtio-balloon-pci,id=balloon0,free-page-reporting=on 2>"$dir/qemu.err" &
+pids+=($!)
+wait_for 30 grep -qs "memtide-it-guest ready" "$dir/serial.log" || skip_rest "guest did not boot"
+
+printf 'MemTotal: 25165824 kB\nMemAvailable: 20971520 kB\n' >"$dir/meminfo"
+cat >"$dir/memtided.conf" <<CONF
+[daemon]
+interval = 1s
+stats_period = 1
+metrics_port = 0
+socket = $SOCK
+source = sim
+[controller]
+max_inflate_step = 64M
+[host]
+meminfo = $dir/meminfo
+[defaults]
+min = 192M
+headroom = 32M
+CONF
+"$BIN/memtided" --qmp "$dir/qmp.sock" --name it-vm --foreground --config "$dir/memtided.conf" \
+	--log-level info >"$dir/memtided.log" 2>&1 &
+mpid=$!
+pids+=($mpid)
+gens_ready() { ctl --json vm show it-vm 2>/dev/null | grep -q '"generations":\[{'; }
+wait_for 20 gens_ready || { tail -20 "$dir/memtided.log" | sed 's/^/# /'; }
+
+# 3: the socket's mode.
+[ "$(stat -c %a "$SOCK")" = 600 ]
+check $? "the control socket is mode 0600 ($(stat -c %a "$SOCK"))"
+
+# 4-5: status, human and JSON.
+out=$(ctl status)
+echo "$out" | sed 's/^/#   /'
+echo "$out" | grep -Eq '^it-vm +(active|attaching|hold|deflating) +512M'
+check $? "status lists it-vm with its state and 512 MiB maximum"
+ctl --json status | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+v = r["vms"][0]
+assert r["ok"] and v["name"] == "it-vm" and v["max_bytes"] == 512 << 20, v
+assert 0 < v["balloon_actual_bytes"] <= v["max_bytes"], v
+assert r["host"]["mem_total_bytes"] == 25165824 * 1024, r["host"]'
+check $? "status --json parses and its figures are the VM's and the host's"
+
+# 6: vm show.
+out=$(ctl vm show it-vm)
+echo "$out" | sed 's/^/#   /' | head -20
+echo "$out" | grep -q 'generations (oldest first' && echo "$out" | grep -Eq '\|#+\.*\|' &&
+	echo "$out" | grep -q 'controller: cold age threshold'
+check $? "vm show prints generation bars and the controller"
+
+# 7-9: policy.
+ctl policy set it-vm headroom=64M priority=3 && out=$(ctl policy get it-vm)
+echo "$out" | grep -qx 'headroom=64M' && echo "$out" | grep -qx 'priority=3'
+check $? "policy set then get: headroom=64M priority=3"
+err=$(ctl policy set it-vm colour=blue 2>&1)
+rc=$?
+[ $rc = 1 ] && [ -n "$err" ] && echo "# $err"
+check $? "an unknown policy key is refused with exit 1 and a message"
+err=$(ctl policy set it-vm headroom=lots 2>&1)
+rc1=$?
+err2=$(ctl vm show no-such-vm 2>&1)
+rc2=$?
+[ $rc1 = 1 ] && [ $rc2 = 1 ] && echo "$err2" | grep -q "no domain named 'no-such-vm'"
+check $? "a bad value and an unknown VM are refused with exit 1 ($err | $err2)"
+
+# 10: hostile input on the socket.
+python3 - "$SOCK" <<'PY'
+import json, socket, sys
+def ask(data):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(data)
+    s.settimeout(5); buf = b""
+    while not buf.endswith(b"\n"):
+        c = s.recv(65536)
+        if not c: break
+        buf += c
+    s.close(); return json.loads(buf)
+for bad in [b"garbage\n", b"[1,2]\n", b'{"cmd":7}\n', b'{"cmd":"vm","name":{"a":1}}\n',
+            b'{"cmd":"status"} trailing\n', b"\xff\xfe\n", b'{"a":' * 100 + b"\n",
+            b'{"cmd":"policy-set","name":"it-vm","key":"min"}\n']:
+    r = ask(bad)
+    assert r["ok"] is False and r["error"], (bad, r)
+r = ask(b"x" * 70000)
+assert r["ok"] is False and "longer than" in r["error"], r
+assert ask(b'{"cmd":"status"}\n')["ok"] is True
+PY
+check $? "garbage, wrong types, deep nesting and a 70000-byte line get JSON errors; the daemon answers after"
+
+# 11: a non-root peer.
+err=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/memtidectl" --socket "$SOCK" status 2>&1)
+rc=$?
+chmod 0666 "$SOCK" # even with the file open to all, SO_PEERCRED must refuse
+err2=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/memtidectl" --socket "$SOCK" status 2>&1)
+rc2=$?
+chmod 0600 "$SOCK"
+[ $rc = 3 ] && echo "$err" | grep -q "permission denied" && [ $rc2 = 1 ] &&
+	echo "$err2" | grep -q "permission denied"
+check $? "a non-root peer is refused (file mode: rc $rc; peer credentials: rc $rc2, '$err2')"
+
+# 12: a second daemon on the same socket.
+"$BIN/memtided" --qmp "$dir/qmp.sock" --name it-vm2 --foreground --config "$dir/memtided.conf" \
+	>"$dir/second.log" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "another memtided answers" "$dir/second.log" && kill -0 $mpid
+check $? "a second memtided on the same socket refuses to start (rc $rc), the first runs on"
+
+# 13: top, not on a tty.
+out=$(ctl top --count 2 --interval 0.2)
+[ "$(echo "$out" | grep -c '^memtidectl top')" = 2 ] && echo "$out" | grep -q '^it-vm:'
+check $? "top --count 2 prints two frames with the VM's generations"
+
+# 14: the hook reaches the daemon (plain-QEMU mode logs it and does nothing else).
+ctl hook other-dom started begin && wait_for 5 grep -q "other-dom: libvirt hook: started begin" "$dir/memtided.log"
+check $? "hook reaches memtided and is logged"
+
+kill -TERM $mpid
+wait $mpid
+[ ! -e "$SOCK" ] || { nok "memtided left its socket behind"; }
+[ "$failed" = 0 ] || tail -20 "$dir/memtided.log" | sed 's/^/# /'
+exit $failed

@@ -1,0 +1,134 @@
+/*
+ * test_domxml.c - the domain XML transform behind `memtidectl domxml-patch` (host/domxml.c).
+ *
+ * Pure text in, text out: these tests stand in for a libvirt round trip, which
+ * tests/e2e/pending/06_libvirt.sh and host_libvirt.sh cover with a real libvirtd.
+ * Checked: a bare domain gets a virtio balloon with free page reporting and stats and the
+ * agent channel; an existing balloon is edited in place (its other attributes kept); model
+ * none becomes virtio; a patched domain needs nothing (idempotent); an existing agent
+ * channel is not duplicated; malformed input is refused with a reason.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "domxml.h"
+
+#define BARE                                                                                       \
+	"<domain type='kvm'>\n  <name>web1</name>\n  <memory unit='KiB'>1048576</memory>\n"        \
+	"  <devices>\n    <disk type='file' device='disk'/>\n  </devices>\n</domain>\n"
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+static int patch(const char *in, char **after, char **changes)
+{
+	char *before = NULL, err[200];
+	int n = mtd_domxml_patch(in, &before, after, changes, err, sizeof(err));
+
+	free(before);
+	return n;
+}
+
+static void test_bare_domain_gets_everything(void **state)
+{
+	char *after, *changes;
+	(void)state;
+
+	int n = patch(BARE, &after, &changes);
+	assert_int_equal(n, 3); /* balloon (with FPR), stats, channel */
+	assert_non_null(strstr(after, "<memballoon model=\"virtio\" freePageReporting=\"on\">"));
+	assert_non_null(strstr(after, "<stats period=\"2\"/>"));
+	assert_non_null(strstr(after, "name=\"org.memtide.agent.0\""));
+	assert_non_null(strstr(after, "<channel type=\"unix\">"));
+	assert_non_null(strstr(after, "<source mode=\"bind\"/>"));
+	assert_non_null(strstr(after, "<disk type=\"file\" device=\"disk\"/>"));
+	assert_non_null(strstr(changes, "agent channel"));
+
+	/* Idempotent: the patched domain needs nothing more. */
+	char *again, *changes2;
+	assert_int_equal(patch(after, &again, &changes2), 0);
+	assert_string_equal(changes2, "");
+	assert_int_equal(count(again, "<memballoon"), 1);
+	assert_int_equal(count(again, "<channel"), 1);
+	free(after);
+	free(changes);
+	free(again);
+	free(changes2);
+}
+
+static void test_existing_balloon_edited_in_place(void **state)
+{
+	char *after, *changes;
+	(void)state;
+	const char *in = "<domain type='qemu'><name>a</name><devices>"
+			 "<memballoon model='virtio' autodeflate='on'><stats period='0'/>"
+			 "<address type='pci' slot='0x05'/></memballoon>"
+			 "<channel type='unix'><source mode='bind' path='/x'/>"
+			 "<target type='virtio' name='org.memtide.agent.0'/></channel>"
+			 "</devices></domain>";
+
+	assert_int_equal(patch(in, &after, &changes), 2); /* FPR on, stats period */
+	assert_non_null(strstr(after, "autodeflate=\"on\""));
+	assert_non_null(strstr(after, "freePageReporting=\"on\""));
+	assert_non_null(strstr(after, "<stats period=\"2\"/>"));
+	assert_non_null(strstr(after, "slot=\"0x05\""));
+	assert_int_equal(count(after, "<memballoon"), 1);
+	assert_int_equal(count(after, "<channel"), 1);
+	assert_non_null(strstr(after, "path=\"/x\""));
+	free(after);
+	free(changes);
+}
+
+static void test_model_none_becomes_virtio(void **state)
+{
+	char *after, *changes;
+	(void)state;
+	const char *in = "<domain><devices><memballoon model='none'/></devices></domain>";
+
+	assert_true(patch(in, &after, &changes) >= 3);
+	assert_null(strstr(after, "model=\"none\""));
+	assert_non_null(strstr(after, "model=\"virtio\""));
+	assert_non_null(strstr(changes, "next starts"));
+	free(after);
+	free(changes);
+}
+
+static void test_malformed_refused(void **state)
+{
+	char *before, *after, *changes, err[200];
+	(void)state;
+	const char *bad[] = {"", "not xml", "<domain><name>x</name></domain>",
+			     "<network><devices/></network>", "<domain><devices>"};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(
+		    mtd_domxml_patch(bad[i], &before, &after, &changes, err, sizeof(err)), -EINVAL);
+		assert_null(after);
+		assert_true(strlen(err) > 0);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_bare_domain_gets_everything),
+	    cmocka_unit_test(test_existing_balloon_edited_in_place),
+	    cmocka_unit_test(test_model_none_becomes_virtio),
+	    cmocka_unit_test(test_malformed_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
