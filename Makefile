@@ -174,10 +174,10 @@ lint:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
-	for p in memtidectl memtide-sim memtide-trace memtide-agent; do \
-		[ -f $(BIN)/$$p ] && install -m 0755 $(BIN)/$$p $(DESTDIR)$(PREFIX)/bin/ || true; done
-	[ -f $(BIN)/memtided ] && install -m 0755 $(BIN)/memtided $(DESTDIR)$(PREFIX)/sbin/ || true
-	@if [ -f contrib/install.sh ]; then DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) sh contrib/install.sh; fi
+	install -m 0755 $(BIN)/memtidectl $(BIN)/memtide-sim $(BIN)/memtide-trace \
+		$(BIN)/memtide-agent $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BIN)/memtided $(DESTDIR)$(PREFIX)/sbin/
+	DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) sh contrib/install.sh
 
 clean:
 	rm -rf $(BUILD) build/san

@@ -11,6 +11,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
@@ -436,6 +437,55 @@ static void arbitrate(struct mtd_daemon *d)
 		mtd_notice("host pressure over: MemAvailable %" PRIu64 " MiB", avail / MiB);
 }
 
+/*
+ * SIGHUP: re-read the config file's [defaults] and [host] sections and every domain's
+ * policy.  Only what the main thread owns changes here; [daemon] and [controller] settings
+ * are read by running loops and take effect at restart (said in the log).  A file that no
+ * longer parses changes nothing.
+ */
+static void reload(struct mtd_daemon *d)
+{
+	struct mtd_config *n = malloc(sizeof(*n));
+	struct mtd_vm *vms[512];
+	char err[300];
+	size_t nr;
+
+	if (!n)
+		return;
+	mtd_config_default(n);
+	if (mtd_config_load(n, d->config_path, d->config_missing_ok, err, sizeof(err)) < 0) {
+		mtd_err("reload: %s; keeping the settings in force", err);
+		free(n);
+		return;
+	}
+	char(*names)[MTD_NAME_MAX] = calloc(512, MTD_NAME_MAX);
+	if (!names) {
+		free(n);
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	d->cfg.defaults = n->defaults;
+	d->cfg.arb = n->arb;
+	nr = mtd_registry_list(d, vms, 512);
+	if (nr > 512)
+		nr = 512;
+	for (size_t i = 0; i < nr; i++) {
+		memcpy(names[i], vms[i]->name, MTD_NAME_MAX);
+		if (d->mode != MTD_MODE_LIBVIRT) /* no metadata: the defaults are the policy */
+			mtd_vm_set_policy(vms[i], &d->cfg.defaults);
+	}
+	pthread_mutex_unlock(&d->lock);
+	/* By name, each under the lock again: a VM detached meanwhile is simply not found. */
+	if (d->mode == MTD_MODE_LIBVIRT)
+		for (size_t i = 0; i < nr; i++)
+			reload_policy(d, names[i]);
+	free(names);
+	mtd_notice("reloaded %s: [defaults] and [host] applied, %zu VM policies re-read "
+		   "([daemon] and [controller] changes take effect at restart)",
+		   d->config_path, nr);
+	free(n);
+}
+
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 {
 	uint64_t next_arb = 0, next_rescan = 0;
@@ -454,7 +504,10 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 			break;
 		if (p[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
-			if (read(signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (read(signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
+			    si.ssi_signo == SIGHUP) {
+				reload(d);
+			} else {
 				mtd_notice("signal %u: leaving every VM at its safe size",
 					   si.ssi_signo);
 				break;

@@ -62,6 +62,9 @@ struct mtd_daemon {
 	int work_fd; /* eventfd: wakes the main thread */
 	atomic_bool exiting;
 
+	char config_path[MTD_PATH_MAX]; /* re-read on SIGHUP */
+	bool config_missing_ok;         /* the default path: a missing file means defaults */
+
 	struct mtd_arbiter_state arb_state; /* main thread only */
 	pthread_mutex_t host_lock;          /* guards host */
 	struct mtd_host_status host;

@@ -26,6 +26,7 @@
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
 #include "policy.h"
 
 #define MEMTIDE_VERSION "0.1.0"
@@ -232,8 +233,9 @@ int main(int argc, char **argv)
 	}
 	mtd_log_init(level, use_syslog, "memtided");
 
-	/* Signals: TERM and INT end the main loop through a signalfd; blocked before any
-	 * thread starts so every thread inherits the mask and only the main thread sees them. */
+	/* Signals: TERM and INT end the main loop and HUP reloads, all through a signalfd;
+	 * blocked before any thread starts so every thread inherits the mask and only the main
+	 * thread sees them. */
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -241,7 +243,6 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	sigdelset(&mask, SIGHUP); /* HUP stays blocked and ignored: no reload yet */
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
 		mtd_err("signalfd: %s", strerror(errno));
@@ -254,6 +255,8 @@ int main(int argc, char **argv)
 		mtd_err("out of memory");
 		return 1;
 	}
+	snprintf(d->config_path, sizeof(d->config_path), "%s", config_path);
+	d->config_missing_ok = !config_given;
 	if (qmp) {
 		d->mode = MTD_MODE_QMP;
 		snprintf(d->qmp_path, sizeof(d->qmp_path), "%s", qmp);
@@ -268,11 +271,20 @@ int main(int argc, char **argv)
 		mtd_daemon_free(d);
 		return 1;
 	}
+	struct mtd_metrics *metrics = NULL;
+	if (cfg.metrics_port > 0 &&
+	    mtd_metrics_start(d, cfg.metrics_port, &metrics, err, sizeof(err)) < 0) {
+		mtd_err("%s", err);
+		mtd_control_stop(ctl);
+		mtd_daemon_free(d);
+		return 1;
+	}
 	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
 		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent");
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
+		mtd_metrics_stop(metrics);
 		mtd_control_stop(ctl);
 		mtd_daemon_stop(d);
 		mtd_daemon_free(d);
@@ -281,6 +293,7 @@ int main(int argc, char **argv)
 
 	/* Step 5: run until a signal, then leave every VM at its safe size. */
 	rc = mtd_daemon_run(d, sfd);
+	mtd_metrics_stop(metrics);
 	mtd_control_stop(ctl);
 	mtd_daemon_stop(d);
 	mtd_daemon_free(d);

@@ -17,7 +17,7 @@ set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
 IT_GUEST_LIB=1 . "$(dirname "$0")/host_guest.sh"
-TOTAL=14
+TOTAL=19
 
 echo "1..$TOTAL"
 n=0 failed=0
@@ -49,6 +49,7 @@ wait_for() {
 	"$@"
 }
 SOCK=$dir/run/ctl.sock
+PORT=$((20000 + $$ % 20000))
 ctl() { "$BIN/memtidectl" --socket "$SOCK" "$@"; }
 
 # 1-2: no daemon yet.
@@ -75,7 +76,7 @@ cat >"$dir/memtided.conf" <<CONF
 [daemon]
 interval = 1s
 stats_period = 1
-metrics_port = 0
+metrics_port = $PORT
 socket = $SOCK
 source = sim
 [controller]
@@ -181,6 +182,65 @@ check $? "top --count 2 prints two frames with the VM's generations"
 # 14: the hook reaches the daemon (plain-QEMU mode logs it and does nothing else).
 ctl hook other-dom started begin && wait_for 5 grep -q "other-dom: libvirt hook: started begin" "$dir/memtided.log"
 check $? "hook reaches memtided and is logged"
+
+# 15-17: Prometheus metrics.
+curl -sf "http://127.0.0.1:$PORT/metrics" >"$dir/metrics.txt"
+python3 - "$dir/metrics.txt" <<'PY'
+# A strict reader of the text exposition format 0.0.4: every sample belongs to a family
+# declared by # HELP and # TYPE just before its samples, names and labels are well formed,
+# values parse as floats, no series is repeated.
+import re, sys
+name_re = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+sample = re.compile(r"^(" + name_re + r")(\{(.*)\})? (\S+)$")
+label = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*(,|$)')
+fam, typed, seen, series = None, set(), set(), {}
+for ln in open(sys.argv[1]).read().splitlines():
+    if ln.startswith("# HELP "):
+        fam = ln.split()[2]; assert fam not in seen, "family twice: " + fam; seen.add(fam); continue
+    if ln.startswith("# TYPE "):
+        _, _, n, t = ln.split(); assert n == fam and t in ("gauge", "counter"), ln; typed.add(n); continue
+    m = sample.match(ln); assert m, "bad line: " + ln
+    n, labels, v = m.group(1), m.group(3) or "", m.group(4)
+    assert n == fam and n in typed, "sample outside its family: " + ln
+    float(v)
+    pos, lab = 0, {}
+    while pos < len(labels):
+        lm = label.match(labels, pos); assert lm, "bad labels: " + ln
+        lab[lm.group(1)] = lm.group(2); pos = lm.end()
+    key = (n, tuple(sorted(lab.items()))); assert key not in series, "repeated: " + ln
+    series[key] = float(v)
+def get(n, **lab):
+    return [v for (k, l), v in series.items() if k == n and all(dict(l).get(a) == b for a, b in lab.items())]
+assert get("memtide_vms") == [1.0]
+assert get("memtide_vm_max_bytes", domain="it-vm") == [512 * 2**20]
+assert 0 < get("memtide_vm_balloon_actual_bytes", domain="it-vm")[0] <= 512 * 2**20
+assert sum(get("memtide_vm_state", domain="it-vm")) == 1.0
+assert len(get("memtide_vm_generation_pages", domain="it-vm")) >= 2
+assert len(get("memtide_vm_working_set_by_age_bytes", domain="it-vm")) == 4
+print("# %d series in %d families" % (len(series), len(seen)))
+PY
+check $? "the /metrics scrape parses as Prometheus text, with the VM's series and sane values"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/other")
+[ "$code" = 404 ]
+check $? "other paths get 404 ($code)"
+"$BIN/memtided" --qmp "$dir/qmp.sock" --name it-vm3 --foreground --socket "$dir/third.sock" \
+	--metrics-port $PORT --config "$dir/memtided.conf" >"$dir/third.log" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "cannot serve metrics on 127.0.0.1:$PORT" "$dir/third.log" && [ ! -e "$dir/third.sock" ]
+check $? "a taken metrics port: memtided exits $rc with a message and leaves nothing behind"
+
+# 18-19: SIGHUP re-reads the file ([defaults] is the policy in plain-QEMU mode); a broken
+# file changes nothing.
+sed -i 's/^headroom = 32M/headroom = 96M/' "$dir/memtided.conf"
+kill -HUP $mpid
+hr() { ctl policy get it-vm | grep -qx "headroom=$1"; }
+wait_for 5 hr 96M
+check $? "SIGHUP: the new [defaults] headroom (96M) is in force"
+echo "[defaults]" >>"$dir/memtided.conf"
+echo "headroom = much" >>"$dir/memtided.conf"
+kill -HUP $mpid
+wait_for 5 grep -q "reload: .*keeping the settings in force" "$dir/memtided.log" && hr 96M && kill -0 $mpid
+check $? "SIGHUP with a broken file: an error in the log, the old settings kept, memtided runs on"
 
 kill -TERM $mpid
 wait $mpid

@@ -1,0 +1,58 @@
+#!/bin/bash
+# install.sh: `make install DESTDIR=... PREFIX=/usr` puts every file where an operator and
+# libvirt expect it, with the right modes and paths, and the libvirt hook behaves as a hook
+# must: it drains the domain XML from stdin, returns at once with status 0 when memtided is
+# not running, and never runs virsh.
+set -u
+BUILD=${BUILD:-build}
+echo "1..6"
+n=0 failed=0
+check() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
+dest=$(mktemp -d /tmp/memtide-it-install.XXXXXX)
+trap 'rm -rf "$dest"' EXIT
+
+make --no-print-directory -s install DESTDIR="$dest" PREFIX=/usr >"$dest.log" 2>&1
+rc=$?
+[ $rc = 0 ] || sed 's/^/# /' "$dest.log"
+rm -f "$dest.log"
+check $rc "make install DESTDIR=... PREFIX=/usr succeeds"
+
+ok=0
+for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 usr/bin/memtide-agent:755 \
+	usr/bin/memtide-sim:755 lib/systemd/system/memtided.service:644 \
+	etc/libvirt/hooks/qemu.d/memtide:755 etc/memtide/memtided.conf:644 \
+	usr/share/doc/memtide/operations.md:644; do
+	m=$(stat -c %a "$dest/${f%:*}" 2>/dev/null)
+	[ "$m" = "${f#*:}" ] || { echo "# ${f%:*}: mode '${m:-missing}', want ${f#*:}"; ok=1; }
+done
+check $ok "binaries, unit, hook, config and docs installed with their modes"
+
+grep -qx 'ExecStart=/usr/sbin/memtided --foreground --syslog' "$dest/lib/systemd/system/memtided.service" &&
+	! grep -q '@[A-Z]*@' "$dest/lib/systemd/system/memtided.service" "$dest/etc/libvirt/hooks/qemu.d/memtide" &&
+	grep -qx 'MEMTIDECTL=/usr/bin/memtidectl' "$dest/etc/libvirt/hooks/qemu.d/memtide"
+check $? "the unit and the hook point at the installed programs (no placeholder left)"
+
+# A second install keeps an operator's edited config.
+echo "# edited by the operator" >>"$dest/etc/memtide/memtided.conf"
+make --no-print-directory -s install DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1 &&
+	grep -q "edited by the operator" "$dest/etc/memtide/memtided.conf" &&
+	[ -f "$dest/etc/memtide/memtided.conf.example" ]
+check $? "a second install keeps the edited memtided.conf and puts the example beside it"
+
+# The hook, as libvirt calls it, with no memtided listening on the socket it is pointed at.
+hook=$dest/hook
+sed -e "s|^MEMTIDECTL=.*|MEMTIDECTL=$PWD/$BUILD/bin/memtidectl|" \
+	-e "s|^MEMTIDE_SOCKET=.*|MEMTIDE_SOCKET=$dest/none.sock|" \
+	"$dest/etc/libvirt/hooks/qemu.d/memtide" >"$hook"
+chmod 755 "$hook"
+t0=$(date +%s%N)
+head -c 1048576 /dev/zero | tr '\0' 'x' | "$hook" vm1 started begin -
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 0 ] && [ $ms -lt 2000 ]
+check $? "the hook drains 1 MiB of XML and exits 0 in $ms ms with memtided down"
+
+! grep -Eq '^[^#]*\bvirsh\b' "$dest/etc/libvirt/hooks/qemu.d/memtide" &&
+	sh -n "$dest/etc/libvirt/hooks/qemu.d/memtide"
+check $? "the hook is valid POSIX sh and never calls virsh"
+exit $failed
