@@ -7,10 +7,6 @@
 # Guest THP is off (transparent_hugepage=never) in both runs: under TCG a guest's 2 MiB pages
 # make the softmmu TLB slow, and swap splits them, so with THP on the run with memtided was
 # measured 2.5x FASTER than the baseline (22.4 M vs 9.1 M pages/s): not a fair comparison.
-# PENDING (tests/e2e/pending/, not run by make check): measured 11:12 UTC, Rss fell 500 MiB
-# (806 -> 306) in 32 s, no OOM, cold data intact, but throughput fell 39% (6.06 M vs 9.91 M
-# pages/s): memtided inflated to 372 MiB, below the 200 MiB hot set plus the guest's own
-# needs, and the guest swapped hot pages back in (pswpin 128300 pages = 501 MiB).
 # Run 1 (baseline): no memtided, no agent.  Run 2: memtided --qmp --agent --interval 2.
 # Asserts: Rss falls by >= 60% of the 500 MiB cold within 60 s; mean hot-set throughput within
 # 10% of the baseline; no OOM kill; the cold data reads back intact.
