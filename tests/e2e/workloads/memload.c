@@ -12,6 +12,13 @@
  *                          for SECONDS seconds, printing "WL-RATE <s> <pages/s>" once a second
  *                          and "WL-DONE <mean pages/s>" at the end.  The cold pages are checked
  *                          at the end: "WL-COLD-OK" or "WL-COLD-BAD <n>".
+ *   integrity MIB SECONDS
+ *                          fill MIB of anonymous memory with checksummed pages, print "WL-FILLED",
+ *                          then for SECONDS seconds run verify passes: "WL-PASS-BEGIN n", check
+ *                          every page (its exact content for its index and generation, and its
+ *                          checksum), "WL-PASS n bad=<pages> pages=<pages>", then rewrite one page
+ *                          in eight with the next generation so that dirty pages keep going
+ *                          through swap.  Ends with "WL-INTEGRITY <passes> <bad pages in total>".
  * Layout: one mmap per region, 4 KiB pages, one word per page written per touch (a touch is what
  * makes the page young; its content is not the point).  Exit status 0 unless a check failed or a
  * mapping could not be made.
@@ -153,6 +160,72 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 	return bad ? 1 : 0;
 }
 
+/*
+ * A checksummed page: words 0..510 follow from (page index, generation), so a page that
+ * came back from swap with another page's content, stale content, or zeros is caught by the
+ * exact compare; word 511 is an FNV-1a checksum of the others, so a flipped bit is caught
+ * even where the pattern would not say which.  The pattern repeats within a page, so zram
+ * compresses it through its normal path (it is not a "same-filled" page).
+ */
+#define WORDS (PAGE_BYTES / 8)
+
+static uint64_t fnv(const uint64_t *w, unsigned long n)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (unsigned long i = 0; i < n; i++) {
+		h ^= w[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+static void page_write(uint64_t *w, uint64_t idx, uint8_t gen)
+{
+	for (unsigned long i = 0; i < WORDS - 1; i++)
+		w[i] = idx << 16 | (uint64_t)gen << 8 | (i & 0x3f);
+	w[WORDS - 1] = fnv(w, WORDS - 1);
+}
+
+static int page_ok(const uint64_t *w, uint64_t idx, uint8_t gen)
+{
+	for (unsigned long i = 0; i < WORDS - 1; i++)
+		if (w[i] != (idx << 16 | (uint64_t)gen << 8 | (i & 0x3f)))
+			return 0;
+	return w[WORDS - 1] == fnv(w, WORDS - 1);
+}
+
+static int integrity(unsigned long mib, unsigned long seconds)
+{
+	unsigned long pages = mib * MIB_BYTES / PAGE_BYTES, bad_total = 0, pass = 0;
+	unsigned char *p = map_mib(mib);
+	uint8_t *gen = calloc(pages, 1);
+
+	if (!p || !gen)
+		return 1;
+	for (unsigned long i = 0; i < pages; i++)
+		page_write((uint64_t *)(p + i * PAGE_BYTES), i, 0);
+	printf("WL-FILLED %lu\n", mib);
+	double end = now_s() + (double)seconds;
+	while (now_s() < end) {
+		unsigned long bad = 0;
+
+		printf("WL-PASS-BEGIN %lu\n", pass);
+		for (unsigned long i = 0; i < pages; i++)
+			if (!page_ok((uint64_t *)(p + i * PAGE_BYTES), i, gen[i]))
+				bad++;
+		printf("WL-PASS %lu bad=%lu pages=%lu\n", pass, bad, pages);
+		bad_total += bad;
+		for (unsigned long i = pass % 8; i < pages; i += 8) {
+			gen[i]++;
+			page_write((uint64_t *)(p + i * PAGE_BYTES), i, gen[i]);
+		}
+		pass++;
+	}
+	printf("WL-INTEGRITY %lu %lu\n", pass, bad_total);
+	return bad_total ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -161,6 +234,9 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "hotcold"))
 		return hotcold(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
 			       strtoul(argv[4], NULL, 0), strtoul(argv[5], NULL, 0));
-	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS\n");
+	if (argc == 4 && !strcmp(argv[1], "integrity"))
+		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
+	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS | "
+			"integrity MIB SECONDS\n");
 	return 2;
 }
