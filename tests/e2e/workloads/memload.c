@@ -11,7 +11,9 @@
  *                          MiB to /tmp/cache (page cache on tmpfs), then touch HOT MiB page by page
  *                          for SECONDS seconds, printing "WL-RATE <s> <pages/s>" once a second
  *                          and "WL-DONE <mean pages/s>" at the end.  The cold pages are checked
- *                          at the end: "WL-COLD-OK" or "WL-COLD-BAD <n>".
+ *                          at the end: "WL-COLD-OK" or "WL-COLD-BAD <n>".  With GROW_MIB and
+ *                          GROW_AT_S the hot set grows by GROW_MIB at second GROW_AT_S ("WL-GROW
+ *                          <s> <MiB>", then "WL-GROWN <seconds the first touch took>").
  *   integrity MIB SECONDS
  *                          fill MIB of anonymous memory with checksummed pages, print "WL-FILLED",
  *                          then for SECONDS seconds run verify passes: "WL-PASS-BEGIN n", check
@@ -114,11 +116,12 @@ static int write_cache(unsigned long mib)
 }
 
 static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long cache_mib,
-		   unsigned long seconds)
+		   unsigned long seconds, unsigned long grow_mib, unsigned long grow_at)
 {
 	unsigned long cold_pages = cold_mib * MIB_BYTES / PAGE_BYTES;
 	unsigned long hot_pages = hot_mib * MIB_BYTES / PAGE_BYTES;
-	unsigned char *cold = map_mib(cold_mib), *hot = map_mib(hot_mib);
+	/* The growth is mapped now and first touched at grow_at: untouched, it costs nothing. */
+	unsigned char *cold = map_mib(cold_mib), *hot = map_mib(hot_mib + grow_mib);
 	double t0, tsec, total = 0;
 	unsigned long sec = 0, touched = 0, i = 0;
 
@@ -136,6 +139,17 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 	fflush(stdout);
 	t0 = tsec = now_s();
 	while (sec < seconds) {
+		if (grow_mib && sec == grow_at) {
+			double g0 = now_s();
+
+			printf("WL-GROW %lu %lu\n", sec, grow_mib);
+			fflush(stdout);
+			touch_all(hot + hot_mib * MIB_BYTES, grow_mib * MIB_BYTES);
+			hot_pages += grow_mib * MIB_BYTES / PAGE_BYTES;
+			grow_mib = 0;
+			printf("WL-GROWN %.1f\n", now_s() - g0);
+			fflush(stdout);
+		}
 		hot[(i % hot_pages) * PAGE_BYTES + (i / hot_pages) % PAGE_BYTES]++;
 		i++;
 		touched++;
@@ -231,12 +245,15 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && !strcmp(argv[1], "touchfree"))
 		return touchfree(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
-	if (argc == 6 && !strcmp(argv[1], "hotcold"))
+	if ((argc == 6 || argc == 8) && !strcmp(argv[1], "hotcold"))
 		return hotcold(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
-			       strtoul(argv[4], NULL, 0), strtoul(argv[5], NULL, 0));
+			       strtoul(argv[4], NULL, 0), strtoul(argv[5], NULL, 0),
+			       argc == 8 ? strtoul(argv[6], NULL, 0) : 0,
+			       argc == 8 ? strtoul(argv[7], NULL, 0) : 0);
 	if (argc == 4 && !strcmp(argv[1], "integrity"))
 		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
-	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS | "
+	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
+			"[GROW_MIB GROW_AT_S] | "
 			"integrity MIB SECONDS\n");
 	return 2;
 }
