@@ -131,7 +131,7 @@ static void patch_balloon(xmlNodePtr devices, struct notes *nt)
 	} else {
 		xmlChar *p = xmlGetProp(stats, BAD_CAST "period");
 
-		if (!p || atoi((const char *)p) <= 0) {
+		if (!p || strtol((const char *)p, NULL, 10) <= 0) {
 			xmlSetProp(stats, BAD_CAST "period", BAD_CAST period);
 			note(nt, "balloon stats period set to 2 s");
 		}

@@ -258,10 +258,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)con_cls;
 	if (*upload_size)
 		return MHD_NO; /* no request bodies */
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", bad_method,
 			     MHD_RESPMEM_PERSISTENT);
-	if (strcmp(url, "/metrics"))
+	if (strcmp(url, "/metrics") != 0)
 		return reply(c, MHD_HTTP_NOT_FOUND, "text/plain", not_found,
 			     MHD_RESPMEM_PERSISTENT);
 	/* Registered for the render only: MHD owns this thread and ends it without telling

@@ -215,8 +215,10 @@ static int integrity(unsigned long mib, unsigned long seconds)
 	unsigned char *p = map_mib(mib);
 	uint8_t *gen = calloc(pages, 1);
 
-	if (!p || !gen)
+	if (!p || !gen) {
+		free(gen);
 		return 1;
+	}
 	for (unsigned long i = 0; i < pages; i++)
 		page_write((uint64_t *)(p + i * PAGE_BYTES), i, 0);
 	printf("WL-FILLED %lu\n", mib);
@@ -237,6 +239,7 @@ static int integrity(unsigned long mib, unsigned long seconds)
 		pass++;
 	}
 	printf("WL-INTEGRITY %lu %lu\n", pass, bad_total);
+	free(gen);
 	return bad_total ? 1 : 0;
 }
 
