@@ -11,7 +11,7 @@ libjson-c-dev liburcu-dev libinih-dev libmicrohttpd-dev libvirt-dev libcmocka-de
 clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format clang-tidy cppcheck
 qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
 busybox-static socat kmod cpio xz-utils
-gnuplot-nox python3 procps iproute2 util-linux valgrind"
+gnuplot-nox python3 procps iproute2 util-linux valgrind curl"
 
 missing=""
 for p in $PKGS; do
