@@ -9,9 +9,12 @@ echo "1..6"
 n=0 failed=0
 check() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 dest=$(mktemp -d /tmp/memtide-it-install.XXXXXX)
+# Under `make sanitize` (BUILD=build/san) the objects are instrumented: link them so too.
+SANFLAG=
+[ "${BUILD##*/}" = san ] && SANFLAG=SAN=1
 trap 'rm -rf "$dest"' EXIT
 
-make --no-print-directory -s install DESTDIR="$dest" PREFIX=/usr >"$dest.log" 2>&1
+make --no-print-directory -s install $SANFLAG DESTDIR="$dest" PREFIX=/usr >"$dest.log" 2>&1
 rc=$?
 [ $rc = 0 ] || sed 's/^/# /' "$dest.log"
 rm -f "$dest.log"
@@ -34,7 +37,7 @@ check $? "the unit and the hook point at the installed programs (no placeholder 
 
 # A second install keeps an operator's edited config.
 echo "# edited by the operator" >>"$dest/etc/memtide/memtided.conf"
-make --no-print-directory -s install DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1 &&
+make --no-print-directory -s install $SANFLAG DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1 &&
 	grep -q "edited by the operator" "$dest/etc/memtide/memtided.conf" &&
 	[ -f "$dest/etc/memtide/memtided.conf.example" ]
 check $? "a second install keeps the edited memtided.conf and puts the example beside it"
