@@ -333,6 +333,21 @@ static void print_gens(struct json_object *vm)
 	}
 }
 
+/* A policy as the KEY=VALUE pairs `policy set` takes, separated by sep.  max=0 means the
+ * domain's own maximum. */
+static void print_policy(struct json_object *p, const char *sep)
+{
+	char a[16], b[16], c[16];
+
+	printf(
+	    "enabled=%s%smin=%s%smax=%s%spriority=%lld%starget_refault_per_min=%g%sheadroom=%s\n",
+	    get_b(p, "enabled") ? "true" : "false", sep,
+	    size_str(get_i(p, "min_bytes"), a, sizeof(a)), sep,
+	    get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b)) : "0", sep,
+	    (long long)get_i(p, "priority"), sep, get_d(p, "target_refault_per_min"), sep,
+	    size_str(get_i(p, "headroom_bytes"), c, sizeof(c)));
+}
+
 static void print_vm(struct json_object *vm)
 {
 	struct json_object *pol, *wss, *acts;
@@ -359,15 +374,10 @@ static void print_vm(struct json_object *vm)
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
-	if (json_object_object_get_ex(vm, "policy", &pol))
-		printf("  policy: enabled=%s min=%s max=%s priority=%lld "
-		       "target_refault_per_min=%g headroom=%s\n",
-		       get_b(pol, "enabled") ? "true" : "false",
-		       size_str(get_i(pol, "min_bytes"), a, sizeof(a)),
-		       get_i(pol, "max_bytes") ? size_str(get_i(pol, "max_bytes"), b, sizeof(b))
-					       : "domain",
-		       (long long)get_i(pol, "priority"), get_d(pol, "target_refault_per_min"),
-		       size_str(get_i(pol, "headroom_bytes"), c, sizeof(c)));
+	if (json_object_object_get_ex(vm, "policy", &pol)) {
+		printf("  policy: ");
+		print_policy(pol, " ");
+	}
 	if (json_object_object_get_ex(vm, "working_set", &wss)) {
 		printf("  working set by idle age:");
 		for (size_t i = 0; i < json_object_array_length(wss); i++) {
@@ -541,16 +551,7 @@ static int cmd_policy(int argc, char **argv)
 		if (json_out) {
 			printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
 		} else if (json_object_object_get_ex(rep, "policy", &p)) {
-			char a[16], b[16], c[16];
-
-			printf("enabled=%s\nmin=%s\nmax=%s\npriority=%lld\n"
-			       "target_refault_per_min=%g\nheadroom=%s\n",
-			       get_b(p, "enabled") ? "true" : "false",
-			       size_str(get_i(p, "min_bytes"), a, sizeof(a)),
-			       get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b))
-						     : "0",
-			       (long long)get_i(p, "priority"), get_d(p, "target_refault_per_min"),
-			       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)));
+			print_policy(p, "\n");
 		}
 		json_object_put(rep);
 		return EXIT_OK;
