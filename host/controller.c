@@ -11,7 +11,8 @@
  *   step     = max_inflate_step_bytes * (1 + squeeze): the most taken in one interval.
  *
  * The step, numbered as in docs/design.md ("Safety"):
- *   1. bounds; 2. exit or disabled -> ceiling; 3. agent need -> give need + headroom now;
+ *   1. bounds (a lowered max takes effect at once, with a reclaim of the cut);
+ *   2. exit or disabled -> ceiling; 3. agent need -> give need + headroom now;
  *   4. pressure (PSI or MemAvailable) -> give max(deflate_min, headroom) now;
  *   5. stale inputs -> ceiling; 6. no estimate -> keep; 7. desired above target -> give now;
  *   8. desired below target -> take at most one step, unless within the post-deflate hold.
@@ -135,8 +136,11 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 		st->target_bytes = in->actual_bytes ? in->actual_bytes : ceiling;
 		st->primed = true;
 	}
-	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
+	/* prev is taken before the clamp: an operator who lowers max (or raises min) below (or
+	 * above) the current target changes the balloon now, in one move, not at the next
+	 * unrelated change. */
 	prev = st->target_bytes;
+	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
 	out->reclaim_bytes = 0;
 	out->state = MTD_VM_ACTIVE;
 
@@ -199,13 +203,15 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	}
 	uint64_t step = (uint64_t)((double)cfg->max_inflate_step_bytes * (1.0 + squeeze));
 	uint64_t next = st->target_bytes - desired > step ? st->target_bytes - step : desired;
-	/* The guest frees what the balloon will take: ask the agent to reclaim the step (its
-	 * freed pages reach the host through free page reporting) before the balloon grows. */
-	out->reclaim_bytes = st->target_bytes - next;
 	st->target_bytes = next;
 	st->reason = MTD_CTL_INFLATE;
 out:
 	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
+	/* The guest frees what the balloon will take: ask the agent to reclaim it (its freed
+	 * pages reach the host through free page reporting) before the balloon grows.  That is
+	 * a step of step 8, or a cut to a lowered ceiling. */
+	if (st->target_bytes < prev)
+		out->reclaim_bytes = prev - st->target_bytes;
 	out->target_bytes = st->target_bytes;
 	out->changed = prev > st->target_bytes ? prev - st->target_bytes >= cfg->min_change_bytes
 					       : st->target_bytes - prev >= cfg->min_change_bytes;

@@ -283,6 +283,42 @@ static void test_config_validation(void **state)
 }
 
 /* Arbitrary inputs, many steps: the invariants hold every time. */
+/* An operator lowers max below the current target: the balloon goes there in this step, in
+ * one move (a cap, not a suggestion), and the agent is asked to free the cut first.  Lifting
+ * the cap takes nothing by itself; the guest's pressure then gets memory back at once. */
+static void test_lowered_max_cuts_now_with_reclaim(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	struct mtd_ctl_input in = calm(1000, 2 * GiB, 2 * GiB);
+	(void)state;
+	setup_defaults();
+
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.target_bytes, 2 * GiB); /* the working set fills the domain */
+	pol.max_bytes = 768 * MiB;
+	in.now_ms += cfg.interval_ms;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.target_bytes, 768 * MiB);
+	assert_true(out.changed);
+	assert_int_equal(out.reclaim_bytes, 2 * GiB - 768 * MiB);
+
+	/* Capped, under pressure: the cap holds, nothing more is asked. */
+	in = calm(in.now_ms + cfg.interval_ms, 768 * MiB, 2 * GiB);
+	in.psi_some_avg10 = 40.0;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.target_bytes, 768 * MiB);
+	assert_int_equal(out.reclaim_bytes, 0);
+	/* The cap lifted, still under pressure: memory back now. */
+	pol.max_bytes = 0;
+	in.now_ms += cfg.interval_ms;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
+	assert_int_equal(out.target_bytes, 768 * MiB + cfg.deflate_min_bytes);
+	assert_true(out.changed);
+	assert_int_equal(out.reclaim_bytes, 0);
+}
+
 static void test_random_invariants(void **state)
 {
 	struct mtd_ctl_state st = {0};
@@ -351,6 +387,7 @@ int main(void)
 	    cmocka_unit_test(test_no_estimate_keeps_target),
 	    cmocka_unit_test(test_squeeze_takes_headroom_and_doubles_step),
 	    cmocka_unit_test(test_config_validation),
+	    cmocka_unit_test(test_lowered_max_cuts_now_with_reclaim),
 	    cmocka_unit_test(test_random_invariants),
 	};
 	return cmocka_run_group_tests_name("mtd_controller", tests, NULL, NULL);
