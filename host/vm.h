@@ -109,6 +109,7 @@ struct mtd_vm {
 	struct mtd_balloon_stats bstats;
 	uint64_t bstats_seen_update_s; /* last-update of the newest balloon stats */
 	uint64_t bstats_seen_ms;       /* when last-update last moved */
+	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */

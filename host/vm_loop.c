@@ -233,6 +233,21 @@ struct tick {
 	uint64_t wss_bytes;
 };
 
+/* The guest's answer to the last reclaim request, once, as an action: what it freed is the
+ * other half of an inflate an operator reads in `memtidectl vm show`. */
+static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
+{
+	uint64_t seq;
+	const struct proto_reclaim_reply *r = mtd_agent_link_reclaim_reply(vm->agent, &seq);
+
+	if (!r || seq == vm->reclaim_seen)
+		return;
+	vm->reclaim_seen = seq;
+	mtd_vm_action(vm, now_ms, "reclaim: guest freed %" PRIu64 " of %" PRIu64 " MiB (%s)",
+		      r->freed_bytes / MiB, r->requested_bytes / MiB,
+		      proto_reclaim_result_name(r->result));
+}
+
 /* Step 1: inputs. */
 static void read_inputs(struct mtd_vm *vm, struct tick *t)
 {
@@ -259,6 +274,7 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 		const struct proto_stats *as = mtd_agent_link_stats(vm->agent, &seq);
 		t->as = t->agent_fresh ? as : NULL;
 		t->need_bytes = mtd_agent_link_take_need(vm->agent);
+		note_reclaim_reply(vm, t->now_ms);
 	}
 }
 

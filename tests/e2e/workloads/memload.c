@@ -18,7 +18,8 @@
  *                          fill MIB of anonymous memory with checksummed pages, print "WL-FILLED",
  *                          then for SECONDS seconds run verify passes: "WL-PASS-BEGIN n", check
  *                          every page (its exact content for its index and generation, and its
- *                          checksum), "WL-PASS n bad=<pages> pages=<pages>", then rewrite one page
+ *                          checksum), "WL-PASS n bad=<pages> pages=<pages> pswpout=<guest's
+ *                          pages swapped out so far>", then rewrite one page
  *                          in eight with the next generation so that dirty pages keep going
  *                          through swap.  Ends with "WL-INTEGRITY <passes> <bad pages in total>".
  * Layout: one mmap per region, 4 KiB pages, one word per page written per touch (a touch is what
@@ -209,6 +210,22 @@ static int page_ok(const uint64_t *w, uint64_t idx, uint8_t gen)
 	return w[WORDS - 1] == fnv(w, WORDS - 1);
 }
 
+/* pswpout from /proc/vmstat: pages the guest wrote to swap so far (0 when unreadable). */
+static unsigned long pswpout(void)
+{
+	char key[64];
+	unsigned long v, out = 0;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return 0;
+	while (fscanf(f, "%63s %lu", key, &v) == 2)
+		if (!strcmp(key, "pswpout"))
+			out = v;
+	fclose(f);
+	return out;
+}
+
 static int integrity(unsigned long mib, unsigned long seconds)
 {
 	unsigned long pages = mib * MIB_BYTES / PAGE_BYTES, bad_total = 0, pass = 0;
@@ -230,7 +247,7 @@ static int integrity(unsigned long mib, unsigned long seconds)
 		for (unsigned long i = 0; i < pages; i++)
 			if (!page_ok((uint64_t *)(p + i * PAGE_BYTES), i, gen[i]))
 				bad++;
-		printf("WL-PASS %lu bad=%lu pages=%lu\n", pass, bad, pages);
+		printf("WL-PASS %lu bad=%lu pages=%lu pswpout=%lu\n", pass, bad, pages, pswpout());
 		bad_total += bad;
 		for (unsigned long i = pass % 8; i < pages; i += 8) {
 			gen[i]++;
