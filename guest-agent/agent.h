@@ -74,10 +74,14 @@ struct agent_config {
 	double hint_rate_per_s;        /* hints forwarded to the host */
 	uint32_t max_hint_clients;     /* concurrent hint socket connections */
 	uint32_t log_level;            /* 0 errors, 1 + warnings, 2 + info, 3 + debug */
+	uint32_t watch_interval_ms;    /* growth watch period; 0: no watch (agent_watch.c) */
+	uint32_t watch_horizon_ms;     /* how far ahead a fall of MemAvailable is projected */
+	uint64_t watch_min_rate_bytes; /* falls slower than this per second are ignored */
 };
 
 /* Fill defaults: virtio port org.memtide.agent.0, 2 s reports, 10 s wss, floor
- * max(64 MiB, 5%), no drop_caches, backoff 100 ms .. 5 s, 20 frames/s, 5 hints/s. */
+ * max(64 MiB, 5%), no drop_caches, backoff 100 ms .. 5 s, 20 frames/s, 5 hints/s,
+ * growth watch every 250 ms over a 2 s horizon, ignoring falls under 16 MiB/s. */
 void agent_config_defaults(struct agent_config *c);
 /* Set one key from text (the file's and the flags' common path).  -EINVAL with a sentence
  * in err for an unknown key or a bad value; c is unchanged then. */
@@ -99,6 +103,21 @@ void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 #define AGENT_WARN  1
 #define AGENT_INFO  2
 #define AGENT_DEBUG 3
+
+/* ======================================================================================
+ * Growth watch (agent_watch.c): a need hint before the guest runs out
+ * ====================================================================================== */
+struct agent_watch {
+	bool primed;
+	uint64_t last_ms, last_used; /* last_used: MemTotal - MemAvailable */
+	uint64_t quiet_until_ms;     /* no new need before this (one horizon after the last) */
+};
+/* One watch step with MemTotal and MemAvailable read at now_ms: the bytes to ask for in a
+ * need hint (rounded up to MiB), or 0. */
+uint64_t agent_watch_step(struct agent_watch *w, const struct agent_config *c, uint64_t now_ms,
+			  uint64_t total_bytes, uint64_t avail_bytes);
+/* MemTotal and MemAvailable from /proc/meminfo (under sys_root).  0 or -errno. */
+int agent_watch_read(const struct agent_config *c, uint64_t *total_bytes, uint64_t *avail_bytes);
 
 /* ======================================================================================
  * Collectors (agent_procfs.c)
@@ -281,6 +300,7 @@ struct agent_counters {
 	uint64_t wss_sent;
 	uint64_t hints_sent;
 	uint64_t reclaims;
+	uint64_t watch_needs; /* need hints the growth watch sent */
 };
 /* Thread-safe snapshot (the tests read it from another thread). */
 void agent_get_counters(struct agent *a, struct agent_counters *out);

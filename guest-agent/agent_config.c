@@ -57,6 +57,12 @@ static const struct key keys[] = {
     {"hint_rate", K_DBL, F(hint_rate_per_s), 0.1, 1000, "hints/s to the host, at most"},
     {"max_hint_clients", K_U32, F(max_hint_clients), 1, 64, "hint socket connections"},
     {"log_level", K_U32, F(log_level), 0, 3, "0 error .. 3 debug"},
+    {"watch_interval_ms", K_U32, F(watch_interval_ms), 0, 60000,
+     "growth watch period (0: off): MemAvailable read this often"},
+    {"watch_horizon_ms", K_U32, F(watch_horizon_ms), 100, 60000,
+     "a fall projected this far ahead beyond MemAvailable sends a need"},
+    {"watch_min_rate", K_U64, F(watch_min_rate_bytes), 0, (double)PROTO_BYTES_MAX,
+     "bytes/s: slower falls of MemAvailable are ignored"},
 };
 
 void agent_config_defaults(struct agent_config *c)
@@ -77,6 +83,9 @@ void agent_config_defaults(struct agent_config *c)
 	c->hint_rate_per_s = 5;
 	c->max_hint_clients = 8;
 	c->log_level = AGENT_INFO;
+	c->watch_interval_ms = 250;
+	c->watch_horizon_ms = 2000;
+	c->watch_min_rate_bytes = 16ULL << 20;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)

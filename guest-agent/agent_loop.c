@@ -22,7 +22,8 @@
  * the peer's error budget (proto_guard); over budget the connection is closed.
  *
  * What goes out: stats every report interval, wss every wss interval (when the guest has
- * MGLRU and the host consumes it), hints as applications send them - all through one token
+ * MGLRU and the host consumes it), hints as applications send them, and a need hint when the
+ * growth watch (agent_watch.c) sees MemAvailable about to run out - all through one token
  * bucket (send_rate) and the bounded writer; when either is full the report is dropped and
  * counted, never queued without bound.  Memory is bounded whatever the host sends: reader
  * <= 1 MiB + 4, writer 256 KiB, hint clients max_hint_clients x 256 bytes.
@@ -80,6 +81,8 @@ struct agent {
 	struct proto_config run; /* in force: defaults, then the host's config */
 	uint64_t next_stats_ms;
 	uint64_t next_wss_ms;
+	uint64_t next_watch_ms;
+	struct agent_watch watch;
 	struct proto_rate send_rate;
 	struct proto_rate hint_rate;
 
@@ -652,6 +655,35 @@ static uint64_t min_u64(uint64_t x, uint64_t y)
 	return x < y ? x : y;
 }
 
+/* The growth watch (agent_watch.c): read MemTotal and MemAvailable; when memory in use grows
+ * fast enough to run out within the horizon, send the host a need for the projected growth. */
+static void run_watch(struct agent *a, uint64_t now_ms)
+{
+	uint64_t total, avail, need;
+	struct proto_msg m;
+
+	if (agent_watch_read(&a->cfg, &total, &avail) < 0)
+		return;
+	need = agent_watch_step(&a->watch, &a->cfg, now_ms, total, avail);
+	if (!need || !(a->host_caps & PROTO_CAP_HOST_HINT))
+		return;
+	if (!proto_rate_take(&a->hint_rate, now_ms)) {
+		count(a, &a->ctr.rate_dropped);
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_HINT;
+	m.u.hint.kind = PROTO_HINT_NEED;
+	m.u.hint.pid = (uint32_t)getpid();
+	m.u.hint.need_bytes = need;
+	m.u.hint.within_ms = a->cfg.watch_horizon_ms;
+	if (send_msg(a, &m, now_ms) < 0)
+		return;
+	count(a, &a->ctr.watch_needs);
+	agent_log(AGENT_INFO, "growth watch: %llu MiB available and going fast; need %llu MiB sent",
+		  (unsigned long long)(avail >> 20), (unsigned long long)(need >> 20));
+}
+
 /* Run the timers that are due; return the next deadline. */
 static uint64_t run_timers(struct agent *a, uint64_t now_ms)
 {
@@ -676,6 +708,13 @@ static uint64_t run_timers(struct agent *a, uint64_t now_ms)
 			a->next_stats_ms = now_ms + a->run.report_interval_ms;
 		}
 		next = min_u64(next, a->next_stats_ms);
+	}
+	if (a->cfg.watch_interval_ms) {
+		if (now_ms >= a->next_watch_ms) {
+			run_watch(a, now_ms);
+			a->next_watch_ms = now_ms + a->cfg.watch_interval_ms;
+		}
+		next = min_u64(next, a->next_watch_ms);
 	}
 	if ((a->run.collectors & PROTO_COLLECT_WSS)) {
 		if (now_ms >= a->next_wss_ms) {

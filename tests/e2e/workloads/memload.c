@@ -13,7 +13,8 @@
  *                          and "WL-DONE <mean pages/s>" at the end.  The cold pages are checked
  *                          at the end: "WL-COLD-OK" or "WL-COLD-BAD <n>".  With GROW_MIB and
  *                          GROW_AT_S the hot set grows by GROW_MIB at second GROW_AT_S ("WL-GROW
- *                          <s> <MiB>", then "WL-GROWN <seconds the first touch took>").
+ *                          <s> <MiB> pswpin= pswpout=", then "WL-GROWN <seconds the first
+ *                          touch took> pswpin= pswpout=": the guest's swap counters).
  *   integrity MIB SECONDS
  *                          fill MIB of anonymous memory with checksummed pages, print "WL-FILLED",
  *                          then for SECONDS seconds run verify passes: "WL-PASS-BEGIN n", check
@@ -116,6 +117,23 @@ static int write_cache(unsigned long mib)
 	return 0;
 }
 
+/* A counter from /proc/vmstat (pswpin, pswpout: pages the guest swapped in and out so far;
+ * 0 when unreadable). */
+static unsigned long vmstat(const char *name)
+{
+	char key[64];
+	unsigned long v, out = 0;
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return 0;
+	while (fscanf(f, "%63s %lu", key, &v) == 2)
+		if (!strcmp(key, name))
+			out = v;
+	fclose(f);
+	return out;
+}
+
 static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long cache_mib,
 		   unsigned long seconds, unsigned long grow_mib, unsigned long grow_at)
 {
@@ -143,12 +161,14 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 		if (grow_mib && sec == grow_at) {
 			double g0 = now_s();
 
-			printf("WL-GROW %lu %lu\n", sec, grow_mib);
+			printf("WL-GROW %lu %lu pswpin=%lu pswpout=%lu\n", sec, grow_mib,
+			       vmstat("pswpin"), vmstat("pswpout"));
 			fflush(stdout);
 			touch_all(hot + hot_mib * MIB_BYTES, grow_mib * MIB_BYTES);
 			hot_pages += grow_mib * MIB_BYTES / PAGE_BYTES;
 			grow_mib = 0;
-			printf("WL-GROWN %.1f\n", now_s() - g0);
+			printf("WL-GROWN %.1f pswpin=%lu pswpout=%lu\n", now_s() - g0,
+			       vmstat("pswpin"), vmstat("pswpout"));
 			fflush(stdout);
 		}
 		hot[(i % hot_pages) * PAGE_BYTES + (i / hot_pages) % PAGE_BYTES]++;
@@ -210,22 +230,6 @@ static int page_ok(const uint64_t *w, uint64_t idx, uint8_t gen)
 	return w[WORDS - 1] == fnv(w, WORDS - 1);
 }
 
-/* pswpout from /proc/vmstat: pages the guest wrote to swap so far (0 when unreadable). */
-static unsigned long pswpout(void)
-{
-	char key[64];
-	unsigned long v, out = 0;
-	FILE *f = fopen("/proc/vmstat", "r");
-
-	if (!f)
-		return 0;
-	while (fscanf(f, "%63s %lu", key, &v) == 2)
-		if (!strcmp(key, "pswpout"))
-			out = v;
-	fclose(f);
-	return out;
-}
-
 static int integrity(unsigned long mib, unsigned long seconds)
 {
 	unsigned long pages = mib * MIB_BYTES / PAGE_BYTES, bad_total = 0, pass = 0;
@@ -247,7 +251,8 @@ static int integrity(unsigned long mib, unsigned long seconds)
 		for (unsigned long i = 0; i < pages; i++)
 			if (!page_ok((uint64_t *)(p + i * PAGE_BYTES), i, gen[i]))
 				bad++;
-		printf("WL-PASS %lu bad=%lu pages=%lu pswpout=%lu\n", pass, bad, pages, pswpout());
+		printf("WL-PASS %lu bad=%lu pages=%lu pswpout=%lu\n", pass, bad, pages,
+		       vmstat("pswpout"));
 		bad_total += bad;
 		for (unsigned long i = pass % 8; i < pages; i += 8) {
 			gen[i]++;

@@ -1,0 +1,78 @@
+/*
+ * agent_watch.c - the growth watch: tell the host the guest is about to run out, before it does.
+ *
+ * memtided decides once per control interval (5 s by default) from the agent's stats.  A
+ * working set that grows by a few hundred MiB fills a guest's headroom in about a second,
+ * and from then on the guest reclaims or swaps: deciding at the next interval is too late.
+ * So the agent watches its guest's memory in use itself, every watch_interval_ms (250 ms by
+ * default: one read of /proc/meminfo), and projects its recent growth over watch_horizon_ms
+ * (2 s: about how long the host takes to hear, decide and deflate the balloon under TCG).
+ * When the projected growth is more than what is still available, the guest will run out
+ * within the horizon, and the agent sends a `need` hint for that projected amount, which
+ * memtided answers at once (need + headroom, clamped to the domain's ceiling:
+ * docs/protocol.md).
+ *
+ * Why these rules:
+ *   - "In use" is MemTotal - MemAvailable, not MemAvailable alone: a balloon inflating takes
+ *     its pages out of MemTotal too (virtio_balloon adjusts the managed pages), so the host's
+ *     own inflation leaves it unchanged and never reads as a guest about to run out.
+ *   - The rate over one watch step is what the workload allocates now; growth slower than
+ *     watch_min_rate (16 MiB/s) is the ordinary drift of a page cache and not a reason to
+ *     wake the host.
+ *   - A need covers the whole horizon, so after sending one the watch is quiet for one
+ *     horizon: the host has time to deflate, and is not sent a need for every 250 ms of the
+ *     same growth (memtided adds each need on top of the target it already set).
+ *   - A guest with plenty available (the balloon not inflated, or a big guest) never sends
+ *     one: the projection stays under what is available.
+ * The rule is a pure function of (state, now, MemAvailable) so the unit tests drive it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "agent.h"
+
+#define MiB (1ULL << 20)
+
+uint64_t agent_watch_step(struct agent_watch *w, const struct agent_config *c, uint64_t now_ms,
+			  uint64_t total_bytes, uint64_t avail_bytes)
+{
+	uint64_t used = total_bytes > avail_bytes ? total_bytes - avail_bytes : 0;
+	uint64_t need = 0;
+
+	if (w->primed && now_ms > w->last_ms && now_ms >= w->quiet_until_ms &&
+	    used > w->last_used) {
+		uint64_t dt = now_ms - w->last_ms;
+		uint64_t grew = used - w->last_used;
+		/* bytes per second, then over the horizon; no overflow for any growth below
+		 * 2^44 bytes per step */
+		uint64_t rate = grew * 1000 / dt;
+		uint64_t projected = rate * c->watch_horizon_ms / 1000;
+
+		if (rate >= c->watch_min_rate_bytes && projected > avail_bytes) {
+			need = (projected + MiB - 1) & ~(MiB - 1);
+			w->quiet_until_ms = now_ms + c->watch_horizon_ms;
+		}
+	}
+	w->primed = true;
+	w->last_ms = now_ms;
+	w->last_used = used;
+	return need;
+}
+
+int agent_watch_read(const struct agent_config *c, uint64_t *total_bytes, uint64_t *avail_bytes)
+{
+	char path[AGENT_PATH_MAX + 16], buf[4096];
+	struct proto_stats st;
+	long n;
+
+	agent_path(c, "/proc/meminfo", path, sizeof(path));
+	n = agent_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	memset(&st, 0, sizeof(st));
+	if (agent_parse_meminfo(buf, &st) < 0)
+		return -EINVAL;
+	*total_bytes = st.mem_total_bytes;
+	*avail_bytes = st.mem_available_bytes;
+	return 0;
+}
