@@ -121,15 +121,16 @@ static int write_cache(unsigned long mib)
  * 0 when unreadable). */
 static unsigned long vmstat(const char *name)
 {
-	char key[64];
-	unsigned long v, out = 0;
+	char line[128];
+	size_t n = strlen(name);
+	unsigned long out = 0;
 	FILE *f = fopen("/proc/vmstat", "r");
 
 	if (!f)
 		return 0;
-	while (fscanf(f, "%63s %lu", key, &v) == 2)
-		if (!strcmp(key, name))
-			out = v;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, n) && line[n] == ' ')
+			out = strtoul(line + n + 1, NULL, 10);
 	fclose(f);
 	return out;
 }
