@@ -51,7 +51,8 @@ static const struct pdesc pdescs[] = {
     {"mt-kp", P_DBL, F(mt_kp), 0, 1e3, "reclaim PID proportional gain"},
     {"mt-ki", P_DBL, F(mt_ki), 0, 1e3, "reclaim PID integral gain (per s)"},
     {"mt-kd", P_DBL, F(mt_kd), 0, 1e3, "reclaim PID derivative gain"},
-    {"mt-smooth", P_BOOL, F(mt_smooth), 0, 1, "smooth refaults before the controller (EMA)"},
+    {"mt-smooth", P_BOOL, F(mt_smooth), 0, 1,
+     "average the refault rate before the controller (libvmm's default)"},
     {"mt-smooth-tau-ms", P_U64, F(mt_smooth_tau_ms), 1, 3.6e6, "time constant of that EMA"},
     {"mt-aging-div", P_UINT, F(mt_aging_div), 1, 64, "aging rounds per cold age threshold"},
 };
@@ -80,7 +81,7 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_kd = rc.pid.kd;
 	p->mt_aging_div = 2;
 	/* Off: memtided feeds each interval's raw count (host/vm_loop.c). */
-	p->mt_smooth = false;
+	p->mt_smooth = true;
 	p->mt_smooth_tau_ms = 60000;
 }
 

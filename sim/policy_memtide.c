@@ -17,8 +17,8 @@
  *           guest freed are hinted cold (the agent's free hints, vmm_hint_cold);
  *   Step 2: access bits - the epoch's accesses join the set seen since the last round;
  *   Step 3: control - every mt-interval-ms, vmm_reclaim_update turns the interval's
- *           refaults (smoothed first with mt-smooth, see mt_smooth) and the resident pages
- *           into a new cold age threshold;
+ *           refaults and the resident pages into a new cold age threshold (libvmm averages
+ *           the rate over mt-smooth-tau-ms first; --mt-smooth 0 turns that off);
  *   Step 4: aging - every threshold / mt-aging-div (at least every epoch): vmm_age_begin,
  *           then the collected accesses go to vmm_mark_young in runs (write = dirty);
  *   Step 5: eviction - right after aging, vmm_evict takes every page of the generations
@@ -49,7 +49,6 @@ struct mt {
 	uint64_t last_aging_ms;
 	uint64_t next_ctl_ms, last_ctl_ms;
 	uint64_t refaults_in_interval;
-	double ema_refaults_per_ms; /* mt-smooth: smoothed refault rate */
 };
 
 static void mt_fini(void *state)
@@ -101,6 +100,9 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	rc.initial_age_ms = p->mt_initial_age_ms < rc.min_age_ms   ? rc.min_age_ms
 			    : p->mt_initial_age_ms > rc.max_age_ms ? rc.max_age_ms
 								   : p->mt_initial_age_ms;
+	/* libvmm averages the refault rate (60 s) before its controller reads it: bursts are
+	 * read as their rate (vmm/reclaim_ctl.c); --mt-smooth 0 feeds each interval raw. */
+	rc.smooth_tau_ms = p->mt_smooth ? p->mt_smooth_tau_ms : 0;
 	rc.pid.kp = p->mt_kp;
 	rc.pid.ki = p->mt_ki;
 	rc.pid.kd = p->mt_kd;
@@ -209,25 +211,6 @@ static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	return 0;
 }
 
-/*
- * mt-smooth: what the controller is fed, when on, is an exponential moving average of the
- * refault rate (time constant mt-smooth-tau-ms) times the interval, instead of the
- * interval's own count.  Why: libvmm's controller measures log2(1 + rate / target) per
- * interval, and the mean of a log under-weights bursts (Jensen): refaults that arrive as
- * one burst every 40 s (the step trace after its growth: 656 pages each time, 30x the
- * 0.2% target over the 40 s) average to m = 0.99 over eight 5 s intervals, at the setpoint
- * 1, so the controller holds a threshold that is far too short.  Measured on the step trace: react time 295 s raw, 5 s with
- * a 60 s EMA (docs/results.md).
- */
-static uint64_t mt_smooth(struct mt *m, const struct sim_params *p, uint64_t dt_ms)
-{
-	double dt = (double)dt_ms, r = (double)m->refaults_in_interval / dt;
-
-	m->ema_refaults_per_ms +=
-	    (r - m->ema_refaults_per_ms) * (1.0 - exp(-dt / (double)p->mt_smooth_tau_ms));
-	return (uint64_t)llround(m->ema_refaults_per_ms * dt);
-}
-
 static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 {
 	struct mt *m = state;
@@ -241,8 +224,6 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		return rc;
 	mt_collect(m, ep);          /* Step 2 */
 	if (t1 >= m->next_ctl_ms) { /* Step 3 */
-		if (ctx->p->mt_smooth)
-			m->refaults_in_interval = mt_smooth(m, ctx->p, t1 - m->last_ctl_ms);
 		m->age_ms = vmm_reclaim_update(&m->ctl, m->refaults_in_interval,
 					       ctx->resident_pages, t1 - m->last_ctl_ms);
 		m->refaults_in_interval = 0;

@@ -207,8 +207,8 @@ struct sim_params {
 	uint64_t mt_min_age_ms, mt_max_age_ms, mt_initial_age_ms;
 	double mt_kp, mt_ki, mt_kd;
 	unsigned mt_aging_div;     /* generations per cold age threshold */
-	bool mt_smooth;            /* feed the controller an EMA of the refault rate */
-	uint64_t mt_smooth_tau_ms; /* that EMA's time constant */
+	bool mt_smooth;            /* libvmm averages the refault rate (default on) */
+	uint64_t mt_smooth_tau_ms; /* that average's time constant */
 	/* oracle: none, it reads `budget` */
 	uint64_t seed;
 };

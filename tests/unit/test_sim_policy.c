@@ -326,8 +326,9 @@ static void test_memtide(void **state)
 	sim_trace_free(&t);
 }
 
-/* After a step growth, memtide with mt-smooth stops refaulting within two control
- * intervals: the only refaults are the step's own (the grown set had been reclaimed). */
+/* After a step growth, memtide (its defaults: libvmm averages the refault rate) stops
+ * refaulting within two control intervals: the only refaults are the step's own (the grown
+ * set had been reclaimed).  Fed each interval raw (--mt-smooth 0) it keeps refaulting. */
 static void test_memtide_react(void **state)
 {
 	struct sim_gen_opts o;
@@ -341,7 +342,7 @@ static void test_memtide_react(void **state)
 	o.epochs = 400;
 	assert_int_equal(sim_gen(&o, &t), 0);
 	sim_params_default(&p);
-	p.mt_smooth = true;
+	assert_true(p.mt_smooth);
 	p.budget = p.mt_target = 0.002;
 	run(&t, "memtide", &p, &r);
 	uint64_t grown = 8192 * 2 / 5;
@@ -349,6 +350,12 @@ static void test_memtide_react(void **state)
 	assert_int_equal(r.refaults, grown);
 	uint64_t react = sim_react_ms(&t, &r, o.step_at_ms, p.mt_interval_ms, p.budget);
 	assert_true(react > 0 && react <= 2 * p.mt_interval_ms);
+	sim_result_free(&r);
+	p.mt_smooth = false;
+	run(&t, "memtide", &p, &r);
+	assert_true(r.refaults > grown);
+	assert_true(sim_react_ms(&t, &r, o.step_at_ms, p.mt_interval_ms, p.budget) >
+		    2 * p.mt_interval_ms);
 	sim_result_free(&r);
 	sim_trace_free(&t);
 }

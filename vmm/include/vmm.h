@@ -482,6 +482,8 @@ double vmm_pid_update(struct vmm_pid *pid, double setpoint, double measurement, 
 struct vmm_reclaim_config {
 	double target_refault_per_min; /* fraction of resident pages per minute (0.002) */
 	uint64_t min_age_ms, max_age_ms, initial_age_ms;
+	uint64_t smooth_tau_ms;    /* time constant of the refault rate's moving average; 0:
+				    * each interval's own rate (see vmm/reclaim_ctl.c) */
 	struct vmm_pid_config pid; /* acts on log2 of the threshold; see vmm/reclaim_ctl.c */
 };
 
@@ -489,11 +491,13 @@ struct vmm_reclaim_ctl {
 	struct vmm_reclaim_config cfg;
 	struct vmm_pid pid;
 	uint64_t age_ms;          /* current threshold */
-	double last_rate_per_min; /* last measured refault fraction per minute */
+	double last_rate_per_min; /* last measured refault fraction per minute (raw) */
+	double rate_per_min;      /* what the controller acts on: the moving average */
+	bool primed;              /* the average has its first value */
 };
 
-/* target 0.002/min, thresholds 10 s .. 1 h starting at 2 min, kp 0.25, ki 0.01/s, kd 0
- * (measured in tests/unit/test_reclaim_ctl.c: settles within 8% of the target). */
+/* target 0.002/min, thresholds 10 s .. 1 h starting at 2 min, rate averaged over 60 s,
+ * kp 0.25, ki 0.01/s, kd 0 (measured in tests/unit/test_reclaim_ctl.c). */
 void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg);
 /* Returns 0 or -EINVAL (target not > 0, min_age_ms 0 or above max_age_ms, initial_age_ms
  * outside [min, max]).  The pid's out_min/out_max are set here from the age limits. */
