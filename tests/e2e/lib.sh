@@ -141,6 +141,15 @@ e2e_guest_rss_mib() {
 	     END { printf "%d\n", rss / 1024 }' "/proc/$E2E_QEMU_PID/smaps" 2>/dev/null
 }
 
+# e2e_guest_thp_mib: AnonHugePages of the same guest-RAM mapping: how much of the guest's
+# memory the host backs with 2 MiB pages (a balloon's 4 KiB discards split them).
+e2e_guest_thp_mib() {
+	awk -v lo=$((E2E_MEM_MIB * 1024)) -v hi=$(((E2E_MEM_MIB + 8) * 1024)) '
+	     /^Size:/ { size = $2 }
+	     /^AnonHugePages:/ { if (size >= lo && size <= hi && size >= best) { best = size; thp = $2 } }
+	     END { printf "%d\n", thp / 1024 }' "/proc/$E2E_QEMU_PID/smaps" 2>/dev/null
+}
+
 e2e_qmp() {
 	python3 - "$E2E_QMP" "$@" <<'PY'
 import json, socket, sys
