@@ -9,7 +9,7 @@
 # measured 2.5x FASTER than the baseline (22.4 M vs 9.1 M pages/s): not a fair comparison.
 # Run 1 (baseline): no memtided, no agent.  Run 2: memtided --qmp --agent --interval 2.
 # Asserts: Rss falls by >= 60% of the 500 MiB cold within 60 s; the hot set never stalls for
-# more than 3 s (its throughput against the baseline is reported: see the check); no OOM
+# more than two control intervals (its throughput against the baseline is reported: see the check); no OOM
 # kill; the cold data reads back intact.
 . "$(dirname "$0")/../lib.sh"
 e2e_init 02_cold_memory
@@ -94,9 +94,10 @@ e2e_check $? "host memory fell by >= 60% of $COLD_MIB MiB cold within 60 s ($((r
 # TCG the same workload's rate moves 5x for seconds at a time (measured: 46 M pages/s for 18 s
 # right after the first inflation, 9 M before), so the mean decides nothing at 10%.  What is
 # asserted is what a guest's user feels: the hot set never stalls (under 10% of the
-# baseline's median rate) for more than 3 s in a row.  See docs/e2e.md for the figures.
-[ "$stall" -le 3 ]
-e2e_check $? "the hot set never stalled more than 3 s in a row (longest: $stall s; mean rate $with vs $base pages/s, median $with_med vs $base_med, last 15 s $tail_med)"
+# baseline's median rate) for longer than two control intervals (4 s) in a row; measured
+# 1-2 s, the agent's growth watch deflating within a second.  See docs/e2e.md.
+[ "$stall" -le 4 ]
+e2e_check $? "the hot set never stalled longer than two control intervals (4 s) (longest: $stall s; mean rate $with vs $base pages/s, median $with_med vs $base_med, last 15 s $tail_med)"
 [ "${oom:-1}" = 0 ]
 e2e_check $? "no OOM kill in the guest"
 grep -q '^WL-COLD-OK' "$E2E_CONSOLE"
