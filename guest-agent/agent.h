@@ -75,13 +75,13 @@ struct agent_config {
 	uint32_t max_hint_clients;     /* concurrent hint socket connections */
 	uint32_t log_level;            /* 0 errors, 1 + warnings, 2 + info, 3 + debug */
 	uint32_t watch_interval_ms;    /* growth watch period; 0: no watch (agent_watch.c) */
-	uint32_t watch_horizon_ms;     /* how far ahead a fall of MemAvailable is projected */
-	uint64_t watch_min_rate_bytes; /* falls slower than this per second are ignored */
+	uint32_t watch_horizon_ms;     /* how far ahead growth of memory in use is projected */
+	uint64_t watch_min_rate_bytes; /* growth slower than this per second is ignored */
 };
 
 /* Fill defaults: virtio port org.memtide.agent.0, 2 s reports, 10 s wss, floor
  * max(64 MiB, 5%), no drop_caches, backoff 100 ms .. 5 s, 20 frames/s, 5 hints/s,
- * growth watch every 250 ms over a 2 s horizon, ignoring falls under 16 MiB/s. */
+ * growth watch every 250 ms over a 2 s horizon, ignoring growth under 16 MiB/s. */
 void agent_config_defaults(struct agent_config *c);
 /* Set one key from text (the file's and the flags' common path).  -EINVAL with a sentence
  * in err for an unknown key or a bad value; c is unchanged then. */

@@ -58,11 +58,11 @@ static const struct key keys[] = {
     {"max_hint_clients", K_U32, F(max_hint_clients), 1, 64, "hint socket connections"},
     {"log_level", K_U32, F(log_level), 0, 3, "0 error .. 3 debug"},
     {"watch_interval_ms", K_U32, F(watch_interval_ms), 0, 60000,
-     "growth watch period (0: off): MemAvailable read this often"},
+     "growth watch period (0: off): /proc/meminfo read this often"},
     {"watch_horizon_ms", K_U32, F(watch_horizon_ms), 100, 60000,
-     "a fall projected this far ahead beyond MemAvailable sends a need"},
+     "growth projected this far ahead beyond MemAvailable sends a need"},
     {"watch_min_rate", K_U64, F(watch_min_rate_bytes), 0, (double)PROTO_BYTES_MAX,
-     "bytes/s: slower falls of MemAvailable are ignored"},
+     "bytes/s: slower growth of memory in use is ignored"},
 };
 
 void agent_config_defaults(struct agent_config *c)

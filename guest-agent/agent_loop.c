@@ -23,7 +23,7 @@
  *
  * What goes out: stats every report interval, wss every wss interval (when the guest has
  * MGLRU and the host consumes it), hints as applications send them, and a need hint when the
- * growth watch (agent_watch.c) sees MemAvailable about to run out - all through one token
+ * growth watch (agent_watch.c) sees the guest about to run out - all through one token
  * bucket (send_rate) and the bounded writer; when either is full the report is dropped and
  * counted, never queued without bound.  Memory is bounded whatever the host sends: reader
  * <= 1 MiB + 4, writer 256 KiB, hint clients max_hint_clients x 256 bytes.

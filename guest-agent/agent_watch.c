@@ -24,7 +24,8 @@
  *     same growth (memtided adds each need on top of the target it already set).
  *   - A guest with plenty available (the balloon not inflated, or a big guest) never sends
  *     one: the projection stays under what is available.
- * The rule is a pure function of (state, now, MemAvailable) so the unit tests drive it.
+ * The rule is a pure function of (state, now, MemTotal, MemAvailable) so the unit tests
+ * drive it.
  */
 #include <errno.h>
 #include <string.h>

@@ -80,9 +80,9 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_ki = rc.pid.ki;
 	p->mt_kd = rc.pid.kd;
 	p->mt_aging_div = 2;
-	/* Off: memtided feeds each interval's raw count (host/vm_loop.c). */
-	p->mt_smooth = true;
-	p->mt_smooth_tau_ms = 60000;
+	/* On, as in memtided: libvmm averages the refault rate before its controller. */
+	p->mt_smooth = rc.smooth_tau_ms != 0;
+	p->mt_smooth_tau_ms = rc.smooth_tau_ms;
 }
 
 void sim_params_default(struct sim_params *p)

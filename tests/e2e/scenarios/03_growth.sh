@@ -5,7 +5,7 @@
 # Plain QEMU, the guest and workload of scenario 2 (200 MiB hot, 350 MiB cold anon, 150 MiB
 # cold tmpfs, zram swap inside, guest THP off), memtided --interval 2.  At second 45 of the
 # hot phase memload grows its hot set by 300 MiB (first touch of a new mapping).  What reacts
-# first is the agent's growth watch (guest-agent/agent_watch.c): MemAvailable falling fast
+# first is the agent's growth watch (guest-agent/agent_watch.c): memory in use growing fast
 # enough to run out within 2 s sends memtided a `need`, which it answers at once, between
 # ticks.  The growth's start is taken on the host's monotonic clock as the console line
 # appears; memtided's balloon moves come from its log (same clock).
