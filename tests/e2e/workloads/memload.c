@@ -13,8 +13,12 @@
  *                          and "WL-DONE <mean pages/s>" at the end.  The cold pages are checked
  *                          at the end: "WL-COLD-OK" or "WL-COLD-BAD <n>".  With GROW_MIB and
  *                          GROW_AT_S the hot set grows by GROW_MIB at second GROW_AT_S ("WL-GROW
- *                          <s> <MiB> pswpin= pswpout=", then "WL-GROWN <seconds the first
- *                          touch took> pswpin= pswpout=": the guest's swap counters).
+ *                          <s> <MiB> balloon=<MiB> pswpin= pswpout=", then "WL-GROWN <seconds
+ *                          the first touch took> pswpin= pswpout=": the guest's swap counters).
+ *                          With GROW_BALLOON_MIB too, GROW_AT_S is the earliest second: the
+ *                          growth waits until the host's balloon holds at least that much
+ *                          (MemTotal fell by it), so it meets a guest the host has squeezed,
+ *                          whatever the host's pace; at SECONDS - 20 it grows regardless.
  *   integrity MIB SECONDS
  *                          fill MIB of anonymous memory with checksummed pages, print "WL-FILLED",
  *                          then for SECONDS seconds run verify passes: "WL-PASS-BEGIN n", check
@@ -117,6 +121,22 @@ static int write_cache(unsigned long mib)
 	return 0;
 }
 
+/* MemTotal in KiB (0 when unreadable): the balloon driver takes inflated pages out of it. */
+static unsigned long mem_total_kib(void)
+{
+	char line[128];
+	unsigned long kib = 0;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemTotal: %lu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 /* A counter from /proc/vmstat (pswpin, pswpout: pages the guest swapped in and out so far;
  * 0 when unreadable). */
 static unsigned long vmstat(const char *name)
@@ -136,14 +156,16 @@ static unsigned long vmstat(const char *name)
 }
 
 static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long cache_mib,
-		   unsigned long seconds, unsigned long grow_mib, unsigned long grow_at)
+		   unsigned long seconds, unsigned long grow_mib, unsigned long grow_at,
+		   unsigned long grow_balloon_mib)
 {
 	unsigned long cold_pages = cold_mib * MIB_BYTES / PAGE_BYTES;
 	unsigned long hot_pages = hot_mib * MIB_BYTES / PAGE_BYTES;
 	/* The growth is mapped now and first touched at grow_at: untouched, it costs nothing. */
 	unsigned char *cold = map_mib(cold_mib), *hot = map_mib(hot_mib + grow_mib);
 	double t0, tsec, total = 0;
-	unsigned long sec = 0, touched = 0, i = 0;
+	unsigned long sec = 0, touched = 0, i = 0, total0_kib = mem_total_kib(), balloon_mib = 0;
+	int grow_now = 0;
 
 	if (hot_pages == 0) {
 		printf("WL-ERROR hotcold needs a hot set of at least 1 MiB\n");
@@ -159,11 +181,12 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 	fflush(stdout);
 	t0 = tsec = now_s();
 	while (sec < seconds) {
-		if (grow_mib && sec == grow_at) {
+		if (grow_now) {
 			double g0 = now_s();
 
-			printf("WL-GROW %lu %lu pswpin=%lu pswpout=%lu\n", sec, grow_mib,
-			       vmstat("pswpin"), vmstat("pswpout"));
+			grow_now = 0;
+			printf("WL-GROW %lu %lu balloon=%lu pswpin=%lu pswpout=%lu\n", sec, grow_mib,
+			       balloon_mib, vmstat("pswpin"), vmstat("pswpout"));
 			fflush(stdout);
 			touch_all(hot + hot_mib * MIB_BYTES, grow_mib * MIB_BYTES);
 			hot_pages += grow_mib * MIB_BYTES / PAGE_BYTES;
@@ -184,6 +207,13 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 			total += touched;
 			touched = 0;
 			tsec = t;
+			/* Once a second: is it time to grow? */
+			if (grow_mib && sec >= grow_at) {
+				unsigned long now_kib = mem_total_kib();
+
+				balloon_mib = total0_kib > now_kib ? (total0_kib - now_kib) / 1024 : 0;
+				grow_now = balloon_mib >= grow_balloon_mib || sec + 20 >= seconds;
+			}
 		}
 	}
 	printf("WL-DONE %.0f\n", total / (now_s() - t0));
@@ -271,15 +301,16 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && !strcmp(argv[1], "touchfree"))
 		return touchfree(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
-	if ((argc == 6 || argc == 8) && !strcmp(argv[1], "hotcold"))
+	if (argc >= 6 && argc <= 9 && argc != 7 && !strcmp(argv[1], "hotcold"))
 		return hotcold(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
 			       strtoul(argv[4], NULL, 0), strtoul(argv[5], NULL, 0),
-			       argc == 8 ? strtoul(argv[6], NULL, 0) : 0,
-			       argc == 8 ? strtoul(argv[7], NULL, 0) : 0);
+			       argc >= 8 ? strtoul(argv[6], NULL, 0) : 0,
+			       argc >= 8 ? strtoul(argv[7], NULL, 0) : 0,
+			       argc == 9 ? strtoul(argv[8], NULL, 0) : 0);
 	if (argc == 4 && !strcmp(argv[1], "integrity"))
 		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
-			"[GROW_MIB GROW_AT_S] | "
+			"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
 			"integrity MIB SECONDS\n");
 	return 2;
 }
