@@ -16,6 +16,9 @@
  *   4. pressure (PSI or MemAvailable) -> give max(deflate_min, headroom) now;
  *   5. stale inputs -> ceiling; 6. no estimate -> keep; 7. desired above target -> give now;
  *   8. desired below target -> take at most one step, unless within the post-deflate hold.
+ * Then the actuators ("return" in controller.h): the balloon follows the target, or, with
+ * return=reclaim in force, stays at the ceiling while the agent reclaims the guest's use
+ * down to the target.
  * Every deflate (3, 4, 5, 7) arms the hold, so a VM that just needed memory is not squeezed
  * again in the next interval: the asymmetry that keeps a guest out of its OOM killer (seen
  * here: a balloon inflated to hot set + 250 MiB had the guest OOM-kill its workload 1.3 s
@@ -120,12 +123,58 @@ static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_in
 	st->reason = why;
 }
 
+/*
+ * The actuators for the target just decided.  The balloon goes to the target, or stays at
+ * the ceiling when return=reclaim is in force ("soft"); downwards it moves at most one step
+ * per interval (a VM leaving soft mode under host pressure is not inflated by hundreds of
+ * MiB at once), upwards at once, and a lowered ceiling cuts it at once.
+ * The reclaim request: with the balloon, what the balloon is about to take, so the guest
+ * frees it (into 2 MiB blocks free page reporting hands back) before the balloon's own
+ * 4 KiB picks.  In soft mode, the same step the target just took, or what the guest uses
+ * beyond the target if that is more (it refilled), one step at most, and only while the
+ * controller is taking memory (not within a hold or while giving back).  The step matters
+ * when the estimate follows the guest's use (an agent without MGLRU reports no wss: its
+ * MemTotal - MemAvailable counts as the working set, so use never exceeds the target, and
+ * each freed step is what lowers the next estimate, as the balloon's steps do).
+ */
+static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *policy,
+		    const struct mtd_ctl_input *in, struct mtd_ctl_state *st, bool squeezed,
+		    uint64_t step, uint64_t floor, uint64_t ceiling, uint64_t prev_target,
+		    struct mtd_ctl_output *out)
+{
+	bool soft = policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed &&
+		    policy->enabled && !in->exiting && in->inputs_fresh;
+	uint64_t from = clamp_u64(st->balloon_bytes, floor, ceiling);
+	uint64_t goal = soft ? ceiling : st->target_bytes;
+	uint64_t next = goal >= from ? goal : from - goal > step ? from - step : goal;
+
+	if (!soft && next < st->balloon_bytes)
+		out->reclaim_bytes = st->balloon_bytes - next;
+	if (soft && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
+		uint64_t cut = prev_target > st->target_bytes ? prev_target - st->target_bytes : 0;
+		uint64_t over =
+		    in->used_known && in->guest_used_bytes >= st->target_bytes + cfg->min_change_bytes
+			? in->guest_used_bytes - st->target_bytes
+			: 0;
+		uint64_t ask = over > cut ? over : cut;
+		out->reclaim_bytes = ask < step ? ask : step;
+	}
+	/* A lowered ceiling cuts the balloon in soft mode too: the guest frees the cut first. */
+	if (soft && next < st->balloon_bytes && st->balloon_bytes - next > out->reclaim_bytes)
+		out->reclaim_bytes = st->balloon_bytes - next;
+	st->balloon_bytes = next;
+	out->balloon_bytes = next;
+	out->target_bytes = st->target_bytes;
+	out->soft = soft;
+}
+
 void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *policy,
 		  const struct mtd_ctl_input *in, struct mtd_ctl_state *st,
 		  struct mtd_ctl_output *out)
 {
 	double squeeze = clamp01(in->squeeze);
 	uint64_t prev;
+	uint64_t step = (uint64_t)((double)cfg->max_inflate_step_bytes * (1.0 + squeeze));
 
 	/* Step 1: bounds.  A floor above the ceiling (policy min > domain memory) is cut to
 	 * the ceiling: the guest cannot have more than it has. */
@@ -134,12 +183,14 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	if (!st->primed) {
 		/* First decision starts from what the guest has now. */
 		st->target_bytes = in->actual_bytes ? in->actual_bytes : ceiling;
+		st->balloon_bytes = st->target_bytes;
 		st->primed = true;
 	}
 	/* prev is taken before the clamp: an operator who lowers max (or raises min) below (or
-	 * above) the current target changes the balloon now, in one move, not at the next
-	 * unrelated change. */
-	prev = st->target_bytes;
+	 * above) the current balloon changes it now, in one move, not at the next unrelated
+	 * change. */
+	prev = st->balloon_bytes;
+	uint64_t prev_target = st->target_bytes;
 	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
 	out->reclaim_bytes = 0;
 	out->state = MTD_VM_ACTIVE;
@@ -201,22 +252,16 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 		st->reason = MTD_CTL_HOLD_COOLDOWN;
 		goto out;
 	}
-	uint64_t step = (uint64_t)((double)cfg->max_inflate_step_bytes * (1.0 + squeeze));
 	uint64_t next = st->target_bytes - desired > step ? st->target_bytes - step : desired;
 	st->target_bytes = next;
 	st->reason = MTD_CTL_INFLATE;
 out:
 	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
-	/* The guest frees what the balloon will take: ask the agent to reclaim it (its freed
-	 * pages reach the host through free page reporting) before the balloon grows.  That is
-	 * a step of step 8, or a cut to a lowered ceiling. */
-	if (st->target_bytes < prev)
-		out->reclaim_bytes = prev - st->target_bytes;
-	out->target_bytes = st->target_bytes;
-	out->changed = prev > st->target_bytes ? prev - st->target_bytes >= cfg->min_change_bytes
-					       : st->target_bytes - prev >= cfg->min_change_bytes;
+	actuate(cfg, policy, in, st, squeeze > 0.0, step, floor, ceiling, prev_target, out);
+	out->changed = prev > st->balloon_bytes ? prev - st->balloon_bytes >= cfg->min_change_bytes
+						: st->balloon_bytes - prev >= cfg->min_change_bytes;
 	/* Any growth is reported, however small: memory handed back is never deferred. */
-	if (st->target_bytes > prev)
+	if (st->balloon_bytes > prev)
 		out->changed = true;
 	out->reason = st->reason;
 	out->floor_bytes = floor;

@@ -1,8 +1,8 @@
 /*
  * controller.h - the per-VM balloon policy math of memtided (pure: no I/O, no clock).
  *
- * One call per control interval turns what the VM loop measured into a balloon target and an
- * agent reclaim request.  The working-set estimate and the cold age threshold come from
+ * One call per control interval turns what the VM loop measured into a target (the memory
+ * the guest should keep), a balloon target and an agent reclaim request.  The working-set estimate and the cold age threshold come from
  * libvmm (the loop runs vmm_reclaim_update and vmm_wss first); this file adds headroom, the
  * domain's bounds and the safety rules, which are asymmetric on purpose:
  *
@@ -14,6 +14,12 @@
  *     domain's memory);
  *   - no fresh inputs (agent silent, stats stale) or daemon exiting: back to the safe size,
  *     the ceiling, at once.  With nobody watching, the guest must have all its memory.
+ *
+ * Two ways to take memory (policy `return`, mtd.h): with `balloon` the balloon follows the
+ * target; with `reclaim` the agent is asked to reclaim what the guest uses beyond the
+ * target, at most one step per interval, and the balloon stays at the ceiling unless the
+ * host arbiter squeezes the VM or the guest cannot reclaim (then it is `balloon` again,
+ * stepping down from where it is).
  *
  * Thread context: the state belongs to one VM loop thread; nothing here is shared.
  */
@@ -70,19 +76,25 @@ struct mtd_ctl_input {
 	double psi_some_avg10; /* percent */
 	uint64_t need_bytes;   /* agent's announced need since the last step (0: none) */
 	double squeeze;        /* host arbiter, 0..1: share of headroom taken away */
+	bool used_known;       /* guest_used_bytes known this interval (agent stats) */
+	uint64_t guest_used_bytes; /* MemTotal - MemFree: what reclaim can bring down */
+	bool can_reclaim;      /* agent ready with a reclaim method, free page reporting on */
 	bool exiting;          /* daemon shutting down */
 };
 
 struct mtd_ctl_state {
 	bool primed;            /* target_bytes holds a decision */
-	uint64_t target_bytes;  /* current balloon target (guest memory) */
+	uint64_t target_bytes;  /* memory the guest should keep */
+	uint64_t balloon_bytes; /* current balloon target (= target_bytes unless soft) */
 	uint64_t hold_until_ms; /* no inflation before this (after a deflate) */
 	enum mtd_ctl_reason reason;
 };
 
 struct mtd_ctl_output {
-	uint64_t target_bytes;  /* balloon target to set */
-	bool changed;           /* differs from the previous target by >= min_change_bytes */
+	uint64_t target_bytes;  /* memory the guest should keep */
+	uint64_t balloon_bytes; /* balloon target to set */
+	bool changed;           /* balloon differs from the previous by >= min_change_bytes */
+	bool soft;              /* return=reclaim in force: the balloon is only a cap */
 	uint64_t reclaim_bytes; /* ask the agent to reclaim this much first (0: none) */
 	enum mtd_ctl_reason reason;
 	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING or DISABLED */
@@ -91,8 +103,9 @@ struct mtd_ctl_output {
 
 /*
  * One control step.  policy gives the bounds and headroom, in the measurements, st the
- * VM's controller state (updated).  Never returns a target outside [floor, ceiling], never
- * lowers the target by more than max_inflate_step_bytes (scaled up to 2x by squeeze).
+ * VM's controller state (updated).  Never returns a target or balloon outside [floor,
+ * ceiling], never lowers either, nor asks to reclaim, by more than max_inflate_step_bytes
+ * (scaled up to 2x by squeeze) in one step; a lowered ceiling cuts both at once.
  */
 void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *policy,
 		  const struct mtd_ctl_input *in, struct mtd_ctl_state *st,

@@ -58,7 +58,7 @@ static void usage(FILE *f)
 	    "  policy get DOMAIN             the domain's memtide policy\n"
 	    "  policy set DOMAIN KEY=VALUE...  change it (stored in the domain's libvirt\n"
 	    "                                metadata); keys: enabled min max priority\n"
-	    "                                target_refault_per_min headroom\n"
+	    "                                target_refault_per_min headroom return\n"
 	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain\n"
 	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
 	    "  domxml-patch DOMAIN [--yes] [--uri URI]\n"
@@ -283,7 +283,7 @@ static void print_status(struct json_object *rep)
 
 		printf("%-24.24s %-10s %8s %8s %8s %8s %8s %9.3f%% %s\n", get_s(v, "name"),
 		       get_s(v, "state"), size_str(get_i(v, "max_bytes"), m, sizeof(m)),
-		       size_str(get_i(v, "balloon_target_bytes"), a, sizeof(a)),
+		       size_str(get_i(v, "target_bytes"), a, sizeof(a)),
 		       size_str(get_i(v, "balloon_actual_bytes"), b, sizeof(b)),
 		       size_str(get_i(v, "working_set_bytes"), c, sizeof(c)),
 		       size_str(get_i(v, "saved_bytes"), f, sizeof(f)),
@@ -340,12 +340,13 @@ static void print_policy(struct json_object *p, const char *sep)
 	char a[16], b[16], c[16];
 
 	printf(
-	    "enabled=%s%smin=%s%smax=%s%spriority=%lld%starget_refault_per_min=%g%sheadroom=%s\n",
+	    "enabled=%s%smin=%s%smax=%s%spriority=%lld%starget_refault_per_min=%g%sheadroom=%s%s"
+	    "return=%s\n",
 	    get_b(p, "enabled") ? "true" : "false", sep,
 	    size_str(get_i(p, "min_bytes"), a, sizeof(a)), sep,
 	    get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b)) : "0", sep,
 	    (long long)get_i(p, "priority"), sep, get_d(p, "target_refault_per_min"), sep,
-	    size_str(get_i(p, "headroom_bytes"), c, sizeof(c)));
+	    size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"));
 }
 
 static void print_vm(struct json_object *vm)
@@ -363,6 +364,13 @@ static void print_vm(struct json_object *vm)
 	       get_i(vm, "host_rss_bytes") ? size_str(get_i(vm, "host_rss_bytes"), d, sizeof(d))
 					   : "unknown",
 	       size_str(get_i(vm, "saved_bytes"), e, sizeof(e)));
+	printf("  target %s, returned by %s%s; guest uses %s (MemTotal - MemFree)\n",
+	       size_str(get_i(vm, "target_bytes"), a, sizeof(a)), get_s(vm, "return_in_force"),
+	       strcmp(get_s(vm, "return_in_force"), "reclaim") == 0
+		   ? " (the agent's reclaim + free page reporting; the balloon is a cap)"
+		   : " (the balloon)",
+	       get_i(vm, "guest_used_bytes") ? size_str(get_i(vm, "guest_used_bytes"), b, sizeof(b))
+					     : "unknown");
 	printf("  agent %s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
 	       "%.1f%%\n",
 	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",

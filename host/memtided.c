@@ -63,6 +63,7 @@ static void usage(FILE *f)
 		   "               mem_available_low agent_silence hold_after_deflate min_change\n"
 		   "  [host]       low_mark high_mark interval settle meminfo\n"
 		   "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
+		   "               return (balloon or reclaim)\n"
 		   "               (per-domain policy unless the domain's memtide metadata says)\n"
 		   "  [sim]        hot_percent\n");
 }

@@ -122,6 +122,8 @@ static void dom(struct buf *b, const char *metric, const struct mtd_vm_status *s
 	}
 SAMPLER(s_max, "%" PRIu64, st->max_bytes)
 SAMPLER(s_target, "%" PRIu64, st->balloon_target_bytes)
+SAMPLER(s_goal, "%" PRIu64, st->target_bytes)
+SAMPLER(s_soft, "%d", st->soft ? 1 : 0)
 SAMPLER(s_actual, "%" PRIu64, st->balloon_actual_bytes)
 SAMPLER(s_rss, "%" PRIu64, st->host_rss_bytes)
 SAMPLER(s_saved, "%" PRIu64, st->saved_bytes)
@@ -189,6 +191,11 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	per_vm(d, &b, "memtide_vm_state", "gauge", "The VM's state (1 for the current one).",
 	       s_state);
 	per_vm(d, &b, "memtide_vm_max_bytes", "gauge", "The domain's configured memory.", s_max);
+	per_vm(d, &b, "memtide_vm_target_bytes", "gauge",
+	       "Memory the guest should keep: working set + headroom.", s_goal);
+	per_vm(d, &b, "memtide_vm_return_by_reclaim", "gauge",
+	       "1: memory goes back by the agent's reclaim (the balloon a cap); 0: by the balloon.",
+	       s_soft);
 	per_vm(d, &b, "memtide_vm_balloon_target_bytes", "gauge",
 	       "Balloon target memtided asked for.", s_target);
 	per_vm(d, &b, "memtide_vm_balloon_actual_bytes", "gauge",

@@ -13,7 +13,7 @@
  *   <metadata>
  *     <memtide:policy xmlns:memtide="https://memtide.org/xmlns/policy/1"
  *        enabled="yes" min="256M" max="0" priority="100"
- *        target_refault_per_min="0.002" headroom="128M"/>
+ *        target_refault_per_min="0.002" headroom="128M" return="balloon"/>
  *   </metadata>
  *
  * Attributes left out take the daemon's [defaults].  Sizes take K, M, G, T (powers of 1024,
@@ -71,7 +71,7 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		   char *err, size_t errlen);
 
 void mtd_policy_default(struct mtd_policy *p);
-/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom) from
+/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return) from
  * text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
 		      size_t errlen);

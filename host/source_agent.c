@@ -25,9 +25,11 @@
 #include "source.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "agent_link.h"
+#include "log.h"
 #include "vmm.h"
 
 struct agent_src {
@@ -66,6 +68,20 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 	if (fresh) {
 		s->last_wss_seq = seq;
 		s->young_bytes = young_from_wss(w, s->young_ms);
+		if (mtd_log_enabled(MTD_LOG_DEBUG)) {
+			char line[512];
+			int n = 0;
+			for (uint32_t i = 0; i < w->nr_gens && i < PROTO_MAX_GENS && n < 400; i++)
+				n += snprintf(line + n, sizeof(line) - (size_t)n,
+					      " [%u/%u seq %llu %llu ms %llu+%llu]",
+					      w->gens[i].memcg_id, w->gens[i].node,
+					      (unsigned long long)w->gens[i].seq,
+					      (unsigned long long)w->gens[i].age_ms,
+					      (unsigned long long)w->gens[i].anon_pages,
+					      (unsigned long long)w->gens[i].file_pages);
+			mtd_debug("agent wss: young %llu MiB of gens%s",
+				  (unsigned long long)(s->young_bytes >> 20), line);
+		}
 	} else if (!w) {
 		/* No wss from this agent (its guest runs without MGLRU): every byte the guest
 		 * cannot give up easily, MemTotal - MemAvailable, counts as young.  The estimate

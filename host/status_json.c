@@ -32,6 +32,7 @@ struct json_object *mtd_json_policy(const struct mtd_policy *p)
 	json_object_object_add(o, "target_refault_per_min",
 			       json_object_new_double(p->target_refault_per_min));
 	put_u64(o, "headroom_bytes", p->headroom_bytes);
+	put_str(o, "return", mtd_return_via_name(p->return_via));
 	return o;
 }
 
@@ -89,6 +90,9 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "updated_ms", st->updated_ms);
 	put_u64(o, "max_bytes", st->max_bytes);
 	put_u64(o, "balloon_target_bytes", st->balloon_target_bytes);
+	put_u64(o, "target_bytes", st->target_bytes);
+	put_str(o, "return_in_force", st->soft ? "reclaim" : "balloon");
+	put_u64(o, "guest_used_bytes", st->guest_used_bytes);
 	put_u64(o, "balloon_actual_bytes", st->balloon_actual_bytes);
 	put_u64(o, "host_rss_bytes", st->host_rss_bytes);
 	put_u64(o, "saved_bytes", st->saved_bytes);

@@ -16,8 +16,10 @@
  *           controller, which sets the cold age threshold; working set at that threshold;
  *   Step 3  target: working set + headroom within [floor, ceiling] (controller.c);
  *   Step 4  safety: asymmetric steps, pressure, need, silence (controller.c);
- *   Step 5  actuate: agent reclaim request, then the balloon target; libvmm learns which
- *           pages left (eviction hand) or came back;
+ *   Step 5  actuate: agent reclaim request, then the balloon target (policy `return`:
+ *           the balloon follows the target, or stays a cap while reclaim and free page
+ *           reporting return the memory); libvmm learns which pages left (eviction hand)
+ *           or came back;
  *   Step 6  publish the status snapshot (RCU).
  */
 #include <errno.h>
@@ -341,8 +343,9 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 		      vm->draft.wss_bytes);
 }
 
-/* libvmm learns which pages the balloon took (eviction hand) or gave back. */
-static void account_balloon(struct mtd_vm *vm, uint64_t now_ms, uint64_t from, uint64_t to)
+/* libvmm learns which pages the target took (eviction hand) or gave back: by the balloon, or
+ * by the guest's own reclaim when return=reclaim is in force. */
+static void account_target(struct mtd_vm *vm, uint64_t now_ms, uint64_t from, uint64_t to)
 {
 	if (!vm->guest)
 		return;
@@ -403,8 +406,15 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		in.inputs_fresh = vm->bstats_seen_ms &&
 				  t->now_ms - vm->bstats_seen_ms <= cfg->ctl.agent_silence_ms;
 	if (t->as) {
+		const struct proto_hello *h = mtd_agent_link_hello(vm->agent);
 		in.avail_known = true;
 		in.guest_avail_bytes = t->as->mem_available_bytes;
+		in.used_known = t->as->mem_total_bytes >= t->as->mem_free_bytes;
+		in.guest_used_bytes = t->as->mem_total_bytes - t->as->mem_free_bytes;
+		/* Soft return needs an agent that can reclaim and a balloon that reports the
+		 * freed pages: without reporting, freed memory never reaches the host. */
+		in.can_reclaim = h && (h->caps & (PROTO_CAP_RECLAIM_MEMCG | PROTO_CAP_RECLAIM_MGLRU)) &&
+				 vm->fpr_known && vm->fpr_on;
 		in.psi_known = t->as->has_psi;
 		in.psi_some_avg10 = t->as->psi.some_avg10;
 	} else if (vm->bstats.valid && vm->bstats.has_available) {
@@ -413,8 +423,11 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	}
 
 	enum mtd_ctl_reason before = vm->ctl.reason;
-	uint64_t prev = vm->draft.balloon_target_bytes;
+	uint64_t prev = vm->draft.balloon_target_bytes, prev_target = vm->draft.target_bytes;
 	mtd_ctl_step(&cfg->ctl, &vm->policy, &in, &vm->ctl, out);
+	vm->draft.target_bytes = out->target_bytes;
+	vm->draft.soft = out->soft;
+	vm->draft.guest_used_bytes = in.used_known ? in.guest_used_bytes : 0;
 
 	/* What the host arbiter could still take here: down to the working set, never below
 	 * the floor; nothing without an estimate or while the VM is not steerable. */
@@ -423,9 +436,9 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		     t->wss_valid && vm->policy.enabled && out->target_bytes > keep
 			 ? out->target_bytes - keep
 			 : 0);
-	atomic_store(&vm->pending_bytes, vm->balloon_actual > out->target_bytes
-					     ? vm->balloon_actual - out->target_bytes
-					     : 0);
+	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
+	atomic_store(&vm->pending_bytes,
+		     holds > out->target_bytes ? holds - out->target_bytes : 0);
 
 	/* Transitions into a deflating reason are events an operator wants; the first tick's
 	 * "silent" (the agent has not spoken yet) is not. */
@@ -436,16 +449,27 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 			   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 
 	bool first = prev == 0;
-	if (!out->changed && !first)
-		return;
-	if (out->reclaim_bytes && vm->agent) {
+	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft)) {
 		int rc = mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
 						(uint32_t)cfg->ctl.interval_ms, t->now_ms);
 		if (rc == 0)
 			mtd_vm_action(vm, t->now_ms, "reclaim %" PRIu64 " MiB asked",
 				      out->reclaim_bytes / MiB);
 	}
-	if (vm->balloon->set_target(vm->balloon_ctx, out->target_bytes, err, sizeof(err)) < 0) {
+	/* libvmm follows the target, whichever actuator carries it out; with the balloon a
+	 * cap, the target moves alone, and the log says so. */
+	if (out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
+		account_target(vm, t->now_ms, prev_target ? prev_target : vm->balloon_actual,
+			       out->target_bytes);
+	if (out->soft && prev_target && out->target_bytes != prev_target &&
+	    (out->target_bytes > prev_target ||
+	     prev_target - out->target_bytes >= cfg->ctl.min_change_bytes))
+		mtd_vm_action(vm, t->now_ms, "target %" PRIu64 "->%" PRIu64 " MiB (%s, by reclaim)",
+			      prev_target / MiB, out->target_bytes / MiB,
+			      mtd_ctl_reason_name(out->reason));
+	if (!out->changed && !first)
+		return;
+	if (vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err)) < 0) {
 		vm->balloon_failures++;
 		set_error(vm, "balloon: ", err);
 		if (vm->balloon_failures == BALLOON_ERROR_AFTER)
@@ -454,12 +478,11 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		return;
 	}
 	vm->balloon_failures = 0;
-	vm->draft.balloon_target_bytes = out->target_bytes;
+	vm->draft.balloon_target_bytes = out->balloon_bytes;
 	if (!first)
 		mtd_vm_action(vm, t->now_ms, "%s %" PRIu64 "->%" PRIu64 " MiB (%s)",
-			      out->target_bytes < prev ? "inflate" : "deflate", prev / MiB,
-			      out->target_bytes / MiB, mtd_ctl_reason_name(out->reason));
-	account_balloon(vm, t->now_ms, first ? vm->balloon_actual : prev, out->target_bytes);
+			      out->balloon_bytes < prev ? "inflate" : "deflate", prev / MiB,
+			      out->balloon_bytes / MiB, mtd_ctl_reason_name(out->reason));
 }
 
 /* Step 6: the snapshot. */
@@ -475,6 +498,12 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->balloon_actual_bytes = vm->balloon_actual;
 	st->saved_bytes =
 	    vm->domain_bytes > vm->balloon_actual ? vm->domain_bytes - vm->balloon_actual : 0;
+	/* With the balloon a cap, what the host got back is what free page reporting returned:
+	 * the guest-RAM mapping's resident size says it. */
+	if (st->soft && st->host_rss_bytes)
+		st->saved_bytes = vm->domain_bytes > st->host_rss_bytes
+				      ? vm->domain_bytes - st->host_rss_bytes
+				      : 0;
 	if (t->have_gs) {
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 		for (unsigned i = 0; i < st->nr_gens; i++) {
@@ -503,10 +532,12 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR)
 		st->last_error[0] = '\0';
 	(void)mtd_vm_publish(vm);
-	mtd_debug("%s: actual %" PRIu64 " MiB host rss %" PRIu64 " MiB target %" PRIu64
-		  " MiB wss %" PRIu64 " MiB cold age %" PRIu64 " ms refaults %.5f/min %s",
+	mtd_debug("%s: actual %" PRIu64 " MiB host rss %" PRIu64 " MiB balloon %" PRIu64
+		  " MiB target %" PRIu64 " MiB used %" PRIu64 " MiB wss %" PRIu64
+		  " MiB cold age %" PRIu64 " ms refaults %.5f/min %s",
 		  vm->name, vm->balloon_actual / MiB, st->host_rss_bytes / MiB,
-		  st->balloon_target_bytes / MiB, st->wss_bytes[0] / MiB, vm->cold_age_ms,
+		  st->balloon_target_bytes / MiB, st->target_bytes / MiB,
+		  st->guest_used_bytes / MiB, st->wss_bytes[0] / MiB, vm->cold_age_ms,
 		  st->refault_rate_per_min, mtd_ctl_reason_name(out->reason));
 }
 

@@ -3,8 +3,9 @@
  *
  * Each test drives mtd_ctl_step with measured inputs and checks one rule: slow, bounded
  * inflation; deflation at once on pressure, need, silence, exit; the floor and the ceiling;
- * the post-deflate hold; the arbiter's squeeze.  A randomized run checks the invariants over
- * many steps with arbitrary inputs.
+ * the post-deflate hold; the arbiter's squeeze; return=reclaim (the balloon a cap, the agent
+ * asked to reclaim down to the target) and its fallbacks.  A randomized run checks the
+ * invariants over many steps with arbitrary inputs, in both return modes.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -319,11 +320,128 @@ static void test_lowered_max_cuts_now_with_reclaim(void **state)
 	assert_int_equal(out.reclaim_bytes, 0);
 }
 
+/* return=reclaim: the target steps down as with the balloon, but the balloon stays at the
+ * ceiling and the agent is asked for what the guest uses beyond the target, a step at most. */
+static void test_reclaim_mode_keeps_balloon_at_ceiling(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	uint64_t now = 1000, target = 2 * GiB;
+	(void)state;
+	setup_defaults();
+	pol.return_via = MTD_RETURN_RECLAIM;
+
+	for (int i = 0; i < 40; i++, now += cfg.interval_ms) {
+		struct mtd_ctl_input in = calm(now, 2 * GiB, 512 * MiB);
+		in.can_reclaim = true;
+		in.used_known = true;
+		in.guest_used_bytes = 1536 * MiB; /* the guest never frees anything */
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_true(out.soft);
+		assert_int_equal(out.balloon_bytes, 2 * GiB);
+		assert_false(out.changed);
+		assert_true(target - out.target_bytes <= cfg.max_inflate_step_bytes);
+		/* the step the target took, or the excess use if more, one step at most */
+		uint64_t over = in.guest_used_bytes > out.target_bytes + cfg.min_change_bytes
+				    ? in.guest_used_bytes - out.target_bytes
+				    : 0;
+		uint64_t cut = target - out.target_bytes, ask = over > cut ? over : cut;
+		assert_int_equal(out.reclaim_bytes,
+				 ask < cfg.max_inflate_step_bytes ? ask : cfg.max_inflate_step_bytes);
+		target = out.target_bytes;
+	}
+	assert_int_equal(target, 640 * MiB);
+
+	/* The guest got under its target: nothing more to ask. */
+	struct mtd_ctl_input in = calm(now, 2 * GiB, 512 * MiB);
+	in.can_reclaim = true;
+	in.used_known = true;
+	in.guest_used_bytes = 600 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reclaim_bytes, 0);
+
+	/* A need: the target rises, nothing is reclaimed while giving back, nor in the hold. */
+	in.now_ms += cfg.interval_ms;
+	in.guest_used_bytes = 1536 * MiB;
+	in.need_bytes = 256 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_NEED);
+	assert_int_equal(out.reclaim_bytes, 0);
+	assert_int_equal(out.balloon_bytes, 2 * GiB);
+	in.need_bytes = 0;
+	in.now_ms += cfg.interval_ms;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_HOLD_COOLDOWN);
+	assert_int_equal(out.reclaim_bytes, 0);
+}
+
+/* The balloon is the cap: host pressure (squeeze) or a guest that cannot reclaim brings it
+ * down from the ceiling, one step per interval, to the target; a lowered max at once. */
+static void test_reclaim_mode_falls_back_to_balloon(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	struct mtd_ctl_input in = calm(1000, 2 * GiB, 512 * MiB);
+	(void)state;
+	setup_defaults();
+	pol.return_via = MTD_RETURN_RECLAIM;
+	in.can_reclaim = true;
+	in.used_known = true;
+	in.guest_used_bytes = 700 * MiB;
+
+	for (int i = 0; i < 20; i++, in.now_ms += cfg.interval_ms)
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.target_bytes, 640 * MiB);
+	assert_int_equal(out.balloon_bytes, 2 * GiB);
+
+	/* The agent loses its reclaim (or free page reporting goes off): the balloon steps. */
+	in.can_reclaim = false;
+	uint64_t balloon = 2 * GiB;
+	for (int i = 0; i < 20; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_false(out.soft);
+		assert_true(out.balloon_bytes >= out.target_bytes);
+		assert_true(balloon - out.balloon_bytes <= cfg.max_inflate_step_bytes);
+		/* what the balloon takes is asked of the guest first, as in balloon mode */
+		assert_int_equal(out.reclaim_bytes, balloon - out.balloon_bytes);
+		balloon = out.balloon_bytes;
+	}
+	assert_int_equal(balloon, 640 * MiB);
+
+	/* Reclaim back: the balloon returns to the ceiling at once. */
+	in.can_reclaim = true;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_true(out.soft);
+	assert_int_equal(out.balloon_bytes, 2 * GiB);
+	assert_true(out.changed);
+
+	/* Host pressure: squeezed VMs are capped by the balloon even when they could reclaim. */
+	in.now_ms += cfg.interval_ms;
+	in.squeeze = 0.5;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_false(out.soft);
+	assert_true(out.balloon_bytes < 2 * GiB);
+	assert_true(2 * GiB - out.balloon_bytes <= 2 * cfg.max_inflate_step_bytes);
+
+	/* A lowered max cuts the balloon at once, in soft mode too. */
+	in.squeeze = 0.0;
+	in.now_ms += cfg.interval_ms;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.balloon_bytes, 2 * GiB);
+	pol.max_bytes = 1 * GiB;
+	in.now_ms += cfg.interval_ms;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_true(out.soft);
+	assert_int_equal(out.balloon_bytes, 1 * GiB);
+	assert_true(out.changed);
+}
+
 static void test_random_invariants(void **state)
 {
 	struct mtd_ctl_state st = {0};
 	struct mtd_ctl_output out;
 	uint64_t now = 0, prev = 0;
+	bool in_step = true; /* the balloon was at the target after the last step */
 	(void)state;
 	setup_defaults();
 	srandom(42);
@@ -333,6 +451,7 @@ static void test_random_invariants(void **state)
 		pol.min_bytes = (uint64_t)(random() % 4) * 256 * MiB;
 		pol.max_bytes = random() % 3 ? 0 : (uint64_t)(1 + random() % 3) * GiB;
 		pol.enabled = random() % 50 != 0;
+		pol.return_via = random() % 2 ? MTD_RETURN_RECLAIM : MTD_RETURN_BALLOON;
 		struct mtd_ctl_input in = {
 		    .now_ms = now,
 		    .domain_bytes = (uint64_t)(1 + random() % 4) * GiB,
@@ -347,10 +466,14 @@ static void test_random_invariants(void **state)
 		    .need_bytes = random() % 30 ? 0 : (uint64_t)(random() % 1024) * MiB,
 		    .squeeze = (double)(random() % 1500) / 1000.0 - 0.25,
 		    .exiting = random() % 100 == 0,
+		    .used_known = random() % 4 != 0,
+		    .guest_used_bytes = (uint64_t)(random() % 4096) * MiB,
+		    .can_reclaim = random() % 4 != 0,
 		};
 		bool pressure =
 		    (in.psi_known && in.psi_some_avg10 > cfg.psi_some_avg10_high) ||
 		    (in.avail_known && in.guest_avail_bytes < cfg.mem_available_low_bytes);
+		uint64_t balloon_before = st.balloon_bytes;
 		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 		assert_true(out.target_bytes >= out.floor_bytes);
 		assert_true(out.target_bytes <= out.ceiling_bytes);
@@ -369,6 +492,23 @@ static void test_random_invariants(void **state)
 		}
 		if (in.exiting || !pol.enabled || (!in.inputs_fresh && !pressure && !in.need_bytes))
 			assert_int_equal(out.target_bytes, ceiling);
+		/* The balloon: within the bounds, never under the target, the ceiling when
+		 * soft, the target itself in balloon mode; the reclaim asked, a step at most. */
+		assert_true(out.balloon_bytes >= out.target_bytes);
+		assert_true(out.balloon_bytes <= out.ceiling_bytes);
+		if (out.soft)
+			assert_int_equal(out.balloon_bytes, ceiling);
+		/* (after a switch from reclaim the balloon steps down to the target) */
+		if (pol.return_via == MTD_RETURN_BALLOON && in_step)
+			assert_int_equal(out.balloon_bytes, out.target_bytes);
+		in_step = !out.soft && out.balloon_bytes == out.target_bytes;
+		/* (or what a lowered ceiling cut from the balloon at once) */
+		uint64_t cut = balloon_before > out.balloon_bytes ? balloon_before - out.balloon_bytes : 0;
+		if (out.soft)
+			assert_true(out.reclaim_bytes <= 2 * cfg.max_inflate_step_bytes ||
+				    out.reclaim_bytes == cut);
+		if (in.exiting || !pol.enabled)
+			assert_int_equal(out.balloon_bytes, ceiling);
 		prev = out.target_bytes;
 	}
 }
@@ -388,6 +528,8 @@ int main(void)
 	    cmocka_unit_test(test_squeeze_takes_headroom_and_doubles_step),
 	    cmocka_unit_test(test_config_validation),
 	    cmocka_unit_test(test_lowered_max_cuts_now_with_reclaim),
+	    cmocka_unit_test(test_reclaim_mode_keeps_balloon_at_ceiling),
+	    cmocka_unit_test(test_reclaim_mode_falls_back_to_balloon),
 	    cmocka_unit_test(test_random_invariants),
 	};
 	return cmocka_run_group_tests_name("mtd_controller", tests, NULL, NULL);

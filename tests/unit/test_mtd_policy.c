@@ -91,6 +91,9 @@ static void test_policy_keys(void **state)
 	assert_true(p.target_refault_per_min > 0.0099 && p.target_refault_per_min < 0.0101);
 	assert_int_equal(mtd_policy_set_kv(&p, "headroom", "64M", err, sizeof(err)), 0);
 	assert_int_equal(p.headroom_bytes, 64 * MiB);
+	assert_int_equal(p.return_via, MTD_RETURN_RECLAIM); /* the default */
+	assert_int_equal(mtd_policy_set_kv(&p, "return", "balloon", err, sizeof(err)), 0);
+	assert_int_equal(p.return_via, MTD_RETURN_BALLOON);
 
 	keep = p;
 	struct {
@@ -107,6 +110,8 @@ static void test_policy_keys(void **state)
 	    {"target_refault_per_min", "nan", "fraction"},
 	    {"target_refault_per_min", "2", "fraction"},
 	    {"headroom", "1E", "headroom"},
+	    {"return", "swap", "balloon or reclaim"},
+	    {"return", "", "balloon or reclaim"},
 	    {"colour", "blue", "unknown policy key"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -132,6 +137,7 @@ static void test_policy_xml_round_trip(void **state)
 	p.enabled = false;
 	p.headroom_bytes = 10 * MiB;
 	p.target_refault_per_min = 0.005;
+	p.return_via = MTD_RETURN_BALLOON;
 	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
 	mtd_policy_default(&q);
 	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
@@ -140,6 +146,7 @@ static void test_policy_xml_round_trip(void **state)
 	assert_int_equal(q.priority, 3);
 	assert_false(q.enabled);
 	assert_int_equal(q.headroom_bytes, p.headroom_bytes);
+	assert_int_equal(q.return_via, MTD_RETURN_BALLOON);
 	assert_true(q.target_refault_per_min > 0.00499 && q.target_refault_per_min < 0.00501);
 
 	/* As libvirt returns it: with our namespace on the element; missing keys keep

@@ -7,13 +7,17 @@
 # Guest THP is off (transparent_hugepage=never) in both runs: under TCG a guest's 2 MiB pages
 # make the softmmu TLB slow, and swap splits them, so with THP on the run with memtided was
 # measured 2.5x FASTER than the baseline (22.4 M vs 9.1 M pages/s): not a fair comparison.
-# Run 1 (baseline): no memtided, no agent.  Run 2: memtided --qmp --agent --interval 2.
-# Asserts: Rss falls by >= 60% of the 500 MiB cold within 60 s; the hot set never stalls for
-# more than two control intervals (its throughput against the baseline is reported: see the check); no OOM
-# kill; the cold data reads back intact.
+# Run 1 (baseline): no memtided, no agent.  Run 2: memtided --qmp --agent --interval 2, with
+# the default policy return=reclaim (the agent reclaims, free page reporting hands back 2 MiB
+# blocks, the balloon stays at 1024 MiB; E2E_RETURN=balloon runs the balloon instead).
+# Asserts: Rss falls by >= 60% of the 500 MiB cold within 60 s; the hot set's throughput
+# (median pages/s over the run) stays within 10% of the baseline's, and it never stalls for
+# more than two control intervals; no OOM kill; the cold data reads back intact.  The median
+# of the last 15 s is reported: it shows the steady state, or the controller's last probe
+# when that falls late (it lowers the target until the guest refaults, then backs off).
 . "$(dirname "$0")/../lib.sh"
 e2e_init 02_cold_memory
-echo "1..5"
+echo "1..6"
 if ! e2e_build; then
 	e2e_not_ok "guest image: cannot build it (see above; the kernel comes from apt-get download)"
 	exit 1
@@ -23,6 +27,8 @@ if [ ! -x "$BUILD/bin/memtided" ]; then
 	exit 1
 fi
 COLD_MIB=500
+RETURN=${E2E_RETURN:-reclaim} # policy `return`: how memtided hands the memory to the host
+e2e_fig return "$RETURN"
 
 # Run 1: the baseline.
 e2e_boot 1024 "memload hotcold 200 350 150 40" "memtide.agent=0 memtide.zram_mib=700 transparent_hugepage=never"
@@ -40,8 +46,10 @@ e2e_wait '^WL-FILLED' 120 >/dev/null
 rss0=$(e2e_guest_rss_mib)
 thp0=$(e2e_guest_thp_mib)
 e2e_fig rss_filled_mib "$rss0"
+printf '[defaults]\nreturn = %s\n' "$RETURN" >"$E2E_DIR/memtided.conf"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
-	--no-metrics --socket "$E2E_DIR/ctl.sock" --log-level info 2>"$E2E_DIR/memtided.log"
+	--config "$E2E_DIR/memtided.conf" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level "${E2E_LOG_LEVEL:-info}" \
+	2>"$E2E_DIR/memtided.log"
 t0=$(e2e_now_ms)
 min=$rss0 tmin=0
 while [ $(($(e2e_now_ms) - t0)) -lt 60000 ] && kill -0 "$E2E_QEMU_PID" 2>/dev/null; do
@@ -90,18 +98,20 @@ oom=$(echo "$vm" | sed -n 's/.*oom_kill \([0-9]*\).*/\1/p')
 e2e_fig oom_kill "${oom:-unknown}"
 [ $((rss0 - min)) -ge $((COLD_MIB * 60 / 100)) ]
 e2e_check $? "host memory fell by >= 60% of $COLD_MIB MiB cold within 60 s ($((rss0 - min)) MiB)"
-# The throughput goal (within 10% of a run without memtide) is reported, not asserted: under
-# TCG the same workload's rate moves 5x for seconds at a time (measured: 46 M pages/s for 18 s
-# right after the first inflation, 9 M before), so the mean decides nothing at 10%.  What is
-# asserted is what a guest's user feels: the hot set never stalls (under 10% of the
-# baseline's median rate) for longer than two control intervals (4 s) in a row; measured
-# 1-2 s, the agent's growth watch deflating within a second.  See docs/e2e.md.
+# Throughput.  The mean decides nothing at 10% under TCG: the same workload's rate moves 5x for
+# seconds at a time (measured: 46 M pages/s for 18 s, 9 M before), so the mean is reported
+# and medians are compared.  Stalls: the hot set must never run under 10% of the baseline's
+# median rate for longer than two control intervals (4 s) in a row.  See docs/e2e.md.
 [ "$stall" -le 4 ]
 e2e_check $? "the hot set never stalled longer than two control intervals (4 s) (longest: $stall s; mean rate $with vs $base pages/s, median $with_med vs $base_med, last 15 s $tail_med)"
+# The 10% goal, on the run's median and one-sided (faster than the baseline is the TCG
+# artifact, not a failure).  docs/results.md compares return=reclaim with return=balloon.
+[ "$base_med" -gt 0 ] && [ $((with_med * 10)) -ge $((base_med * 9)) ]
+e2e_check $? "the hot set ran within 10% of the baseline (median $with_med, last 15 s $tail_med, baseline $base_med pages/s; return=$RETURN)"
 [ "${oom:-1}" = 0 ]
 e2e_check $? "no OOM kill in the guest"
 grep -q '^WL-COLD-OK' "$E2E_CONSOLE"
 e2e_check $? "cold data intact after swap and balloon"
-grep -q 'inflate' "$E2E_DIR/memtided.log"
-e2e_check $? "memtided inflated the balloon"
+grep -qE "(inflate|target) [0-9]+->" "$E2E_DIR/memtided.log"
+e2e_check $? "memtided lowered the guest's target (return=$RETURN)"
 sed 's/^/# memtided: /' "$E2E_DIR/memtided.log" | tail -15
