@@ -152,10 +152,10 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 		out->reclaim_bytes = st->balloon_bytes - next;
 	if (soft && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
 		uint64_t cut = prev_target > st->target_bytes ? prev_target - st->target_bytes : 0;
-		uint64_t over =
-		    in->used_known && in->guest_used_bytes >= st->target_bytes + cfg->min_change_bytes
-			? in->guest_used_bytes - st->target_bytes
-			: 0;
+		uint64_t over = 0;
+		if (in->used_known &&
+		    in->guest_used_bytes >= st->target_bytes + cfg->min_change_bytes)
+			over = in->guest_used_bytes - st->target_bytes;
 		uint64_t ask = over > cut ? over : cut;
 		out->reclaim_bytes = ask < step ? ask : step;
 	}

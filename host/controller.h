@@ -72,14 +72,14 @@ struct mtd_ctl_input {
 	bool inputs_fresh;     /* agent (or balloon stats) heard within agent_silence_ms */
 	bool avail_known;      /* guest MemAvailable known this interval */
 	uint64_t guest_avail_bytes;
-	bool psi_known;        /* guest memory PSI known this interval */
-	double psi_some_avg10; /* percent */
-	uint64_t need_bytes;   /* agent's announced need since the last step (0: none) */
-	double squeeze;        /* host arbiter, 0..1: share of headroom taken away */
-	bool used_known;       /* guest_used_bytes known this interval (agent stats) */
+	bool psi_known;            /* guest memory PSI known this interval */
+	double psi_some_avg10;     /* percent */
+	uint64_t need_bytes;       /* agent's announced need since the last step (0: none) */
+	double squeeze;            /* host arbiter, 0..1: share of headroom taken away */
+	bool used_known;           /* guest_used_bytes known this interval (agent stats) */
 	uint64_t guest_used_bytes; /* MemTotal - MemFree: what reclaim can bring down */
-	bool can_reclaim;      /* agent ready with a reclaim method, free page reporting on */
-	bool exiting;          /* daemon shutting down */
+	bool can_reclaim;          /* agent ready with a reclaim method, free page reporting on */
+	bool exiting;              /* daemon shutting down */
 };
 
 struct mtd_ctl_state {

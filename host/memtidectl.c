@@ -339,14 +339,13 @@ static void print_policy(struct json_object *p, const char *sep)
 {
 	char a[16], b[16], c[16];
 
-	printf(
-	    "enabled=%s%smin=%s%smax=%s%spriority=%lld%starget_refault_per_min=%g%sheadroom=%s%s"
-	    "return=%s\n",
-	    get_b(p, "enabled") ? "true" : "false", sep,
-	    size_str(get_i(p, "min_bytes"), a, sizeof(a)), sep,
-	    get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b)) : "0", sep,
-	    (long long)get_i(p, "priority"), sep, get_d(p, "target_refault_per_min"), sep,
-	    size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"));
+	printf("enabled=%s%smin=%s%smax=%s%spriority=%lld%starget_refault_per_min=%g%sheadroom=%s%s"
+	       "return=%s\n",
+	       get_b(p, "enabled") ? "true" : "false", sep,
+	       size_str(get_i(p, "min_bytes"), a, sizeof(a)), sep,
+	       get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b)) : "0", sep,
+	       (long long)get_i(p, "priority"), sep, get_d(p, "target_refault_per_min"), sep,
+	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"));
 }
 
 static void print_vm(struct json_object *vm)

@@ -55,11 +55,11 @@ const char *mtd_return_via_name(enum mtd_return_via r);
 /* Per-domain policy (daemon defaults, overridden from the domain's libvirt metadata). */
 struct mtd_policy {
 	bool enabled;
-	uint64_t min_bytes;            /* never balloon the guest below this (the floor) */
-	uint64_t max_bytes;            /* never give it more than this (0: the domain's maximum) */
-	unsigned priority;             /* host arbitration weight: lower is reclaimed first */
-	double target_refault_per_min; /* fraction of resident pages per minute (0.002) */
-	uint64_t headroom_bytes;       /* added to the working set to form the target */
+	uint64_t min_bytes;             /* never balloon the guest below this (the floor) */
+	uint64_t max_bytes;             /* never give it more than this (0: the domain's maximum) */
+	unsigned priority;              /* host arbitration weight: lower is reclaimed first */
+	double target_refault_per_min;  /* fraction of resident pages per minute (0.002) */
+	uint64_t headroom_bytes;        /* added to the working set to form the target */
 	enum mtd_return_via return_via; /* key `return`: balloon or reclaim */
 };
 

@@ -413,7 +413,8 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		in.guest_used_bytes = t->as->mem_total_bytes - t->as->mem_free_bytes;
 		/* Soft return needs an agent that can reclaim and a balloon that reports the
 		 * freed pages: without reporting, freed memory never reaches the host. */
-		in.can_reclaim = h && (h->caps & (PROTO_CAP_RECLAIM_MEMCG | PROTO_CAP_RECLAIM_MGLRU)) &&
+		in.can_reclaim = h &&
+				 (h->caps & (PROTO_CAP_RECLAIM_MEMCG | PROTO_CAP_RECLAIM_MGLRU)) &&
 				 vm->fpr_known && vm->fpr_on;
 		in.psi_known = t->as->has_psi;
 		in.psi_some_avg10 = t->as->psi.some_avg10;
@@ -437,8 +438,7 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 			 ? out->target_bytes - keep
 			 : 0);
 	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
-	atomic_store(&vm->pending_bytes,
-		     holds > out->target_bytes ? holds - out->target_bytes : 0);
+	atomic_store(&vm->pending_bytes, holds > out->target_bytes ? holds - out->target_bytes : 0);
 
 	/* Transitions into a deflating reason are events an operator wants; the first tick's
 	 * "silent" (the agent has not spoken yet) is not. */

@@ -346,8 +346,9 @@ static void test_reclaim_mode_keeps_balloon_at_ceiling(void **state)
 				    ? in.guest_used_bytes - out.target_bytes
 				    : 0;
 		uint64_t cut = target - out.target_bytes, ask = over > cut ? over : cut;
-		assert_int_equal(out.reclaim_bytes,
-				 ask < cfg.max_inflate_step_bytes ? ask : cfg.max_inflate_step_bytes);
+		assert_int_equal(out.reclaim_bytes, ask < cfg.max_inflate_step_bytes
+							? ask
+							: cfg.max_inflate_step_bytes);
 		target = out.target_bytes;
 	}
 	assert_int_equal(target, 640 * MiB);
@@ -503,7 +504,8 @@ static void test_random_invariants(void **state)
 			assert_int_equal(out.balloon_bytes, out.target_bytes);
 		in_step = !out.soft && out.balloon_bytes == out.target_bytes;
 		/* (or what a lowered ceiling cut from the balloon at once) */
-		uint64_t cut = balloon_before > out.balloon_bytes ? balloon_before - out.balloon_bytes : 0;
+		uint64_t cut =
+		    balloon_before > out.balloon_bytes ? balloon_before - out.balloon_bytes : 0;
 		if (out.soft)
 			assert_true(out.reclaim_bytes <= 2 * cfg.max_inflate_step_bytes ||
 				    out.reclaim_bytes == cut);

@@ -185,8 +185,8 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 			double g0 = now_s();
 
 			grow_now = 0;
-			printf("WL-GROW %lu %lu balloon=%lu pswpin=%lu pswpout=%lu\n", sec, grow_mib,
-			       balloon_mib, vmstat("pswpin"), vmstat("pswpout"));
+			printf("WL-GROW %lu %lu balloon=%lu pswpin=%lu pswpout=%lu\n", sec,
+			       grow_mib, balloon_mib, vmstat("pswpin"), vmstat("pswpout"));
 			fflush(stdout);
 			touch_all(hot + hot_mib * MIB_BYTES, grow_mib * MIB_BYTES);
 			hot_pages += grow_mib * MIB_BYTES / PAGE_BYTES;
@@ -211,7 +211,8 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 			if (grow_mib && sec >= grow_at) {
 				unsigned long now_kib = mem_total_kib();
 
-				balloon_mib = total0_kib > now_kib ? (total0_kib - now_kib) / 1024 : 0;
+				balloon_mib =
+				    total0_kib > now_kib ? (total0_kib - now_kib) / 1024 : 0;
 				grow_now = balloon_mib >= grow_balloon_mib || sec + 20 >= seconds;
 			}
 		}
