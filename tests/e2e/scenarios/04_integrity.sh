@@ -30,8 +30,8 @@ e2e_wait '^E2E-READY' 60 >/dev/null
 log=$E2E_DIR/memtided.log
 # return=balloon: between caps memtided's own inflations and deflations go through the
 # balloon too, so every page also meets the balloon's path (the cap itself is the balloon's
-# in either mode).
-printf '[defaults]\nreturn = balloon\n' >"$E2E_DIR/memtided.conf"
+# in either mode; E2E_RETURN=reclaim runs the default instead).
+printf '[defaults]\nreturn = %s\n' "${E2E_RETURN:-balloon}" >"$E2E_DIR/memtided.conf"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 1s --foreground \
 	--config "$E2E_DIR/memtided.conf" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level info 2>"$log"
 mpid=$E2E_LAST_PID
