@@ -131,8 +131,10 @@ static unsigned long mem_total_kib(void)
 	if (!f)
 		return 0;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemTotal: %lu kB", &kib) == 1)
+		if (!strncmp(line, "MemTotal:", 9)) {
+			kib = strtoul(line + 9, NULL, 10);
 			break;
+		}
 	fclose(f);
 	return kib;
 }
