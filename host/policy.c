@@ -159,9 +159,9 @@ void mtd_policy_default(struct mtd_policy *p)
 	p->priority = 100;
 	p->target_refault_per_min = 0.002;
 	p->headroom_bytes = 128 * MiB;
-	/* reclaim where it can (it falls back to the balloon by itself): measured in scenario
-	 * 2, the hot set ran at 1.00 of its speed without memtide after the reclaim, against
-	 * 0.77 with the balloon's 4 KiB discards (docs/results.md). */
+	/* reclaim where it can (it falls back to the balloon by itself): the guest's own free
+	 * memory goes back in 2 MiB blocks and the host's huge pages over the rest stay whole,
+	 * where the balloon's 4 KiB discards split them (docs/e2e.md, scenario 2). */
 	p->return_via = MTD_RETURN_RECLAIM;
 }
 

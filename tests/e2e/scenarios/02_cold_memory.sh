@@ -105,7 +105,7 @@ e2e_check $? "host memory fell by >= 60% of $COLD_MIB MiB cold within 60 s ($((r
 [ "$stall" -le 4 ]
 e2e_check $? "the hot set never stalled longer than two control intervals (4 s) (longest: $stall s; mean rate $with vs $base pages/s, median $with_med vs $base_med, last 15 s $tail_med)"
 # The 10% goal, on the run's median and one-sided (faster than the baseline is the TCG
-# artifact, not a failure).  docs/results.md compares return=reclaim with return=balloon.
+# artifact, not a failure).  docs/e2e.md compares return=reclaim with return=balloon.
 [ "$base_med" -gt 0 ] && [ $((with_med * 10)) -ge $((base_med * 9)) ]
 e2e_check $? "the hot set ran within 10% of the baseline (median $with_med, last 15 s $tail_med, baseline $base_med pages/s; return=$RETURN)"
 [ "${oom:-1}" = 0 ]
