@@ -10,8 +10,9 @@
  *                          holds its index repeated, as cold heap usually compresses), write CACHE
  *                          MiB to /tmp/cache (page cache on tmpfs), then touch HOT MiB page by page
  *                          for SECONDS seconds, printing "WL-RATE <s> <pages/s>" once a second
- *                          and "WL-DONE <mean pages/s>" at the end.  The cold pages are checked
- *                          at the end: "WL-COLD-OK" or "WL-COLD-BAD <n>".  With GROW_MIB and
+ *                          and "WL-DONE <mean pages/s> pswpin=<guest swap-ins so far>" at the
+ *                          end.  The cold pages are checked then: "WL-COLD-OK" or
+ *                          "WL-COLD-BAD <n>".  With GROW_MIB and
  *                          GROW_AT_S the hot set grows by GROW_MIB at second GROW_AT_S ("WL-GROW
  *                          <s> <MiB> balloon=<MiB> pswpin= pswpout=", then "WL-GROWN <seconds
  *                          the first touch took> pswpin= pswpout=": the guest's swap counters).
@@ -219,7 +220,9 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 			}
 		}
 	}
-	printf("WL-DONE %.0f\n", total / (now_s() - t0));
+	/* The guest's swap-ins so far: the workload's refaults, before the check below reads
+	 * every cold page back. */
+	printf("WL-DONE %.0f pswpin=%lu\n", total / (now_s() - t0), vmstat("pswpin"));
 	unsigned long bad = check_cold((uint64_t *)cold, cold_pages);
 	if (bad)
 		printf("WL-COLD-BAD %lu\n", bad);
