@@ -26,8 +26,12 @@ echo "== booting a 1 GiB guest: hot $HOT MiB, cold $COLD_ANON MiB anon + $COLD_C
 e2e_boot 1024 "memload hotcold $HOT $COLD_ANON $COLD_CACHE $SECS" "memtide.zram_mib=700 transparent_hugepage=never"
 e2e_wait '^WL-FILLED' 120 >/dev/null || { echo "demo: workload did not start" >&2; exit 1; }
 e2e_wait '^WL-RATE 10 ' 60 >/dev/null
-base=$(grep -a '^WL-RATE' "$E2E_CONSOLE" | awk '$2 > 2 && $2 <= 10 { print $3 }' | sort -n |
-	awk '{ v[NR] = $1 } END { printf "%d", NR ? v[int((NR + 1) / 2)] : 0 }')
+# The console's per-second rates for seconds FROM..TO: "median min max" (0 0 0 if none).
+rates_median() {
+	grep -a '^WL-RATE' "$E2E_CONSOLE" | awk -v a="$1" -v b="$2" '$2 >= a && $2 <= b { print $3 }' |
+		sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%d %d %d\n", v[int((NR + 1) / 2)], v[1], v[NR]; else print 0, 0, 0 }'
+}
+read -r base _ < <(rates_median 3 10)
 rss0=$(e2e_guest_rss_mib)
 echo "== baseline: $base pages/s, guest's host memory $rss0 MiB; starting memtided"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
@@ -54,8 +58,7 @@ done
 # the range.  Under TCG the rate jumps between modes that have nothing to do with memory
 # (measured in one run: 5.5 M, 9.5 M and 80 M pages/s, minutes apart, with memtided idle),
 # so a median over the run says more than any 10 s window.
-read -r late lo hi < <(grep -a '^WL-RATE' "$E2E_CONSOLE" | awk '$2 > 10 { print $3 }' | sort -n |
-	awk '{ v[NR] = $1 } END { if (NR) printf "%d %d %d\n", v[int((NR + 1) / 2)], v[1], v[NR]; else print 0, 0, 0 }')
+read -r late lo hi < <(rates_median 11 999999)
 # Refaults: the guest's swap-ins while the workload ran (WL-DONE), not the cold-data check
 # after it, which reads every cold page back in.
 refaults=$(grep -a '^WL-DONE' "$E2E_CONSOLE" | tail -1 | sed -n 's/.*pswpin=\([0-9]*\).*/\1/p')

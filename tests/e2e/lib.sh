@@ -15,6 +15,8 @@
 #                            buffers and device state, shared/README.md).
 #   e2e_qmp JSON...          QMP commands on a fresh connection, one reply line each.
 #   e2e_start CMD...         starts a host process in the background and remembers its PID.
+#   e2e_memtided_conf RETURN writes a memtided.conf whose [defaults] set policy `return`
+#                            (reclaim or balloon) and prints its path, for --config.
 #   e2e_ok / e2e_not_ok      TAP lines; e2e_fig KEY VALUE records a figure (printed and JSON).
 # Data: $E2E_DIR holds console.log, qmp.sock, agent.sock; $E2E_PIDS lists started PIDs.
 set -u
@@ -179,6 +181,11 @@ e2e_balloon_mib() {
 
 # e2e_now_ms: CLOCK_MONOTONIC-like milliseconds (bash's EPOCHREALTIME is wall time; fine for
 # a few seconds' intervals within one test, which is all it measures).
+e2e_memtided_conf() {
+	printf '[defaults]\nreturn = %s\n' "$1" >"$E2E_DIR/memtided.conf"
+	echo "$E2E_DIR/memtided.conf"
+}
+
 e2e_now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
 
 # e2e_wait_file FILE REGEX SECONDS: the first line of FILE (a host log) matching REGEX.

@@ -46,9 +46,8 @@ e2e_wait '^WL-FILLED' 120 >/dev/null
 rss0=$(e2e_guest_rss_mib)
 thp0=$(e2e_guest_thp_mib)
 e2e_fig rss_filled_mib "$rss0"
-printf '[defaults]\nreturn = %s\n' "$RETURN" >"$E2E_DIR/memtided.conf"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
-	--config "$E2E_DIR/memtided.conf" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level "${E2E_LOG_LEVEL:-info}" \
+	--config "$(e2e_memtided_conf "$RETURN")" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level "${E2E_LOG_LEVEL:-info}" \
 	2>"$E2E_DIR/memtided.log"
 t0=$(e2e_now_ms)
 min=$rss0 tmin=0

@@ -31,9 +31,8 @@ log=$E2E_DIR/memtided.log
 # return=balloon: between caps memtided's own inflations and deflations go through the
 # balloon too, so every page also meets the balloon's path (the cap itself is the balloon's
 # in either mode; E2E_RETURN=reclaim runs the default instead).
-printf '[defaults]\nreturn = %s\n' "${E2E_RETURN:-balloon}" >"$E2E_DIR/memtided.conf"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 1s --foreground \
-	--config "$E2E_DIR/memtided.conf" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level info 2>"$log"
+	--config "$(e2e_memtided_conf "${E2E_RETURN:-balloon}")" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level info 2>"$log"
 mpid=$E2E_LAST_PID
 t0=$(e2e_now_ms)
 python3 tests/e2e/integrity_cycles.py "$BUILD/bin/memtidectl" "$E2E_DIR/ctl.sock" qemu \
