@@ -376,9 +376,10 @@ static void print_vm(struct json_object *vm)
 	       get_b(vm, "fpr_on") ? "on" : "OFF or unknown",
 	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
 	       get_d(vm, "guest_psi_some_avg10"));
-	printf("  controller: cold age threshold %s, working set at it %s, refaults %.3f%% of "
-	       "resident pages per minute, output %.3f\n",
+	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
+	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
+	       age_str(get_i(vm, "reuse_floor_ms"), c, sizeof(c)),
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
 	if (json_object_object_get_ex(vm, "policy", &pol)) {

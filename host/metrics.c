@@ -130,6 +130,7 @@ SAMPLER(s_saved, "%" PRIu64, st->saved_bytes)
 SAMPLER(s_wss, "%" PRIu64, st->working_set_bytes)
 SAMPLER(s_refault, "%.6g", st->refault_rate_per_min)
 SAMPLER(s_cold, "%.3f", (double)st->cold_age_ms / 1000.0)
+SAMPLER(s_floor, "%.3f", (double)st->reuse_floor_ms / 1000.0)
 SAMPLER(s_output, "%.6g", st->controller_output)
 SAMPLER(s_agent, "%d", st->agent_connected ? 1 : 0)
 SAMPLER(s_fpr, "%d", st->fpr_on ? 1 : 0)
@@ -213,6 +214,8 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       "Refaults as a fraction of resident pages per minute.", s_refault);
 	per_vm(d, &b, "memtide_vm_cold_age_seconds", "gauge",
 	       "Reclaim controller output: pages idle longer are cold.", s_cold);
+	per_vm(d, &b, "memtide_vm_reuse_floor_seconds", "gauge",
+	       "Shortest cold age the guest's reuses by idle age allow (0: none).", s_floor);
 	per_vm(d, &b, "memtide_vm_controller_output", "gauge", "Reclaim PID controller output.",
 	       s_output);
 	per_vm(d, &b, "memtide_vm_agent_connected", "gauge", "1 when the guest agent is connected.",

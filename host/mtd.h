@@ -94,6 +94,7 @@ struct mtd_vm_status {
 
 	double refault_rate_per_min; /* measured, fraction of resident pages per minute */
 	uint64_t cold_age_ms;        /* reclaim controller output */
+	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */
 	double controller_output;
 
 	bool agent_connected;

@@ -331,6 +331,9 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	double squeeze = atomic_load(&vm->squeeze_permille) / 1000.0;
 	vm->reclaim.cfg.target_refault_per_min =
 	    vm->policy.target_refault_per_min * (1.0 + 3.0 * squeeze);
+	/* The reuses the aging hand saw, by idle age: the threshold stays above the ages the
+	 * guest still comes back to (vmm/reuse.c). */
+	vmm_reclaim_observe_reuse(&vm->reclaim, t->gs.reuse_hist);
 	vm->cold_age_ms = vmm_reclaim_update(&vm->reclaim, signal, t->gs.resident_pages, t->dt_ms);
 
 	/* Two aging rounds at least before the estimate means anything. */
@@ -518,6 +521,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	}
 	st->refault_rate_per_min = vm->reclaim.last_rate_per_min;
 	st->cold_age_ms = vm->cold_age_ms;
+	st->reuse_floor_ms = vm->reclaim.floor_ms;
 	st->working_set_bytes = t->wss_bytes;
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);

@@ -54,6 +54,8 @@ static const struct pdesc pdescs[] = {
     {"mt-smooth", P_BOOL, F(mt_smooth), 0, 1,
      "average the refault rate before the controller (libvmm's default)"},
     {"mt-smooth-tau-ms", P_U64, F(mt_smooth_tau_ms), 1, 3.6e6, "time constant of that EMA"},
+    {"mt-reuse-tau-ms", P_U64, F(mt_reuse_tau_ms), 0, 3.6e7,
+     "window of the reuse histogram that floors the threshold (0: no floor)"},
     {"mt-aging-div", P_UINT, F(mt_aging_div), 1, 64, "aging rounds per cold age threshold"},
 };
 #undef F
@@ -83,6 +85,7 @@ static void mt_defaults(struct sim_params *p)
 	/* On, as in memtided: libvmm averages the refault rate before its controller. */
 	p->mt_smooth = rc.smooth_tau_ms != 0;
 	p->mt_smooth_tau_ms = rc.smooth_tau_ms;
+	p->mt_reuse_tau_ms = rc.reuse_tau_ms;
 }
 
 void sim_params_default(struct sim_params *p)

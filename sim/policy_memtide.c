@@ -18,7 +18,9 @@
  *   Step 2: access bits - the epoch's accesses join the set seen since the last round;
  *   Step 3: control - every mt-interval-ms, vmm_reclaim_update turns the interval's
  *           refaults and the resident pages into a new cold age threshold (libvmm averages
- *           the rate over mt-smooth-tau-ms first; --mt-smooth 0 turns that off);
+ *           the rate over mt-smooth-tau-ms first; --mt-smooth 0 turns that off), kept at or
+ *           above the floor the reuses by idle age set (vmm_reclaim_observe_reuse;
+ *           --mt-reuse-tau-ms 0 turns that off);
  *   Step 4: aging - every threshold / mt-aging-div (at least every epoch): vmm_age_begin,
  *           then the collected accesses go to vmm_mark_young in runs (write = dirty);
  *   Step 5: eviction - right after aging, vmm_evict takes every page of the generations
@@ -103,6 +105,12 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	/* libvmm averages the refault rate (60 s) before its controller reads it: bursts are
 	 * read as their rate (vmm/reclaim_ctl.c); --mt-smooth 0 feeds each interval raw. */
 	rc.smooth_tau_ms = p->mt_smooth ? p->mt_smooth_tau_ms : 0;
+	/* The reuse floor: the aging hand's reuses by idle age keep the threshold above the
+	 * ages the guest still reuses (vmm/reuse.c); --mt-reuse-tau-ms 0 turns it off. */
+	rc.reuse_tau_ms = p->mt_reuse_tau_ms;
+	/* The reuse floor: the aging hand's reuses by idle age keep the threshold above the
+	 * ages the guest still reuses (vmm/reuse.c); --mt-reuse-tau-ms 0 turns it off. */
+	rc.reuse_tau_ms = p->mt_reuse_tau_ms;
 	rc.pid.kp = p->mt_kp;
 	rc.pid.ki = p->mt_ki;
 	rc.pid.kd = p->mt_kd;
@@ -224,6 +232,10 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		return rc;
 	mt_collect(m, ep);          /* Step 2 */
 	if (t1 >= m->next_ctl_ms) { /* Step 3 */
+		struct vmm_guest_stats st;
+
+		vmm_guest_get_stats(m->g, &st);
+		vmm_reclaim_observe_reuse(&m->ctl, st.reuse_hist);
 		m->age_ms = vmm_reclaim_update(&m->ctl, m->refaults_in_interval,
 					       ctx->resident_pages, t1 - m->last_ctl_ms);
 		m->refaults_in_interval = 0;

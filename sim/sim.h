@@ -209,6 +209,7 @@ struct sim_params {
 	unsigned mt_aging_div;     /* generations per cold age threshold */
 	bool mt_smooth;            /* libvmm averages the refault rate (default on) */
 	uint64_t mt_smooth_tau_ms; /* that average's time constant */
+	uint64_t mt_reuse_tau_ms;  /* reuse floor's window (0: no floor) */
 	/* oracle: none, it reads `budget` */
 	uint64_t seed;
 };

@@ -194,6 +194,7 @@ int vmm_age_begin(struct vmm_guest *g, uint64_t now_ms)
 	g->max_seq++;
 	g->gen_pages[SLOT(g->max_seq)] = 0; /* already 0: a slot outside the window is empty */
 	g->gen_birth_ms[SLOT(g->max_seq)] = now_ms;
+	vmm_reuse_new_round(g);
 	/* Step 4 */
 	sweep(g);
 	return 0;
@@ -223,6 +224,10 @@ void vmm_gen_young(struct vmm_guest *g, const struct guest_range *r, uint64_t pf
 		uint64_t seq = guest_page_seq(g, b);
 		if (accessed) {
 			unsigned from = SLOT(seq);
+			/* Used again after an idle age: what a threshold at or below that age
+			 * would have made a refault (reuse.c). */
+			if (from != to)
+				g->reuse_hist[g->reuse_bucket[from]]++;
 			g->gen_pages[from]--;
 			g->chunks[ci].cnt[from]--;
 			g->gen_pages[to]++;

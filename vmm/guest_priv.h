@@ -138,6 +138,10 @@ struct vmm_guest {
 	uint64_t refaults_by_tier[VMM_MAX_NR_TIERS];
 	uint64_t refault_distance_hist[VMM_MAX_NR_GENS];
 
+	/* reuses by idle age (Part 8, reuse.c) */
+	uint64_t reuse_hist[VMM_REUSE_BUCKETS];
+	uint8_t reuse_bucket[VMM_MAX_NR_GENS]; /* this round: the bucket of each seq % 16 */
+
 	struct tier_protect tp; /* Part 6a */
 
 	size_t nr_ranges;
@@ -217,5 +221,10 @@ void vmm_gen_young_span(struct vmm_guest *g, uint64_t gpa, uint64_t npages, bool
 /* Record the refault of the evicted page byte b: distance, tier, tier control.  Returns
  * the distance reported (capped).  Does not change the page. */
 uint64_t vmm_refault_record(struct vmm_guest *g, uint8_t b);
+
+/* ---- reuses (reuse.c) -------------------------------------------------------------------- */
+
+/* A new aging round began (max_seq born): the idle-age bucket of every live generation. */
+void vmm_reuse_new_round(struct vmm_guest *g);
 
 #endif /* MEMTIDE_VMM_GUEST_PRIV_H */

@@ -42,6 +42,20 @@
  *   an average is the right reading of that rate; the average of the logs is not
  *   (Jensen).  With the 60 s average the threshold rises in the first interval after the
  *   step and no page of the grown set refaults twice (docs/results.md, sim_react).
+ * The reuse floor: the PID learns only from refaults, so while nothing refaults it lowers the
+ *   threshold steadily, until a whole cohort of pages reused at some period crosses it at
+ *   once and comes back as a burst (memtide-sim, docs/results.md: this is where memtide lost
+ *   to a fixed limit on the real-program traces).  The aging hand has seen those reuses
+ *   already: libvmm counts pages used again by how long they had been idle (reuse.c).  In a
+ *   window of reuse_tau_ms (5 min) those counts give, for each threshold T, the refault rate
+ *   T would cause: the reuses at idle ages >= T, per minute, over the resident pages.  The
+ *   floor is the lowest bucket boundary whose predicted rate is within the target; the
+ *   threshold is the PID's or the floor, whichever is longer.  Refaults that happened (the
+ *   prediction missed, or pages evicted before the window saw them) are counted at the
+ *   threshold that let them go, so the floor rises past it.  When the floor binds, the PID's
+ *   integral is set back to the floor's position (tracking anti-windup), so that a refault
+ *   burst moves the threshold up at once rather than after unwinding what the PID
+ *   accumulated while the floor held it.
  * Known bias: the loop zeroes the average of log2(1 + r / target), and a noisy r whose log
  * averages to the target's has a higher plain average (Jensen), so a noisy rate settles
  * above the target: 8% with raw interval counts in the test above; with the moving
@@ -67,6 +81,7 @@ void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg)
 	cfg->max_age_ms = 60 * 60 * 1000;
 	cfg->initial_age_ms = 2 * 60 * 1000;
 	cfg->smooth_tau_ms = 60 * 1000;
+	cfg->reuse_tau_ms = 5 * 60 * 1000;
 	cfg->pid = (struct vmm_pid_config){
 	    .kp = 0.25, .ki = 0.01, .kd = 0.0, .d_smoothing = 0.2,
 	    /* out_min / out_max are set by vmm_reclaim_init from the age limits */
@@ -107,6 +122,45 @@ int vmm_reclaim_init(struct vmm_reclaim_ctl *ctl, const struct vmm_reclaim_confi
 	return 0;
 }
 
+void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist)
+{
+	if (!ctl || !hist)
+		return;
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
+		if (hist[k] < ctl->reuse_now[k])
+			ctl->reuse_last[k] = 0; /* a new guest state: count from zero */
+		ctl->reuse_now[k] = hist[k];
+	}
+}
+
+/* The reuse floor (why: the file comment): fold the interval's reuses and refaults into
+ * the window, then find the lowest threshold whose predicted refault rate keeps target. */
+static uint64_t reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
+			    uint64_t resident_pages, uint64_t dt_ms, double target)
+{
+	const struct vmm_reclaim_config *c = &ctl->cfg;
+	double decay = exp(-(double)dt_ms / (double)c->reuse_tau_ms);
+
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
+		uint64_t grew = ctl->reuse_now[k] - ctl->reuse_last[k];
+		ctl->reuse_last[k] = ctl->reuse_now[k];
+		ctl->reuse_win[k] = ctl->reuse_win[k] * decay + (double)grew;
+	}
+	ctl->reuse_win[vmm_reuse_bucket_of(ctl->age_ms)] += (double)refault_pages;
+	ctl->reuse_win_ms = ctl->reuse_win_ms * decay + (double)dt_ms;
+
+	/* Reuses a threshold in bucket k would have turned into refaults: those at ages in
+	 * bucket k or above.  The allowance is the target's count over the window. */
+	double allowed = target * (double)resident_pages * ctl->reuse_win_ms / 60000.0;
+	double cost = 0.0;
+	unsigned k = VMM_REUSE_BUCKETS;
+	while (k > 0 && cost + ctl->reuse_win[k - 1] <= allowed)
+		cost += ctl->reuse_win[--k];
+	if (k == VMM_REUSE_BUCKETS)
+		return c->max_age_ms; /* even the longest ages reuse too often */
+	return vmm_reuse_bucket_ms(k);
+}
+
 uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 			    uint64_t resident_pages, uint64_t dt_ms)
 {
@@ -130,6 +184,18 @@ uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 	double a = vmm_pid_update(&ctl->pid, 1.0, m, (double)dt_ms / 1000.0);
 
 	ctl->last_rate_per_min = rate;
+	if (c->reuse_tau_ms) {
+		ctl->floor_ms = reuse_floor(ctl, refault_pages, resident_pages, dt_ms, target);
+		double a_floor = ctl->floor_ms > 0
+				     ? log2((double)c->max_age_ms / (double)ctl->floor_ms)
+				     : ctl->pid.cfg.out_max;
+		if (a > a_floor) { /* the floor binds: track it (the file comment) */
+			a = a_floor < 0.0 ? 0.0 : a_floor;
+			if (ctl->pid.integral > a)
+				ctl->pid.integral = a;
+			ctl->pid.output = a;
+		}
+	}
 	ctl->age_ms = age_of(c, a);
 	return ctl->age_ms;
 }

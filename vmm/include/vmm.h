@@ -24,6 +24,9 @@
  *                                      controller that sets the cold age threshold so the
  *                                      refault rate tracks a target.
  *   7. Working-set estimate            bytes touched within each of a list of idle ages.
+ *   8. Reuse histogram                 pages used again, by how long they had been idle: the
+ *                                      refaults each threshold would cause, known before
+ *                                      anything is evicted (6's controller reads it).
  *
  * Conventions: functions that can fail return 0 or a negative errno (-EINVAL for bad
  * arguments, -ENOMEM, -ERANGE for an address outside the guest); nothing aborts on bad
@@ -413,6 +416,11 @@ struct vmm_gen_info {
 	uint64_t pages;
 };
 
+/* Reuses by idle age (vmm/reuse.c): bucket k counts pages the aging hand found used again
+ * after an idle age in [vmm_reuse_bucket_ms(k), vmm_reuse_bucket_ms(k + 1)): half-octaves
+ * from 1 s, the first bucket also holding shorter ages, the last (about 49 min) longer. */
+#define VMM_REUSE_BUCKETS 24
+
 struct vmm_guest_stats {
 	uint64_t min_seq, max_seq;
 	unsigned nr_gens;                         /* max_seq - min_seq + 1 */
@@ -424,12 +432,18 @@ struct vmm_guest_stats {
 	uint64_t evicted_total;
 	uint64_t refaults_by_tier[VMM_MAX_NR_TIERS];
 	uint64_t refault_distance_hist[VMM_MAX_NR_GENS]; /* last bucket: that many or more */
+	uint64_t reuse_hist[VMM_REUSE_BUCKETS]; /* cumulative reuses by idle age, see above */
 	bool tier_protected[VMM_MAX_NR_TIERS]; /* what the next vmm_evict would keep back */
 	uint64_t metadata_bytes;               /* everything libvmm allocated for this guest */
 };
 
 /* A snapshot; O(nr_gens + nr_tiers).  g and st must not be NULL. */
 void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st);
+
+/* The bucket of an idle age, and the lowest age of bucket k (0 for k = 0; k beyond the
+ * last reads as the last).  O(1). */
+unsigned vmm_reuse_bucket_of(uint64_t age_ms);
+uint64_t vmm_reuse_bucket_ms(unsigned k);
 
 /* Check every invariant (min_seq <= each page's seq <= max_seq, per-generation and per-2 MiB
  * counts equal a recount, evicted distances within the sweep's bound, resident + evicted =
@@ -484,6 +498,8 @@ struct vmm_reclaim_config {
 	uint64_t min_age_ms, max_age_ms, initial_age_ms;
 	uint64_t smooth_tau_ms;    /* time constant of the refault rate's moving average; 0:
 				    * each interval's own rate (see vmm/reclaim_ctl.c) */
+	uint64_t reuse_tau_ms;     /* time constant of the reuse histogram's window; 0: no
+				    * reuse floor (see vmm/reclaim_ctl.c) */
 	struct vmm_pid_config pid; /* acts on log2 of the threshold; see vmm/reclaim_ctl.c */
 };
 
@@ -494,10 +510,16 @@ struct vmm_reclaim_ctl {
 	double last_rate_per_min; /* last measured refault fraction per minute (raw) */
 	double rate_per_min;      /* what the controller acts on: the moving average */
 	bool primed;              /* the average has its first value */
+	/* the reuse floor: reuses per idle-age bucket in a decaying window of reuse_tau_ms */
+	uint64_t reuse_now[VMM_REUSE_BUCKETS];  /* last vmm_reclaim_observe_reuse */
+	uint64_t reuse_last[VMM_REUSE_BUCKETS]; /* what the window already holds */
+	double reuse_win[VMM_REUSE_BUCKETS];    /* decayed reuse counts */
+	double reuse_win_ms;                    /* the same decay applied to elapsed time */
+	uint64_t floor_ms; /* the shortest threshold the reuses say keeps the target (0: none) */
 };
 
 /* target 0.002/min, thresholds 10 s .. 1 h starting at 2 min, rate averaged over 60 s,
- * kp 0.25, ki 0.01/s, kd 0 (measured in tests/unit/test_reclaim_ctl.c). */
+ * reuse window 5 min, kp 0.25, ki 0.01/s, kd 0 (measured in tests/unit/test_reclaim_ctl.c). */
 void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg);
 /* Returns 0 or -EINVAL (target not > 0, min_age_ms 0 or above max_age_ms, initial_age_ms
  * outside [min, max]).  The pid's out_min/out_max are set here from the age limits. */
@@ -507,6 +529,11 @@ int vmm_reclaim_init(struct vmm_reclaim_ctl *ctl, const struct vmm_reclaim_confi
  * in ctl->cfg may be changed between calls.  O(1). */
 uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 			    uint64_t resident_pages, uint64_t dt_ms);
+/* The guest's cumulative reuse histogram (vmm_guest_stats.reuse_hist), read before each
+ * vmm_reclaim_update: the next update adds what it grew by to its window and keeps the
+ * threshold at or above the reuse floor.  A histogram that went backwards (a new guest
+ * state) restarts the count.  O(VMM_REUSE_BUCKETS). */
+void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist);
 
 #ifdef __cplusplus
 }
