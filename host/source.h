@@ -31,6 +31,9 @@ struct vmm_run;
 
 struct mtd_source_ops {
 	const char *name;
+	/* The source says which pages were used (access bits), not only how much memory: only
+	 * then do the reuses libvmm counts by idle age mean anything (vmm/reuse.c). */
+	bool per_page;
 	/*
 	 * One aging round at now_ms: must call vmm_age_begin or vmm_age_walk on g exactly once,
 	 * then report young pages.  Returns 0, -EAGAIN when the source had nothing new this

@@ -126,6 +126,7 @@ static void agent_destroy(void *ctx)
 
 static const struct mtd_source_ops agent_ops = {
     .name = "agent",
+    .per_page = false, /* amounts of memory, laid over the first pages of RAM */
     .age = agent_age,
     .evicted = NULL,
     .fresh = agent_fresh,

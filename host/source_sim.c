@@ -76,6 +76,7 @@ static void sim_destroy(void *ctx)
 
 static const struct mtd_source_ops sim_ops = {
     .name = "sim",
+    .per_page = true,
     .age = sim_age,
     .evicted = sim_evicted,
     .fresh = sim_fresh,

@@ -146,6 +146,10 @@ static int attach(struct mtd_vm *vm)
 		rcfg.min_age_ms = rcfg.max_age_ms;
 	if (rcfg.initial_age_ms > rcfg.max_age_ms || rcfg.initial_age_ms < rcfg.min_age_ms)
 		rcfg.initial_age_ms = rcfg.max_age_ms;
+	/* The reuse floor needs page-level truth: the agent's amounts, laid over the first
+	 * pages of RAM, would read as reuses every time the guest's use grows back. */
+	if (!vm->source.ops || !vm->source.ops->per_page)
+		rcfg.reuse_tau_ms = 0;
 	rc = vmm_reclaim_init(&vm->reclaim, &rcfg);
 	if (rc < 0)
 		return rc;

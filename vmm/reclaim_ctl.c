@@ -30,7 +30,8 @@
  *                     so integral action does the work.  tests/unit/test_reclaim_ctl.c
  *                     runs a simulated guest (20 000 pages, idle times spread from 10 s
  *                     to 4 h) for 6 h: over hours 4-6 the rate is 0.00200/min against
- *                     the 0.002 target, the threshold between 291 and 347 s (fed raw
+ *                     the 0.002 target, the threshold between 291 and 347 s (0.00191/min,
+ *                     291..386 s, with the reuse floor fed by refaults alone; fed raw
  *                     interval counts: 0.00216/min, 242..416 s).
  * Bursts: the measurement is taken on a moving average of the rate (time constant
  *   smooth_tau_ms, 60 s), not on each interval's own count.  Refaults come in bursts: a
