@@ -56,6 +56,8 @@ static const struct pdesc pdescs[] = {
     {"mt-smooth-tau-ms", P_U64, F(mt_smooth_tau_ms), 1, 3.6e6, "time constant of that EMA"},
     {"mt-reuse-tau-ms", P_U64, F(mt_reuse_tau_ms), 0, 3.6e7,
      "window of the reuse histogram that floors the threshold (0: no floor)"},
+    {"mt-take-free", P_BOOL, F(mt_take_free), 0, 1,
+     "pages the guest frees go to the host at once (the balloon takes free memory first)"},
     {"mt-aging-div", P_UINT, F(mt_aging_div), 1, 64, "aging rounds per cold age threshold"},
 };
 #undef F
@@ -86,6 +88,7 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_smooth = rc.smooth_tau_ms != 0;
 	p->mt_smooth_tau_ms = rc.smooth_tau_ms;
 	p->mt_reuse_tau_ms = rc.reuse_tau_ms;
+	p->mt_take_free = true;
 }
 
 void sim_params_default(struct sim_params *p)

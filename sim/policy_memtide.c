@@ -14,7 +14,10 @@
  * At the end of each epoch, in the order of the data flow (docs/design.md):
  *   Step 1: feedback - faults the core saw: a refault goes to vmm_refault (and counts for
  *           the controller), a fill of a page libvmm had evicted to vmm_restore; pages the
- *           guest freed are hinted cold (the agent's free hints, vmm_hint_cold);
+ *           guest freed are hinted cold (the agent's free hints, vmm_hint_cold) and, with
+ *           mt-take-free (default), given to the host at once: they hold nothing, and a
+ *           balloon's inflation takes free memory first (memtided's balloon path; 0 models
+ *           return=reclaim, where only free page reporting's 2 MiB blocks go back);
  *   Step 2: access bits - the epoch's accesses join the set seen since the last round;
  *   Step 3: control - every mt-interval-ms, vmm_reclaim_update turns the interval's
  *           refaults and the resident pages into a new cold age threshold (libvmm averages
@@ -226,8 +229,11 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 	uint64_t t1 = sim_epoch_end_ms(ctx->t, e);
 	int rc = mt_feedback(m, ctx); /* Step 1 */
 
-	for (uint32_t i = 0; i < ep->nr_free && !rc; i++)
+	for (uint32_t i = 0; i < ep->nr_free && !rc; i++) {
 		rc = vmm_hint_cold(m->g, sim_page_gpa(ctx->t, ep->freed[i]), 1);
+		if (ctx->p->mt_take_free)
+			sim_evict(ctx, ep->freed[i]);
+	}
 	if (rc)
 		return rc;
 	mt_collect(m, ep);          /* Step 2 */

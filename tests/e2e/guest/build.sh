@@ -117,7 +117,7 @@ echo "E2E-READY"
 status=0
 [ -n "$run" ] && { $run; status=$?; }
 echo "E2E-EXIT $status"
-grep -E 'oom_kill|pswpout|pswpin' /proc/vmstat | tr '\n' ' ' | sed 's/^/E2E-VMSTAT /'; echo
+grep -E '^(oom_kill|pswpout|pswpin|pgmigrate_success|compact_stall|compact_daemon_wake) ' /proc/vmstat | tr '\n' ' ' | sed 's/^/E2E-VMSTAT /'; echo
 sync
 poweroff -f
 INIT

@@ -4,19 +4,25 @@
 # and 150 MiB of cold tmpfs data (shmem: the initramfs root has no block-backed page cache).
 # Swap: zram inside the guest (700 MiB disksize, lzo-rle).  zram's compressed pages live in
 # guest RAM, so the guest-RAM Rss measured on the host is already net of what swap holds.
-# Guest THP is off (transparent_hugepage=never) in both runs: under TCG a guest's 2 MiB pages
+# Guest THP is off (transparent_hugepage=never): under TCG a guest's 2 MiB pages
 # make the softmmu TLB slow, and swap splits them, so with THP on the run with memtided was
 # measured 2.5x FASTER than the baseline (22.4 M vs 9.1 M pages/s): not a fair comparison.
-# Run 1 (baseline): no memtided, no agent.  Run 2: memtided --qmp --agent --interval 2, with
-# the default policy return=reclaim (the agent reclaims, free page reporting hands back 2 MiB
-# blocks, the balloon stays at 1024 MiB; E2E_RETURN=balloon runs the balloon instead).
-# Asserts: Rss falls by >= 60% of the 500 MiB cold within 60 s; the hot set never stalls for
-# more than two control intervals; no OOM kill; the cold data reads back intact.  Reported:
-# the hot set's throughput against the baseline (mean, median over the run, median of the
-# last 15 s: the steady state, or the controller's last probe when that falls late).
+# One boot, two phases of the same workload process: seconds 1-40 run without memtided (the
+# baseline: the agent is up but nothing talks to it), then memtided --qmp --agent --interval 2
+# starts, with the default policy return=reclaim (the agent reclaims, free page reporting hands
+# back 2 MiB blocks, the balloon stays at 1024 MiB; E2E_RETURN=balloon runs the balloon
+# instead), for 70 s more.  Why one boot and not a baseline boot: under TCG two identical
+# boots of this workload ran at 8.3 M and 9.7 M pages/s (medians; host THP on or off made no
+# difference: 9.7/9.6 M without, 8.3/9.7 M with), more than the 10% the goal allows; within
+# one process the softmmu state, the guest's page placement and the host are the same.
+# Asserts: Rss falls by >= 60% of the 500 MiB cold within 60 s; the hot set's median rate with
+# memtided is within 10% of the baseline's; it never stalls for more than two control
+# intervals; no OOM kill; the cold data reads back intact.  Also reported: the mean rates and
+# the median of the last 15 s (the steady state, or the controller's last probe when that
+# falls late).
 . "$(dirname "$0")/../lib.sh"
 e2e_init 02_cold_memory
-echo "1..5"
+echo "1..6"
 if ! e2e_build; then
 	e2e_not_ok "guest image: cannot build it (see above; the kernel comes from apt-get download)"
 	exit 1
@@ -29,22 +35,14 @@ COLD_MIB=500
 RETURN=${E2E_RETURN:-reclaim} # policy `return`: how memtided hands the memory to the host
 e2e_fig return "$RETURN"
 
-# Run 1: the baseline.
-e2e_boot 1024 "memload hotcold 200 350 150 40" "memtide.agent=0 memtide.zram_mib=700 transparent_hugepage=never"
-e2e_wait '^WL-FILLED' 120 >/dev/null
-base=$(e2e_wait '^WL-DONE' 90 | awk '{print $2}')
-e2e_wait '^E2E-EXIT' 30 >/dev/null
-grep -a '^WL-RATE' "$E2E_CONSOLE" | tr -d '\r' >"$E2E_DIR/base-rates" # run 2 reuses the console
-e2e_cleanup_guest() { kill "$E2E_QEMU_PID" 2>/dev/null; wait "$E2E_QEMU_PID" 2>/dev/null; }
-e2e_cleanup_guest
-e2e_fig baseline_pages_per_s "${base:-0}"
-
-# Run 2: with memtided.
-e2e_boot 1024 "memload hotcold 200 350 150 70" "memtide.zram_mib=700 transparent_hugepage=never"
+BASE_S=40 RUN_S=70
+e2e_boot 1024 "memload hotcold 200 350 150 $((BASE_S + RUN_S))" "memtide.zram_mib=700 transparent_hugepage=never"
 e2e_wait '^WL-FILLED' 120 >/dev/null
 rss0=$(e2e_guest_rss_mib)
 thp0=$(e2e_guest_thp_mib)
 e2e_fig rss_filled_mib "$rss0"
+# The baseline phase: the workload's first BASE_S seconds, nothing managing the guest.
+e2e_wait "^WL-RATE $BASE_S " $((BASE_S + 60)) >/dev/null
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
 	--config "$(e2e_memtided_conf "$RETURN")" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level "${E2E_LOG_LEVEL:-info}" \
 	2>"$E2E_DIR/memtided.log"
@@ -55,32 +53,40 @@ while [ $(($(e2e_now_ms) - t0)) -lt 60000 ] && kill -0 "$E2E_QEMU_PID" 2>/dev/nu
 	if [ -n "$r" ] && [ "$r" -lt "$min" ]; then min=$r tmin=$(($(e2e_now_ms) - t0)); fi
 	sleep 1
 done
-done_line=$(e2e_wait '^WL-DONE' 60)
+e2e_wait '^WL-DONE' 60 >/dev/null
 thp1=$(e2e_guest_thp_mib)
-with=$(echo "$done_line" | awk '{print $2}')
-grep -a '^WL-RATE' "$E2E_CONSOLE" | tr -d '\r' >"$E2E_DIR/rates"
-# Per-second hot-set rates (pages/s) of both runs: the median of each, the last 15 s of the
-# run with memtided (after its reclaim, when it has given back what the guest asked for),
+grep -a '^WL-RATE' "$E2E_CONSOLE" | tr -d '\r' | awk -v b=$BASE_S '$2 <= b' >"$E2E_DIR/base-rates"
+grep -a '^WL-RATE' "$E2E_CONSOLE" | tr -d '\r' | awk -v b=$BASE_S '$2 > b' >"$E2E_DIR/rates"
+# Per-second hot-set rates (pages/s) of both phases: the mean and median of each, the last
+# 15 s with memtided (after its reclaim, when it has given back what the guest asked for),
 # and the longest stall: consecutive seconds under 10% of the baseline's median.
-read -r base_med with_med tail_med stall < <(python3 - "$E2E_DIR/base-rates" "$E2E_DIR/rates" <<'PY'
+read -r base with base_med with_med tail_med stall < <(python3 - "$E2E_DIR/base-rates" "$E2E_DIR/rates" <<'PY'
 import statistics, sys
 def rates(path):
     return [float(l.split()[2]) for l in open(path) if len(l.split()) >= 3]
 b, w = rates(sys.argv[1]), rates(sys.argv[2])
 if not b or not w:
-    print(0, 0, 0, 999); sys.exit()
+    print(0, 0, 0, 0, 0, 999); sys.exit()
 bm = statistics.median(b)
 run = longest = 0
 for x in w:
     run = run + 1 if x < 0.1 * bm else 0
     longest = max(longest, run)
-print(int(bm), int(statistics.median(w)), int(statistics.median(w[-15:])), longest)
+print(int(statistics.mean(b)), int(statistics.mean(w)), int(bm), int(statistics.median(w)),
+      int(statistics.median(w[-15:])), longest)
 PY
 )
+# Every second's rate, in M pages/s, so that a slow run leaves its shape in the log.
+echo "# rates baseline: $(awk '{ printf "%.1f ", $3 / 1e6 }' "$E2E_DIR/base-rates")"
+echo "# rates memtided: $(awk '{ printf "%.1f ", $3 / 1e6 }' "$E2E_DIR/rates")"
+# ...and what the guest's kernel did to its pages each second: swap-ins/pages migrated.
+echo "# swpin/mig baseline: $(sed 's/.*swpin=\([0-9]*\) mig=\([0-9]*\).*/\1\/\2/' "$E2E_DIR/base-rates" | tr '\n' ' ')"
+echo "# swpin/mig memtided: $(sed 's/.*swpin=\([0-9]*\) mig=\([0-9]*\).*/\1\/\2/' "$E2E_DIR/rates" | tr '\n' ' ')"
 vm=$(e2e_wait '^E2E-VMSTAT' 60)
 e2e_fig rss_min_mib "$min"
 e2e_fig saved_mib $((rss0 - min))
 e2e_fig saved_at_ms "$tmin"
+e2e_fig baseline_pages_per_s "${base:-0}"
 e2e_fig memtide_pages_per_s "${with:-0}"
 e2e_fig mean_rate_ratio "$(awk -v a="${with:-0}" -v b="${base:-0}" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
 e2e_fig baseline_median_pages_per_s "$base_med"
@@ -92,22 +98,25 @@ e2e_fig host_thp_filled_mib "${thp0:-0}"
 e2e_fig host_thp_after_mib "${thp1:-0}"
 e2e_fig pswpout "$(echo "$vm" | sed -n 's/.*pswpout \([0-9]*\).*/\1/p')"
 e2e_fig pswpin "$(echo "$vm" | sed -n 's/.*pswpin \([0-9]*\).*/\1/p')"
+e2e_fig pgmigrate_success "$(echo "$vm" | sed -n 's/.*pgmigrate_success \([0-9]*\).*/\1/p')"
 oom=$(echo "$vm" | sed -n 's/.*oom_kill \([0-9]*\).*/\1/p')
 e2e_fig oom_kill "${oom:-unknown}"
 [ $((rss0 - min)) -ge $((COLD_MIB * 60 / 100)) ]
 e2e_check $? "host memory fell by >= 60% of $COLD_MIB MiB cold within 60 s ($((rss0 - min)) MiB)"
-# Throughput.  The mean decides nothing at 10% under TCG: the same workload's rate moves 5x for
-# seconds at a time (measured: 46 M pages/s for 18 s, 9 M before), so the mean is reported
-# and medians are compared.  Stalls: the hot set must never run under 10% of the baseline's
+# Throughput.  Stalls: the hot set must never run under 10% of the baseline's
 # median rate for longer than two control intervals (4 s) in a row.  See docs/e2e.md.
 [ "$stall" -le 4 ]
 e2e_check $? "the hot set never stalled longer than two control intervals (4 s) (longest: $stall s; mean rate $with vs $base pages/s, median $with_med vs $base_med, last 15 s $tail_med)"
-# The 10% goal is reported, not asserted: the median met it in six runs (0.95-1.22) and
-# missed it in one CI run (0.60), with the rate slow for most of the run; the demo showed the
-# same slow mode (5.5 M pages/s against 9.5 M) for 20 s with memtided idle.  Whether that is
-# TCG or the cost of hot pages refaulted into memory the host backs with 4 KiB pages is not
-# settled (docs/e2e.md).
-e2e_fig median_ratio "$(awk -v a="$with_med" -v b="$base_med" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
+# The goal: the hot set's median rate with memtided within 10% of the baseline phase's.
+# Medians, not means: TCG's rate jumps for seconds at a time (a reclaim step costs 2-3 s
+# at 40-70%: the guest compresses into zram on the vCPUs the workload shares), and the
+# goal is about the run, not its worst seconds; those are bounded by the stall check above.
+# One-sided: TCG's softmmu TLB also jumps into a mode 6x faster (it holds the whole hot set)
+# and it began and ended at memtided's reclaim steps (TCG resizes its TLB when flushed).
+ratio=$(awk -v a="$with_med" -v b="$base_med" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+e2e_fig median_ratio "$ratio"
+awk -v r="$ratio" 'BEGIN { exit !(r >= 0.90) }'
+e2e_check $? "the hot set's median rate with memtided is within 10% of the baseline's ($with_med vs $base_med pages/s: $ratio)"
 [ "${oom:-1}" = 0 ]
 e2e_check $? "no OOM kill in the guest"
 grep -q '^WL-COLD-OK' "$E2E_CONSOLE"

@@ -168,6 +168,7 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 	unsigned char *cold = map_mib(cold_mib), *hot = map_mib(hot_mib + grow_mib);
 	double t0, tsec, total = 0;
 	unsigned long sec = 0, touched = 0, i = 0, total0_kib = mem_total_kib(), balloon_mib = 0;
+	unsigned long swpin0 = vmstat("pswpin"), mig0 = vmstat("pgmigrate_success");
 	int grow_now = 0;
 
 	if (hot_pages == 0) {
@@ -204,8 +205,16 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 		if ((touched & 1023) == 0 && now_s() - tsec >= 1.0) {
 			double t = now_s();
 
+			unsigned long swpin = vmstat("pswpin"), mig = vmstat("pgmigrate_success");
+
 			sec++;
-			printf("WL-RATE %lu %.0f\n", sec, touched / (t - tsec));
+			/* The rate, and what the guest's kernel did to the workload's pages in the
+			 * same second: swap-ins, and pages migrated (compaction moves pages, and
+			 * each move costs the workload a TLB flush and a fault). */
+			printf("WL-RATE %lu %.0f swpin=%lu mig=%lu\n", sec, touched / (t - tsec),
+			       swpin - swpin0, mig - mig0);
+			swpin0 = swpin;
+			mig0 = mig;
 			fflush(stdout);
 			total += touched;
 			touched = 0;
