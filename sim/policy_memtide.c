@@ -15,7 +15,8 @@
  *   Step 1: feedback - faults the core saw: a refault goes to vmm_refault (and counts for
  *           the controller), a fill of a page libvmm had evicted to vmm_restore; pages the
  *           guest freed are hinted cold (the agent's free hints, vmm_hint_cold) and, with
- *           mt-take-free (default), given to the host at once: they hold nothing, and a
+ *           mt-take-free (default), given to the host at once (and, after the first
+ *           epoch, every page never used): they hold nothing, and a
  *           balloon's inflation takes free memory first (memtided's balloon path; 0 models
  *           return=reclaim, where only free page reporting's 2 MiB blocks go back);
  *   Step 2: access bits - the epoch's accesses join the set seen since the last round;
@@ -234,6 +235,12 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		if (ctx->p->mt_take_free)
 			sim_evict(ctx, ep->freed[i]);
 	}
+	/* The guest's memory that was never used is free too: the first inflation takes it
+	 * (the guest reports MemFree; the balloon's pages come from its free lists). */
+	if (e == 0 && ctx->p->mt_take_free)
+		for (uint32_t p = 0; p < ctx->t->ram_pages; p++)
+			if (!(ctx->pg[p] & SIM_PG_LIVE))
+				sim_evict(ctx, p);
 	if (rc)
 		return rc;
 	mt_collect(m, ep);          /* Step 2 */

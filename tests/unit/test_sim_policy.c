@@ -326,6 +326,52 @@ static void test_memtide(void **state)
 	sim_trace_free(&t);
 }
 
+/* Every other page of the first 2048 written at epoch 0, the even pages of [512, 2048) used
+ * every epoch, the even pages of [0, 510) freed at epoch 5 (page 510 stays, so the first
+ * 2 MiB block never empties): memory never used and memory freed lie scattered between
+ * used pages, where free page reporting's 2 MiB blocks cannot reach them. */
+static void scattered_fill(uint64_t e, uint32_t *acc, size_t *n, uint32_t *fr, size_t *nf)
+{
+	for (uint32_t p = e == 0 ? 0 : 512; p < 2048; p += 2)
+		acc[(*n)++] = e == 0 ? (p | SIM_ACC_WRITE) : p;
+	if (e == 5)
+		for (uint32_t p = 0; p < 510; p += 2)
+			fr[(*nf)++] = p;
+}
+
+/* memtide with mt-take-free (the default) gives the host memory never used after the first
+ * epoch and freed memory at the end of the epoch that freed it, as a balloon takes free
+ * memory first; without it, only free page reporting's whole blocks go back and the rest
+ * waits for the eviction hand (here never: the floor is longer than the trace). */
+static void test_memtide_takes_free(void **state)
+{
+	struct sim_trace t;
+	struct sim_params p;
+	struct sim_result with, without;
+
+	(void)state;
+	sim_params_default(&p);
+	p.mt_min_age_ms = 600000;
+	p.mt_initial_age_ms = 600000;
+	build(&t, 4096, 30, scattered_fill);
+	run(&t, "memtide", &p, &with);
+	p.mt_take_free = false;
+	run(&t, "memtide", &p, &without);
+	/* After epoch 0: the 1024 written pages only, against 2048 (the upper half goes back
+	 * through free page reporting as whole blocks, after its 2 s delay). */
+	assert_int_equal(with.resident_per_epoch[1], 1024);
+	assert_int_equal(without.resident_per_epoch[10], 2048);
+	/* The 255 pages freed at epoch 5 leave at once, and nothing live ever did. */
+	assert_int_equal(with.resident_per_epoch[6], 1024 - 255);
+	assert_int_equal(without.resident_per_epoch[6], 2048);
+	assert_int_equal(with.evicted_live, 0);
+	assert_int_equal(with.refaults, 0);
+	assert_true(with.saved > without.saved + 0.2);
+	sim_result_free(&with);
+	sim_result_free(&without);
+	sim_trace_free(&t);
+}
+
 /* After a step growth, memtide (its defaults: libvmm averages the refault rate) stops
  * refaulting within two control intervals: the only refaults are the step's own (the grown
  * set had been reclaimed).  Fed each interval raw (--mt-smooth 0) it keeps refaulting. */
@@ -487,6 +533,7 @@ int main(void)
 	    cmocka_unit_test(test_lru2),
 	    cmocka_unit_test(test_damon),
 	    cmocka_unit_test(test_memtide),
+	    cmocka_unit_test(test_memtide_takes_free),
 	    cmocka_unit_test(test_oracle_is_lower_bound),
 	    cmocka_unit_test(test_memtide_react),
 	    cmocka_unit_test(test_react_metric),

@@ -433,8 +433,8 @@ struct vmm_guest_stats {
 	uint64_t refaults_by_tier[VMM_MAX_NR_TIERS];
 	uint64_t refault_distance_hist[VMM_MAX_NR_GENS]; /* last bucket: that many or more */
 	uint64_t reuse_hist[VMM_REUSE_BUCKETS]; /* cumulative reuses by idle age, see above */
-	bool tier_protected[VMM_MAX_NR_TIERS]; /* what the next vmm_evict would keep back */
-	uint64_t metadata_bytes;               /* everything libvmm allocated for this guest */
+	bool tier_protected[VMM_MAX_NR_TIERS];  /* what the next vmm_evict would keep back */
+	uint64_t metadata_bytes;                /* everything libvmm allocated for this guest */
 };
 
 /* A snapshot; O(nr_gens + nr_tiers).  g and st must not be NULL. */
