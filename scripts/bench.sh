@@ -16,6 +16,8 @@ done
 if [ -x "$BUILD/bin/memtide-sim" ]; then
 	echo "bench.sh: running memtide-sim bench" >&2
 	"$BUILD/bin/memtide-sim" bench | tee -a "$out/results.jsonl" || rc=1
+	# The most any policy without foresight can save on the zipf trace (docs/results.md).
+	python3 sim/tools/zipf_online_bound.py | tee -a "$out/results.jsonl" || rc=1
 fi
 echo "bench.sh: $(wc -l <"$out/results.jsonl") results in $out/results.jsonl" >&2
 exit $rc

@@ -11,6 +11,7 @@ of such a page is a refault.  This script finds the largest saving A0 reaches wi
 refault budget (share of resident pages per minute), from the generator's own parameters.
 
 Usage: sim/tools/zipf_online_bound.py [RAM_PAGES] [BUDGET...]   (32768; 0.002 0.01)
+`make bench` prints its lines after memtide-sim's.
 """
 import sys
 

@@ -87,4 +87,16 @@ else
 	echo "ok $((n + 1)) # SKIP valgrind not installed (apt install valgrind)"
 	n=$((n + 1))
 fi
+# 7. the zipf online bound (sim/tools/zipf_online_bound.py, docs/results.md) lies where it
+# must: above what free page reporting alone saves on that trace, under the oracle's saving
+# within the same budget, and no online policy within the budget beats it.
+saved() { "$SIM" run --gen zipf --ram-pages 4096 --epochs 300 --budget 0.002 "$@" |
+	sed -n 's/.*"saved":\([0-9.]*\).*/\1/p'; }
+bound=$(python3 sim/tools/zipf_online_bound.py 4096 0.002 | sed -n 's/.*"saved":\([0-9.]*\).*/\1/p')
+fpr=$(saved --policy fpr-only)
+orc=$(saved --policy oracle)
+mt=$(saved --policy memtide --mt-min-age-ms 600000)
+check "zipf online bound: fpr-only $fpr <= bound $bound <= oracle $orc; memtide $mt <= bound" \
+	'[ -n "$bound" ] && awk -v b="$bound" -v f="$fpr" -v o="$orc" -v m="$mt" \
+		"BEGIN { exit !(f <= b && b <= o && m <= b + 0.005) }"'
 echo "1..$n"
