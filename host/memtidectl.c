@@ -379,7 +379,8 @@ static void print_vm(struct json_object *vm)
 	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
 	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
-	       age_str(get_i(vm, "reuse_floor_ms"), c, sizeof(c)),
+	       get_i(vm, "reuse_floor_ms") > 0 ? age_str(get_i(vm, "reuse_floor_ms"), c, sizeof(c))
+					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
 	if (json_object_object_get_ex(vm, "policy", &pol)) {

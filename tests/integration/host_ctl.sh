@@ -109,14 +109,16 @@ r = json.load(sys.stdin)
 v = r["vms"][0]
 assert r["ok"] and v["name"] == "it-vm" and v["max_bytes"] == 512 << 20, v
 assert 0 < v["balloon_actual_bytes"] <= v["max_bytes"], v
-assert r["host"]["mem_total_bytes"] == 25165824 * 1024, r["host"]'
+assert r["host"]["mem_total_bytes"] == 25165824 * 1024, r["host"]
+# The threshold never goes below the reuse floor (the simulated source has page-level bits).
+assert 0 <= v["reuse_floor_ms"] <= v["cold_age_ms"], v'
 check $? "status --json parses and its figures are the VM's and the host's"
 
 # 6: vm show.
 out=$(ctl vm show it-vm)
 echo "$out" | sed 's/^/#   /' | head -20
 echo "$out" | grep -q 'generations (oldest first' && echo "$out" | grep -Eq '\|#+\.*\|' &&
-	echo "$out" | grep -q 'controller: cold age threshold'
+	echo "$out" | grep -Eq 'controller: cold age threshold [0-9.]+[sm] \(reuse floor ([0-9.]+[sm]|none)\)'
 check $? "vm show prints generation bars and the controller"
 
 # 7-9: policy.
@@ -217,6 +219,7 @@ assert 0 < get("memtide_vm_balloon_actual_bytes", domain="it-vm")[0] <= 512 * 2*
 assert sum(get("memtide_vm_state", domain="it-vm")) == 1.0
 assert len(get("memtide_vm_generation_pages", domain="it-vm")) >= 2
 assert len(get("memtide_vm_working_set_by_age_bytes", domain="it-vm")) == 4
+assert 0 <= get("memtide_vm_reuse_floor_seconds", domain="it-vm")[0] <= get("memtide_vm_cold_age_seconds", domain="it-vm")[0]
 print("# %d series in %d families" % (len(series), len(seen)))
 PY
 check $? "the /metrics scrape parses as Prometheus text, with the VM's series and sane values"
