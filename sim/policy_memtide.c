@@ -112,9 +112,6 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	/* The reuse floor: the aging hand's reuses by idle age keep the threshold above the
 	 * ages the guest still reuses (vmm/reuse.c); --mt-reuse-tau-ms 0 turns it off. */
 	rc.reuse_tau_ms = p->mt_reuse_tau_ms;
-	/* The reuse floor: the aging hand's reuses by idle age keep the threshold above the
-	 * ages the guest still reuses (vmm/reuse.c); --mt-reuse-tau-ms 0 turns it off. */
-	rc.reuse_tau_ms = p->mt_reuse_tau_ms;
 	rc.pid.kp = p->mt_kp;
 	rc.pid.ki = p->mt_ki;
 	rc.pid.kd = p->mt_kd;
