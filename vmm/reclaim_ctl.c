@@ -48,9 +48,8 @@
  *   once and comes back as a burst (memtide-sim, docs/results.md: a controller fed raw
  *   refault counts took 280-295 s to react to a step growth, 30 s with the floor).  The
  *   aging hand has seen those reuses already: libvmm counts pages used again by how long
- *   they had been idle (reuse.c).  In a
- *   window of reuse_tau_ms (5 min) those counts give, for each threshold T, the refault rate
- *   T would cause: the reuses at idle ages >= T, per minute, over the resident pages.  The
+ *   they had been idle (reuse.c).  In a window of reuse_tau_ms (5 min) those counts give,
+ *   for each threshold T, the refault rate T would cause: the reuses at idle ages >= T, per minute, over the resident pages.  The
  *   floor is the lowest bucket boundary whose predicted rate is within the target; the
  *   threshold is the PID's or the floor, whichever is longer.  Refaults that happened (the
  *   prediction missed, or pages evicted before the window saw them) are counted at the
