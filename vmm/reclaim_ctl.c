@@ -49,14 +49,14 @@
  *   refault counts took 280-295 s to react to a step growth, 30 s with the floor).  The
  *   aging hand has seen those reuses already: libvmm counts pages used again by how long
  *   they had been idle (reuse.c).  In a window of reuse_tau_ms (5 min) those counts give,
- *   for each threshold T, the refault rate T would cause: the reuses at idle ages >= T, per minute, over the resident pages.  The
- *   floor is the lowest bucket boundary whose predicted rate is within the target; the
- *   threshold is the PID's or the floor, whichever is longer.  Refaults that happened (the
- *   prediction missed, or pages evicted before the window saw them) are counted at the
- *   threshold that let them go, so the floor rises past it.  When the floor binds, the PID's
- *   integral is set back to the floor's position (tracking anti-windup), so that a refault
- *   burst moves the threshold up at once rather than after unwinding what the PID
- *   accumulated while the floor held it.
+ *   for each threshold T, the refault rate T would cause: the reuses at idle ages >= T, per
+ *   minute, over the resident pages.  The floor is the lowest bucket boundary whose
+ *   predicted rate is within the target; the threshold is the PID's or the floor,
+ *   whichever is longer.  Refaults that happened (the prediction missed, or pages evicted
+ *   before the window saw them) are counted at the threshold that let them go, so the
+ *   floor rises past it.  When the floor binds, the PID's integral is set back to the
+ *   floor's position (tracking anti-windup), so that a refault burst moves the threshold up
+ *   at once rather than after unwinding what the PID accumulated while the floor held it.
  * Known bias: the loop zeroes the average of log2(1 + r / target), and a noisy r whose log
  * averages to the target's has a higher plain average (Jensen), so a noisy rate settles
  * above the target: 8% with raw interval counts in the test above; with the moving
