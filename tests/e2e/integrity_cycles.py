@@ -19,10 +19,12 @@ failure.
 """
 import json
 import os
-import re
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from console import Console  # noqa: E402  (whole lines only: see console.py)
 
 MiB = 1 << 20
 
@@ -46,30 +48,6 @@ class Ctl:
         vm = json.loads(self.run("--json", "vm", "show", self.vm))
         vm = vm.get("vm", vm)
         return vm["balloon_actual_bytes"] // MiB
-
-
-class Console:
-    """Follows the guest's console log for WL- lines."""
-
-    def __init__(self, path):
-        self.f = open(path, "rb")
-
-    def skip(self):
-        """Forget every line written so far: the next wait sees only new ones."""
-        self.f.seek(0, os.SEEK_END)
-
-    def wait(self, pattern, timeout):
-        rx = re.compile(pattern)
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            line = self.f.readline()
-            if not line:
-                time.sleep(0.05)
-                continue
-            m = rx.search(line.decode(errors="replace"))
-            if m:
-                return m
-        raise RuntimeError("no console line matching %r within %d s" % (pattern, timeout))
 
 
 def wait_actual(ctl, done, timeout):
@@ -103,8 +81,8 @@ def main():
         # Every page is checked after this cycle: a pass that begins from now on (a pass
         # already running began before the cycle ended and does not count).
         con.skip()
-        n = int(con.wait(r"WL-PASS-BEGIN (\d+)", 120).group(1))
-        m = con.wait(r"WL-PASS %d bad=(\d+) pages=(\d+) pswpout=(\d+)" % n, 180)
+        n = int(con.wait(r"WL-PASS-BEGIN (\d+)", 120)[0].group(1))
+        m, _ = con.wait(r"WL-PASS %d bad=(\d+) pages=(\d+) pswpout=(\d+)" % n, 180)
         out["cycles"].append({
             "cycle": c, "lowest_mib": lowest, "reached_low": reached,
             "deflated_mib": highest, "pass": n, "bad": int(m.group(1)),

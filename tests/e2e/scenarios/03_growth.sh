@@ -36,20 +36,7 @@ e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval
 	--config "$(e2e_memtided_conf balloon)" --no-metrics --socket "$SOCK" --log-level info 2>"$E2E_DIR/memtided.log"
 # When the guest's growth began, on the host's CLOCK_MONOTONIC (memtided's log clock): the
 # console is followed here, not with tail, so the time is taken as the line appears.
-tg_ms=$(python3 - "$E2E_CONSOLE" <<'PY'
-import sys, time
-f = open(sys.argv[1], "rb")
-end = time.monotonic() + 150
-while time.monotonic() < end:
-    line = f.readline()
-    if not line:
-        time.sleep(0.01)
-        continue
-    if line.startswith(b"WL-GROW "):
-        print(int(time.monotonic() * 1000), line.decode(errors="replace").strip())
-        break
-PY
-)
+tg_ms=$(python3 tests/e2e/console.py "$E2E_CONSOLE" '^WL-GROW ' 150)
 gline=${tg_ms#* }
 tg_ms=${tg_ms%% *}
 gnline=$(e2e_wait '^WL-GROWN' 120)
