@@ -10,7 +10,7 @@
  *              squeeze (0..1) is how hard the host arbiter leans on this VM;
  *   step     = max_inflate_step_bytes * (1 + squeeze): the most taken in one interval.
  *
- * The step, numbered as in docs/design.md ("Safety"):
+ * The step, in order (docs/operations.md lists the same rules for operators):
  *   1. bounds (a lowered max takes effect at once, with a reclaim of the cut);
  *   2. exit or disabled -> ceiling; 3. agent need -> give need + headroom now;
  *   4. pressure (PSI or MemAvailable) -> give max(deflate_min, headroom) now;
@@ -20,7 +20,8 @@
  * return=reclaim in force, stays at the ceiling while the agent reclaims the guest's use
  * down to the target.
  * Every deflate (3, 4, 5, 7) arms the hold, so a VM that just needed memory is not squeezed
- * again in the next interval: the asymmetry that keeps a guest out of its OOM killer (seen
+ * again in the next interval (and a VM that keeps refusing steps waits longer each time:
+ * arm_hold): the asymmetry that keeps a guest out of its OOM killer (seen
  * here: a balloon inflated to hot set + 250 MiB had the guest OOM-kill its workload 1.3 s
  * later; /work/shared/README.md).
  */
@@ -60,6 +61,7 @@ void mtd_ctl_config_default(struct mtd_ctl_config *cfg)
 	cfg->mem_available_low_bytes = 64 * MiB;
 	cfg->agent_silence_ms = 30000;
 	cfg->hold_after_deflate_ms = 30000;
+	cfg->hold_max_ms = 480000;
 	cfg->min_change_bytes = 4 * MiB;
 }
 
@@ -83,6 +85,14 @@ int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t 
 	}
 	if (cfg->agent_silence_ms < cfg->interval_ms) {
 		snprintf(err, errlen, "agent_silence must be at least one interval");
+		return -EINVAL;
+	}
+	if (cfg->hold_after_deflate_ms > 24 * 3600 * 1000ULL) {
+		snprintf(err, errlen, "hold_after_deflate must be at most 24 h");
+		return -EINVAL;
+	}
+	if (cfg->hold_max_ms > 24 * 3600 * 1000ULL) {
+		snprintf(err, errlen, "hold_max must be at most 24 h");
 		return -EINVAL;
 	}
 	return 0;
@@ -110,15 +120,54 @@ static double clamp01(double x)
 	return x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
 }
 
+/*
+ * The hold after giving memory back.  A deflate within hold_after_deflate_ms of a step down
+ * says the guest refused that step: its working set is larger than the estimate says (an
+ * agent without MGLRU reports MemTotal - MemAvailable, which misses what sits in zram or
+ * will be read again).  Probing again at the same pace would squeeze it every 30 s for
+ * ever, so each refusal in a row doubles the hold, up to hold_max_ms, as the kernel defers
+ * compaction after each failure (mm/compaction.c, defer_compaction); a deflate long after
+ * the last step (the guest grew on its own) starts over.
+ */
+static void arm_hold(const struct mtd_ctl_config *cfg, const struct mtd_ctl_input *in,
+		     struct mtd_ctl_state *st, enum mtd_ctl_reason why, struct mtd_ctl_output *out)
+{
+	bool answers = why == MTD_CTL_NEED || why == MTD_CTL_PRESSURE || why == MTD_CTL_GROW;
+	bool after_take = answers && st->last_take_ms &&
+			  in->now_ms - st->last_take_ms < cfg->hold_after_deflate_ms;
+	uint64_t hold = cfg->hold_after_deflate_ms;
+
+	/* One refusal per step: a need and then pressure after the same step count once. */
+	if (after_take && !st->refused_since_take) {
+		st->refused_since_take = true;
+		if (st->refusals < 32)
+			st->refusals++;
+	} else if (answers && !after_take) {
+		st->refusals = 0;
+	}
+	/* hold_max under hold_after_deflate turns the backoff off (an operator who lengthened
+	 * the hold alone keeps a valid file). */
+	for (unsigned i = 0; i < st->refusals && hold < cfg->hold_max_ms; i++)
+		hold *= 2;
+	if (hold > cfg->hold_max_ms)
+		hold = cfg->hold_max_ms > cfg->hold_after_deflate_ms ? cfg->hold_max_ms
+								     : cfg->hold_after_deflate_ms;
+	st->hold_ms = hold;
+	st->hold_until_ms = in->now_ms + hold;
+	if (hold > cfg->hold_after_deflate_ms)
+		out->backoff_hold_ms = hold;
+}
+
 /* Give memory back: raise the target to at least `to` and arm the inflation hold. */
 static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_input *in,
-		       struct mtd_ctl_state *st, uint64_t to, enum mtd_ctl_reason why)
+		       struct mtd_ctl_state *st, uint64_t to, enum mtd_ctl_reason why,
+		       struct mtd_ctl_output *out)
 {
 	/* Only memory actually given back arms the hold: a VM already at its safe size when the
 	 * agent is not heard yet (start-up) must not wait hold_after_deflate_ms for nothing. */
 	if (to > st->target_bytes) {
 		st->target_bytes = to;
-		st->hold_until_ms = in->now_ms + cfg->hold_after_deflate_ms;
+		arm_hold(cfg, in, st, why, out);
 	}
 	st->reason = why;
 }
@@ -193,6 +242,7 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	uint64_t prev_target = st->target_bytes;
 	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
 	out->reclaim_bytes = 0;
+	out->backoff_hold_ms = 0;
 	out->state = MTD_VM_ACTIVE;
 
 	/* Step 2: exiting or disabled: the safe size. */
@@ -210,7 +260,7 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 		deflate_to(
 		    cfg, in, st,
 		    clamp_u64(sat_add(sat_add(base, in->need_bytes), headroom), floor, ceiling),
-		    MTD_CTL_NEED);
+		    MTD_CTL_NEED, out);
 		out->state = MTD_VM_DEFLATING;
 		goto out;
 	}
@@ -221,13 +271,13 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 				    ? policy->headroom_bytes
 				    : cfg->deflate_min_bytes;
 		deflate_to(cfg, in, st, clamp_u64(sat_add(base, give), floor, ceiling),
-			   MTD_CTL_PRESSURE);
+			   MTD_CTL_PRESSURE, out);
 		out->state = MTD_VM_DEFLATING;
 		goto out;
 	}
 	/* Step 5: nobody is telling us about the guest: back to the safe size. */
 	if (!in->inputs_fresh) {
-		deflate_to(cfg, in, st, ceiling, MTD_CTL_SILENT);
+		deflate_to(cfg, in, st, ceiling, MTD_CTL_SILENT, out);
 		out->state = MTD_VM_HOLD;
 		goto out;
 	}
@@ -240,7 +290,7 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 
 	/* Step 7: the working set grew past the target: give the difference back now. */
 	if (desired > st->target_bytes) {
-		deflate_to(cfg, in, st, desired, MTD_CTL_GROW);
+		deflate_to(cfg, in, st, desired, MTD_CTL_GROW, out);
 		goto out;
 	}
 	/* Step 8: take memory, one bounded step at a time, never within the hold. */
@@ -253,7 +303,14 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 		goto out;
 	}
 	uint64_t next = st->target_bytes - desired > step ? st->target_bytes - step : desired;
+	/* The last step stood a whole hold without being given back: the guest accepted it,
+	 * and the refusals in a row end. */
+	if (st->last_take_ms && !st->refused_since_take &&
+	    in->now_ms - st->last_take_ms >= cfg->hold_after_deflate_ms)
+		st->refusals = 0;
 	st->target_bytes = next;
+	st->last_take_ms = in->now_ms;
+	st->refused_since_take = false;
 	st->reason = MTD_CTL_INFLATE;
 out:
 	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);

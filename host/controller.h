@@ -7,7 +7,11 @@
  * domain's bounds and the safety rules, which are asymmetric on purpose:
  *
  *   - inflate (take memory) slowly: at most max_inflate_step_bytes per interval, and not at
- *     all for hold_after_deflate_ms after any deflate;
+ *     all for hold_after_deflate_ms after any deflate; a guest that gives back a step taken
+ *     within that time (a need, pressure or growth right after it) has refused it, and each
+ *     refusal in a row doubles the hold, up to hold_max_ms, until a step holds for a whole
+ *     hold_after_deflate_ms: a guest whose working set the estimate misses is then probed
+ *     every few minutes, not squeezed every 30 s;
  *   - deflate (give memory back) at once: when guest PSI or MemAvailable crosses its
  *     threshold, or the agent announces a need, or the estimate grew;
  *   - never below the floor (policy min), never above the ceiling (policy max or the
@@ -40,7 +44,8 @@ struct mtd_ctl_config {
 	uint64_t mem_available_low_bytes; /* guest MemAvailable under this is pressure (64 MiB) */
 	uint64_t agent_silence_ms;        /* no agent message for this long: hold (30000) */
 	uint64_t hold_after_deflate_ms;   /* no inflation this long after a deflate (30000) */
-	uint64_t min_change_bytes;        /* ignore target changes smaller than this (4 MiB) */
+	uint64_t hold_max_ms;      /* longest hold once the guest keeps refusing steps (480000) */
+	uint64_t min_change_bytes; /* ignore target changes smaller than this (4 MiB) */
 };
 
 void mtd_ctl_config_default(struct mtd_ctl_config *cfg);
@@ -83,10 +88,14 @@ struct mtd_ctl_input {
 };
 
 struct mtd_ctl_state {
-	bool primed;            /* target_bytes holds a decision */
-	uint64_t target_bytes;  /* memory the guest should keep */
-	uint64_t balloon_bytes; /* current balloon target (= target_bytes unless soft) */
-	uint64_t hold_until_ms; /* no inflation before this (after a deflate) */
+	bool primed;             /* target_bytes holds a decision */
+	uint64_t target_bytes;   /* memory the guest should keep */
+	uint64_t balloon_bytes;  /* current balloon target (= target_bytes unless soft) */
+	uint64_t hold_until_ms;  /* no inflation before this (after a deflate) */
+	uint64_t hold_ms;        /* the last hold's length (hold_after_deflate_ms << refusals) */
+	uint64_t last_take_ms;   /* when the target last stepped down (0: never) */
+	bool refused_since_take; /* a deflate followed the last step down */
+	unsigned refusals;       /* steps given back at once, in a row */
 	enum mtd_ctl_reason reason;
 };
 
@@ -99,6 +108,7 @@ struct mtd_ctl_output {
 	enum mtd_ctl_reason reason;
 	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING or DISABLED */
 	uint64_t floor_bytes, ceiling_bytes; /* the bounds used */
+	uint64_t backoff_hold_ms; /* a refused step armed a longer hold, this long (0: no) */
 };
 
 /*

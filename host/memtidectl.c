@@ -383,6 +383,11 @@ static void print_vm(struct json_object *vm)
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
+	if (get_i(vm, "hold_left_ms") > 0)
+		printf("  holding: no inflation for another %s (%" PRId64
+		       " steps in a row given back at once; each doubles the hold)\n",
+		       age_str(get_i(vm, "hold_left_ms"), a, sizeof(a)),
+		       get_i(vm, "refused_steps"));
 	if (json_object_object_get_ex(vm, "policy", &pol)) {
 		printf("  policy: ");
 		print_policy(pol, " ");

@@ -96,6 +96,8 @@ struct mtd_vm_status {
 	uint64_t cold_age_ms;        /* reclaim controller output */
 	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */
 	double controller_output;
+	uint64_t hold_left_ms;  /* no inflation for this much longer (0: none) */
+	unsigned refused_steps; /* steps the guest gave back at once, in a row */
 
 	bool agent_connected;
 	bool fpr_on; /* free page reporting enabled on the balloon */

@@ -96,6 +96,8 @@ int mtd_parse_ms(const char *s, uint64_t *out)
 		mult = 1.0;
 	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
 		mult = 60000.0;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600000.0;
 	else if (*end && strcmp(end, "s") != 0)
 		return -EINVAL;
 	if (v * mult > 86400.0 * 1000.0 * 365)
@@ -467,6 +469,8 @@ static int set_controller(struct mtd_ctl_config *c, const char *k, const char *v
 		ms = &c->agent_silence_ms;
 	else if (!strcmp(k, "hold_after_deflate"))
 		ms = &c->hold_after_deflate_ms;
+	else if (!strcmp(k, "hold_max"))
+		ms = &c->hold_max_ms;
 	else if (!strcmp(k, "psi_some_avg10_high")) {
 		if (parse_double(v, 0.01, 100.0, &c->psi_some_avg10_high) < 0)
 			return bad(err, errlen, k, "a percentage in (0, 100]", v);

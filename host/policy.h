@@ -84,7 +84,7 @@ int mtd_policy_from_xml(struct mtd_policy *p, const char *xml, char *err, size_t
 /* The element to store with virDomainSetMetadata (no namespace: libvirt adds it). */
 int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len);
 
-/* Parse "128M", "1GiB", "4096" into bytes / "5s", "500ms" into ms.  0 or -EINVAL. */
+/* Parse "128M", "1GiB", "4096" into bytes / "5s", "500ms", "2min", "1h" into ms.  0 or -EINVAL. */
 int mtd_parse_bytes(const char *s, uint64_t *out);
 int mtd_parse_ms(const char *s, uint64_t *out);
 

@@ -454,6 +454,11 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	     out->reason == MTD_CTL_SILENT))
 		mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
 			   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
+	if (out->backoff_hold_ms)
+		mtd_notice(
+		    "%s: the guest gave back the step just taken (%u in a row): no inflation "
+		    "for %" PRIu64 " s",
+		    vm->name, vm->ctl.refusals, out->backoff_hold_ms / 1000);
 
 	bool first = prev == 0;
 	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft)) {
@@ -526,6 +531,9 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->refault_rate_per_min = vm->reclaim.last_rate_per_min;
 	st->cold_age_ms = vm->cold_age_ms;
 	st->reuse_floor_ms = vm->reclaim.floor_ms;
+	st->hold_left_ms =
+	    vm->ctl.hold_until_ms > t->now_ms ? vm->ctl.hold_until_ms - t->now_ms : 0;
+	st->refused_steps = vm->ctl.refusals;
 	st->working_set_bytes = t->wss_bytes;
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);

@@ -111,7 +111,9 @@ assert r["ok"] and v["name"] == "it-vm" and v["max_bytes"] == 512 << 20, v
 assert 0 < v["balloon_actual_bytes"] <= v["max_bytes"], v
 assert r["host"]["mem_total_bytes"] == 25165824 * 1024, r["host"]
 # The threshold never goes below the reuse floor (the simulated source has page-level bits).
-assert 0 <= v["reuse_floor_ms"] <= v["cold_age_ms"], v'
+assert 0 <= v["reuse_floor_ms"] <= v["cold_age_ms"], v
+# The inflation hold is at most hold_max (8 min by default) and says how it got there.
+assert 0 <= v["hold_left_ms"] <= 480000 and v["refused_steps"] >= 0, v'
 check $? "status --json parses and its figures are the VM's and the host's"
 
 # 6: vm show.

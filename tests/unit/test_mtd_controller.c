@@ -3,8 +3,9 @@
  *
  * Each test drives mtd_ctl_step with measured inputs and checks one rule: slow, bounded
  * inflation; deflation at once on pressure, need, silence, exit; the floor and the ceiling;
- * the post-deflate hold; the arbiter's squeeze; return=reclaim (the balloon a cap, the agent
- * asked to reclaim down to the target) and its fallbacks.  A randomized run checks the
+ * the post-deflate hold and its backoff when the guest keeps refusing steps; the arbiter's
+ * squeeze; return=reclaim (the balloon a cap, the agent asked to reclaim down to the
+ * target) and its fallbacks.  A randomized run checks the
  * invariants over many steps with arbitrary inputs, in both return modes.
  */
 #include <errno.h>
@@ -281,6 +282,141 @@ static void test_config_validation(void **state)
 	setup_defaults();
 	cfg.psi_some_avg10_high = 0.0;
 	assert_int_equal(mtd_ctl_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+	setup_defaults();
+	cfg.hold_max_ms = 25ULL * 3600 * 1000;
+	assert_int_equal(mtd_ctl_config_validate(&cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "hold_max"));
+	/* hold_max under hold_after_deflate is valid: it turns the backoff off. */
+	setup_defaults();
+	cfg.hold_max_ms = cfg.hold_after_deflate_ms / 2;
+	assert_int_equal(mtd_ctl_config_validate(&cfg, err, sizeof(err)), 0);
+}
+
+/*
+ * A guest whose working set the estimate misses: it says it needs memory (the agent's
+ * need) whenever its target falls under `real`, while the estimate keeps saying `wss`.
+ * Runs `seconds` of 1 s intervals from *now and records when each refused step was taken
+ * (the step down that a need followed) and the longest hold reported.
+ */
+struct refusing_guest {
+	uint64_t real, wss;
+	uint64_t took_ms[64];
+	unsigned nr_took;
+	uint64_t max_backoff_ms;
+};
+
+static void run_refusing_guest(struct refusing_guest *g, struct mtd_ctl_state *st, uint64_t *now,
+			       uint64_t seconds)
+{
+	struct mtd_ctl_output out = {0};
+	uint64_t target = st->target_bytes;
+
+	for (uint64_t i = 0; i < seconds; i++, *now += 1000) {
+		struct mtd_ctl_input in = calm(*now, target, g->wss);
+		if (target < g->real)
+			in.need_bytes = g->real - target;
+		mtd_ctl_step(&cfg, &pol, &in, st, &out);
+		if (out.reason == MTD_CTL_INFLATE && out.target_bytes < g->real && g->nr_took < 64)
+			g->took_ms[g->nr_took++] = *now;
+		if (out.backoff_hold_ms > g->max_backoff_ms)
+			g->max_backoff_ms = out.backoff_hold_ms;
+		target = out.target_bytes;
+	}
+}
+
+/* Each step the guest gives back at once doubles the hold, up to hold_max: probed every few
+ * minutes, not squeezed every 30 s. */
+static void test_refused_steps_back_off(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 768 * MiB};
+	struct refusing_guest g = {.real = 700 * MiB, .wss = 487 * MiB};
+	uint64_t now = 1000;
+	(void)state;
+	setup_defaults();
+	cfg.interval_ms = 1000;
+
+	run_refusing_guest(&g, &st, &now, 1800);
+	/* Without the backoff: one refused step per 31 s, 58 in 30 min.  With it: the gaps
+	 * after the first are 60, 120, 240, 480, 480, ... s (plus the interval the need takes). */
+	assert_in_range(g.nr_took, 5, 8);
+	for (unsigned i = 1; i + 1 < g.nr_took; i++) {
+		uint64_t gap = g.took_ms[i + 1] - g.took_ms[i];
+		uint64_t want = cfg.hold_after_deflate_ms << (i + 1 < 5 ? i + 1 : 4);
+		if (want > cfg.hold_max_ms)
+			want = cfg.hold_max_ms;
+		assert_in_range(gap, want, want + 2000);
+	}
+	assert_int_equal(g.max_backoff_ms, cfg.hold_max_ms);
+	assert_true(st.refusals >= 4);
+}
+
+/* A step that stands a whole hold ends the run of refusals: the next refusal holds 60 s, not
+ * 8 min.  A deflate long after the last step (the guest grew by itself) starts over too. */
+static void test_accepted_step_or_late_growth_ends_backoff(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 768 * MiB};
+	struct refusing_guest g = {.real = 700 * MiB, .wss = 487 * MiB};
+	struct mtd_ctl_output out;
+	uint64_t now = 1000;
+	(void)state;
+	setup_defaults();
+	cfg.interval_ms = 1000;
+
+	run_refusing_guest(&g, &st, &now, 600);
+	assert_true(st.refusals >= 3);
+	/* The guest's real need falls under the estimate: the next step stands. */
+	g.real = 400 * MiB;
+	g.nr_took = 0;
+	run_refusing_guest(&g, &st, &now, 900);
+	assert_int_equal(st.target_bytes, 487 * MiB + 128 * MiB);
+	/* Now the real need is back above: one refusal after an accepted step holds 60 s. */
+	g.real = 700 * MiB;
+	g.wss = 300 * MiB;
+	g.max_backoff_ms = 0;
+	run_refusing_guest(&g, &st, &now, 40);
+	assert_int_equal(st.refusals, 1);
+	assert_int_equal(g.max_backoff_ms, 2 * cfg.hold_after_deflate_ms);
+
+	/* Growth long after the last step: not a refusal, the run starts over. */
+	now += cfg.hold_after_deflate_ms * 20;
+	struct mtd_ctl_input in = calm(now, st.target_bytes, 1 * GiB);
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_GROW);
+	assert_int_equal(st.refusals, 0);
+	assert_int_equal(out.backoff_hold_ms, 0);
+	assert_int_equal(st.hold_until_ms, now + cfg.hold_after_deflate_ms);
+}
+
+/* A need and then pressure after the same step are one refusal; hold_max under the base hold
+ * turns the backoff off. */
+static void test_one_refusal_per_step_and_backoff_off(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 768 * MiB};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+	cfg.interval_ms = 1000;
+
+	struct mtd_ctl_input in = calm(1000, 768 * MiB, 487 * MiB);
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	in = calm(2000, out.target_bytes, 487 * MiB);
+	in.need_bytes = 64 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(st.refusals, 1);
+	in = calm(3000, out.target_bytes, 487 * MiB);
+	in.guest_avail_bytes = cfg.mem_available_low_bytes - 1;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
+	assert_int_equal(st.refusals, 1);
+
+	struct mtd_ctl_state st2 = {.primed = true, .target_bytes = 768 * MiB};
+	struct refusing_guest g = {.real = 700 * MiB, .wss = 487 * MiB};
+	uint64_t now = 1000;
+	cfg.hold_max_ms = 0;
+	run_refusing_guest(&g, &st2, &now, 600);
+	assert_int_equal(g.max_backoff_ms, 0);
+	assert_in_range(g.nr_took, 18, 20); /* one per 31 s */
 }
 
 /* Arbitrary inputs, many steps: the invariants hold every time. */
@@ -529,6 +665,9 @@ int main(void)
 	    cmocka_unit_test(test_no_estimate_keeps_target),
 	    cmocka_unit_test(test_squeeze_takes_headroom_and_doubles_step),
 	    cmocka_unit_test(test_config_validation),
+	    cmocka_unit_test(test_refused_steps_back_off),
+	    cmocka_unit_test(test_accepted_step_or_late_growth_ends_backoff),
+	    cmocka_unit_test(test_one_refusal_per_step_and_backoff_off),
 	    cmocka_unit_test(test_lowered_max_cuts_now_with_reclaim),
 	    cmocka_unit_test(test_reclaim_mode_keeps_balloon_at_ceiling),
 	    cmocka_unit_test(test_reclaim_mode_falls_back_to_balloon),

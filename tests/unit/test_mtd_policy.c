@@ -67,7 +67,10 @@ static void test_parse_ms(void **state)
 	assert_int_equal(mtd_parse_ms("-1", &v), -EINVAL);
 	assert_int_equal(mtd_parse_ms("nan", &v), -EINVAL);
 	assert_int_equal(mtd_parse_ms("inf", &v), -EINVAL);
-	assert_int_equal(mtd_parse_ms("5h", &v), -EINVAL);
+	assert_int_equal(mtd_parse_ms("5h", &v), 0);
+	assert_int_equal(v, 5 * 3600000);
+	assert_int_equal(mtd_parse_ms("5d", &v), -EINVAL);
+	assert_int_equal(mtd_parse_ms("5 s", &v), -EINVAL);
 	assert_int_equal(mtd_parse_ms("1e30", &v), -EINVAL);
 }
 
@@ -225,7 +228,7 @@ static void test_config_file(void **state)
 	char *path = write_tmp("; memtided.conf\n"
 			       "[daemon]\ninterval = 2s\nsource = sim\nmetrics_port = 0\n"
 			       "[controller]\nmax_inflate_step = 64M\nagent_silence = 10s\n"
-			       "psi_some_avg10_high = 20\n"
+			       "psi_some_avg10_high = 20\nhold_max = 4min\n"
 			       "[host]\nlow_mark = 1G\n"
 			       "[defaults]\nmin = 128M\npriority = 5\n"
 			       "[sim]\nhot_percent = 30\n");
@@ -236,6 +239,7 @@ static void test_config_file(void **state)
 	assert_int_equal(c.metrics_port, 0);
 	assert_int_equal(c.ctl.max_inflate_step_bytes, 64 * MiB);
 	assert_int_equal(c.ctl.agent_silence_ms, 10000);
+	assert_int_equal(c.ctl.hold_max_ms, 240000);
 	assert_int_equal(c.arb.low_mark_bytes, 1024 * MiB);
 	assert_int_equal(c.defaults.min_bytes, 128 * MiB);
 	assert_int_equal(c.defaults.priority, 5);
@@ -253,6 +257,8 @@ static void test_config_file(void **state)
 	    {"[daemon]\nthis line has no equals\n", ":2: not an INI line"},
 	    {"[daemon]\ninterval = 10ms\n", "interval must be between"},
 	    {"[daemon]\nlog_level = loud\n", "log_level must be"},
+	    {"[controller]\nhold_max = 2d\n", ":2: hold_max must be"},
+	    {"[controller]\nhold_max = 25h\n", "hold_max must be at most 24 h"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		path = write_tmp(bad[i].text);
