@@ -136,10 +136,12 @@ static void arm_hold(const struct mtd_ctl_config *cfg, const struct mtd_ctl_inpu
 	bool after_take = answers && st->last_take_ms &&
 			  in->now_ms - st->last_take_ms < cfg->hold_after_deflate_ms;
 	uint64_t hold = cfg->hold_after_deflate_ms;
+	bool counted = false;
 
 	/* One refusal per step: a need and then pressure after the same step count once. */
 	if (after_take && !st->refused_since_take) {
 		st->refused_since_take = true;
+		counted = true;
 		if (st->refusals < 32)
 			st->refusals++;
 	} else if (answers && !after_take) {
@@ -154,7 +156,7 @@ static void arm_hold(const struct mtd_ctl_config *cfg, const struct mtd_ctl_inpu
 								     : cfg->hold_after_deflate_ms;
 	st->hold_ms = hold;
 	st->hold_until_ms = in->now_ms + hold;
-	if (hold > cfg->hold_after_deflate_ms)
+	if (counted && hold > cfg->hold_after_deflate_ms)
 		out->backoff_hold_ms = hold;
 }
 

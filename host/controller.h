@@ -108,7 +108,7 @@ struct mtd_ctl_output {
 	enum mtd_ctl_reason reason;
 	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING or DISABLED */
 	uint64_t floor_bytes, ceiling_bytes; /* the bounds used */
-	uint64_t backoff_hold_ms; /* a refused step armed a longer hold, this long (0: no) */
+	uint64_t backoff_hold_ms; /* a step refused now armed a longer hold, this long (0: no) */
 };
 
 /*

@@ -409,6 +409,8 @@ static void test_one_refusal_per_step_and_backoff_off(void **state)
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
 	assert_int_equal(st.refusals, 1);
+	assert_int_equal(out.backoff_hold_ms, 0); /* said once, with the need */
+	assert_int_equal(st.hold_until_ms, 3000 + 2 * cfg.hold_after_deflate_ms);
 
 	struct mtd_ctl_state st2 = {.primed = true, .target_bytes = 768 * MiB};
 	struct refusing_guest g = {.real = 700 * MiB, .wss = 487 * MiB};
