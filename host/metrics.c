@@ -131,6 +131,8 @@ SAMPLER(s_wss, "%" PRIu64, st->working_set_bytes)
 SAMPLER(s_refault, "%.6g", st->refault_rate_per_min)
 SAMPLER(s_cold, "%.3f", (double)st->cold_age_ms / 1000.0)
 SAMPLER(s_floor, "%.3f", (double)st->reuse_floor_ms / 1000.0)
+SAMPLER(s_hold, "%.3f", (double)st->hold_left_ms / 1000.0)
+SAMPLER(s_refused, "%u", st->refused_steps)
 SAMPLER(s_output, "%.6g", st->controller_output)
 SAMPLER(s_agent, "%d", st->agent_connected ? 1 : 0)
 SAMPLER(s_fpr, "%d", st->fpr_on ? 1 : 0)
@@ -216,6 +218,11 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       "Reclaim controller output: pages idle longer are cold.", s_cold);
 	per_vm(d, &b, "memtide_vm_reuse_floor_seconds", "gauge",
 	       "Shortest cold age the guest's reuses by idle age allow (0: none).", s_floor);
+	per_vm(d, &b, "memtide_vm_inflate_hold_seconds", "gauge",
+	       "No inflation for this much longer (after a deflation; doubled per refused step).",
+	       s_hold);
+	per_vm(d, &b, "memtide_vm_refused_steps", "gauge",
+	       "Steps the guest gave back at once, in a row.", s_refused);
 	per_vm(d, &b, "memtide_vm_controller_output", "gauge", "Reclaim PID controller output.",
 	       s_output);
 	per_vm(d, &b, "memtide_vm_agent_connected", "gauge", "1 when the guest agent is connected.",

@@ -47,11 +47,13 @@ CTL=("$BUILD/bin/memtidectl" --socket "$E2E_DIR/ctl.sock")
 while kill -0 "$E2E_QEMU_PID" 2>/dev/null && ! grep -qa '^WL-DONE' "$E2E_CONSOLE"; do
 	r=$(e2e_guest_rss_mib)
 	[ -n "$r" ] && [ "$r" -gt 0 ] && [ "$r" -lt "$min" ] && min=$r
-	rate=$(grep -a '^WL-RATE' "$E2E_CONSOLE" | tail -1 | awk '{print $3}')
+	# The last line may be half written (QEMU's serial writes a byte at a time): a line
+	# that has reached " mig=" has its rate whole.
+	rate=$(tr -d '\r' <"$E2E_CONSOLE" | awk '/^WL-RATE / && / mig=/ { r = $3 } END { print r }')
 	"${CTL[@]}" top --count 1 2>/dev/null || echo "(memtided not answering yet)"
 	printf 'after %ss: guest RAM resident on the host %s MiB (was %s: %s MiB back); hot set %s pages/s (baseline %s)\n' \
 		$((($(e2e_now_ms) - t0) / 1000)) "${r:-?}" "$rss0" $((rss0 - ${r:-$rss0})) "${rate:-?}" "$base"
-	grep -E 'inflate|deflate|giving|reclaim' "$E2E_DIR/memtided.log" | tail -3 | sed 's/^memtided\[[0-9.]*\] [a-z]*: /memtided: /'
+	grep -E 'inflate|deflate|giving|reclaim|gave back' "$E2E_DIR/memtided.log" | tail -3 | sed 's/^memtided\[[0-9.]*\] [a-z]*: /memtided: /'
 	sleep 2
 done
 # The rate with memtided: the median of every second after it started (seconds > 10), and

@@ -222,6 +222,8 @@ assert sum(get("memtide_vm_state", domain="it-vm")) == 1.0
 assert len(get("memtide_vm_generation_pages", domain="it-vm")) >= 2
 assert len(get("memtide_vm_working_set_by_age_bytes", domain="it-vm")) == 4
 assert 0 <= get("memtide_vm_reuse_floor_seconds", domain="it-vm")[0] <= get("memtide_vm_cold_age_seconds", domain="it-vm")[0]
+assert 0 <= get("memtide_vm_inflate_hold_seconds", domain="it-vm")[0] <= 480
+assert get("memtide_vm_refused_steps", domain="it-vm")[0] >= 0
 print("# %d series in %d families" % (len(series), len(seen)))
 PY
 check $? "the /metrics scrape parses as Prometheus text, with the VM's series and sane values"
