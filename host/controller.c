@@ -149,12 +149,10 @@ static void arm_hold(const struct mtd_ctl_config *cfg, const struct mtd_ctl_inpu
 	}
 	/* hold_max under hold_after_deflate turns the backoff off (an operator who lengthened
 	 * the hold alone keeps a valid file). */
-	for (unsigned i = 0; i < st->refusals && hold < cfg->hold_max_ms; i++)
+	uint64_t cap = cfg->hold_max_ms > hold ? cfg->hold_max_ms : hold;
+	for (unsigned i = 0; i < st->refusals && hold < cap; i++)
 		hold *= 2;
-	if (hold > cfg->hold_max_ms)
-		hold = cfg->hold_max_ms > cfg->hold_after_deflate_ms ? cfg->hold_max_ms
-								     : cfg->hold_after_deflate_ms;
-	st->hold_ms = hold;
+	hold = hold < cap ? hold : cap;
 	st->hold_until_ms = in->now_ms + hold;
 	if (counted && hold > cfg->hold_after_deflate_ms)
 		out->backoff_hold_ms = hold;

@@ -92,7 +92,6 @@ struct mtd_ctl_state {
 	uint64_t target_bytes;   /* memory the guest should keep */
 	uint64_t balloon_bytes;  /* current balloon target (= target_bytes unless soft) */
 	uint64_t hold_until_ms;  /* no inflation before this (after a deflate) */
-	uint64_t hold_ms;        /* the last hold's length (hold_after_deflate_ms << refusals) */
 	uint64_t last_take_ms;   /* when the target last stepped down (0: never) */
 	bool refused_since_take; /* a deflate followed the last step down */
 	unsigned refusals;       /* steps given back at once, in a row */
