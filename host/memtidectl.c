@@ -348,6 +348,22 @@ static void print_policy(struct json_object *p, const char *sep)
 	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"));
 }
 
+/* Which access-bit source, and why not each other one (host/access/choose.c). */
+static void print_source(struct json_object *vm)
+{
+	struct json_object *nt;
+
+	printf("  access source: %s%s%s\n", get_s(vm, "source"),
+	       *get_s(vm, "source_detail") ? ": " : "", get_s(vm, "source_detail"));
+	if (!json_object_object_get_ex(vm, "source_not_taken", &nt) ||
+	    !json_object_is_type(nt, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(nt); i++) {
+		struct json_object *x = json_object_array_get_idx(nt, i);
+		printf("    not %s: %s\n", get_s(x, "source"), get_s(x, "why"));
+	}
+}
+
 static void print_vm(struct json_object *vm)
 {
 	struct json_object *pol, *wss, *acts;
@@ -376,6 +392,7 @@ static void print_vm(struct json_object *vm)
 	       get_b(vm, "fpr_on") ? "on" : "OFF or unknown",
 	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
 	       get_d(vm, "guest_psi_some_avg10"));
+	print_source(vm);
 	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
 	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
