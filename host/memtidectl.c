@@ -260,7 +260,7 @@ static const char *age_str(int64_t ms, char *buf, size_t len)
 
 static void print_status(struct json_object *rep)
 {
-	struct json_object *host, *vms;
+	struct json_object *host = NULL, *vms;
 	char a[16], b[16], c[16], e[16], f[16];
 
 	if (json_object_object_get_ex(rep, "host", &host))
@@ -271,6 +271,11 @@ static void print_status(struct json_object *rep)
 		       get_b(host, "under_pressure") ? " (UNDER PRESSURE)" : "",
 		       (long long)get_i(host, "nr_vms"),
 		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)));
+	if (host && get_i(host, "swap_total_bytes") > 0)
+		printf("host swap: %s free of %s; compressed pools hold %s of RAM\n",
+		       size_str(get_i(host, "swap_free_bytes"), a, sizeof(a)),
+		       size_str(get_i(host, "swap_total_bytes"), b, sizeof(b)),
+		       size_str(get_i(host, "swap_pool_bytes"), c, sizeof(c)));
 	if (!json_object_object_get_ex(rep, "vms", &vms) || json_object_array_length(vms) == 0) {
 		printf("no VMs managed\n");
 		return;
@@ -364,6 +369,41 @@ static void print_source(struct json_object *vm)
 	}
 }
 
+/* How memory goes back, in words, for each `return_in_force`. */
+static const char *return_how(const char *r)
+{
+	if (strcmp(r, "reclaim") == 0)
+		return " (the agent's reclaim + free page reporting; the balloon is a cap)";
+	if (strcmp(r, "pageout") == 0)
+		return " (memtided pages cold memory out to host swap; the balloon is a cap)";
+	if (strcmp(r, "auto") == 0)
+		return " (the agent's reclaim first, host pageout for the rest; the balloon is a "
+		       "cap)";
+	return " (the balloon)";
+}
+
+/* Host-side eviction: its state and why, the RSS it freed, the pool's share, swap-ins. */
+static void print_pageout(struct json_object *vm)
+{
+	struct json_object *p;
+	char a[16], b[16], c[16], d[16], e[16];
+
+	if (!json_object_object_get_ex(vm, "pageout", &p))
+		return;
+	if (strcmp(get_s(p, "state"), "off") == 0 && get_i(p, "swapped_bytes") == 0)
+		return;
+	printf("  host pageout %s%s%s\n", get_s(p, "state"), *get_s(p, "why") ? ": " : "",
+	       get_s(p, "why"));
+	printf("    in host swap %s (resident drop) - compressed pool %s = %s saved; %s sent out "
+	       "in all, %s evictable; swap-ins %.1f pages/s, %" PRId64 " refaults in all\n",
+	       size_str(get_i(p, "swapped_bytes"), a, sizeof(a)),
+	       size_str(get_i(p, "pool_bytes"), b, sizeof(b)),
+	       size_str(get_i(p, "net_bytes"), c, sizeof(c)),
+	       size_str(get_i(p, "out_total_bytes"), d, sizeof(d)),
+	       size_str(get_i(p, "evictable_bytes"), e, sizeof(e)), get_d(p, "swapin_pages_per_s"),
+	       get_i(p, "refaults_total"));
+}
+
 static void print_vm(struct json_object *vm)
 {
 	struct json_object *pol, *wss, *acts;
@@ -381,11 +421,10 @@ static void print_vm(struct json_object *vm)
 	       size_str(get_i(vm, "saved_bytes"), e, sizeof(e)));
 	printf("  target %s, returned by %s%s; guest uses %s (MemTotal - MemFree)\n",
 	       size_str(get_i(vm, "target_bytes"), a, sizeof(a)), get_s(vm, "return_in_force"),
-	       strcmp(get_s(vm, "return_in_force"), "reclaim") == 0
-		   ? " (the agent's reclaim + free page reporting; the balloon is a cap)"
-		   : " (the balloon)",
+	       return_how(get_s(vm, "return_in_force")),
 	       get_i(vm, "guest_used_bytes") ? size_str(get_i(vm, "guest_used_bytes"), b, sizeof(b))
 					     : "unknown");
+	print_pageout(vm);
 	printf("  agent %s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
 	       "%.1f%%\n",
 	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",

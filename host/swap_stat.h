@@ -21,14 +21,14 @@
 #include <stdint.h>
 
 struct mtd_swap_stat {
-	uint64_t total_bytes;      /* SwapTotal */
-	uint64_t free_bytes;       /* SwapFree */
-	uint64_t zram_stored_bytes; /* data in zram swap devices, uncompressed */
-	uint64_t zram_pool_bytes;  /* RAM those devices use (mem_used_total) */
-	uint64_t zswap_pool_bytes; /* Zswap: RAM of zswap's pool */
+	uint64_t total_bytes;        /* SwapTotal */
+	uint64_t free_bytes;         /* SwapFree */
+	uint64_t zram_stored_bytes;  /* data in zram swap devices, uncompressed */
+	uint64_t zram_pool_bytes;    /* RAM those devices use (mem_used_total) */
+	uint64_t zswap_pool_bytes;   /* Zswap: RAM of zswap's pool */
 	uint64_t zswap_stored_bytes; /* Zswapped: data in it, uncompressed */
-	unsigned nr_devices;       /* active swap devices and files */
-	unsigned nr_zram;          /* of which zram */
+	unsigned nr_devices;         /* active swap devices and files */
+	unsigned nr_zram;            /* of which zram */
 };
 
 /* Bytes of swap in use. */
