@@ -424,6 +424,24 @@ static const struct mtd_source_ops damon_ops = {
     .destroy = damon_destroy,
 };
 
+int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t whylen)
+{
+	char owner[300], path[300];
+
+	snprintf(path, sizeof(path), "%s/kdamonds", admin);
+	if (access(path, F_OK) != 0) {
+		snprintf(why, whylen, "this kernel has no DAMON sysfs interface (%s missing)",
+			 admin);
+		return -ENOENT;
+	}
+	if (atomic_load(&damon_taken)) {
+		snprintf(why, whylen, "memtided's one kdamond already serves another VM");
+		return -EBUSY;
+	}
+	snprintf(owner, sizeof(owner), "%s/damon.owner", run_dir);
+	return damon_free(admin, owner, why, whylen);
+}
+
 void mtd_damon_cleanup(const char *admin, const char *run_dir)
 {
 	char owner[300], why[200];
