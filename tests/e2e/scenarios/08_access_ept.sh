@@ -39,7 +39,7 @@ fi
 NAME=issue11-ept
 TABLE=$E2E_DIR/$NAME.ept
 CTL="$BUILD/bin/memtidectl"
-PHASE_S=${E2E_PHASE_S:-12}
+PHASE_S=${E2E_PHASE_S:-8}
 
 e2e_boot 512 "memload hotpages 64 128 $((PHASE_S * 5 + 40))" "memtide.agent=0" \
 	-plugin "$PLUGIN,table=$TABLE,ram=512M"
