@@ -14,6 +14,7 @@
 
 void mtd_access_env_default(struct mtd_access_env *env)
 {
+	memset(env, 0, sizeof(*env));
 	env->ept_dir = MTD_EPT_DIR_DEFAULT;
 	env->proc_dir = "/proc";
 	env->idle_bitmap = "/sys/kernel/mm/page_idle/bitmap";
