@@ -122,13 +122,14 @@ static int cmd_status(const char *path, bool json)
 	const struct mtd_ept_header *h = f.h;
 #define L(x) (unsigned long long)__atomic_load_n(&h->x, __ATOMIC_RELAXED)
 	if (json)
-		printf("{\"qemu_pid\":%d,\"span_bytes\":%llu,\"ram_bytes\":%llu,\"lowmem_bytes\":%llu,"
-		       "\"controller_pid\":%d,\"mode\":%u,\"on\":%llu,\"windows\":%llu,"
-		       "\"on_ms_total\":%llu,\"resets\":%llu,\"marks\":%llu,\"dropped\":%llu,"
-		       "\"heartbeat_age_ms\":%llu}\n",
-		       h->qemu_pid, L(span_bytes), L(ram_bytes), L(lowmem_bytes),
-		       h->controller_pid, h->mode, L(on), L(windows), L(on_ms_total), L(resets),
-		       L(marks), L(dropped), now - (unsigned long long)L(heartbeat_ms));
+		printf(
+		    "{\"qemu_pid\":%d,\"span_bytes\":%llu,\"ram_bytes\":%llu,\"lowmem_bytes\":%llu,"
+		    "\"controller_pid\":%d,\"mode\":%u,\"on\":%llu,\"windows\":%llu,"
+		    "\"on_ms_total\":%llu,\"resets\":%llu,\"marks\":%llu,\"dropped\":%llu,"
+		    "\"heartbeat_age_ms\":%llu}\n",
+		    h->qemu_pid, L(span_bytes), L(ram_bytes), L(lowmem_bytes), h->controller_pid,
+		    h->mode, L(on), L(windows), L(on_ms_total), L(resets), L(marks), L(dropped),
+		    now - (unsigned long long)L(heartbeat_ms));
 	else
 		printf("%s: QEMU pid %d, span %llu GiB, RAM %llu MiB (low %llu MiB)\n"
 		       "  controller %d, mode %s, instrumenting %s\n"
@@ -156,7 +157,8 @@ static int cmd_mode(int argc, char **argv)
 		return usage();
 	if (!strcmp(argv[2], "window") && (argc != 4 || mtd_parse_ms(argv[3], &ms) < 0 || !ms))
 		return usage();
-	if (strcmp(argv[2], "off") && strcmp(argv[2], "always") && strcmp(argv[2], "window"))
+	if (strcmp(argv[2], "off") != 0 && strcmp(argv[2], "always") != 0 &&
+	    strcmp(argv[2], "window") != 0)
 		return usage();
 	if (mtd_ept_file_open(argv[1], 0, &f, why, sizeof(why)) < 0 ||
 	    mtd_ept_file_claim(&f, why, sizeof(why)) < 0) {
@@ -168,7 +170,7 @@ static int cmd_mode(int argc, char **argv)
 		mtd_ept_file_request_window(&f, ms);
 	else
 		mtd_ept_file_set_mode(&f, !strcmp(argv[2], "always") ? MTD_EPT_MODE_ALWAYS
-								       : MTD_EPT_MODE_OFF);
+								     : MTD_EPT_MODE_OFF);
 	/* The mode stays after we leave: give the claim back without switching it off. */
 	__atomic_store_n(&f.h->controller_pid, 0, __ATOMIC_RELEASE);
 	f.claimed_by = 0;

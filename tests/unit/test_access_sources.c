@@ -201,6 +201,7 @@ static void test_idle_recorded(void **state)
 	if (!pfn[0]) {
 		free(pfn);
 		skip(); /* pagemap shows no PFNs without CAP_SYS_ADMIN */
+		return;
 	}
 	env_for(&env, proc, bitmap, admin, run);
 	/* without the bitmap: not chosen, and the reason names the kernel option */
@@ -219,7 +220,7 @@ static void test_idle_recorded(void **state)
 	assert_int_equal(ftruncate(fd, (off_t)((maxpfn / 64 + 1) * 8)), 0);
 	env.pref = MTD_ACCESS_IDLE;
 	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
-	if (strcmp(ch.chosen, "idle"))
+	if (strcmp(ch.chosen, "idle") != 0)
 		fail_msg("idle not chosen: %s", why_of(&ch, "idle"));
 	/* the constructor marked every frame idle */
 	for (size_t i = 0; i < pages; i++) {
@@ -279,6 +280,7 @@ static void test_damon_polite(void **state)
 	if (!pfn[0]) {
 		free(pfn);
 		skip();
+		return;
 	}
 	env_for(&env, proc, bitmap, admin, run);
 	mk("run");
@@ -309,7 +311,7 @@ static void test_damon_polite(void **state)
 	get_str("damon/kdamonds/0/state", buf, sizeof(buf));
 	assert_string_equal(buf, "on");
 	get_str("run/damon.owner", buf, sizeof(buf));
-	assert_int_equal(atoi(buf), getpid());
+	assert_int_equal(strtol(buf, NULL, 10), getpid());
 	get_str("damon/kdamonds/0/contexts/0/schemes/0/action", buf, sizeof(buf));
 	assert_string_equal(buf, "stat");
 	/* a second VM: memtided's one kdamond is taken */

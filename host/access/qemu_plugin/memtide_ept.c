@@ -301,8 +301,8 @@ static void register_all(qemu_plugin_id_t id)
 static void clear_stale_mem_cbs(void)
 {
 	void *(*get_cpu)(int) = (void *(*)(int))dlsym(RTLD_DEFAULT, "qemu_get_cpu");
-	void (*disable)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT,
-							 "qemu_plugin_disable_mem_helpers");
+	void (*disable)(void *) =
+	    (void (*)(void *))dlsym(RTLD_DEFAULT, "qemu_plugin_disable_mem_helpers");
 
 	if (!get_cpu || !disable)
 		return;

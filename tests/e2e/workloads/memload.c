@@ -323,8 +323,8 @@ static int integrity(unsigned long mib, unsigned long seconds)
 
 /* Print the guest-physical runs of the pages i < n of p with i % step == 0 (rest = 0) or
  * != 0 (rest = 1), from /proc/self/pagemap: PFN in bits 0-54, present bit 63 (root only). */
-static int print_gpas(const char *kind, const unsigned char *p, unsigned long n,
-		      unsigned long step, int rest)
+static int print_gpas(const char *kind, const unsigned char *p, unsigned long n, unsigned long step,
+		      int rest)
 {
 	FILE *f = fopen("/proc/self/pagemap", "re");
 	uint64_t run_start = 0, run_len = 0;
@@ -348,7 +348,8 @@ static int print_gpas(const char *kind, const unsigned char *p, unsigned long n,
 		}
 		if (run_len)
 			printf("WL-PAGES %s %llx %llu\n", kind,
-			       (unsigned long long)(run_start * PAGE_BYTES), (unsigned long long)run_len);
+			       (unsigned long long)(run_start * PAGE_BYTES),
+			       (unsigned long long)run_len);
 		run_start = pfn;
 		run_len = pfn ? 1 : 0;
 	}
@@ -406,7 +407,8 @@ int main(int argc, char **argv)
 			       argc == 9 ? strtoul(argv[8], NULL, 0) : 0);
 	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "hotpages"))
 		return hotpages(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
-				strtoul(argv[4], NULL, 0), argc == 6 ? strtoul(argv[5], NULL, 0) : 1);
+				strtoul(argv[4], NULL, 0),
+				argc == 6 ? strtoul(argv[5], NULL, 0) : 1);
 	if (argc == 4 && !strcmp(argv[1], "integrity"))
 		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
