@@ -31,6 +31,7 @@
 #include <libxml/parser.h>
 
 #include "domxml.h"
+#include "ept_cli.h"
 
 #define VERSION        "0.1.0"
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
@@ -61,6 +62,11 @@ static void usage(FILE *f)
 	    "                                target_refault_per_min headroom return\n"
 	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain\n"
 	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
+	    "  ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
+	    "                                the -plugin argument for a TCG guest (ept source)\n"
+	    "  ept-status TABLE              the ept plugin's table file: windows, cost\n"
+	    "  ept-mode TABLE off|always|window MS\n"
+	    "                                switch its instrumentation by hand\n"
 	    "  domxml-patch DOMAIN [--yes] [--uri URI]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
@@ -917,6 +923,8 @@ int main(int argc, char **argv)
 		xmlCleanupParser();
 		return rc;
 	}
+	if (!strncmp(cmd, "ept-", 4))
+		return mtd_ept_cli(argc, argv, json_out);
 	if (!strcmp(cmd, "version") && argc == 1)
 		return cmd_version();
 	if (!strcmp(cmd, "help")) {

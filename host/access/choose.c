@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ept_file.h"
 
 void mtd_access_env_default(struct mtd_access_env *env)
 {
+	memset(env, 0, sizeof(*env));
 	env->ept_dir = MTD_EPT_DIR_DEFAULT;
 	env->proc_dir = "/proc";
 	env->idle_bitmap = "/sys/kernel/mm/page_idle/bitmap";
@@ -78,7 +80,27 @@ int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 		const char *name = mtd_access_pref_name(s);
 
 		if (out->ops) {
-			note(ch, name, "a better source is in use");
+			/* Not tried (it would take resources: DAMON's kdamond), only probed, so
+			 * the operator learns whether it would have been there. */
+			char because[200] = "";
+			int prc = 0;
+			if (s == MTD_ACCESS_IDLE && access(env->idle_bitmap, F_OK) != 0) {
+				snprintf(because, sizeof(because),
+					 "this kernel has no idle page tracking (%s missing)",
+					 env->idle_bitmap);
+				prc = -ENOENT;
+			} else if (s == MTD_ACCESS_DAMON) {
+				prc = mtd_damon_probe(env->damon_admin, env->run_dir, because,
+						      sizeof(because));
+			} else if (s == MTD_ACCESS_AGENT && !env->agent) {
+				snprintf(because, sizeof(because),
+					 "the domain has no memtide agent channel");
+				prc = -ENOENT;
+			}
+			if (prc == 0)
+				snprintf(because, sizeof(because), "available, but %s is preferred",
+					 ch->chosen);
+			note(ch, name, because);
 			continue;
 		}
 		/* Policy names one source: the others are not tried, except the agent as the

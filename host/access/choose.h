@@ -45,7 +45,7 @@ struct mtd_access_choice {
 	} notes[MTD_SOURCE_NOTES];
 };
 
-/* Fill env's paths with the real ones. */
+/* Zero env and fill its paths with the real ones. */
 void mtd_access_env_default(struct mtd_access_env *env);
 
 /* Make the source env asks for (out->ops NULL: none at all) and say why the others were

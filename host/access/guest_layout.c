@@ -115,8 +115,12 @@ int mtd_guest_ram_hva(const char *proc_dir, int pid, uint64_t ram, uint64_t *hva
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		uint64_t s, e;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64, &s, &e) != 2 || e <= s)
+		char *end;
+		uint64_t s = strtoull(line, &end, 16), e;
+		if (*end != '-')
+			continue;
+		e = strtoull(end + 1, &end, 16);
+		if (*end != ' ' || e <= s)
 			continue;
 		if (e - s >= ram && e - s <= ram + (8ULL << 20) && e - s > best) {
 			best = e - s;

@@ -100,6 +100,9 @@ int mtd_source_idle_new(const char *proc_dir, const char *bitmap, int qemu_pid,
  */
 int mtd_source_damon_new(const char *admin, const char *run_dir, const char *proc_dir, int qemu_pid,
 			 uint64_t guest_bytes, struct mtd_source *out, char *why, size_t whylen);
+/* Could the damon source start now?  0, or -errno with why; no side effect but removing
+ * a crashed memtided's kdamond. */
+int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t whylen);
 /* Switch off and remove a kdamond a crashed memtided left behind (at daemon start). */
 void mtd_damon_cleanup(const char *admin, const char *run_dir);
 

@@ -142,7 +142,7 @@ static int owner_pid(const char *owner)
 	if (!f)
 		return 0;
 	if (fgets(b, sizeof(b), f))
-		pid = atoi(b);
+		pid = (int)strtol(b, NULL, 10);
 	fclose(f);
 	return pid;
 }
@@ -227,11 +227,10 @@ static int read_frames(struct damon_src *s)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < s->nr_rev; i++) {
 		uint64_t a = s->rev[i].pfn << VMM_PAGE_SHIFT;
-		if (nt && t[nt - 1][1] == a)
-			t[nt - 1][1] = a + VMM_PAGE_SIZE;
-		else if (nt && t[nt - 1][1] > a)
+		if (nt && t[nt - 1][1] > a)
 			continue; /* a frame mapped twice */
-		else if (nt == MAX_REGIONS)
+		/* contiguous, or out of regions: extend the last (gaps merged) */
+		if (nt && (t[nt - 1][1] == a || nt == MAX_REGIONS))
 			t[nt - 1][1] = a + VMM_PAGE_SIZE;
 		else {
 			t[nt][0] = a;
@@ -423,6 +422,24 @@ static const struct mtd_source_ops damon_ops = {
     .fresh = damon_fresh,
     .destroy = damon_destroy,
 };
+
+int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t whylen)
+{
+	char owner[300], path[300];
+
+	snprintf(path, sizeof(path), "%s/kdamonds", admin);
+	if (access(path, F_OK) != 0) {
+		snprintf(why, whylen, "this kernel has no DAMON sysfs interface (%s missing)",
+			 admin);
+		return -ENOENT;
+	}
+	if (atomic_load(&damon_taken)) {
+		snprintf(why, whylen, "memtided's one kdamond already serves another VM");
+		return -EBUSY;
+	}
+	snprintf(owner, sizeof(owner), "%s/damon.owner", run_dir);
+	return damon_free(admin, owner, why, whylen);
+}
 
 void mtd_damon_cleanup(const char *admin, const char *run_dir)
 {

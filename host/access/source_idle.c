@@ -46,6 +46,7 @@ struct idle_src {
 	uint64_t pages;    /* RAM pages (RAM-block offsets 0..pages-1) */
 	uint64_t *pfn;     /* per RAM-block page: frame + 1, or 0 when not present */
 	uint64_t *pm;      /* pagemap chunk */
+	uint64_t *sorted;  /* scratch: the frames in ascending order */
 	uint64_t nr_young; /* last round */
 };
 
@@ -67,24 +68,33 @@ static int read_pagemap(struct idle_src *s)
 	return 0;
 }
 
-/* Step 4: write 1 for every tracked frame, one word per distinct 64-frame group. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Step 4: write 1 for every tracked frame, each 64-frame word once with all its bits (the
+ * kernel ignores 0 bits, but a word written twice must not depend on that).  The frames
+ * are sorted first: guest pages and frames are in different orders.  O(n log n). */
 static int mark_idle(struct idle_src *s)
 {
-	uint64_t cur = UINT64_MAX, bits = 0;
+	uint64_t n = 0, cur = UINT64_MAX, bits = 0;
 
-	for (uint64_t p = 0; p <= s->pages; p++) {
-		uint64_t w = p < s->pages && s->pfn[p] ? (s->pfn[p] - 1) / 64 : UINT64_MAX;
-		if (w != cur && cur != UINT64_MAX) {
-			if (pwrite(s->bitmap_fd, &bits, 8, (off_t)(cur * 8)) != 8)
-				return -EIO;
+	for (uint64_t p = 0; p < s->pages; p++)
+		if (s->pfn[p])
+			s->sorted[n++] = s->pfn[p] - 1;
+	qsort(s->sorted, n, sizeof(*s->sorted), cmp_u64);
+	for (uint64_t i = 0; i <= n; i++) {
+		uint64_t w = i < n ? s->sorted[i] / 64 : UINT64_MAX;
+		if (w != cur && cur != UINT64_MAX &&
+		    pwrite(s->bitmap_fd, &bits, 8, (off_t)(cur * 8)) != 8)
+			return -EIO;
+		if (w != cur)
 			bits = 0;
-		}
-		if (w == UINT64_MAX) {
-			cur = UINT64_MAX;
-			continue;
-		}
 		cur = w;
-		bits |= 1ULL << ((s->pfn[p] - 1) % 64);
+		if (i < n)
+			bits |= 1ULL << (s->sorted[i] % 64);
 	}
 	return 0;
 }
@@ -157,6 +167,7 @@ static void idle_destroy(void *ctx)
 		close(s->bitmap_fd);
 	free(s->pfn);
 	free(s->pm);
+	free(s->sorted);
 	free(s);
 }
 
@@ -210,13 +221,14 @@ int mtd_source_idle_new(const char *proc_dir, const char *bitmap, int qemu_pid,
 	s->bitmap_fd = open(bitmap, O_RDWR | O_CLOEXEC);
 	s->pfn = calloc(s->pages, sizeof(*s->pfn));
 	s->pm = calloc(CHUNK_PAGES, sizeof(*s->pm));
+	s->sorted = calloc(s->pages, sizeof(*s->sorted));
 	if (s->pagemap_fd < 0 || s->bitmap_fd < 0) {
 		rc = -errno;
 		snprintf(why, whylen, "cannot open %s: %s", s->pagemap_fd < 0 ? path : bitmap,
 			 strerror(errno));
 		goto fail;
 	}
-	if (!s->pfn || !s->pm) {
+	if (!s->pfn || !s->pm || !s->sorted) {
 		rc = -ENOMEM;
 		snprintf(why, whylen, "out of memory");
 		goto fail;

@@ -35,6 +35,7 @@
  * The plugin API is declared here from QEMU's documented interface (docs/devel/tcg-
  * plugins.rst, API version 1): Debian ships no qemu-plugin.h.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -99,6 +100,7 @@ void qemu_plugin_reset(qemu_plugin_id_t id, qemu_plugin_simple_cb_t cb);
 void qemu_plugin_register_vcpu_idle_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_simple_cb_t cb);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
 void qemu_plugin_outs(const char *string);
+int qemu_plugin_n_vcpus(void);
 
 QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
@@ -284,9 +286,37 @@ static void register_all(qemu_plugin_id_t id)
 	qemu_plugin_register_atexit_cb(id, on_qemu_exit, NULL); /* a reset drops it */
 }
 
+/*
+ * QEMU 7.2 keeps a pointer to the memory callbacks of the instruction being executed in
+ * each vCPU (plugin_mem_cbs) and clears it only when a translated block ends normally; a
+ * block left through an exception (a guest page fault during a window) keeps it, the flush
+ * of a reset frees what it points to, and the next helper that reports a memory access
+ * (interrupt delivery pushing onto the stack, an atomic) walks freed memory: seen here as
+ * "qemu_plugin_vcpu_mem_cb: code should not be reached" right after a window ended.  Here,
+ * in the reset callback, every vCPU is stopped and the flush is done, so the pointers are
+ * cleared with QEMU's own qemu_plugin_disable_mem_helpers.  Not part of the plugin API:
+ * looked up by name, and skipped where it does not exist (later QEMUs clear the pointer
+ * on every exit themselves).
+ */
+static void clear_stale_mem_cbs(void)
+{
+	void *(*get_cpu)(int) = (void *(*)(int))dlsym(RTLD_DEFAULT, "qemu_get_cpu");
+	void (*disable)(void *) =
+	    (void (*)(void *))dlsym(RTLD_DEFAULT, "qemu_plugin_disable_mem_helpers");
+
+	if (!get_cpu || !disable)
+		return;
+	for (int i = 0; i < qemu_plugin_n_vcpus(); i++) {
+		void *cpu = get_cpu(i);
+		if (cpu)
+			disable(cpu);
+	}
+}
+
 /* Runs once every vCPU has left its translated code and the translations are flushed. */
 static void after_reset(qemu_plugin_id_t id)
 {
+	clear_stale_mem_cbs();
 	P.on = P.want_on;
 	register_all(id);
 	__atomic_store_n(&P.h->on, P.on ? 1 : 0, __ATOMIC_RELEASE);
