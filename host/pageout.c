@@ -59,7 +59,8 @@
 #define PM_PFN_MASK ((1ULL << 55) - 1)
 #define IOV_BATCH   1024        /* UIO_MAXIOV */
 #define PM_CHUNK    (64 * 1024) /* pagemap entries read at once: 512 KiB */
-#define SCAN_BLOCKS 256         /* blocks coalesced into one scan read: 1 MiB of pagemap */
+#define SCAN_BLOCKS                                                                                \
+	(PM_CHUNK / BLOCK_PAGES) /* blocks coalesced into one scan read: all of po->pm */
 
 enum { PG_RESIDENT = 0, PG_SWAPPED = 1, PG_EMPTY = 2, PG_CAND = 3 };
 

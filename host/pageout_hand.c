@@ -483,7 +483,8 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	if (!h->po)
 		return;
 	if (!in->may_take) {
-		set_state(h, MTD_PAGEOUT_PAUSED, "%s", in->why_not ? in->why_not : "VM not active");
+		set_state(h, MTD_PAGEOUT_PAUSED, "the controller is not taking memory now (%s)",
+			  in->why_not ? in->why_not : "?");
 		return;
 	}
 	if (in->reply_seq != h->seen_seq) {

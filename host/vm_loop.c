@@ -556,9 +556,10 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	if (out->soft && prev_target && out->target_bytes != prev_target &&
 	    (out->target_bytes > prev_target ||
 	     prev_target - out->target_bytes >= cfg->ctl.min_change_bytes))
-		mtd_vm_action(
-		    vm, t->now_ms, "target %" PRIu64 "->%" PRIu64 " MiB (%s, return=reclaim)",
-		    prev_target / MiB, out->target_bytes / MiB, mtd_ctl_reason_name(out->reason));
+		mtd_vm_action(vm, t->now_ms, "target %" PRIu64 "->%" PRIu64 " MiB (%s, return=%s)",
+			      prev_target / MiB, out->target_bytes / MiB,
+			      mtd_ctl_reason_name(out->reason),
+			      mtd_return_via_name(pol.return_via));
 	if (!out->changed && !first)
 		return;
 	if (vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err)) < 0) {
