@@ -97,16 +97,16 @@ const char *mtd_pageout_state_name(enum mtd_pageout_state s);
 
 struct mtd_vm_pageout {
 	enum mtd_pageout_state state;
-	char why[240];               /* refused or paused: why; else what is kept out, or "" */
-	uint64_t evictable_bytes;    /* guest RAM the map allows to page out */
-	uint64_t swapped_bytes;      /* evicted pages in host swap now: the RSS they freed */
-	uint64_t pool_bytes;         /* their share of the compressed pools (zram, zswap) */
-	uint64_t out_total_bytes;    /* sent to swap, cumulative */
-	uint64_t refaults_total;     /* pages read back from swap for the guest, cumulative */
-	uint64_t collapsed_total;    /* pages khugepaged read back into huge pages, cumulative */
-	double swapin_pages_per_s;   /* refaults over the last interval */
-	uint64_t last_out_bytes;     /* the last batch sent to swap */
-	uint64_t last_out_ms;        /* how long it took (process_madvise and the checks) */
+	char why[240];             /* refused or paused: why; else what is kept out, or "" */
+	uint64_t evictable_bytes;  /* guest RAM the map allows to page out */
+	uint64_t swapped_bytes;    /* evicted pages in host swap now: the RSS they freed */
+	uint64_t pool_bytes;       /* their share of the compressed pools (zram, zswap) */
+	uint64_t out_total_bytes;  /* sent to swap, cumulative */
+	uint64_t refaults_total;   /* pages read back from swap for the guest, cumulative */
+	uint64_t collapsed_total;  /* pages khugepaged read back into huge pages, cumulative */
+	double swapin_pages_per_s; /* refaults over the last interval */
+	uint64_t last_out_bytes;   /* the last batch sent to swap */
+	uint64_t last_out_ms;      /* how long it took (process_madvise and the checks) */
 };
 
 struct mtd_action {

@@ -432,6 +432,15 @@ static void test_mixed_mappings_are_unsure(void **state)
 	l = build(r);
 	assert_true(l->sure);
 	assert_int_equal(l->r[1].backing, MTD_RAM_ANON);
+	/* Shared anonymous memory (memory-backend-ram,share=on) is shmem: it swaps. */
+	snprintf(v[0].path, sizeof(v[0].path), "/dev/zero (deleted)");
+	snprintf(v[1].path, sizeof(v[1].path), "/dev/zero (deleted)");
+	v[0].shared = v[1].shared = true;
+	free(l);
+	l = build(r);
+	assert_true(l->sure);
+	assert_int_equal(l->r[1].backing, MTD_RAM_SHMEM);
+	assert_true(l->r[1].evictable);
 	/* A regular file: kept, and said. */
 	snprintf(v[0].path, sizeof(v[0].path), "/var/lib/guest.ram");
 	snprintf(v[1].path, sizeof(v[1].path), "/var/lib/guest.ram");

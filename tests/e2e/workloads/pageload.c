@@ -48,11 +48,11 @@
 
 static unsigned char *hot, *cold;
 static unsigned long hot_pages, cold_pages;
-static uint32_t *gen;            /* per cold page */
-static unsigned long *planned;   /* page indices of the last plan */
+static uint32_t *gen;          /* per cold page */
+static unsigned long *planned; /* page indices of the last plan */
 static unsigned long nr_planned;
-static unsigned long cursor;     /* next page of the spread to plan */
-static unsigned char *touched;   /* per cold page: planned since the last verify */
+static unsigned long cursor;   /* next page of the spread to plan */
+static unsigned char *touched; /* per cold page: planned since the last verify */
 static bool text_body;
 static int port = -1;
 
@@ -119,7 +119,8 @@ static int find_port(void)
 		FILE *f = fopen(path, "r");
 		if (!f)
 			continue;
-		bool ok = fgets(name, sizeof(name), f) && strncmp(name, PORT_NAME, strlen(PORT_NAME)) == 0;
+		bool ok = fgets(name, sizeof(name), f) &&
+			  strncmp(name, PORT_NAME, strlen(PORT_NAME)) == 0;
 		fclose(f);
 		if (ok) {
 			snprintf(path, sizeof(path), "/dev/%s", e->d_name);
@@ -239,9 +240,10 @@ static int serve(void)
 	if (!nl)
 		return len == sizeof(buf) - 1 ? (len = 0, 0) : 0;
 	*nl = '\0';
-	unsigned long arg;
 	int quit = 0;
-	if (sscanf(buf, "plan %lu", &arg) == 1 && arg <= cold_pages)
+	char *end = NULL;
+	unsigned long arg = strncmp(buf, "plan ", 5) == 0 ? strtoul(buf + 5, &end, 10) : 0;
+	if (end && end != buf + 5 && !*end && arg <= cold_pages)
 		cmd_plan(arg);
 	else if (strcmp(buf, "go") == 0)
 		cmd_go();
@@ -268,8 +270,10 @@ int main(int argc, char **argv)
 	cold_pages = strtoul(argv[2], NULL, 10) * MIB / PAGE;
 	text_body = argc > 3 && strcmp(argv[3], "text") == 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	hot = mmap(NULL, hot_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	cold = mmap(NULL, cold_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	hot = mmap(NULL, hot_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		   0);
+	cold = mmap(NULL, cold_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
 	gen = calloc(cold_pages, sizeof(*gen));
 	planned = calloc(cold_pages, sizeof(*planned));
 	touched = calloc(cold_pages, 1);
@@ -285,7 +289,8 @@ int main(int argc, char **argv)
 		printf("WL-ERROR no virtio-serial port named %s\n", PORT_NAME);
 		return 1;
 	}
-	printf("WL-READY hot=%s cold=%s body=%s\n", argv[1], argv[2], text_body ? "text" : "repeat");
+	printf("WL-READY hot=%s cold=%s body=%s\n", argv[1], argv[2],
+	       text_body ? "text" : "repeat");
 	double t0 = now_s(), last = t0;
 	unsigned long pages = 0, p = 0;
 	for (;;) {
