@@ -12,7 +12,7 @@
 # needs no edit here.  Unit tests are tests/unit/test_*.c, one program each, linked against
 # every library (the linker takes only what a test uses).
 #
-# Targets: all (default), check, bench, lint, sanitize, demo, install, clean.
+# Targets: all (default), check, soak, bench, lint, sanitize, demo, install, clean.
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -76,7 +76,7 @@ TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
 # The QEMU TCG plugin behind the ept access source: a shared object QEMU loads (-plugin).
 EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
-.PHONY: all check check-unit bench lint sanitize demo install clean deps fuzz
+.PHONY: all check check-unit bench lint sanitize demo install clean deps fuzz soak
 all: $(PROGRAMS) $(TESTS) $(EPT_PLUGIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -157,6 +157,12 @@ check: deps
 
 check-unit: all
 	@BUILD=$(BUILD) tests/run.sh unit
+
+# `make soak` runs the long scenarios (10 minutes or more each: e.g. scenario 12's 12-minute
+# creep run) that `make check` runs in short; they write the same build/e2e/*.json files.
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/run.sh soak
 
 bench: deps
 	@$(MAKE) --no-print-directory all
