@@ -570,7 +570,7 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	/* A few pages cross the cold age every interval: said at debug level; a batch of a
 	 * MiB or more at info, with its speed (docs/e2e.md reads it). */
 	if (sent || evicted)
-		mtd_log((sent | evicted) >= 256 ? MTD_LOG_INFO : MTD_LOG_DEBUG,
+		mtd_log(sent >= 256 || evicted >= 256 ? MTD_LOG_INFO : MTD_LOG_DEBUG,
 			"%s: pageout: %" PRIu64 " MiB to swap in %" PRIu64 " ms (%" PRIu64
 			" MiB evicted in all, cold age %" PRIu64 " s)",
 			h->name, (sent << VMM_PAGE_SHIFT) / MiB, ns / 1000000,
