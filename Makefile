@@ -174,7 +174,7 @@ sanitize:
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@BUILD=$(BUILD) DEMO_JSON=$(DEMO_JSON) scripts/demo.sh
+	@BUILD=$(BUILD) DEMO_JSON=$(DEMO_JSON) DEMO_AGENT=$(DEMO_AGENT) scripts/demo.sh
 
 LINT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 lint:

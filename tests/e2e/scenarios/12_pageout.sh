@@ -57,7 +57,8 @@ run_one() {
 	e2e_boot $MEM "pageload $HOT $COLD" "memtide.agent=$agent" \
 		-plugin "$PLUGIN,table=$table,ram=${MEM}M" \
 		-chardev "socket,id=tc,path=$E2E_DIR/$tag.port,server=on,wait=off" \
-		-device virtserialport,chardev=tc,name=org.memtide.test.0
+		-device virtserialport,chardev=tc,name=org.memtide.test.0 \
+		-qmp "unix:$E2E_DIR/$tag.qmp,server,nowait"
 	if ! e2e_wait '^WL-READY' 120 >/dev/null; then
 		echo "# console: $(tail -3 "$E2E_CONSOLE" | tr '\n' ' ')"
 		return 1
@@ -71,7 +72,9 @@ run_one() {
 		--foreground --config "$E2E_DIR/$tag.conf" --no-metrics --socket "$E2E_DIR/$tag.sock" \
 		--log-level info 2>"$log"
 	local mpid=$E2E_LAST_PID
-	python3 tests/e2e/pageout_run.py --qmp "$E2E_QMP" --port "$E2E_DIR/$tag.port" \
+	# A QMP monitor of the test's own: QEMU serves one client per monitor, and memtided
+	# holds the first.
+	python3 tests/e2e/pageout_run.py --qmp "$E2E_DIR/$tag.qmp" --port "$E2E_DIR/$tag.port" \
 		--console "$E2E_CONSOLE" --ctl "$BUILD/bin/memtidectl" --ctl-sock "$E2E_DIR/$tag.sock" \
 		--log "$log" --vm "$tag" --qemu-pid "$E2E_QEMU_PID" --memtided-pid "$mpid" \
 		--zram "$E2E_ZRAM" --mem-mib $MEM --cold-mib $COLD "$@" >"$E2E_DIR/$tag.json"
