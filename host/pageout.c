@@ -235,8 +235,10 @@ static int read_pm(struct mtd_pageout *po, uint64_t hva, size_t n)
 	return 0;
 }
 
+/* po->reg for layout l.  Regions of keep (the old ones) that are unchanged are moved over
+ * with their state (zeroed in keep); on -ENOMEM whatever was moved is lost. */
 static int load_regions(struct mtd_pageout *po, const struct mtd_ram_layout *l,
-			const struct po_region *keep, size_t nr_keep)
+			struct po_region *keep, size_t nr_keep)
 {
 	struct po_region *reg = calloc(l->nr ? l->nr : 1, sizeof(*reg));
 	size_t n = 0;
@@ -249,11 +251,11 @@ static int load_regions(struct mtd_pageout *po, const struct mtd_ram_layout *l,
 		if (!r->evictable)
 			continue;
 		for (size_t k = 0; k < nr_keep; k++) {
-			const struct po_region *o = &keep[k];
+			struct po_region *o = &keep[k];
 			if (o->st && o->r.gpa == r->gpa && o->r.bytes == r->bytes &&
 			    o->r.hva == r->hva && o->r.backing == r->backing) {
 				reg[n++] = *o; /* moved: the caller drops its copy */
-				memset((void *)o, 0, sizeof(*o));
+				memset(o, 0, sizeof(*o));
 				kept = true;
 				break;
 			}
@@ -399,6 +401,7 @@ int mtd_pageout_set_layout(struct mtd_pageout *po, const struct mtd_ram_layout *
 	if (rc < 0) {
 		po->reg = old;
 		po->nr = nr_old;
+		recount(po); /* regions moved before the failure lost their state */
 		return rc;
 	}
 	for (size_t k = 0; k < nr_old; k++)

@@ -15,6 +15,8 @@ started on it; this script measures, in order, and prints one JSON object of fig
      addresses; this script looks them up in QEMU's pagemap (swapped or not), which gives
      refaults_true; the guest touches them; memtided's count (status pageout.refaults_total)
      and QEMU's major faults over the same window are refaults_counted and refaults_majflt;
+     refaults_ept_seen is how many of them the ept source's table ever showed accessed
+     (the other candidate signal: the plugin instruments only in sampling windows);
   D. creep (--creep-s): only the hot set runs; the guest-RAM Rss slope over its last part;
   E. integrity (--cycles): each cycle waits until memtided has evicted the cold set again,
      then has the guest check every cold page and rewrite one in eight: corrupted_pages;
@@ -255,6 +257,7 @@ def main():
     ap.add_argument("--balloon", action="store_true")
     ap.add_argument("--refaults", action="store_true")
     ap.add_argument("--prefix", default="")
+    ap.add_argument("--ept-table", default="")
     a = ap.parse_args()
     figs = {}
 
@@ -293,6 +296,9 @@ def main():
     fig("returned_net_mib", round((rss_drop - pool_growth) / MiB, 1))
     if s60["zram_pool"]:
         fig("zram_ratio", round(s60["zram_orig"] / s60["zram_pool"], 2))
+    # What the device holds against what memtided says it sent: anything else (another
+    # process, the host's own reclaim or DAMON) swapping into it shows here.
+    fig("zram_stored_mib", round(s60["zram_orig"] / MiB, 1))
     fig("swapped_mib", round(s60.get("swapped", 0) / MiB, 1))
     before = rates.between(t0 + 2000, t_ev - 1000)
     after = rates.between(t_ev + 5000, s60["ms"])
@@ -322,15 +328,41 @@ def main():
                 break
             gpas.append(int(l, 16))
         pm = os.open("/proc/%d/pagemap" % a.qemu_pid, os.O_RDONLY)
-        swapped = 0
+        swapped_set = set()
         for g in gpas:
             if g == 0 or g >= a.mem_mib * MiB:
                 continue
             e = int.from_bytes(os.pread(pm, 8, ((base + g) >> 12) * 8), "little")
-            swapped += (e >> 62) & 1
+            if (e >> 62) & 1:
+                swapped_set.add(g)
         os.close(pm)
+        swapped = len(swapped_set)
         fig("touched_pages", len(gpas))
         fig("refaults_true", swapped)
+        # What the ept source could see of these first touches: their leaves' accessed bits
+        # in the plugin's table, polled every 50 ms from before the touch to 3 s after (a
+        # walk clears a bit once a second; the plugin sets it only within its windows).
+        seen = set()
+        swapped_gpas = [g for g in gpas if 0 < g < a.mem_mib * MiB and
+                        g in swapped_set]
+        stop_poll = threading.Event()
+
+        def poll_ept():
+            try:
+                with open(a.ept_table, "rb") as f:
+                    pt_off = int.from_bytes(os.pread(f.fileno(), 8, 56), "little")
+                    while not stop_poll.is_set():
+                        for g in swapped_gpas:
+                            if g not in seen:
+                                e = int.from_bytes(os.pread(f.fileno(), 8, pt_off + (g >> 12) * 8), "little")
+                                if e & (1 << 8):
+                                    seen.add(g)
+                        time.sleep(0.05)
+            except OSError as e:
+                log("ept table: %s" % e)
+        poller = threading.Thread(target=poll_ept, daemon=True)
+        if a.ept_table:
+            poller.start()
         r0 = smp.take()
         port.send("go")
         done = port.line()
@@ -338,6 +370,10 @@ def main():
         bad_touch = int(m.group(2)) if m else -1
         time.sleep(3)  # the refault scan runs once per control interval
         r1 = smp.take()
+        stop_poll.set()
+        if a.ept_table:
+            poller.join()
+            fig("refaults_ept_seen", len(seen))
         fig("refaults_counted", r1["refaults"] - r0["refaults"])
         fig("refaults_majflt", r1["majflt"] - r0["majflt"])
         fig("touch_bad_pages", bad_touch)

@@ -77,7 +77,8 @@ run_one() {
 	python3 tests/e2e/pageout_run.py --qmp "$E2E_DIR/$tag.qmp" --port "$E2E_DIR/$tag.port" \
 		--console "$E2E_CONSOLE" --ctl "$BUILD/bin/memtidectl" --ctl-sock "$E2E_DIR/$tag.sock" \
 		--log "$log" --vm "$tag" --qemu-pid "$E2E_QEMU_PID" --memtided-pid "$mpid" \
-		--zram "$E2E_ZRAM" --mem-mib $MEM --cold-mib $COLD "$@" >"$E2E_DIR/$tag.json"
+		--zram "$E2E_ZRAM" --mem-mib $MEM --cold-mib $COLD --ept-table "$table" "$@" \
+		>"$E2E_DIR/$tag.json"
 	local rc=$?
 	cp "$E2E_CONSOLE" "$E2E_DIR/$tag.console"
 	kill "$mpid" "$E2E_QEMU_PID" 2>/dev/null
