@@ -219,6 +219,16 @@ void mtd_hand_free(struct mtd_pageout_hand *h)
 	free(h);
 }
 
+uint64_t mtd_hand_swapped_bytes(const struct mtd_pageout_hand *h)
+{
+	struct mtd_pageout_stats st;
+
+	if (!h || !h->po)
+		return 0;
+	mtd_pageout_get_stats(h->po, &st);
+	return st.swapped_pages << VMM_PAGE_SHIFT;
+}
+
 const struct mtd_ram_layout *mtd_hand_layout(const struct mtd_pageout_hand *h)
 {
 	return h ? h->layout : NULL;

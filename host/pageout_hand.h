@@ -120,6 +120,9 @@ void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st
  * and within the room in swap: for host arbitration (reclaimable_bytes). */
 uint64_t mtd_hand_reclaimable(const struct mtd_pageout_hand *h, uint64_t cold_resident_bytes);
 
+/* Guest memory this hand holds in host swap now (bytes). */
+uint64_t mtd_hand_swapped_bytes(const struct mtd_pageout_hand *h);
+
 /* The layout in use (NULL until pageout was first in force). */
 const struct mtd_ram_layout *mtd_hand_layout(const struct mtd_pageout_hand *h);
 

@@ -710,6 +710,12 @@ static void say_not_evictable(struct mtd_ram_layout *l)
 				"RAM block %s is backed by the file %s: pageout would write to the "
 				"file, not to swap.",
 				r->block, r->path);
+		else if (r->backing == MTD_RAM_SHMEM)
+			why_add(
+			    l->why, sizeof(l->why),
+			    "RAM block %s is shared memory (memfd or share=on): pagemap cannot "
+			    "show which of its pages are in swap, so pageout could not be checked.",
+			    r->block);
 	}
 }
 
@@ -833,8 +839,11 @@ int mtd_ram_layout_build(const struct mtd_ram_inputs *in, struct mtd_ram_layout 
 	out->sure = true;
 	for (size_t i = 0; i < out->nr; i++) {
 		struct mtd_ram_region *r = &out->r[i];
-		r->evictable = !out->vfio && !r->locked &&
-			       (r->backing == MTD_RAM_ANON || r->backing == MTD_RAM_SHMEM) &&
+		/* Only private anonymous memory: a shared-memory page written to swap leaves no
+		 * swap entry in QEMU's page table (measured on this host's 6.18: pagemap reads
+		 * "not present" for it, as for a page still in the page cache), so neither the
+		 * pageout's result nor a refault could be told page by page. */
+		r->evictable = !out->vfio && !r->locked && r->backing == MTD_RAM_ANON &&
 			       r->gpa >= LOW_LEGACY_END;
 		if (r->evictable)
 			out->evictable_bytes += r->bytes;

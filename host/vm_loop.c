@@ -504,10 +504,17 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	struct mtd_policy pol = vm->policy;
 	pol.return_via = return_mode(vm);
 	bool hostside = pol.return_via == MTD_RETURN_PAGEOUT || pol.return_via == MTD_RETURN_AUTO;
+	/* What the host already holds in swap is not the guest's to free (it would read each
+	 * page back to do so): return=auto asks the agent only for the rest. */
+	uint64_t in_swap = hostside ? mtd_hand_swapped_bytes(vm->hand) : 0;
+	uint64_t used_raw = in.guest_used_bytes;
+	if (in.used_known)
+		in.guest_used_bytes =
+		    in.guest_used_bytes > in_swap ? in.guest_used_bytes - in_swap : 0;
 	mtd_ctl_step(&cfg->ctl, &pol, &in, &vm->ctl, out);
 	vm->draft.target_bytes = out->target_bytes;
 	vm->draft.soft = out->soft;
-	vm->draft.guest_used_bytes = in.used_known ? in.guest_used_bytes : 0;
+	vm->draft.guest_used_bytes = in.used_known ? used_raw : 0;
 
 	/* What the host arbiter could still take here: down to the working set, never below
 	 * the floor; nothing without an estimate or while the VM is not steerable. */

@@ -9,8 +9,9 @@ started on it; this script measures, in order, and prints one JSON object of fig
      log): pageout_mib_s;
   B. at 60 s after memtided started: returned_net_mib = (drop of the guest-RAM mapping's Rss)
      - (growth of the test's zram pool, mem_used_total); the hot rate after the eviction
-     against the baseline: tput_ratio (medians of per-second rates); the Rss slope over
-     the quiet end of this phase (creep_short_mib_per_min);
+     against the baseline: tput_ratio (medians of per-second rates) and tput_ratio_cpu
+     (hot pages per CPU-second of QEMU: the same with the host's load taken out); the Rss
+     slope over the quiet end of this phase (creep_short_mib_per_min);
   C. refaults: the guest plans N first touches of cold pages and tells their guest-physical
      addresses; this script looks them up in QEMU's pagemap (swapped or not), which gives
      refaults_true; the guest touches them; memtided's count (status pageout.refaults_total)
@@ -137,10 +138,12 @@ class Sampler(threading.Thread):
             v = f.read().split()
         return int(v[0]), int(v[2])  # orig_data_size, mem_used_total
 
-    def majflt(self):
+    def stat(self):
+        """QEMU's major faults and CPU seconds (utime + stime)."""
         with open("/proc/%d/stat" % self.a.qemu_pid) as f:
             s = f.read()
-        return int(s[s.rindex(")") + 2:].split()[9])
+        v = s[s.rindex(")") + 2:].split()
+        return int(v[9]), (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
     def status(self):
         try:
@@ -153,8 +156,9 @@ class Sampler(threading.Thread):
     def take(self):
         rss, thp = self.rss()
         orig, pool = self.zram()
+        majflt, cpu = self.stat()
         s = {"ms": now_ms(), "rss": rss, "thp": thp, "zram_orig": orig, "zram_pool": pool,
-             "majflt": self.majflt()}
+             "majflt": majflt, "cpu_s": cpu}
         st = self.status()
         if st:
             p = st.get("pageout", {})
@@ -206,6 +210,17 @@ class Rates(threading.Thread):
     def between(self, t0, t1):
         with self.lock:
             return [r for ms, r in self.rates if t0 <= ms <= t1]
+
+
+def per_cpu_second(rates, smp, t0, t1):
+    """Hot pages per CPU-second of QEMU over [t0, t1]: the rate with the host's contention
+    taken out (on a shared 2-core machine a vCPU gets from a third to all of a core)."""
+    w = smp.window(t0, t1)
+    if len(w) < 2:
+        return None
+    pages = sum(rates.between(w[0]["ms"], w[-1]["ms"]))
+    cpu = w[-1]["cpu_s"] - w[0]["cpu_s"]
+    return pages / cpu if cpu > 0 else None
 
 
 def slope_mib_per_min(samples):
@@ -306,6 +321,12 @@ def main():
         fig("rate_before", statistics.median(before))
         fig("rate_after", statistics.median(after))
         fig("tput_ratio", round(statistics.median(after) / statistics.median(before), 3))
+    cb = per_cpu_second(rates, smp, t0 + 2000, t_ev - 1000)
+    ca = per_cpu_second(rates, smp, t_ev + 5000, s60["ms"])
+    if cb and ca:
+        fig("rate_per_cpu_s_before", round(cb))
+        fig("rate_per_cpu_s_after", round(ca))
+        fig("tput_ratio_cpu", round(ca / cb, 3))
     quiet = smp.window(t_ev + 20000, s60["ms"])
     sl = slope_mib_per_min(quiet)
     if sl is not None:

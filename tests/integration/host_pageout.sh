@@ -13,6 +13,7 @@
 #   -overcommit mem-lock=on    refused: locked in memory
 #   a hugetlbfs DIMM           kept out and said (needs 64 huge pages: set for the test, then
 #                              restored)
+#   a memfd DIMM (share=on)    kept out and said: pagemap cannot show a swapped shmem page
 #   no plugin (source = ept)   refused: no live page-level access source
 # VFIO (pinned guest memory) needs a device to assign: tests/unit/test_ram_layout.c covers it
 # on recorded /proc/PID/fd links.
@@ -24,7 +25,7 @@
 . "$(dirname "$0")/../e2e/lib_zram.sh"
 e2e_init host_pageout
 E2E_JSON= # no figures of its own
-echo "1..11"
+echo "1..12"
 PLUGIN=$PWD/$BUILD/lib/memtide/memtide-ept.so
 CTL=$BUILD/bin/memtidectl
 for f in "$BUILD/bin/memtided" "$CTL" "$PLUGIN"; do
@@ -106,6 +107,12 @@ for i in $(seq 1 20); do
 done
 [ $ok = 0 ] && grep -q 'guest RAM map changed' "$E2E_DIR/dimm.log"
 e2e_check $? "a DIMM hotplugged at run time joins the map ($before -> $(po dimm evictable_bytes) bytes)"
+stop_paused
+
+paused memfd 1G,slots=2,maxmem=4G "ram=1G" \
+	-object memory-backend-memfd,id=mem1,size=256M,share=on -device pc-dimm,id=dimm1,memdev=mem1
+[ "$(po memfd evictable_bytes)" = $((1023 * MiB)) ] && po memfd why | grep -q 'RAM block mem1 is shared memory'
+e2e_check $? "a shared-memory (memfd) DIMM is kept out and said ($(po memfd why | head -c 90))"
 stop_paused
 
 paused mlock 256M "ram=256M" -overcommit mem-lock=on

@@ -13,8 +13,10 @@
  *
  * The host drives it through a virtio-serial port named org.memtide.test.0 (found through
  * /sys/class/virtio-ports, as the agent finds its own), one command a line, one answer each:
- *   plan N     choose the next N cold pages not touched since the last verify (spread over
- *              the region by a stride) and answer their guest-physical addresses, read from
+ *   plan N     choose the next N cold pages not touched since the last verify, in runs of 64
+ *              contiguous pages spread over the region by a stride (so that the guest's own
+ *              page-table pages, which its MMU reads on the way and which were cold too, are
+ *              few beside them), and answer their guest-physical addresses, read from
  *              /proc/self/pagemap: "plan N" then N lines of hex GPAs then "end".  Nothing is
  *              touched yet, so the host can look at where those pages are first.
  *   go         first touch of the planned pages (one read each) and a check of their
@@ -45,6 +47,7 @@
 #define MIB       (1UL << 20)
 #define PORT_NAME "org.memtide.test.0"
 #define SLICE     2048
+#define PLAN_RUN  64 /* pages planned together */
 
 static unsigned char *hot, *cold;
 static unsigned long hot_pages, cold_pages;
@@ -175,22 +178,27 @@ static uint64_t gpa_of(int pm, unsigned long i)
 static void cmd_plan(unsigned long n)
 {
 	int pm = open("/proc/self/pagemap", O_RDONLY);
-	/* The spread: a stride coprime with the page count visits every page once. */
+	unsigned long chunks = cold_pages / PLAN_RUN;
+	/* The spread: a stride coprime with the number of runs visits each run once. */
 	unsigned long stride = 7919;
-	while (cold_pages % stride == 0)
-		stride += 2;
 	char line[32];
 
+	while (chunks % stride == 0)
+		stride += 2;
 	nr_planned = 0;
 	port_printf("plan %lu\n", n);
-	for (unsigned long tries = 0; nr_planned < n && tries < cold_pages; tries++) {
-		unsigned long i = (cursor++ * stride) % cold_pages;
-		if (touched[i])
-			continue;
-		touched[i] = 1;
-		planned[nr_planned++] = i;
-		int len = snprintf(line, sizeof(line), "%llx\n", (unsigned long long)gpa_of(pm, i));
-		port_write(line, (size_t)len);
+	for (unsigned long tries = 0; nr_planned < n && tries < chunks; tries++) {
+		unsigned long c = (cursor++ * stride) % chunks;
+		for (unsigned long k = 0; k < PLAN_RUN && nr_planned < n; k++) {
+			unsigned long i = c * PLAN_RUN + k;
+			if (touched[i])
+				continue;
+			touched[i] = 1;
+			planned[nr_planned++] = i;
+			int len = snprintf(line, sizeof(line), "%llx\n",
+					   (unsigned long long)gpa_of(pm, i));
+			port_write(line, (size_t)len);
+		}
 	}
 	if (pm >= 0)
 		close(pm);
