@@ -4,8 +4,11 @@
 The guest runs `pageload HOT COLD` (tests/e2e/workloads/pageload.c) and memtided has just been
 started on it; this script measures, in order, and prints one JSON object of figures:
 
-  A. first eviction: the hot rate before it (the baseline: from start to the first pageout)
-     and memtided's own timing of its first batch ("pageout: N MiB to swap in M ms" in its
+  0. with --base-s: memtided was started with the policy enabled=no; for that long it only
+     watches (the access source samples the guest exactly as it will afterwards) and the hot
+     rate over it is the baseline; then `memtidectl policy set VM enabled=yes`;
+  A. first eviction (without --base-s the baseline is from memtided's start to it) and
+     memtided's own timing of its first batch ("pageout: N MiB to swap in M ms" in its
      log): pageout_mib_s;
   B. at 60 s after memtided started: returned_net_mib = (drop of the guest-RAM mapping's Rss)
      - (growth of the test's zram pool, mem_used_total); the hot rate after the eviction
@@ -273,6 +276,7 @@ def main():
     ap.add_argument("--refaults", action="store_true")
     ap.add_argument("--prefix", default="")
     ap.add_argument("--ept-table", default="")
+    ap.add_argument("--base-s", type=int, default=0)
     a = ap.parse_args()
     figs = {}
 
@@ -284,12 +288,21 @@ def main():
     port = Port(a.port)
     smp = Sampler(a)
     rates = Rates(a.console)
-    t0 = now_ms()
-    s0 = smp.take()
-    smp.samples.append(s0)
     smp.start()
     rates.start()
     fig("cold_mib", a.cold_mib)
+
+    # 0. the baseline: memtided runs (the access source samples the guest as it will after)
+    # with the policy enabled=no, so nothing is taken; then it is enabled.
+    tb = now_ms()
+    if a.base_s:
+        wait_for(lambda: now_ms() - tb >= a.base_s * 1000, a.base_s + 30, "the baseline")
+        before = rates.between(tb + 2000, now_ms())
+        cb = per_cpu_second(rates, smp, tb + 2000, now_ms())
+        subprocess.run([a.ctl, "--socket", a.ctl_sock, "policy", "set", a.vm, "enabled=yes"],
+                       check=True, capture_output=True, timeout=10)
+    t0 = now_ms()
+    s0 = smp.take()
 
     # A. the first eviction
     ev = wait_for(lambda: (smp.last("out_total") or {}).get("out_total", 0) > 0 and
@@ -315,13 +328,15 @@ def main():
     # process, the host's own reclaim or DAMON) swapping into it shows here.
     fig("zram_stored_mib", round(s60["zram_orig"] / MiB, 1))
     fig("swapped_mib", round(s60.get("swapped", 0) / MiB, 1))
-    before = rates.between(t0 + 2000, t_ev - 1000)
+    if not a.base_s:
+        before = rates.between(t0 + 2000, t_ev - 1000)
+        cb = per_cpu_second(rates, smp, t0 + 2000, t_ev - 1000)
     after = rates.between(t_ev + 5000, s60["ms"])
     if len(before) >= 3 and len(after) >= 3:
         fig("rate_before", statistics.median(before))
         fig("rate_after", statistics.median(after))
         fig("tput_ratio", round(statistics.median(after) / statistics.median(before), 3))
-    cb = per_cpu_second(rates, smp, t0 + 2000, t_ev - 1000)
+        fig("rate_samples", "%d/%d" % (len(before), len(after)))
     ca = per_cpu_second(rates, smp, t_ev + 5000, s60["ms"])
     if cb and ca:
         fig("rate_per_cpu_s_before", round(cb))

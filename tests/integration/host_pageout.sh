@@ -44,7 +44,8 @@ paused() {
 	[ -n "$pargs" ] && plugin=(-plugin "$PLUGIN,table=$E2E_DIR/$tag.ept,$pargs")
 	e2e_start qemu-system-x86_64 -accel tcg -S -nographic -nic none -m "$mem" \
 		-device virtio-balloon-pci,id=balloon0,free-page-reporting=on \
-		-qmp "unix:$sock,server,nowait" "${plugin[@]}" "$@" </dev/null \
+		-qmp "unix:$sock,server,nowait" -qmp "unix:$sock.test,server,nowait" \
+		"${plugin[@]}" "$@" </dev/null \
 		>"$E2E_DIR/$tag.qemu" 2>&1
 	TAG_QEMU=$E2E_LAST_PID
 	printf '[daemon]\nept_dir = %s\n[pageout]\nrequery = 2s\n[defaults]\n%s\n' "$E2E_DIR" \
@@ -87,9 +88,10 @@ stop_paused
 
 paused dimm 1G,slots=2,maxmem=4G "ram=1G"
 before=$(po dimm evictable_bytes)
-python3 - "$E2E_DIR/dimm.qmp" <<'PY'
+# A monitor of the test's own: QEMU serves one client per monitor, and memtided holds the first.
+python3 - "$E2E_DIR/dimm.qmp.test" <<'PY'
 import json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(sys.argv[1]); f = s.makefile("rw")
 def cmd(c):
     f.write(json.dumps(c) + "\n"); f.flush()
     while True:
