@@ -61,7 +61,8 @@ int mtd_ept_file_open(const char *path, int expect_pid, struct mtd_ept_file *f, 
 		rc = -errno;
 		if (rc == -ENOENT)
 			return fail(why, whylen, rc,
-				    "QEMU was not started with the memtide-ept plugin (no %s)",
+				    "no table %s: QEMU runs without the memtide-ept plugin, or the plugin "
+				    "could not make it (QEMU's log says)",
 				    path);
 		return fail(why, whylen, rc, "cannot open %s", path);
 	}

@@ -5,7 +5,10 @@
  * Use (system emulation, QEMU 7.2; `memtidectl ept-plugin` prints the exact argument):
  *   -plugin /usr/lib/memtide/memtide-ept.so,table=/run/memtide/ept/NAME.ept[,ram=1G]
  *           [,lowmem=3G][,span=1T][,mode=off|always]
- *   table   the table file (not `file`: QEMU keeps that key for the plugin's path); created, truncated and locked for QEMU's lifetime; removed at exit)
+ *   table   the table file (not `file`: QEMU keeps that key for the plugin's path); created,
+ *           truncated and locked for QEMU's lifetime, removed at exit.  When it cannot be
+ *           made (no directory, taken by another QEMU) the plugin says so on QEMU's stderr
+ *           and stays idle: the guest starts anyway, without the ept source
  *   ram     guest RAM size (-m): accesses at RAM offsets beyond it (ROM, video RAM) are
  *           dropped; lowmem: RAM below the PCI hole when RAM also sits above 4 GiB (pc:
  *           3 GiB once RAM >= 3.5 GiB, q35: 2 GiB once RAM >= 2.75 GiB).  Without ram the
@@ -438,6 +441,18 @@ static int open_table(uint32_t mode)
 	return 0;
 }
 
+/* Undo a failed open_table. */
+static void close_table(void)
+{
+	if (P.map)
+		munmap(P.map, P.map_bytes);
+	if (P.fd >= 0)
+		close(P.fd);
+	P.map = NULL;
+	P.h = NULL;
+	P.fd = -1;
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
 					   char **argv)
 {
@@ -493,8 +508,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			return -1;
 		}
 	}
-	if (open_table(mode) < 0)
-		return -1;
+	if (open_table(mode) < 0) {
+		/* The guest must start whether or not memtide is ready (its table directory is
+		 * made by memtided and at boot by systemd-tmpfiles): run without instrumenting,
+		 * and memtided, finding no table, says so and takes another source. */
+		close_table();
+		say("memtide-ept: no table: the guest runs without the ept source\n");
+		return 0;
+	}
 	/* Starting "on" needs no reset: no code has been translated yet. */
 	P.on = mode == MTD_EPT_MODE_ALWAYS;
 	if (P.on) {
