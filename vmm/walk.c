@@ -435,7 +435,9 @@ static bool nonleaf_enter(struct walker *w, uint64_t *slot, uint64_t e)
 		w->st->subtrees_skipped_nonleaf++;
 		return false;
 	}
-	__atomic_fetch_and(slot, ~EPT_A, __ATOMIC_RELAXED);
+	/* Acquire: the subtree's loads must not move before this clear (the tree writes a
+	 * leaf first, then its upper A with release). */
+	__atomic_fetch_and(slot, ~EPT_A, __ATOMIC_ACQUIRE);
 	return true;
 }
 

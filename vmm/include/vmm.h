@@ -248,6 +248,10 @@ struct vmm_simhw_config {
 	double huge_2m_share; /* share of 2 MiB regions mapped by one 2 MiB leaf, 0..1 */
 	double huge_1g_share; /* share of 1 GiB regions mapped by one 1 GiB leaf, 0..1 */
 	uint64_t seed;        /* for the placement of holes and huge leaves */
+	/* EPT only: accesses set A in the upper entries too, exactly (no paging-structure
+	 * cache keeps them from being set again), and the tree says so with
+	 * VMM_PT_NONLEAF_ACCESSED: the emulated EPT's behaviour (host/access/ept_table.h). */
+	bool nonleaf_accessed;
 };
 
 struct vmm_simhw;
@@ -257,7 +261,7 @@ struct vmm_simhw;
  * and seed decide), writable, accessed and dirty bits clear.  Memory: about 4 KiB of tables
  * per 2 MiB of 4 KiB-mapped RAM (128 MiB for 64 GiB).  Returns 0, -EINVAL (format unknown,
  * sizes not 2 MiB multiples, more holes than 2 MiB pieces, share outside 0..1, more than
- * 16 TiB of address space) or -ENOMEM.  The object owns all its memory; no global state.
+ * 16 TiB of address space, nonleaf_accessed on stage 2) or -ENOMEM.  The object owns all its memory; no global state.
  */
 int vmm_simhw_new(const struct vmm_simhw_config *cfg, struct vmm_simhw **out);
 void vmm_simhw_free(struct vmm_simhw *hw);
