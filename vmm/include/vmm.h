@@ -235,6 +235,15 @@ int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
  * -EFAULT (a table could not be mapped).
  */
 int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn, void *arg);
+/* What a look-around read: its leaf table (table_pa; 0 when gpa is mapped by a huge leaf
+ * or not at all) and how many of its entries it tested. */
+struct vmm_lookaround_window {
+	uint64_t table_pa;
+	unsigned entries;
+};
+/* vmm_lookaround, and fill win (the eviction hand feeds the bloom filter from it). */
+int vmm_lookaround_ex(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn,
+		      void *arg, struct vmm_lookaround_window *win);
 
 /* ======================================================================================
  * Part 2: simulated hardware
@@ -342,9 +351,24 @@ struct vmm_guest_config {
 	unsigned nr_tiers;       /* 1..VMM_MAX_NR_TIERS */
 	unsigned lookaround_max; /* neighbours harvested around a young page on eviction (63) */
 	struct vmm_bloom_config bloom;
+	/* Trees whose upper accessed bits are exact (VMM_PT_NONLEAF_ACCESSED: memtide's
+	 * emulated EPT): vmm_age_walk skips subtrees whose upper A is clear and leaves the
+	 * bloom filter out, which misses nothing (docs/walker.md has the measurement).  Off:
+	 * the bloom filter, as on hardware tables.  Default on. */
+	bool use_nonleaf_accessed;
+	/* Rules where libvmm may depart from Linux's MGLRU (docs/design.md, "Rules that differ
+	 * from Linux's MGLRU", has the measurements behind the defaults):
+	 *   dirty_ages_up          a leaf found dirty but not young moves its page up one
+	 *                          generation (Linux skips non-young entries whatever D says);
+	 *   lookaround_feeds_bloom the eviction hand's look-around adds a leaf table it found
+	 *                          dense with young entries to the bloom filter of the next
+	 *                          aging walk (Linux's rule). */
+	bool dirty_ages_up;
+	bool lookaround_feeds_bloom;
 };
 
-/* nr_gens 4, nr_tiers 4, lookaround_max 63, the bloom filter's defaults; no layout. */
+/* nr_gens 4, nr_tiers 4, lookaround_max 63, the bloom filter's defaults,
+ * use_nonleaf_accessed on, dirty_ages_up off, lookaround_feeds_bloom on; no layout. */
 void vmm_guest_config_default(struct vmm_guest_config *cfg);
 
 struct vmm_guest;
@@ -369,8 +393,10 @@ void vmm_guest_free(struct vmm_guest *g);
 /*
  * The aging hand, driven by page tables: start a new youngest generation stamped now_ms
  * (folding the two oldest together when all nr_gens are in use), walk pt over guest RAM
- * with the guest's bloom filter, and move every young page into the youngest generation;
- * a dirty page that is not young moves up one generation; an evicted page found present and
+ * with the guest's bloom filter (or, on a tree with exact upper accessed bits and
+ * use_nonleaf_accessed, skipping the subtrees they say are idle), and move every young page
+ * into the youngest generation (with dirty_ages_up, a dirty page that is not young moves up
+ * one generation); an evicted page found present and
  * young counts as a refault.  stats (optional) receives the walk's figures, summed over the
  * RAM ranges.  The walk cleans the dirty state it reports (clear_dirty): do not run it on a
  * VM whose dirty bits the host logs for migration at the same time.
