@@ -230,7 +230,7 @@ static void test_lookaround(void **state)
 	assert_int_equal(st.gen[st.nr_gens - 1].pages, 10); /* promoted to the youngest */
 	/* Their accessed bits were consumed by look-around, not left for the next walk. */
 	size_t young = 0;
-	assert_true(vmm_lookaround(pt, base + 105 * PAGE, 20, count_cb) == 0);
+	assert_true(vmm_lookaround(pt, base + 105 * PAGE, 20, count_cb, &young) == 0);
 	assert_int_equal(young, 0);
 	assert_int_equal(vmm_check_invariants(g), 0);
 	vmm_guest_free(g);
