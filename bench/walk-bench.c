@@ -42,15 +42,17 @@
 #include "sim.h"
 #include "vmm.h"
 
-#define K     8 /* the bloom filter's full_walk_every: libvmm's default */
-#define NVAR  4
-#define GiB   (1ULL << 30)
+#define K    8 /* the bloom filter's full_walk_every: libvmm's default */
+#define NVAR 4
+#define GiB  (1ULL << 30)
 
 static const struct {
 	const char *name;
 	bool bloom, nonleaf;
-} variants[NVAR] = {
-    {"plain", false, false}, {"bloom", true, false}, {"nonleaf", false, true}, {"both", true, true}};
+} variants[NVAR] = {{"plain", false, false},
+		    {"bloom", true, false},
+		    {"nonleaf", false, true},
+		    {"both", true, true}};
 
 struct variant {
 	struct sim_ept *t;
@@ -191,7 +193,8 @@ static void report(struct bench *b, const char *source, const char *shape, uint6
 		       variants[i].name, v->leaf_entries / v->walks, variants[i].name,
 		       v->entries / v->walks, variants[i].name, cyc[i] * 1e3);
 		if (i)
-			printf(",\"%s_entries_ratio\":%.3f,\"%s_wall_ratio\":%.3f,\"%s_young_found\":%.4f",
+			printf(",\"%s_entries_ratio\":%.3f,\"%s_wall_ratio\":%.3f,\"%s_young_"
+			       "found\":%.4f",
 			       variants[i].name, p->entries / v->entries, variants[i].name,
 			       cyc[0] / cyc[i], variants[i].name, v->young / p->young);
 	}
@@ -282,8 +285,9 @@ static int from_trace(const char *path, const char *label)
 		return 1;
 	}
 	if (t.nr_epochs < 2 * K) {
-		fprintf(stderr, "walk-bench: %s has %zu epochs, %d needed (a warm-up cycle and a "
-				"measured one)\n",
+		fprintf(stderr,
+			"walk-bench: %s has %zu epochs, %d needed (a warm-up cycle and a "
+			"measured one)\n",
 			path, t.nr_epochs, 2 * K);
 		sim_trace_free(&t);
 		return 1;
@@ -307,8 +311,8 @@ static int from_trace(const char *path, const char *label)
 		rc = round_all(&b, acc, ep->nr_acc, e + 1, e >= measured_from);
 	}
 	if (rc == 0)
-		report(&b, t.source, label ? label : path,
-		       t.ram_pages << 12, hot_sum / (last - measured_from));
+		report(&b, t.source, label ? label : path, t.ram_pages << 12,
+		       hot_sum / (last - measured_from));
 	rc = rc || b.failures;
 out:
 	free(acc);
@@ -332,7 +336,8 @@ int main(int argc, char **argv)
 			failures += from_trace(argv[++i], label);
 			label = NULL;
 		} else {
-			fprintf(stderr, "usage: walk-bench [--quick] | [--label L] --trace FILE ...\n");
+			fprintf(stderr,
+				"usage: walk-bench [--quick] | [--label L] --trace FILE ...\n");
 			return 2;
 		}
 	}

@@ -71,9 +71,11 @@ static void or_if_missing(uint64_t *slot, uint64_t bits)
 
 void sim_ept_mark(struct sim_ept *t, uint64_t gpa, bool write)
 {
-	uint64_t *root = (uint64_t *)(t->mem + t->root_off), *pdpt = (uint64_t *)(t->mem + t->pdpt_off);
+	uint64_t *root = (uint64_t *)(t->mem + t->root_off),
+		 *pdpt = (uint64_t *)(t->mem + t->pdpt_off);
 	uint64_t *pd = (uint64_t *)(t->mem + t->pd_off), *leaf = (uint64_t *)(t->mem + t->pt_off);
-	uint64_t want = (gpa & MTD_EPT_PA_MASK) | MTD_EPT_LEAF | MTD_EPT_A | (write ? MTD_EPT_D : 0);
+	uint64_t want =
+	    (gpa & MTD_EPT_PA_MASK) | MTD_EPT_LEAF | MTD_EPT_A | (write ? MTD_EPT_D : 0);
 
 	if (gpa >= t->span)
 		return;
@@ -83,9 +85,12 @@ void sim_ept_mark(struct sim_ept *t, uint64_t gpa, bool write)
 	__atomic_fetch_or(leaf, want, __ATOMIC_RELAXED);
 	if (!(pd[gpa >> 21] & MTD_EPT_R))
 		t->leaf_tables++;
-	or_if_missing(&pd[gpa >> 21], (t->pt_off + (gpa >> 21) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
-	or_if_missing(&pdpt[gpa >> 30], (t->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
-	or_if_missing(&root[gpa >> 39], (t->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
+	or_if_missing(&pd[gpa >> 21],
+		      (t->pt_off + (gpa >> 21) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
+	or_if_missing(&pdpt[gpa >> 30],
+		      (t->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
+	or_if_missing(&root[gpa >> 39],
+		      (t->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
 }
 
 const struct vmm_pt *sim_ept_pt(const struct sim_ept *t)

@@ -103,14 +103,10 @@ static void on_stop(int sig)
 static int cmd_ept(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"epoch-ms", required_argument, NULL, 'm'},
-	    {"epochs", required_argument, NULL, 'e'},
-	    {"window", required_argument, NULL, 'w'},
-	    {"ram", required_argument, NULL, 'r'},
-	    {"name", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'}, {"epoch-ms", required_argument, NULL, 'm'},
+	    {"epochs", required_argument, NULL, 'e'}, {"window", required_argument, NULL, 'w'},
+	    {"ram", required_argument, NULL, 'r'},    {"name", required_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	struct mtd_ept_record_opts o = {.epoch_ms = 1000, .epochs = 10, .stop = &ept_stop};
 	struct mtd_ept_record_stats st;

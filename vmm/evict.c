@@ -67,8 +67,7 @@ static void lookaround_young(void *arg, const struct vmm_young *batch, size_t n)
  * walk's full read into a read of this one table.  Measured in docs/design.md ("Rules that
  * differ from Linux's MGLRU").
  */
-static void feed_bloom(struct vmm_guest *g, const struct vmm_lookaround_window *win,
-		       unsigned young)
+static void feed_bloom(struct vmm_guest *g, const struct vmm_lookaround_window *win, unsigned young)
 {
 	if (!g->lookaround_feeds_bloom || !win->table_pa || !young)
 		return;

@@ -66,7 +66,8 @@ static xmlNodePtr child(xmlNodePtr parent, const char *name)
 
 static bool is_qemu(xmlNodePtr n, const char *name)
 {
-	return n->type == XML_ELEMENT_NODE && n->ns && !xmlStrcmp(n->ns->href, BAD_CAST MTD_QEMU_XMLNS) &&
+	return n->type == XML_ELEMENT_NODE && n->ns &&
+	       !xmlStrcmp(n->ns->href, BAD_CAST MTD_QEMU_XMLNS) &&
 	       !xmlStrcmp(n->name, BAD_CAST name);
 }
 
@@ -85,20 +86,11 @@ static int memory_bytes(xmlNodePtr mem, uint64_t *out)
 	static const struct {
 		const char *unit;
 		uint64_t mul;
-	} units[] = {{"b", 1},
-		     {"bytes", 1},
-		     {"KB", 1000},
-		     {"k", 1024},
-		     {"KiB", 1024},
-		     {"MB", 1000000},
-		     {"M", 1 << 20},
-		     {"MiB", 1 << 20},
-		     {"GB", 1000000000},
-		     {"G", 1 << 30},
-		     {"GiB", 1 << 30},
-		     {"TB", 1000000000000ULL},
-		     {"T", 1ULL << 40},
-		     {"TiB", 1ULL << 40}};
+	} units[] = {{"b", 1},          {"bytes", 1},       {"KB", 1000},
+		     {"k", 1024},       {"KiB", 1024},      {"MB", 1000000},
+		     {"M", 1 << 20},    {"MiB", 1 << 20},   {"GB", 1000000000},
+		     {"G", 1 << 30},    {"GiB", 1 << 30},   {"TB", 1000000000000ULL},
+		     {"T", 1ULL << 40}, {"TiB", 1ULL << 40}};
 	char unit[16], *end;
 	xmlChar *text;
 	unsigned long long v;
@@ -234,8 +226,8 @@ static int inspect(xmlNodePtr root, char *name, size_t namelen, uint64_t *ram, b
 		return -EINVAL;
 	}
 	*q35 = strstr(machine, "q35") != NULL;
-	if (machine[0] && !*q35 && strcmp(machine, "pc") != 0 && strncmp(machine, "pc-i440fx", 9) != 0 &&
-	    strncmp(machine, "pc-", 3) != 0) {
+	if (machine[0] && !*q35 && strcmp(machine, "pc") != 0 &&
+	    strncmp(machine, "pc-i440fx", 9) != 0 && strncmp(machine, "pc-", 3) != 0) {
 		snprintf(err, errlen,
 			 "machine '%.40s': the ept plugin knows the RAM layout of the pc and q35 "
 			 "machines only",
@@ -243,7 +235,8 @@ static int inspect(xmlNodePtr root, char *name, size_t namelen, uint64_t *ram, b
 		return -EINVAL;
 	}
 	if (memory_bytes(child(root, "memory"), ram) < 0 || *ram < (2ULL << 20)) {
-		snprintf(err, errlen, "the domain's <memory> is missing or not a size of 2 MiB or more");
+		snprintf(err, errlen,
+			 "the domain's <memory> is missing or not a size of 2 MiB or more");
 		return -EINVAL;
 	}
 	if (child(child(cpu, "numa"), "cell")) {
@@ -317,7 +310,8 @@ static void place_arg(xmlNodePtr root, const char *want, struct notes *nt)
 			if (have) {
 				remove_indented(val);
 				remove_indented(a);
-				note(nt, true, "removed a second memtide-ept -plugin argument (%.200s)", v);
+				note(nt, true,
+				     "removed a second memtide-ept -plugin argument (%.200s)", v);
 				continue;
 			}
 			have = true;
@@ -399,7 +393,8 @@ int mtd_domxml_patch_ept(const char *xml, const char *plugin, const char *dir, c
 	/* Step 2 */
 	rc = mtd_ept_plugin_arg(plugin, dir, name, ram, q35, want, sizeof(want));
 	if (rc < 0) {
-		snprintf(err, errlen, "the plugin path, table directory or domain name is too long");
+		snprintf(err, errlen,
+			 "the plugin path, table directory or domain name is too long");
 		rc = -ENAMETOOLONG;
 		goto out;
 	}

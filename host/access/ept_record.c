@@ -28,10 +28,10 @@
 struct harvest {
 	const struct vmm_range *ram;
 	size_t nr_ram;
-	uint64_t base[2];  /* page index of each range's first page */
-	uint32_t *acc;     /* the epoch's pages (SIM_ACC_WRITE on writes) */
-	uint64_t nr, cap;  /* cap: the RAM's pages */
-	uint64_t range;    /* the range being walked */
+	uint64_t base[2]; /* page index of each range's first page */
+	uint32_t *acc;    /* the epoch's pages (SIM_ACC_WRITE on writes) */
+	uint64_t nr, cap; /* cap: the RAM's pages */
+	uint64_t range;   /* the range being walked */
 	uint64_t writes;
 };
 
@@ -104,8 +104,9 @@ int mtd_ept_record(const char *path, const struct mtd_ept_record_opts *o, struct
 	memset(st, 0, sizeof(*st));
 	memset(t, 0, sizeof(*t));
 	if (!o->epoch_ms || !o->epochs || (o->window_ms && o->window_ms >= o->epoch_ms)) {
-		snprintf(err, errlen, "epochs and their length must be > 0, a window shorter than "
-				      "an epoch");
+		snprintf(err, errlen,
+			 "epochs and their length must be > 0, a window shorter than "
+			 "an epoch");
 		return -EINVAL;
 	}
 	/* Step 1 */

@@ -138,4 +138,3 @@ int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uin
 	*out = (struct mtd_source){.ops = &ept_ops, .ctx = s, .ram = s->ram, .nr_ram = s->nr_ram};
 	return 0;
 }
-

@@ -61,7 +61,8 @@ static void test_tcg_pc_domain_gets_the_plugin_once(void **state)
 	char *after, *changes, *after2, *changes2, err[300];
 	(void)state;
 
-	const char *in = dom("qemu", "web1", "<memory unit='KiB'>524288</memory>", "pc-i440fx-7.2", "");
+	const char *in =
+	    dom("qemu", "web1", "<memory unit='KiB'>524288</memory>", "pc-i440fx-7.2", "");
 	assert_int_equal(patch(in, &after, &changes, err), 1);
 	assert_non_null(strstr(after, "xmlns:qemu=\"" MTD_QEMU_XMLNS "\""));
 	assert_non_null(strstr(after, "<qemu:commandline>"));

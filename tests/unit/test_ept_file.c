@@ -88,8 +88,10 @@ static void fake_plugin_mark(struct fake *f, uint64_t gpa, bool store)
 	uint64_t want =
 	    (gpa & MTD_EPT_PA_MASK) | MTD_EPT_LEAF | MTD_EPT_A | (store ? MTD_EPT_D : 0);
 
-	f->root[gpa >> 39] |= (f->h->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A;
-	f->pdpt[gpa >> 30] |= (f->h->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A;
+	f->root[gpa >> 39] |=
+	    (f->h->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A;
+	f->pdpt[gpa >> 30] |=
+	    (f->h->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A;
 	f->pd[gpa >> 21] |= (f->h->pt_off + (gpa >> 21) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A;
 	f->pt[gpa >> 12] |= want;
 }
@@ -281,8 +283,8 @@ static void test_source_rounds_and_detail(void **state)
 	(void)state;
 
 	fake_plugin_open(&f, 256ULL << 20, 0);
-	assert_int_equal(mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, &src, msg, sizeof(msg)),
-			 0);
+	assert_int_equal(
+	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, &src, msg, sizeof(msg)), 0);
 	assert_int_equal(f.h->req_seq, 1); /* the first window at once */
 	assert_int_equal(mtd_source_describe(&src, line, sizeof(line)), 0);
 	assert_int_equal(windows_in(line), 0);
@@ -342,8 +344,8 @@ static void test_hostile_entries_stay_inside(void **state)
 
 	fake_plugin_open(&f, 256ULL << 20, 0);
 	fake_plugin_mark(&f, 0, false);
-	f.pd[1] = (f.bytes + 0x100000) | MTD_EPT_TABLE | MTD_EPT_A;       /* past the end */
-	f.pd[2] = 0 | MTD_EPT_TABLE | MTD_EPT_A;                          /* the header */
+	f.pd[1] = (f.bytes + 0x100000) | MTD_EPT_TABLE | MTD_EPT_A; /* past the end */
+	f.pd[2] = 0 | MTD_EPT_TABLE | MTD_EPT_A;                    /* the header */
 	/* another table of the file (the root): read as a leaf table, nonsense but inside */
 	f.pd[3] = f.h->root_off | MTD_EPT_TABLE | MTD_EPT_A;
 	assert_int_equal(mtd_ept_file_open(path, 0, &ef, msg, sizeof(msg)), 0);
@@ -351,7 +353,7 @@ static void test_hostile_entries_stay_inside(void **state)
 	assert_int_equal(vmm_walk(&ef.pt, &o, &st), -EFAULT);
 	assert_int_equal(st.errors, 2);
 	assert_int_equal(st.young_pages, 1 + 1); /* page 0, and the root's entry 0 read as a leaf */
-	assert_int_equal(f.h->magic[0], 'M'); /* the header was not written */
+	assert_int_equal(f.h->magic[0], 'M');    /* the header was not written */
 	mtd_ept_file_close(&ef);
 	fake_close(&f);
 }

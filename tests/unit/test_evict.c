@@ -266,7 +266,8 @@ static unsigned feed_case(bool rule, bool touch_a_again)
 	cfg.lookaround_feeds_bloom = rule;
 	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
 	const struct vmm_pt *pt = vmm_simhw_pt(hw);
-	uint64_t a = ram[0].start + 4 * VMM_SIZE_2M, b = ram[0].start + 9 * VMM_SIZE_2M + 100 * PAGE;
+	uint64_t a = ram[0].start + 4 * VMM_SIZE_2M,
+		 b = ram[0].start + 9 * VMM_SIZE_2M + 100 * PAGE;
 
 	for (int round = 1; round <= 2; round++) {
 		if (round == 1 || touch_a_again)
@@ -278,11 +279,8 @@ static unsigned feed_case(bool rule, bool touch_a_again)
 	}
 	/* round 2 read A alone: the filter round 1's walk filled */
 	assert_int_equal(ws.tables_visited, 1);
-	struct vmm_evict_req req = {.max_pages = 1 << 20,
-				    .now_ms = 2500,
-				    .runs = runs,
-				    .max_runs = 256,
-				    .pt = pt};
+	struct vmm_evict_req req = {
+	    .max_pages = 1 << 20, .now_ms = 2500, .runs = runs, .max_runs = 256, .pt = pt};
 	assert_int_equal(vmm_evict(g, &req, &res), 0);
 	assert_true(res.young_pages >= (touch_a_again ? 16 : 0));
 	assert_int_equal(vmm_age_walk(g, pt, 3000, &ws), 0);

@@ -458,7 +458,7 @@ static void age_walk_case(bool dirty_ages_up)
 	assert_int_equal(st.min_seq, 0);
 	assert_int_equal(st.max_seq, 3);
 	assert_int_equal(st.gen[1].pages, dirty_ages_up ? 101 : 100); /* seq 1: round 1's */
-	assert_int_equal(st.gen[3].pages, 0);                          /* seq 3: nothing young */
+	assert_int_equal(st.gen[3].pages, 0);                         /* seq 3: nothing young */
 	/* The walk cleaned it either way: the next round does not see it again. */
 	assert_int_equal(vmm_age_walk(g, pt, 4000, &ws), 0);
 	assert_int_equal(ws.dirty_pages, 0);
