@@ -18,6 +18,8 @@ install -d "$DESTDIR$UNITDIR" "$DESTDIR/etc/libvirt/hooks/qemu.d" "$DESTDIR/etc/
 	"$DESTDIR$DOCDIR"
 subst "$SRC/systemd/memtided.service" >"$DESTDIR$UNITDIR/memtided.service"
 chmod 0644 "$DESTDIR$UNITDIR/memtided.service"
+install -d "$DESTDIR$PREFIX/lib/tmpfiles.d"
+install -m 0644 "$SRC/tmpfiles.d/memtide.conf" "$DESTDIR$PREFIX/lib/tmpfiles.d/memtide.conf"
 subst "$SRC/libvirt/hooks/qemu.d/memtide" >"$DESTDIR/etc/libvirt/hooks/qemu.d/memtide"
 chmod 0755 "$DESTDIR/etc/libvirt/hooks/qemu.d/memtide"
 if [ -e "$DESTDIR/etc/memtide/memtided.conf" ]; then
