@@ -97,7 +97,7 @@ int mtd_ept_record(const char *path, const struct mtd_ept_record_opts *o, struct
 		   struct mtd_ept_record_stats *st, char *err, size_t errlen)
 {
 	struct mtd_ept_file f;
-	struct vmm_range ram[2];
+	struct vmm_range ram[2] = {{0}};
 	struct harvest h = {0};
 	int rc, n;
 
