@@ -56,10 +56,12 @@ static void note(struct notes *nt, bool change, const char *fmt, ...)
 	nt->n += change;
 }
 
+/* A child element of libvirt's own vocabulary (no prefix: not qemu:commandline's). */
 static xmlNodePtr child(xmlNodePtr parent, const char *name)
 {
 	for (xmlNodePtr c = parent ? parent->children : NULL; c; c = c->next)
-		if (c->type == XML_ELEMENT_NODE && !c->ns && !xmlStrcmp(c->name, BAD_CAST name))
+		if (c->type == XML_ELEMENT_NODE && (!c->ns || !c->ns->prefix) &&
+		    !xmlStrcmp(c->name, BAD_CAST name))
 			return c;
 	return NULL;
 }
