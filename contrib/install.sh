@@ -24,6 +24,8 @@ install -d "$DESTDIR$SBINDIR"
 install -m 0755 "$SRC/memtide-zram-swap" "$DESTDIR$SBINDIR/memtide-zram-swap"
 subst "$SRC/systemd/memtide-zram-swap.service" >"$DESTDIR$UNITDIR/memtide-zram-swap.service"
 chmod 0644 "$DESTDIR$UNITDIR/memtide-zram-swap.service"
+install -d "$DESTDIR$PREFIX/lib/tmpfiles.d"
+install -m 0644 "$SRC/tmpfiles.d/memtide.conf" "$DESTDIR$PREFIX/lib/tmpfiles.d/memtide.conf"
 subst "$SRC/libvirt/hooks/qemu.d/memtide" >"$DESTDIR/etc/libvirt/hooks/qemu.d/memtide"
 chmod 0755 "$DESTDIR/etc/libvirt/hooks/qemu.d/memtide"
 if [ -e "$DESTDIR/etc/memtide/memtided.conf" ]; then

@@ -25,7 +25,8 @@ for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 usr/bin/memtide-agent:755 
 	usr/bin/memtide-sim:755 lib/systemd/system/memtided.service:644 \
 	etc/libvirt/hooks/qemu.d/memtide:755 etc/memtide/memtided.conf:644 \
 	usr/sbin/memtide-zram-swap:755 lib/systemd/system/memtide-zram-swap.service:644 \
-	usr/share/doc/memtide/operations.md:644; do
+	usr/share/doc/memtide/operations.md:644 usr/lib/tmpfiles.d/memtide.conf:644 \
+	usr/lib/memtide/memtide-ept.so:644; do
 	m=$(stat -c %a "$dest/${f%:*}" 2>/dev/null)
 	[ "$m" = "${f#*:}" ] || { echo "# ${f%:*}: mode '${m:-missing}', want ${f#*:}"; ok=1; }
 done
