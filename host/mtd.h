@@ -104,6 +104,14 @@ struct mtd_vm_status {
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
 
+	/* The hypervisor peer (QMP socket or libvirt) and the loop's own timing. */
+	uint64_t peer_unresponsive_since_ms; /* a call timed out then (0: the peer answers) */
+	char peer_call[40];                  /* the call that timed out first ("balloon read") */
+	uint64_t tick_gap_ms;                /* between the last two scheduled ticks */
+	uint64_t ticks_late;                 /* ticks that came over 1.5 intervals after the last */
+	bool behind;                         /* 3 late ticks in a row, until 3 on time */
+	bool detaching;                      /* detach asked; the loop is on its way out */
+
 	unsigned nr_actions;
 	struct mtd_action actions[MTD_LAST_ACTIONS]; /* newest last */
 	char last_error[160];

@@ -59,6 +59,7 @@ struct mtd_vm {
 	/* ---- identity and registry (immutable after mtd_vm_new) ---- */
 	char name[MTD_NAME_MAX];
 	char uuid[37];
+	uint64_t serial; /* unique per mtd_vm_new: tells two VMs of one name apart */
 	struct mtd_daemon *d;
 	struct cds_lfht_node node; /* in the registry's hash table, keyed by name */
 	struct rcu_head rcu;       /* for freeing after removal */
@@ -70,6 +71,8 @@ struct mtd_vm {
 	int wake_fd;                  /* eventfd: a write wakes the loop at once */
 	atomic_bool stop;             /* leave the loop (after the exit step if exiting) */
 	atomic_bool exiting;          /* daemon exit: go to the safe size before stopping */
+	atomic_bool detaching;        /* detach asked (the loop is on its way out) */
+	atomic_bool reaped;           /* the main thread joined the loop and unlinked the VM */
 	atomic_uint squeeze_permille; /* host arbiter's squeeze, 0..1000 */
 	/* loop -> arbiter: what a full squeeze could still take, target - max(floor, working
 	 * set at the cold age threshold), and what the balloon has yet to take, actual -
@@ -112,6 +115,11 @@ struct mtd_vm {
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
+	uint64_t peer_down_since_ms; /* first call the peer did not answer (0: answering) */
+	uint64_t peer_next_probe_ms; /* while down: no balloon call before this */
+	unsigned peer_probes;        /* unanswered probes in a row (backoff exponent) */
+	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
+	unsigned late_in_row, ontime_in_row;
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */
@@ -137,5 +145,9 @@ void mtd_vm_set_policy(struct mtd_vm *vm, const struct mtd_policy *p);
 int mtd_vm_loop_start(struct mtd_vm *vm);
 /* Ask the loop to stop (exit_safe: first return the VM to its safe size) and join it. */
 void mtd_vm_loop_stop(struct mtd_vm *vm, bool exit_safe);
+/* Ask the loop to stop without waiting; it queues MTD_WORK_REAP when done when detach. */
+void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool exit_safe, bool detach);
+/* Join the loop by deadline_ms (CLOCK_MONOTONIC).  0, or -ETIMEDOUT (still running). */
+int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms);
 
 #endif /* MEMTIDE_HOST_VM_H */

@@ -21,6 +21,20 @@
  *           reporting return the memory); libvmm learns which pages left (eviction hand)
  *           or came back;
  *   Step 6  publish the status snapshot (RCU).
+ *
+ * Peer health.  Every balloon call (QMP or libvirt) is bounded by [daemon] call_timeout
+ * (qmp.c, bounded_call.c).  A call that times out marks the VM's peer unresponsive: one log
+ * line, the status says since when and which call, and from then on the loop probes the peer
+ * with one call at a time after 1, 2, 4 ... 30 s instead of every tick, carrying on with the
+ * agent and its status meanwhile.  The first call that answers ends it (logged with its
+ * duration).  Nothing is actuated while the peer is unresponsive: the VM stays as it is.
+ *
+ * Overload.  The loops run at nice +LOOP_NICE, so the control socket's thread and the main
+ * thread (nice 0) win the CPU when the loops saturate it (measured in bench/daemon_scale.py:
+ * 256 simulated VMs at 1 s with a CPU hog beside them).  A loop that cannot keep its interval
+ * skips the ticks it missed rather than bursting (the ticks stretch, evenly across VMs since
+ * they share one nice level), counts them (ticks_late), and says so once when it falls
+ * behind and once when it is back.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,6 +42,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +56,9 @@
 #define LOOP_STACK_BYTES    (256 * 1024)
 #define BALLOON_ERROR_AFTER 3 /* failed actuations in a row before the VM shows ERROR */
 #define EVICT_BATCH         64
+#define LOOP_NICE           10    /* loops yield the CPU to the front ends and main thread */
+#define PEER_PROBE_MAX_MS   30000 /* an unresponsive peer is probed at least this often */
+#define BEHIND_AFTER        3     /* late ticks in a row before "falling behind" is said */
 
 /*
  * Idle ages of the published working-set estimate: 2, 4 and 8 intervals and the oldest age
@@ -83,6 +102,56 @@ static bool wait_wake(struct mtd_vm *vm, int timeout_ms)
 	return atomic_load(&vm->stop);
 }
 
+/* ---- peer health ------------------------------------------------------------------------ */
+
+/* A failure that means the peer does not answer (as opposed to refusing or being gone). */
+static bool peer_silent(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -EAGAIN || rc == -EBUSY;
+}
+
+/* May a balloon call be made now?  While the peer is unresponsive, one probe at a time. */
+static bool peer_may_call(struct mtd_vm *vm, uint64_t now_ms)
+{
+	return !vm->peer_down_since_ms || now_ms >= vm->peer_next_probe_ms;
+}
+
+/* Record a balloon call's outcome: the start and the end of an unresponsive peer. */
+static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, int rc,
+		      const char *err)
+{
+	uint64_t now = mono_ms();
+
+	if (peer_silent(rc)) {
+		unsigned shift = vm->peer_probes < 5 ? vm->peer_probes : 5;
+		uint64_t wait_ms = 1000ULL << shift;
+
+		if (wait_ms > PEER_PROBE_MAX_MS)
+			wait_ms = PEER_PROBE_MAX_MS;
+		vm->peer_next_probe_ms = now + wait_ms;
+		vm->peer_probes++;
+		if (!vm->peer_down_since_ms) {
+			vm->peer_down_since_ms = started_ms ? started_ms : now;
+			snprintf(vm->draft.peer_call, sizeof(vm->draft.peer_call), "%s", call);
+			mtd_warn("%s: %s unresponsive: %s %s; the VM is left as it is and the peer "
+				 "probed every %d s at most",
+				 vm->name, vm->balloon->name, call, err && *err ? err : strerror(-rc),
+				 PEER_PROBE_MAX_MS / 1000);
+		}
+		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error),
+			 "%s unresponsive: %.40s %.90s", vm->balloon->name, call,
+			 err && *err ? err : strerror(-rc));
+	} else if (vm->peer_down_since_ms && rc != -ECANCELED) {
+		mtd_notice("%s: %s answers again after %" PRIu64 " s", vm->name, vm->balloon->name,
+			   (now - vm->peer_down_since_ms) / 1000);
+		vm->peer_down_since_ms = 0;
+		vm->peer_probes = 0;
+		vm->draft.peer_call[0] = '\0';
+		vm->draft.last_error[0] = '\0';
+	}
+	vm->draft.peer_unresponsive_since_ms = vm->peer_down_since_ms;
+}
+
 /* ---- attach ----------------------------------------------------------------------------- */
 
 static int attach(struct mtd_vm *vm)
@@ -94,7 +163,10 @@ static int attach(struct mtd_vm *vm)
 
 	/* The hypervisor side first: without a balloon there is nothing to steer. */
 	for (;;) {
+		uint64_t t0 = mono_ms();
+		err[0] = '\0';
 		rc = vm->balloon->open(vm->balloon_ctx, &vm->domain_bytes, err, sizeof(err));
+		peer_note(vm, "open", t0, rc, err);
 		if (rc == 0)
 			break;
 		set_error(vm, "", err);
@@ -158,7 +230,9 @@ static int attach(struct mtd_vm *vm)
 	/* Free page reporting returns what the agent's reclaim frees: without it the guest
 	 * keeps those pages, so say so once, loudly. */
 	bool on = false;
+	uint64_t t0 = mono_ms();
 	rc = vm->balloon->fpr(vm->balloon_ctx, &on);
+	peer_note(vm, "free-page-reporting query", t0, rc, NULL);
 	vm->fpr_known = rc == 0;
 	vm->fpr_on = on;
 	if (rc == 0 && !on)
@@ -260,8 +334,13 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 	const struct mtd_config *cfg = &vm->d->cfg;
 	struct mtd_balloon_stats bs;
 	uint64_t actual = 0, seq;
+	int rc = -EAGAIN;
 
-	if (vm->balloon->read(vm->balloon_ctx, &actual, &bs) == 0) {
+	if (peer_may_call(vm, t->now_ms)) {
+		rc = vm->balloon->read(vm->balloon_ctx, &actual, &bs);
+		peer_note(vm, "balloon read", t->now_ms, rc, NULL);
+	}
+	if (rc == 0) {
 		vm->balloon_actual = actual;
 		vm->bstats = bs;
 		if (bs.valid && bs.last_update_s != vm->bstats_seen_update_s) {
@@ -481,7 +560,14 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		    prev_target / MiB, out->target_bytes / MiB, mtd_ctl_reason_name(out->reason));
 	if (!out->changed && !first)
 		return;
-	if (vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err)) < 0) {
+	if (vm->peer_down_since_ms)
+		return; /* nothing is actuated through a peer that does not answer */
+	uint64_t t0 = mono_ms();
+	int rc = vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err));
+	peer_note(vm, "balloon target", t0, rc, err);
+	if (rc < 0 && vm->peer_down_since_ms)
+		return; /* said once by peer_note; not an actuator error */
+	if (rc < 0) {
 		vm->balloon_failures++;
 		set_error(vm, "balloon: ", err);
 		if (vm->balloon_failures == BALLOON_ERROR_AFTER)
@@ -545,7 +631,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	} else if (vm->bstats.valid && vm->bstats.has_available) {
 		st->guest_mem_available_bytes = vm->bstats.available_bytes;
 	}
-	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR)
+	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR && !vm->peer_down_since_ms)
 		st->last_error[0] = '\0';
 	(void)mtd_vm_publish(vm);
 	mtd_debug("%s: actual %" PRIu64 " MiB host rss %" PRIu64 " MiB balloon %" PRIu64
@@ -590,6 +676,40 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool exiting, bool age,
 
 /* ---- the thread ------------------------------------------------------------------------- */
 
+/*
+ * A scheduled tick starts: how long since the last one?  More than 1.5 intervals is late
+ * (the CPU is short, or a call took long).  BEHIND_AFTER late ticks in a row are said once
+ * ("falling behind"), and as many on time once more ("back on its interval").
+ */
+static void note_tick_gap(struct mtd_vm *vm, uint64_t now_ms)
+{
+	uint64_t interval = vm->d->cfg.ctl.interval_ms;
+	uint64_t gap = vm->last_sched_tick_ms ? now_ms - vm->last_sched_tick_ms : interval;
+	bool late = gap * 2 > interval * 3;
+
+	vm->last_sched_tick_ms = now_ms;
+	vm->draft.tick_gap_ms = gap;
+	if (late) {
+		vm->draft.ticks_late++;
+		vm->ontime_in_row = 0;
+		if (++vm->late_in_row == BEHIND_AFTER && !vm->draft.behind) {
+			vm->draft.behind = true;
+			mtd_notice("%s: falling behind its interval: %u ticks in a row came late, the "
+				   "last after %" PRIu64 " ms (interval %" PRIu64 " ms); the host's CPU "
+				   "is short or its peer slow",
+				   vm->name, BEHIND_AFTER, gap, interval);
+		}
+	} else {
+		vm->late_in_row = 0;
+		if (++vm->ontime_in_row == BEHIND_AFTER && vm->draft.behind) {
+			vm->draft.behind = false;
+			mtd_notice("%s: back on its interval (%" PRIu64 " ms); %" PRIu64
+				   " late ticks so far",
+				   vm->name, interval, vm->draft.ticks_late);
+		}
+	}
+}
+
 static void take_policy(struct mtd_vm *vm)
 {
 	pthread_mutex_lock(&vm->mbox_lock);
@@ -613,6 +733,12 @@ static void *loop_main(void *arg)
 	uint64_t next_tick;
 
 	rcu_register_thread();
+	/* Per-thread on Linux: only this loop (and the call worker it starts) yields. */
+	errno = 0;
+	int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	if (errno == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid),
+				  nice_now + LOOP_NICE > 19 ? 19 : nice_now + LOOP_NICE);
 	int rc = attach(vm);
 	if (rc < 0) {
 		if (rc != -ECANCELED) {
@@ -628,6 +754,7 @@ static void *loop_main(void *arg)
 		uint64_t now = mono_ms();
 		take_policy(vm);
 		if (now >= next_tick) {
+			note_tick_gap(vm, now);
 			tick(vm, now, false, true, 0);
 			next_tick += cfg->ctl.interval_ms;
 			if (next_tick <= now) /* fell behind (slow call): skip, do not burst */
@@ -660,6 +787,9 @@ static void *loop_main(void *arg)
 				tick(vm, now, false, false, need);
 		}
 	}
+	/* Say at once that it is on its way out (the exit step below may take a call). */
+	vm->draft.detaching = atomic_load(&vm->detaching);
+	(void)mtd_vm_publish(vm);
 	/* Leaving: daemon exit or detach of a running domain leaves it at its safe size. */
 	if (atomic_load(&vm->exiting))
 		tick(vm, mono_ms(), true, false, 0);
@@ -673,6 +803,10 @@ out:
 	mtd_agent_link_free(vm->agent);
 	vm->agent = NULL;
 	rcu_unregister_thread();
+	/* Last: once queued, the main thread may join and free vm. */
+	if (atomic_load(&vm->detaching) &&
+	    mtd_daemon_queue_reap(vm->d, vm->name, vm->serial) < 0)
+		mtd_err("%s: cannot queue its removal; it stays listed as detached", vm->name);
 	return NULL;
 }
 
@@ -689,6 +823,41 @@ int mtd_vm_loop_start(struct mtd_vm *vm)
 		return -rc;
 	vm->thread_started = true;
 	return 0;
+}
+
+void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool exit_safe, bool detach)
+{
+	if (exit_safe)
+		atomic_store(&vm->exiting, true);
+	if (detach)
+		atomic_store(&vm->detaching, true);
+	atomic_store(&vm->stop, true);
+	mtd_vm_wake(vm);
+}
+
+int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms)
+{
+	if (!vm->thread_started)
+		return 0;
+	for (;;) {
+		/* pthread_timedjoin_np takes CLOCK_REALTIME: wait in short steps instead. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		int rc = pthread_timedjoin_np(vm->thread, NULL, &ts);
+		if (rc == 0) {
+			vm->thread_started = false;
+			return 0;
+		}
+		if (rc != ETIMEDOUT)
+			return -rc;
+		if (mono_ms() >= deadline_ms)
+			return -ETIMEDOUT;
+	}
 }
 
 void mtd_vm_loop_stop(struct mtd_vm *vm, bool exit_safe)
