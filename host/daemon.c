@@ -572,6 +572,32 @@ static void reload(struct mtd_daemon *d)
 	free(n);
 }
 
+/* Do every queued work item; a rescan at most every RECONNECT_MS. */
+static void drain(struct mtd_daemon *d, uint64_t *next_rescan)
+{
+	struct mtd_work *w;
+
+	while ((w = dequeue(d))) {
+		if (w->kind == MTD_WORK_RESCAN && mono_ms() < *next_rescan) {
+			/* too soon after the last attempt: try again at the next tick */
+			free(w);
+			(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
+			break;
+		}
+		if (w->kind == MTD_WORK_RESCAN)
+			*next_rescan = mono_ms() + RECONNECT_MS;
+		do_work(d, w);
+		free(w);
+	}
+}
+
+void mtd_daemon_drain_work(struct mtd_daemon *d)
+{
+	uint64_t next_rescan = 0;
+
+	drain(d, &next_rescan);
+}
+
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 {
 	uint64_t next_arb = 0, next_rescan = 0;
@@ -605,19 +631,7 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 				/* drained */
 			}
 		}
-		struct mtd_work *w;
-		while ((w = dequeue(d))) {
-			if (w->kind == MTD_WORK_RESCAN && mono_ms() < next_rescan) {
-				/* too soon after the last attempt: try again at the next tick */
-				free(w);
-				(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
-				break;
-			}
-			if (w->kind == MTD_WORK_RESCAN)
-				next_rescan = mono_ms() + RECONNECT_MS;
-			do_work(d, w);
-			free(w);
-		}
+		drain(d, &next_rescan);
 	}
 	rcu_unregister_thread();
 	return 0;

@@ -90,6 +90,8 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out);
 int mtd_daemon_start(struct mtd_daemon *d);
 /* Run the main thread's loop until *stop_fd is readable (a signalfd).  0 or -errno. */
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd);
+/* Do the queued work now, as the main thread's loop would (tests; main thread only). */
+void mtd_daemon_drain_work(struct mtd_daemon *d);
 /* Leave every VM at its safe size, stop every loop, disconnect.  Then free. */
 void mtd_daemon_stop(struct mtd_daemon *d);
 void mtd_daemon_free(struct mtd_daemon *d);

@@ -130,7 +130,10 @@ int mtd_daemon_foreach_vm(struct mtd_daemon *d,
 /* Copy one VM's snapshot into *out. Returns 0 or -ENOENT. */
 int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_status *out);
 
-/* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno. */
+/* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno.
+ * Detach is asynchronous and never waits on the VM: it asks the VM's loop to leave and
+ * returns (0, -ENOENT, or -EALREADY when a detach is under way); the snapshot says
+ * detaching=true until the loop has left, then the VM is gone from the registry. */
 int mtd_daemon_attach(struct mtd_daemon *d, const char *name);
 int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
 
