@@ -740,9 +740,9 @@ static int cmd_detach(const char *name)
 		if (!said && !json_out && json_object_object_get_ex(r, "vm", &vm)) {
 			printf("%s: detaching", name);
 			if (get_i(vm, "peer_unresponsive_since_ms"))
-				printf(" (its %s has not answered for %" PRId64 " s: the loop leaves "
-				       "once its call is cut, within a few seconds)",
-				       strcmp(get_s(vm, "peer_call"), "") ? "hypervisor peer" : "peer",
+				printf(" (its QMP/libvirt peer has not answered for %" PRId64
+				       " s: the loop leaves once its call is cut, within a few "
+				       "seconds)",
 				       (mono_ms() - get_i(vm, "peer_unresponsive_since_ms")) / 1000);
 			printf("...\n");
 			fflush(stdout);

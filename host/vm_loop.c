@@ -121,7 +121,18 @@ static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, 
 		      const char *err)
 {
 	uint64_t now = mono_ms();
+	char why[120];
 
+	if (peer_silent(rc) && (!err || !*err)) {
+		if (rc == -ETIMEDOUT)
+			snprintf(why, sizeof(why), "no answer within %" PRIu64 " ms",
+				 vm->d->cfg.call_timeout_ms);
+		else if (rc == -EAGAIN)
+			snprintf(why, sizeof(why), "QEMU does not accept connections (backlog full)");
+		else
+			snprintf(why, sizeof(why), "an earlier call has not returned");
+		err = why;
+	}
 	if (peer_silent(rc)) {
 		unsigned shift = vm->peer_probes < 5 ? vm->peer_probes : 5;
 		uint64_t wait_ms = 1000ULL << shift;
@@ -133,13 +144,13 @@ static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, 
 		if (!vm->peer_down_since_ms) {
 			vm->peer_down_since_ms = started_ms ? started_ms : now;
 			snprintf(vm->draft.peer_call, sizeof(vm->draft.peer_call), "%s", call);
-			mtd_warn("%s: %s unresponsive: %s %s; the VM is left as it is and the peer "
-				 "probed every %d s at most",
+			mtd_warn("%s: %s unresponsive: %s: %s; the VM is left as it is, and the peer "
+				 "probed again after 1, 2, 4 ... %d s",
 				 vm->name, vm->balloon->name, call, err && *err ? err : strerror(-rc),
 				 PEER_PROBE_MAX_MS / 1000);
 		}
 		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error),
-			 "%s unresponsive: %.40s %.90s", vm->balloon->name, call,
+			 "%s unresponsive: %.40s: %.90s", vm->balloon->name, call,
 			 err && *err ? err : strerror(-rc));
 	} else if (vm->peer_down_since_ms && rc != -ECANCELED) {
 		mtd_notice("%s: %s answers again after %" PRIu64 " s", vm->name, vm->balloon->name,
