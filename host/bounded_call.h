@@ -24,9 +24,9 @@ struct mtd_bcall;
 
 /* A job: embed it first in a struct that carries the call's inputs and outputs. */
 struct mtd_bjob {
-	int (*run)(struct mtd_bjob *job);   /* on the worker: the blocking call; returns rc */
+	int (*run)(struct mtd_bjob *job);      /* on the worker: the blocking call; returns rc */
 	void (*destroy)(struct mtd_bjob *job); /* frees the enclosing struct and what it holds */
-	int refs;                            /* caller and worker; under the bcall's lock */
+	int refs;                              /* caller and worker; under the bcall's lock */
 	bool done;
 	int rc;
 };

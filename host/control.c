@@ -37,8 +37,8 @@
 struct client {
 	int fd;
 	size_t len;
-	char *buf;          /* MTD_CONTROL_MAX_REQUEST + 1 bytes while connected */
-	char *out;          /* the reply being sent, [out_off, out_len) still to go */
+	char *buf; /* MTD_CONTROL_MAX_REQUEST + 1 bytes while connected */
+	char *out; /* the reply being sent, [out_off, out_len) still to go */
 	size_t out_len, out_off;
 	uint64_t active_ms; /* accepted, or last answered: the idle clock */
 	bool busy;          /* its request runs on a slow-request thread */
@@ -414,8 +414,8 @@ static bool line_is_slow(const char *line, size_t len)
 	    json_object_object_get_ex(req, "cmd", &cmdv) &&
 	    json_object_is_type(cmdv, json_type_string)) {
 		const char *cmd = json_object_get_string(cmdv);
-		slow = !strcmp(cmd, "attach") || !strcmp(cmd, "detach") ||
-		       !strcmp(cmd, "policy-set");
+		slow =
+		    !strcmp(cmd, "attach") || !strcmp(cmd, "detach") || !strcmp(cmd, "policy-set");
 	}
 	json_object_put(req);
 	json_tokener_free(tok);
@@ -442,13 +442,16 @@ static void *slow_main(void *arg)
 	rcu_unregister_thread();
 	free(j->line);
 	j->line = NULL;
+	/* The wake-up is written under the lock: once a stopping mtd_control_stop has taken
+	 * it and seen this job, nothing here touches ctl again. */
 	pthread_mutex_lock(&ctl->slow_lock);
 	j->next = ctl->slow_done;
 	ctl->slow_done = j;
-	pthread_mutex_unlock(&ctl->slow_lock);
 	if (write(ctl->done_fd, &one, sizeof(one)) < 0) {
 		/* counter already set: the thread wakes anyway */
 	}
+	pthread_cond_broadcast(&ctl->slow_cond);
+	pthread_mutex_unlock(&ctl->slow_lock);
 	return NULL;
 }
 
@@ -702,9 +705,10 @@ static void *control_thread(void *arg)
 				continue;
 			who[n] = c;
 			/* Read only a client that may send its next request: bounded work. */
-			pfd[n++] = (struct pollfd){
-			    .fd = c->fd,
-			    .events = (short)(c->out ? POLLOUT : client_ready(c) ? POLLIN : 0)};
+			pfd[n++] = (struct pollfd){.fd = c->fd,
+						   .events = (short)(c->out            ? POLLOUT
+								     : client_ready(c) ? POLLIN
+										       : 0)};
 		}
 		if (more)
 			timeout = 0;
@@ -874,7 +878,7 @@ void mtd_control_stop(struct mtd_control *c)
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 2;
 	pthread_mutex_lock(&c->slow_lock);
-	while (c->slow_running > 0) {
+	for (;;) {
 		struct slow_job *j = c->slow_done;
 		c->slow_done = NULL;
 		while (j) { /* finished: count them out */
@@ -884,8 +888,10 @@ void mtd_control_stop(struct mtd_control *c)
 			free(j);
 			j = next;
 		}
-		if (c->slow_running > 0 &&
-		    pthread_cond_timedwait(&c->slow_cond, &c->slow_lock, &until) == ETIMEDOUT)
+		if (c->slow_running == 0)
+			break;
+		if (pthread_cond_timedwait(&c->slow_cond, &c->slow_lock, &until) == ETIMEDOUT &&
+		    !c->slow_done)
 			break;
 	}
 	int left = c->slow_running;

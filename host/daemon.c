@@ -651,7 +651,6 @@ void mtd_daemon_stop(struct mtd_daemon *d)
 	rcu_barrier();
 }
 
-
 /* ---- mtd.h: front-end calls ----------------------------------------------------------- */
 
 int mtd_daemon_attach(struct mtd_daemon *d, const char *name)

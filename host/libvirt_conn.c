@@ -385,10 +385,10 @@ static const char *const lv_call_names[] = {
 struct lv_job {
 	struct mtd_bjob base; /* first: the bounded call's view */
 	enum lv_call call;
-	virDomainPtr dom;    /* the job's own reference */
+	virDomainPtr dom; /* the job's own reference */
 	unsigned stats_period_s;
-	uint64_t target_bytes;                                  /* LV_SET_TARGET */
-	uint64_t domain_bytes;                                  /* LV_OPEN */
+	uint64_t target_bytes;                                      /* LV_SET_TARGET */
+	uint64_t domain_bytes;                                      /* LV_OPEN */
 	virDomainMemoryStatStruct stats[VIR_DOMAIN_MEMORY_STAT_NR]; /* LV_READ */
 	int nr_stats;
 	bool fpr_on; /* LV_FPR */

@@ -695,7 +695,7 @@ static int cmd_hook(const char *dom, const char *op, const char *subop)
 	} else if (!json_object_object_get_ex(rep, "ok", &ok) || !json_object_get_boolean(ok)) {
 		fprintf(stderr, "memtidectl hook: %s %s refused: %s\n", dom, op,
 			json_object_object_get_ex(rep, "error", &e) ? json_object_get_string(e)
-								     : "no reason given");
+								    : "no reason given");
 		rc = EXIT_DAEMON;
 	}
 	json_object_put(rep);
@@ -730,7 +730,8 @@ static int cmd_detach(const char *name)
 			fprintf(stderr, "memtidectl: %s\n", err);
 			return EXIT_UNREACHABLE;
 		}
-		bool gone = !json_object_object_get_ex(r, "ok", &ok) || !json_object_get_boolean(ok);
+		bool gone =
+		    !json_object_object_get_ex(r, "ok", &ok) || !json_object_get_boolean(ok);
 		if (gone) {
 			json_object_put(r);
 			if (!json_out)
@@ -743,7 +744,8 @@ static int cmd_detach(const char *name)
 				printf(" (its QMP/libvirt peer has not answered for %" PRId64
 				       " s: the loop leaves once its call is cut, within a few "
 				       "seconds)",
-				       (mono_ms() - get_i(vm, "peer_unresponsive_since_ms")) / 1000);
+				       (mono_ms() - get_i(vm, "peer_unresponsive_since_ms")) /
+					   1000);
 			printf("...\n");
 			fflush(stdout);
 			said = true;
@@ -930,12 +932,9 @@ out:
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
+	    {"socket", required_argument, NULL, 's'},  {"json", no_argument, NULL, 'j'},
+	    {"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
 	};
 	int opt;
 
@@ -953,8 +952,9 @@ int main(int argc, char **argv)
 			double v = strtod(optarg, &end);
 			if (end == optarg || v <= 0 || v > 3600 ||
 			    (*end && strcmp(end, "s") && strcmp(end, "ms"))) {
-				fprintf(stderr, "memtidectl: --timeout takes a duration such as 10s "
-						"or 500ms\n");
+				fprintf(stderr,
+					"memtidectl: --timeout takes a duration such as 10s "
+					"or 500ms\n");
 				return EXIT_USAGE;
 			}
 			timeout_ms = (int)(strcmp(end, "ms") ? v * 1000 : v);

@@ -164,7 +164,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_QMP:
 			if (nq == MTD_MAX_QMP_VMS) {
-				fprintf(stderr, "memtided: at most %d --qmp VMs\n", MTD_MAX_QMP_VMS);
+				fprintf(stderr, "memtided: at most %d --qmp VMs\n",
+					MTD_MAX_QMP_VMS);
 				return 2;
 			}
 			qmps[nq++] = optarg;
@@ -172,8 +173,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_AGENT:
 		case OPT_NAME: {
-			const char **slot = opt == OPT_AGENT ? &agents[nq ? nq - 1 : 0]
-							     : &names[nq ? nq - 1 : 0];
+			const char **slot =
+			    opt == OPT_AGENT ? &agents[nq ? nq - 1 : 0] : &names[nq ? nq - 1 : 0];
 			if (*slot) {
 				fprintf(stderr, "memtided: two --%s for one --qmp VM\n",
 					opt == OPT_AGENT ? "agent" : "name");
@@ -228,8 +229,9 @@ int main(int argc, char **argv)
 		}
 		if (strlen(qmps[i]) >= MTD_PATH_MAX ||
 		    (agents[i] && strlen(agents[i]) >= MTD_PATH_MAX)) {
-			fprintf(stderr, "memtided: --qmp and --agent paths must be shorter than %d "
-					"characters\n",
+			fprintf(stderr,
+				"memtided: --qmp and --agent paths must be shorter than %d "
+				"characters\n",
 				MTD_PATH_MAX);
 			return 2;
 		}

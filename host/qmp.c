@@ -39,7 +39,7 @@ struct mtd_qmp {
 	int timeout_ms;           /* per command */
 	const atomic_bool *hurry; /* the VM is stopping: cut waits to HURRY_MS (may be NULL) */
 	uint64_t hurry_until_ms;  /* set when hurry was first seen */
-	char *buf;      /* unparsed bytes, [0, len) */
+	char *buf;                /* unparsed bytes, [0, len) */
 	size_t len;
 	uint64_t last_balloon_event; /* BALLOON_CHANGE actual, bytes */
 };
@@ -473,8 +473,8 @@ struct qmp_balloon {
 	unsigned stats_period_s;
 	int timeout_ms;           /* per command */
 	const atomic_bool *hurry; /* the VM is stopping (may be NULL) */
-	struct mtd_qmp *q; /* NULL while disconnected: the next call reconnects */
-	char dev[128];     /* the balloon's QOM path */
+	struct mtd_qmp *q;        /* NULL while disconnected: the next call reconnects */
+	char dev[128];            /* the balloon's QOM path */
 };
 
 void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s, int timeout_ms,

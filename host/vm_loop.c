@@ -128,7 +128,8 @@ static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, 
 			snprintf(why, sizeof(why), "no answer within %" PRIu64 " ms",
 				 vm->d->cfg.call_timeout_ms);
 		else if (rc == -EAGAIN)
-			snprintf(why, sizeof(why), "QEMU does not accept connections (backlog full)");
+			snprintf(why, sizeof(why),
+				 "QEMU does not accept connections (backlog full)");
 		else
 			snprintf(why, sizeof(why), "an earlier call has not returned");
 		err = why;
@@ -144,10 +145,11 @@ static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, 
 		if (!vm->peer_down_since_ms) {
 			vm->peer_down_since_ms = started_ms ? started_ms : now;
 			snprintf(vm->draft.peer_call, sizeof(vm->draft.peer_call), "%s", call);
-			mtd_warn("%s: %s unresponsive: %s: %s; the VM is left as it is, and the peer "
-				 "probed again after 1, 2, 4 ... %d s",
-				 vm->name, vm->balloon->name, call, err && *err ? err : strerror(-rc),
-				 PEER_PROBE_MAX_MS / 1000);
+			mtd_warn(
+			    "%s: %s unresponsive: %s: %s; the VM is left as it is, and the peer "
+			    "probed again after 1, 2, 4 ... %d s",
+			    vm->name, vm->balloon->name, call, err && *err ? err : strerror(-rc),
+			    PEER_PROBE_MAX_MS / 1000);
 		}
 		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error),
 			 "%s unresponsive: %.40s: %.90s", vm->balloon->name, call,
@@ -705,10 +707,11 @@ static void note_tick_gap(struct mtd_vm *vm, uint64_t now_ms)
 		vm->ontime_in_row = 0;
 		if (++vm->late_in_row == BEHIND_AFTER && !vm->draft.behind) {
 			vm->draft.behind = true;
-			mtd_notice("%s: falling behind its interval: %u ticks in a row came late, the "
-				   "last after %" PRIu64 " ms (interval %" PRIu64 " ms); the host's CPU "
-				   "is short or its peer slow",
-				   vm->name, BEHIND_AFTER, gap, interval);
+			mtd_notice(
+			    "%s: falling behind its interval: %u ticks in a row came late, the "
+			    "last after %" PRIu64 " ms (interval %" PRIu64 " ms); the host's CPU "
+			    "is short or its peer slow",
+			    vm->name, BEHIND_AFTER, gap, interval);
 		}
 	} else {
 		vm->late_in_row = 0;
@@ -815,8 +818,7 @@ out:
 	vm->agent = NULL;
 	rcu_unregister_thread();
 	/* Last: once queued, the main thread may join and free vm. */
-	if (atomic_load(&vm->detaching) &&
-	    mtd_daemon_queue_reap(vm->d, vm->name, vm->serial) < 0)
+	if (atomic_load(&vm->detaching) && mtd_daemon_queue_reap(vm->d, vm->name, vm->serial) < 0)
 		mtd_err("%s: cannot queue its removal; it stays listed as detached", vm->name);
 	return NULL;
 }

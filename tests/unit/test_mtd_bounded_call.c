@@ -25,9 +25,9 @@
 
 struct pipe_job {
 	struct mtd_bjob base;
-	int rfd;              /* the call reads one byte from here */
-	int done_fd;          /* destroy writes one byte here */
-	unsigned char got;    /* output */
+	int rfd;           /* the call reads one byte from here */
+	int done_fd;       /* destroy writes one byte here */
+	unsigned char got; /* output */
 };
 
 static int pipe_run(struct mtd_bjob *b)

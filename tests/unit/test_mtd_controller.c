@@ -663,7 +663,8 @@ static void test_any_interval_accepted(void **state)
 	(void)state;
 	mtd_ctl_config_default(&c);
 	c.interval_ms = 60000;
-	assert_int_equal(mtd_ctl_config_validate(&c, err, sizeof(err)), -EINVAL); /* the old order */
+	assert_int_equal(mtd_ctl_config_validate(&c, err, sizeof(err)),
+			 -EINVAL); /* the old order */
 	assert_int_equal(mtd_ctl_config_finish(&c, err, sizeof(err)), 0);
 	assert_int_equal(c.agent_silence_ms, 120000);
 	c.interval_ms = 3600 * 1000;

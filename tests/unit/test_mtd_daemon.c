@@ -80,8 +80,7 @@ static void test_front_end_calls(void **state)
 	int again = mtd_daemon_detach(d, "vm1");
 	assert_true(again == -EALREADY);
 	struct pollfd wp = {.fd = d->work_fd, .events = POLLIN};
-	while (queued(d, MTD_WORK_REAP) == 0)
-	{
+	while (queued(d, MTD_WORK_REAP) == 0) {
 		uint64_t v;
 		assert_int_equal(poll(&wp, 1, 5000), 1); /* the loop's reap request wakes us */
 		assert_int_equal(read(d->work_fd, &v, sizeof(v)), sizeof(v));
