@@ -11,7 +11,13 @@
 #   vm_show_p99_ms   the same for {"cmd":"vm"} (memtidectl vm show's request)
 #   tick_gap_p99_ms  gaps between successive snapshots of each VM (updated_ms), all VMs
 #   attach_cpu_ms_per_vm  CPU from start until every VM is active, per VM
+#   ctl_wait_ms_per_wakeup  the control thread's run-queue wait per wake-up (schedstat of the
+#                    thread named memtide-ctl; null for builds that do not name it)
 # hog: 2 busy processes at nice 0 beside memtided (the "busy host" case).
+# The measuring client runs at SCHED_FIFO 2 when it may (root), so that the figures are
+# memtided's and not the client's own wait for a CPU on a loaded machine: on these shared
+# 2-core machines other sessions' load alone kept a nice-0 client waiting 100 ms to 1 s.
+# It is the same for both builds; "client_rt" says whether it was in force.
 # Prints one JSON line per case: {"name":"daemon_scale","build":...,"vms":N,...}.
 # MEMTIDED_BEFORE=path/to/old/memtided runs each case with it too, right before the current
 # build, for side-by-side figures.  DAEMON_SCALE_CASES="16:5000:0 256:1000:1 ..." narrows.
@@ -59,9 +65,30 @@ def call(sock, req):
     return (time.monotonic() - t0) * 1000, json.loads(buf) if buf else None
 
 
+def ctl_thread_stat(pid):
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                if f.read().strip() == "memtide-ctl":
+                    with open("/proc/%d/task/%s/schedstat" % (pid, t)) as g:
+                        w = g.read().split()
+                    return int(w[1]) / 1e6, int(w[2])  # run delay ms, timeslices
+        except OSError:
+            pass
+    return None
+
+
 def p99(xs):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(len(xs) * 0.99))] if xs else None
+
+
+def normal_policy():
+    # Children (memtided, the hogs) run as they would anywhere: not the client's RT policy.
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except OSError:
+        pass
 
 
 def run(binary, label, n, interval_ms, hog):
@@ -72,11 +99,13 @@ def run(binary, label, n, interval_ms, hog):
         f.write("MemTotal: 2147483648 kB\nMemAvailable: 2000000000 kB\n")
     with open(os.path.join(d, "memtided.conf"), "w") as f:
         f.write("[daemon]\nsource = sim\nmetrics_port = 0\n[host]\nmeminfo = %s/meminfo\n" % d)
-    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2 if hog else 0)]
+    hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"], preexec_fn=normal_policy)
+            for _ in range(2 if hog else 0)]
     log = open(os.path.join(d, "memtided.log"), "w")
     p = subprocess.Popen([binary, "--uri", "test://" + xml, "--socket", sock, "--foreground",
                           "--config", os.path.join(d, "memtided.conf"),
-                          "--interval", "%dms" % interval_ms], stdout=log, stderr=log)
+                          "--interval", "%dms" % interval_ms], stdout=log, stderr=log,
+                         preexec_fn=normal_policy)
     try:
         t_start = time.monotonic()
         active = False
@@ -95,6 +124,7 @@ def run(binary, label, n, interval_ms, hog):
             raise RuntimeError("%s: %d VMs never became active" % (label, n))
         time.sleep(2 * interval_ms / 1000.0)  # past the first ticks
         c0, t0 = cpu_ms(p.pid), time.monotonic()
+        w0 = ctl_thread_stat(p.pid)
         st_lat, show_lat, seen = [], [], {}
         gaps = []
         k = 0
@@ -111,6 +141,8 @@ def run(binary, label, n, interval_ms, hog):
             k += 1
             time.sleep(0.1)
         c1, t1 = cpu_ms(p.pid), time.monotonic()
+        w1 = ctl_thread_stat(p.pid)
+        wait = round((w1[0] - w0[0]) / max(1, w1[1] - w0[1]), 2) if w0 and w1 else None
         # Gaps between polls (100 ms plus round trips) add up to one poll period of
         # uncertainty to each measured gap; intervals are 1 s and more.
         return {"name": "daemon_scale", "build": label, "vms": n, "interval_ms": interval_ms,
@@ -121,6 +153,7 @@ def run(binary, label, n, interval_ms, hog):
                 "vm_show_p99_ms": round(p99(show_lat), 1),
                 "tick_gap_p99_ms": p99(gaps), "tick_gap_samples": len(gaps),
                 "attach_cpu_ms_per_vm": round(attach_cpu / n, 1),
+                "ctl_wait_ms_per_wakeup": wait, "client_rt": CLIENT_RT,
                 "window_s": round(t1 - t0, 1)}
     finally:
         p.send_signal(signal.SIGTERM)
@@ -135,7 +168,16 @@ def run(binary, label, n, interval_ms, hog):
         subprocess.call(["rm", "-rf", d])
 
 
+CLIENT_RT = False
+
+
 def main():
+    global CLIENT_RT
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(2))
+        CLIENT_RT = True
+    except (OSError, AttributeError):
+        pass
     if not os.path.exists(CUR):
         print("daemon_scale: %s not built" % CUR, file=sys.stderr)
         return 1

@@ -746,6 +746,9 @@ static void *loop_main(void *arg)
 	const struct mtd_config *cfg = &vm->d->cfg;
 	uint64_t next_tick;
 
+	char tname[16];
+	snprintf(tname, sizeof(tname), "vm:%.12s", vm->name); /* top -H, perf */
+	(void)pthread_setname_np(pthread_self(), tname);
 	rcu_register_thread();
 	/* Per-thread on Linux: only this loop (and the call worker it starts) yields. */
 	errno = 0;
