@@ -138,6 +138,10 @@ static char *errno_reply(int rc, const char *name)
 				   "VM, given on its command line)");
 	case -EAGAIN:
 		return reply_error("memtided is not connected to libvirt yet; try again shortly");
+	case -EPERM:
+		return reply_error("'%s' is not among the domains memtided manages ([daemon] "
+				   "domains)",
+				   name);
 	case -EALREADY:
 		return reply_error("'%s' is already being detached (memtidectl vm show %s says "
 				   "how far)",

@@ -17,6 +17,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -200,6 +201,10 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	rcu_read_unlock();
 	if (known)
 		return -EBUSY;
+	if (fnmatch(d->cfg.domains, name, 0) != 0) {
+		mtd_debug("%s: not attached: not in [daemon] domains = %s", name, d->cfg.domains);
+		return -EPERM;
+	}
 	rc = mtd_libvirt_domain(d->lv, name, &dom, &info, err, sizeof(err));
 	if (rc < 0) {
 		mtd_info("%s: not attached: %s", name, err);

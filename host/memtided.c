@@ -63,6 +63,7 @@ static void usage(FILE *f)
 		   "\n"
 		   "Flags override the config file.  Its sections and keys:\n"
 		   "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
+		   "               call_timeout domains\n"
 		   "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
 		   "               mem_available_low agent_silence hold_after_deflate hold_max\n"
 		   "               min_change\n"

@@ -48,6 +48,8 @@ struct mtd_config {
 	enum mtd_source_kind source;     /* [daemon] source = agent | sim */
 	unsigned sim_hot_percent;        /* [sim] hot_percent: share of RAM the sim touches */
 	unsigned stats_period_s;         /* [daemon] stats_period: balloon stats polling, s */
+	char domains[MTD_PATH_MAX];      /* [daemon] domains: libvirt mode manages only domains
+					  * whose name matches this glob (fnmatch; "*": all) */
 	uint64_t call_timeout_ms;        /* [daemon] call_timeout: one QMP or libvirt call of a VM
 					  * at most this long, then the VM's peer is unresponsive */
 	struct mtd_ctl_config ctl;       /* [controller] */
