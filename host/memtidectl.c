@@ -951,13 +951,13 @@ int main(int argc, char **argv)
 			char *end;
 			double v = strtod(optarg, &end);
 			if (end == optarg || v <= 0 || v > 3600 ||
-			    (*end && strcmp(end, "s") && strcmp(end, "ms"))) {
+			    (*end && strcmp(end, "s") != 0 && strcmp(end, "ms") != 0)) {
 				fprintf(stderr,
 					"memtidectl: --timeout takes a duration such as 10s "
 					"or 500ms\n");
 				return EXIT_USAGE;
 			}
-			timeout_ms = (int)(strcmp(end, "ms") ? v * 1000 : v);
+			timeout_ms = (int)(strcmp(end, "ms") != 0 ? v * 1000 : v);
 			if (timeout_ms < 1)
 				timeout_ms = 1;
 			break;

@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 				MTD_NAME_MAX - 1);
 			return 2;
 		}
-		if (strlen(qmps[i]) >= MTD_PATH_MAX ||
+		if (!qmps[i] || strlen(qmps[i]) >= MTD_PATH_MAX ||
 		    (agents[i] && strlen(agents[i]) >= MTD_PATH_MAX)) {
 			fprintf(stderr,
 				"memtided: --qmp and --agent paths must be shorter than %d "

@@ -303,9 +303,12 @@ static void test_daemon_isolation_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_bytes),        cmocka_unit_test(test_parse_ms),
-	    cmocka_unit_test(test_policy_keys),        cmocka_unit_test(test_policy_xml_round_trip),
-	    cmocka_unit_test(test_policy_xml_hostile), cmocka_unit_test(test_config_file),
+	    cmocka_unit_test(test_parse_bytes),
+	    cmocka_unit_test(test_parse_ms),
+	    cmocka_unit_test(test_policy_keys),
+	    cmocka_unit_test(test_policy_xml_round_trip),
+	    cmocka_unit_test(test_policy_xml_hostile),
+	    cmocka_unit_test(test_config_file),
 	    cmocka_unit_test(test_daemon_isolation_keys),
 	};
 	return cmocka_run_group_tests_name("mtd_policy", tests, NULL, NULL);
