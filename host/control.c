@@ -486,8 +486,14 @@ static int start_slow(struct mtd_control *ctl, struct client *c, const char *lin
 		j->slot = (unsigned)(c - ctl->clients);
 		j->gen = c->gen;
 		j->len = len;
+		/* Not the control thread's real-time policy: these make libvirt calls and
+		 * attach VMs, whose loop threads would inherit it. */
+		struct sched_param sp = {.sched_priority = 0};
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(&a, SCHED_OTHER);
+		pthread_attr_setschedparam(&a, &sp);
 		int rc = pthread_create(&t, &a, slow_main, j);
 		pthread_attr_destroy(&a);
 		if (rc == 0) {

@@ -39,6 +39,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -750,7 +751,11 @@ static void *loop_main(void *arg)
 	snprintf(tname, sizeof(tname), "vm:%.12s", vm->name); /* top -H, perf */
 	(void)pthread_setname_np(pthread_self(), tname);
 	rcu_register_thread();
-	/* Per-thread on Linux: only this loop (and the call worker it starts) yields. */
+	/* Whatever thread started it, a loop runs under the normal policy, and at nice
+	 * +LOOP_NICE: per-thread on Linux, so only this loop (and the call worker it starts)
+	 * yields. */
+	struct sched_param sp = {.sched_priority = 0};
+	(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
 	errno = 0;
 	int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 	if (errno == 0)
@@ -833,6 +838,10 @@ int mtd_vm_loop_start(struct mtd_vm *vm)
 
 	pthread_attr_init(&a);
 	pthread_attr_setstacksize(&a, LOOP_STACK_BYTES);
+	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED); /* never a caller's RT policy */
+	pthread_attr_setschedpolicy(&a, SCHED_OTHER);
+	struct sched_param sp = {.sched_priority = 0};
+	pthread_attr_setschedparam(&a, &sp);
 	rc = pthread_create(&vm->thread, &a, loop_main, vm);
 	pthread_attr_destroy(&a);
 	if (rc)
