@@ -369,6 +369,8 @@ static void client_close(struct client *c)
 /* Queue s plus a newline as the client's reply (takes s).  -1 on no memory. */
 static int client_reply(struct client *c, char *s)
 {
+	if (!s)
+		return -1; /* no memory for the reply: the connection goes */
 	size_t n = strlen(s);
 	char *o = realloc(s, n + 2);
 
