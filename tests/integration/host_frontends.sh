@@ -237,9 +237,14 @@ sp=$!
 sleep 1
 r=$(fetch_ms)
 wait $sp
-# Over the connection limit, the first fetch may be turned away: the slow ones are shed
-# within the request deadline (5 s), and a fetch after that must work.
-[ "${r#* }" = ok ] || r=$(fetch_ms)
+# Over the connection limit, a fetch may be turned away: the slow ones are shed within the
+# request deadline (5 s), and when the flood's client exits, the connections it left in the
+# listen backlog are accepted and dropped in a burst; a fetch within 2 s after must work.
+for _ in 1 2 3 4 5; do
+	[ "${r#* }" = ok ] && break
+	sleep 0.5
+	r=$(fetch_ms)
+done
 # Every slow connection must have been closed by the server by the end (none held for good).
 [ "${r#* }" = ok ] && grep -q "^open 0 " "$dir/slow300.out"
 check $? "300 slow /metrics connections are shed ($(cat "$dir/slow300.out")) and /metrics answers (${r})"
