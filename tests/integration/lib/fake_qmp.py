@@ -15,11 +15,13 @@
 #   half NAME     answer the next request with half a line, then freeze
 #   thaw NAME     answer again
 # Every query-balloon is logged to DIR/fake_qmp.log as "NAME MONOTONIC_MS": the VM's ticks.
-import json, os, select, socket, sys, time
+import json, os, select, socket, stat, sys, time
 
 d, names = sys.argv[1], sys.argv[2:]
 log = open(os.path.join(d, "fake_qmp.log"), "a", buffering=1)
 ctl_path = os.path.join(d, "fake_qmp.ctl")
+if os.path.exists(ctl_path) and not stat.S_ISFIFO(os.stat(ctl_path).st_mode):
+    os.unlink(ctl_path)  # a writer that came first made a plain file: start over
 if not os.path.exists(ctl_path):
     os.mkfifo(ctl_path)
 ctl = os.open(ctl_path, os.O_RDONLY | os.O_NONBLOCK)
