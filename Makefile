@@ -20,7 +20,8 @@ DESTDIR  ?=
 CC       ?= gcc
 SAN      ?=
 
-PKGS     := json-c liburcu liburcu-cds libvirt libvirt-qemu inih libmicrohttpd libzstd libxml-2.0
+PKGS     := json-c liburcu liburcu-cds libvirt libvirt-qemu inih libmicrohttpd libzstd libxml-2.0 \
+            libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)

@@ -28,6 +28,7 @@
 #include "arbiter.h"
 #include "libvirt_conn.h"
 #include "log.h"
+#include "notify.h"
 #include "qmp.h"
 #include "vm.h"
 
@@ -426,8 +427,15 @@ static void arbitrate(struct mtd_daemon *d)
 	d->host.mem_total_bytes = total;
 	d->host.mem_available_bytes = avail;
 	d->host.low_mark_bytes = res.low_mark_bytes;
+	d->host.high_mark_bytes = res.high_mark_bytes;
+	if (d->host.under_pressure && !was)
+		d->host.pressure_episodes++;
 	d->host.nr_vms = (unsigned)n;
 	d->host.saved_bytes = saved;
+	d->host.libvirt_connected =
+	    d->mode == MTD_MODE_LIBVIRT ? (d->lv && !mtd_libvirt_broken(d->lv)) : -1;
+	d->host.updated_ms = mono_ms();
+	d->host.interval_ms = d->cfg.arbiter_interval_ms;
 	pthread_mutex_unlock(&d->host_lock);
 	if (d->host.under_pressure && !was)
 		mtd_notice("host under pressure: MemAvailable %" PRIu64 " MiB < low mark %" PRIu64
@@ -488,7 +496,7 @@ static void reload(struct mtd_daemon *d)
 
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 {
-	uint64_t next_arb = 0, next_rescan = 0;
+	uint64_t next_arb = 0, next_rescan = 0, next_ping = 0;
 
 	rcu_register_thread();
 	for (;;) {
@@ -497,9 +505,19 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 			arbitrate(d);
 			next_arb = now + d->cfg.arbiter_interval_ms;
 		}
+		/* The watchdog says this loop turns: a main thread stuck (on d->lock, in libvirt)
+		 * for a whole WatchdogSec is restarted by systemd. */
+		uint64_t wake = next_arb;
+		if (d->watchdog_ms) {
+			if (now >= next_ping) {
+				mtd_notify_watchdog();
+				next_ping = now + d->watchdog_ms / 2;
+			}
+			wake = next_ping < wake ? next_ping : wake;
+		}
 		struct pollfd p[2] = {{.fd = signal_fd, .events = POLLIN},
 				      {.fd = d->work_fd, .events = POLLIN}};
-		int timeout = (int)(next_arb > now ? next_arb - now : 0);
+		int timeout = (int)(wake > now ? wake - now : 0);
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents & POLLIN) {

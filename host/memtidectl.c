@@ -31,8 +31,9 @@
 #include <libxml/parser.h>
 
 #include "domxml.h"
+#include "mtd.h"
 
-#define VERSION        "0.1.0"
+#define VERSION        MTD_VERSION
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
 #define MiB            (1024.0 * 1024.0)
 
@@ -384,7 +385,7 @@ static void print_vm(struct json_object *vm)
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
 	if (get_i(vm, "hold_left_ms") > 0)
-		printf("  holding: no inflation for another %s (%" PRId64
+		printf("  backing-off: no inflation for another %s (%" PRId64
 		       " steps in a row given back at once; each doubles the hold)\n",
 		       age_str(get_i(vm, "hold_left_ms"), a, sizeof(a)),
 		       get_i(vm, "refused_steps"));
@@ -645,6 +646,20 @@ static int cmd_version(void)
 	struct json_object *rep = ctl_call(req, err, sizeof(err));
 
 	json_object_put(req);
+	if (json_out) {
+		/* {"memtidectl": V, "memtided": V|null, "protocol": N|null, "error": S|null} */
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "memtidectl", json_object_new_string(VERSION));
+		json_object_object_add(o, "memtided",
+				       rep ? json_object_new_string(get_s(rep, "version")) : NULL);
+		json_object_object_add(o, "protocol",
+				       rep ? json_object_new_int64(get_i(rep, "protocol")) : NULL);
+		json_object_object_add(o, "error", rep ? NULL : json_object_new_string(err));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+		json_object_put(rep);
+		return EXIT_OK;
+	}
 	printf("memtidectl %s\n", VERSION);
 	if (rep)
 		printf("memtided %s (control protocol %lld)\n", get_s(rep, "version"),

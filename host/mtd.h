@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define MTD_VERSION      "0.1.0" /* memtided's and memtidectl's; debian/changelog's too */
 #define MTD_NAME_MAX     128 /* libvirt domain names are shorter in practice */
 #define MTD_WSS_BINS     4   /* idle ages of the working-set estimate */
 #define MTD_MAX_GENS     16
@@ -24,7 +25,7 @@
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
 	MTD_VM_ACTIVE,        /* control loop running, may inflate */
-	MTD_VM_HOLD,          /* agent silent or inputs stale: no inflation, back to a safe size */
+	MTD_VM_AGENT_SILENT, /* the agent (or, without one, the balloon stats) went quiet: no inflation */
 	MTD_VM_DEFLATING,     /* pressure, need or exit: giving memory back to the guest */
 	MTD_VM_DISABLED,      /* policy says enabled=false: watched, never actuated */
 	MTD_VM_ERROR,         /* actuator failed repeatedly; see last_error */
@@ -68,6 +69,21 @@ struct mtd_action {
 	char what[96]; /* "inflate 1024->896 MiB", "reclaim 64 MiB: freed 60 MiB", ... */
 };
 
+/*
+ * Cumulative counts since the VM was attached: they only grow (Prometheus counters, the
+ * `_total` families of /metrics; a re-attach starts them at 0, which rate() takes as a reset).
+ */
+struct mtd_vm_counters {
+	uint64_t inflations, deflations;         /* balloon target moves down / up */
+	uint64_t inflated_bytes, deflated_bytes; /* the sizes of those moves */
+	uint64_t balloon_errors;                 /* balloon commands that failed */
+	uint64_t reclaim_requests;               /* reclaim requests sent to the agent */
+	uint64_t reclaim_requested_bytes;        /* what they asked for */
+	uint64_t reclaimed_bytes;                /* what the guest said it freed */
+	uint64_t refused_steps;                  /* steps the guest gave back at once */
+	uint64_t refaults;                       /* 4 KiB pages of the refault signal */
+};
+
 /* One VM as the control loop last saw it.  Immutable once published. */
 struct mtd_vm_status {
 	char name[MTD_NAME_MAX];
@@ -103,6 +119,8 @@ struct mtd_vm_status {
 	bool fpr_on; /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
+
+	struct mtd_vm_counters counters;
 
 	unsigned nr_actions;
 	struct mtd_action actions[MTD_LAST_ACTIONS]; /* newest last */
@@ -140,10 +158,14 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 /* Host-wide figures for metrics and `memtidectl status`. */
 struct mtd_host_status {
 	uint64_t mem_total_bytes, mem_available_bytes;
-	uint64_t low_mark_bytes;
+	uint64_t low_mark_bytes, high_mark_bytes;
 	bool under_pressure;
+	uint64_t pressure_episodes; /* times the host went under its low mark (a counter) */
 	unsigned nr_vms;
 	uint64_t saved_bytes;
+	int libvirt_connected; /* 1 or 0; -1 in plain-QEMU mode (no libvirt) */
+	uint64_t updated_ms;   /* CLOCK_MONOTONIC ms of the main loop's last host tick */
+	uint64_t interval_ms;  /* that tick's period ([host] interval) */
 };
 void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out);
 

@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -380,6 +384,7 @@ void mtd_config_default(struct mtd_config *cfg)
 	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "/run/memtide/memtided.sock");
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "notice");
 	cfg->metrics_port = 9848;
+	snprintf(cfg->metrics_addr, sizeof(cfg->metrics_addr), "127.0.0.1");
 	cfg->source = MTD_SOURCE_AGENT;
 	cfg->sim_hot_percent = 25;
 	cfg->stats_period_s = 2;
@@ -452,6 +457,64 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 	return -EINVAL;
 }
 
+int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port)
+{
+	char host[64];
+	const char *colon;
+	unsigned char sa[sizeof(struct in6_addr)];
+	unsigned p;
+	size_t n;
+	bool v6 = false;
+
+	if (!strcmp(s, "off") || !strcmp(s, "0")) {
+		snprintf(addr, addrlen, "%s", "");
+		*port = 0;
+		return 0;
+	}
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return -EINVAL;
+		n = (size_t)(close - s - 1);
+		if (n >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, n);
+		host[n] = 0;
+		colon = close + 1;
+		v6 = true;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			return -EINVAL;
+		n = (size_t)(colon - s);
+		memcpy(host, s, n);
+		host[n] = 0;
+	}
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, host, sa) != 1)
+		return -EINVAL;
+	if (parse_uint(colon + 1, 65535, &p) < 0 || p == 0 || strlen(host) >= addrlen)
+		return -EINVAL;
+	snprintf(addr, addrlen, "%s", host);
+	*port = (int)p;
+	return 0;
+}
+
+static int set_metrics(struct mtd_config *c, const char *k, const char *v, char *err,
+		       size_t errlen)
+{
+	if (!strcmp(k, "listen")) {
+		if (mtd_parse_listen(v, c->metrics_addr, sizeof(c->metrics_addr),
+				     &c->metrics_port) < 0)
+			return bad(err, errlen, k,
+				   "ADDRESS:PORT such as 127.0.0.1:9848, [::1]:9848 or "
+				   "0.0.0.0:9848, or off",
+				   v);
+		return 0;
+	}
+	snprintf(err, errlen, "unknown key '%.32s' in [metrics]", k);
+	return -EINVAL;
+}
+
 static int set_controller(struct mtd_ctl_config *c, const char *k, const char *v, char *err,
 			  size_t errlen)
 {
@@ -491,6 +554,8 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 {
 	if (!strcmp(section, "daemon"))
 		return set_daemon(cfg, key, value, err, errlen);
+	if (!strcmp(section, "metrics"))
+		return set_metrics(cfg, key, value, err, errlen);
 	if (!strcmp(section, "controller"))
 		return set_controller(&cfg->ctl, key, value, err, errlen);
 	if (!strcmp(section, "defaults"))
@@ -528,9 +593,27 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		snprintf(err, errlen, "unknown key '%.32s' in [sim]", key);
 		return -EINVAL;
 	}
-	snprintf(err, errlen, "unknown section [%.32s] (daemon, controller, host, defaults, sim)",
+	snprintf(err, errlen, "unknown section [%.32s] (daemon, metrics, controller, host, defaults, "
+		 "sim)",
 		 section);
 	return -EINVAL;
+}
+
+int mtd_config_validate(const struct mtd_config *cfg, char *err, size_t errlen)
+{
+	const struct mtd_arbiter_config *a = &cfg->arb;
+
+	/* Pressure starts under the low mark and ends over the high mark: a high mark under
+	 * the low one would end pressure before it began.  With either left at 0 the other is
+	 * derived from it (arbiter.c), so only two explicit marks can disagree. */
+	if (a->low_mark_bytes && a->high_mark_bytes && a->low_mark_bytes > a->high_mark_bytes) {
+		snprintf(err, errlen,
+			 "[host] low_mark (%" PRIu64 " MiB) is above high_mark (%" PRIu64
+			 " MiB): pressure starts under low_mark and ends over high_mark",
+			 a->low_mark_bytes / MiB, a->high_mark_bytes / MiB);
+		return -EINVAL;
+	}
+	return mtd_policy_validate(&cfg->defaults, err, errlen);
 }
 
 struct ini_ctx {
@@ -558,6 +641,7 @@ int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, c
 	struct mtd_config n = *cfg;
 	struct ini_ctx c = {.cfg = &n};
 	FILE *f = fopen(path, "re");
+	struct stat sb;
 	int line;
 
 	if (!f) {
@@ -566,6 +650,14 @@ int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, c
 			return 0;
 		snprintf(err, errlen, "%s: %s", path, strerror(e));
 		return -e;
+	}
+	/* fopen() opens a directory for reading, and libinih then reads no line from it: a
+	 * directory would pass for an empty file and leave every default in force. */
+	if (fstat(fileno(f), &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: %s, not a config file (give the file itself)", path,
+			 S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+		fclose(f);
+		return -EISDIR;
 	}
 	line = ini_parse_file(f, ini_cb, &c);
 	fclose(f);
@@ -578,7 +670,7 @@ int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, c
 		return -EINVAL;
 	}
 	if (mtd_ctl_config_validate(&n.ctl, c.err, sizeof(c.err)) < 0 ||
-	    mtd_policy_validate(&n.defaults, c.err, sizeof(c.err)) < 0) {
+	    mtd_config_validate(&n, c.err, sizeof(c.err)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, c.err);
 		return -EINVAL;
 	}

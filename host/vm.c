@@ -28,7 +28,7 @@ struct status_box {
 };
 
 static const char *const state_names[] = {
-    [MTD_VM_ATTACHING] = "attaching", [MTD_VM_ACTIVE] = "active",     [MTD_VM_HOLD] = "hold",
+    [MTD_VM_ATTACHING] = "attaching", [MTD_VM_ACTIVE] = "active",     [MTD_VM_AGENT_SILENT] = "agent-silent",
     [MTD_VM_DEFLATING] = "deflating", [MTD_VM_DISABLED] = "disabled", [MTD_VM_ERROR] = "error",
     [MTD_VM_DETACHED] = "detached",
 };

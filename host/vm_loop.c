@@ -249,6 +249,7 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 	if (!r || seq == vm->reclaim_seen)
 		return;
 	vm->reclaim_seen = seq;
+	vm->draft.counters.reclaimed_bytes += r->freed_bytes;
 	mtd_vm_action(vm, now_ms, "reclaim: guest freed %" PRIu64 " of %" PRIu64 " MiB (%s)",
 		      r->freed_bytes / MiB, r->requested_bytes / MiB,
 		      proto_reclaim_result_name(r->result));
@@ -327,6 +328,7 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 		vm->last_majfault = majfault;
 		vm->have_fault_base = true;
 	}
+	vm->draft.counters.refaults += signal; /* before PSI weighs it: pages, not a score */
 	/* Memory stalls weigh the signal up: at PSI some avg10 = 10%, refaults count double. */
 	if (t->as && t->as->has_psi)
 		signal = (uint64_t)((double)signal * (1.0 + t->as->psi.some_avg10 / 10.0));
@@ -455,6 +457,8 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
 			   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 	if (out->backoff_hold_ms)
+		vm->draft.counters.refused_steps++;
+	if (out->backoff_hold_ms)
 		mtd_notice(
 		    "%s: the guest gave back the step just taken (%u in a row): no inflation "
 		    "for %" PRIu64 " s",
@@ -464,9 +468,12 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft)) {
 		int rc = mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
 						(uint32_t)cfg->ctl.interval_ms, t->now_ms);
-		if (rc == 0)
+		if (rc == 0) {
+			vm->draft.counters.reclaim_requests++;
+			vm->draft.counters.reclaim_requested_bytes += out->reclaim_bytes;
 			mtd_vm_action(vm, t->now_ms, "reclaim %" PRIu64 " MiB asked",
 				      out->reclaim_bytes / MiB);
+		}
 	}
 	/* libvmm follows the target, whichever actuator carries it out; with the balloon a
 	 * cap, the target moves alone, and the log says so. */
@@ -483,6 +490,7 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		return;
 	if (vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err)) < 0) {
 		vm->balloon_failures++;
+		vm->draft.counters.balloon_errors++;
 		set_error(vm, "balloon: ", err);
 		if (vm->balloon_failures == BALLOON_ERROR_AFTER)
 			mtd_err("%s: balloon target failed %d times: %s", vm->name,
@@ -491,6 +499,13 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	}
 	vm->balloon_failures = 0;
 	vm->draft.balloon_target_bytes = out->balloon_bytes;
+	if (!first && out->balloon_bytes < prev) {
+		vm->draft.counters.inflations++;
+		vm->draft.counters.inflated_bytes += prev - out->balloon_bytes;
+	} else if (!first && out->balloon_bytes > prev) {
+		vm->draft.counters.deflations++;
+		vm->draft.counters.deflated_bytes += out->balloon_bytes - prev;
+	}
 	if (!first)
 		mtd_vm_action(vm, t->now_ms, "%s %" PRIu64 "->%" PRIu64 " MiB (%s)",
 			      out->balloon_bytes < prev ? "inflate" : "deflate", prev / MiB,

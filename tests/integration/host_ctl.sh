@@ -101,7 +101,7 @@ check $? "the control socket is mode 0600 ($(stat -c %a "$SOCK"))"
 # 4-5: status, human and JSON.
 out=$(ctl status)
 echo "$out" | sed 's/^/#   /'
-echo "$out" | grep -Eq '^it-vm +(active|attaching|hold|deflating) +512M'
+echo "$out" | grep -Eq '^it-vm +(active|attaching|agent-silent|deflating) +512M'
 check $? "status lists it-vm with its state and 512 MiB maximum"
 ctl --json status | python3 -c '
 import json, sys
