@@ -12,7 +12,8 @@
 # needs no edit here.  Unit tests are tests/unit/test_*.c, one program each, linked against
 # every library (the linker takes only what a test uses).
 #
-# Targets: all (default), check, bench, lint, sanitize, demo, install, clean.
+# Targets: all (default), check, bench, lint, sanitize, demo, install (install-agent,
+# install-lab), uninstall, deb, check-packaging, clean.
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -32,7 +33,7 @@ ifeq ($(SAN),1)
 CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -MMD -MP \
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -MMD -MP \
 	-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(PKG_CFLAGS)
 
 # ---- components --------------------------------------------------------------------------
@@ -75,7 +76,8 @@ PROGRAMS := $(if $(wildcard host/memtided.c),$(BIN)/memtided) \
             $(patsubst tests/e2e/workloads/%.c,$(BUILD)/guest/bin/%,$(WORKLOAD_SRC))
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
 
-.PHONY: all check check-unit bench lint sanitize demo install clean deps fuzz
+.PHONY: all check check-unit bench lint sanitize demo install install-agent install-lab uninstall \
+	programs deb check-packaging clean deps fuzz
 all: $(PROGRAMS) $(TESTS)
 
 $(BUILD)/obj/%.o: %.c
@@ -173,12 +175,36 @@ lint:
 		-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(PKG_CFLAGS) \
 		$(shell pkg-config --cflags cmocka)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
-	install -m 0755 $(BIN)/memtidectl $(BIN)/memtide-sim $(BIN)/memtide-trace \
-		$(BIN)/memtide-agent $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(BIN)/memtided $(DESTDIR)$(PREFIX)/sbin/
-	DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) sh contrib/install.sh
+# install: what a host needs (memtided, memtidectl, unit, hook, config, man pages, bash
+# completion, docs), binaries stripped.  The guest agent and the lab tools are not put on a
+# host's PATH: install-agent (into a guest image, DESTDIR=...) and install-lab for those.
+# STRIP= installs unstripped (debian/rules does: dh_strip makes the -dbgsym packages).
+HOST_PROGRAMS := $(BIN)/memtided $(BIN)/memtidectl
+STRIP ?= -s
+INSTALL_ENV = DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) BIN=$(abspath $(BIN)) STRIP=$(STRIP)
+programs: $(HOST_PROGRAMS) $(BIN)/memtide-agent $(BIN)/memtide-sim $(BIN)/memtide-trace
+install: $(HOST_PROGRAMS)
+	$(INSTALL_ENV) sh contrib/install.sh install host
+install-agent: $(BIN)/memtide-agent
+	$(INSTALL_ENV) sh contrib/install.sh install agent
+install-lab: $(BIN)/memtide-sim $(BIN)/memtide-trace
+	$(INSTALL_ENV) sh contrib/install.sh install lab
+uninstall:
+	$(INSTALL_ENV) sh contrib/install.sh uninstall
+
+# Debian packages (memtide, memtide-agent, memtide-lab) from this tree, into $(BUILD)/deb/.
+# dpkg-buildpackage builds a copy of the tree (git ls-files, plus what is not yet committed),
+# so the work tree's build/ is not touched.  Lintian runs on the result.
+deb:
+	@BUILD=$(BUILD) scripts/deb.sh
+
+# What CI runs beside make check: the packages with their contents and lintian, the unit's
+# sandbox, and the Prometheus rules and dashboard (promtool comes with Debian's prometheus
+# package, ~100 MB, so it is installed for this target only: scripts/deps.sh packaging).
+check-packaging:
+	@scripts/deps.sh packaging
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) PACKAGING=1 tests/run.sh packaging
 
 clean:
 	rm -rf $(BUILD) build/san
