@@ -16,7 +16,7 @@ clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format clang-tidy cppcheck
 qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
 busybox-static socat kmod cpio xz-utils
 gnuplot-nox python3 procps iproute2 util-linux valgrind curl
-libsystemd-dev systemd debhelper lintian fakeroot dpkg-dev groff-base man-db bash-completion"
+libsystemd-dev systemd debhelper lintian fakeroot dpkg-dev groff-base man-db bash-completion strace file"
 if [ "${1:-}" = packaging ]; then
 	PKGS="$PKGS prometheus"
 fi
