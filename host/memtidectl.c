@@ -718,7 +718,11 @@ static void quiet_libvirt(void *arg, virErrorPtr e)
 
 static int cmd_domxml_patch(int argc, char **argv)
 {
-	const char *name = NULL, *uri = "qemu:///system";
+	/* Like virsh: LIBVIRT_DEFAULT_URI when set, else the system QEMU driver. */
+	const char *name = NULL, *uri = getenv("LIBVIRT_DEFAULT_URI");
+
+	if (!uri || !*uri)
+		uri = "qemu:///system";
 	bool yes = false;
 	char err[300];
 	int rc = EXIT_OK;
