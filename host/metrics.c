@@ -302,8 +302,8 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       "Sum of the balloon's moves down.", c_inflated);
 	per_vm(d, &b, "memtide_vm_balloon_deflated_bytes_total", "counter",
 	       "Sum of the balloon's moves up.", c_deflated);
-	per_vm(d, &b, "memtide_vm_balloon_errors_total", "counter",
-	       "Balloon commands that failed.", c_balloon_errors);
+	per_vm(d, &b, "memtide_vm_balloon_errors_total", "counter", "Balloon commands that failed.",
+	       c_balloon_errors);
 	per_vm(d, &b, "memtide_vm_reclaim_requests_total", "counter",
 	       "Reclaim requests sent to the guest agent.", c_reclaim_requests);
 	per_vm(d, &b, "memtide_vm_reclaim_requested_bytes_total", "counter",
@@ -393,8 +393,8 @@ int mtd_metrics_start(struct mtd_daemon *d, const char *addr, int port, struct m
 		sa = (struct sockaddr *)&sa6;
 		flags |= MHD_USE_IPv6;
 	} else if (inet_pton(AF_INET, addr, &sa4.sin_addr) != 1) {
-		snprintf(err, errlen, "metrics address '%.40s' is not a numeric IPv4 or IPv6 address",
-			 addr);
+		snprintf(err, errlen,
+			 "metrics address '%.40s' is not a numeric IPv4 or IPv6 address", addr);
 		return -EINVAL;
 	}
 	m = calloc(1, sizeof(*m));

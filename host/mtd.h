@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #define MTD_VERSION      "0.1.0" /* memtided's and memtidectl's; debian/changelog's too */
-#define MTD_NAME_MAX     128 /* libvirt domain names are shorter in practice */
-#define MTD_WSS_BINS     4   /* idle ages of the working-set estimate */
+#define MTD_NAME_MAX     128     /* libvirt domain names are shorter in practice */
+#define MTD_WSS_BINS     4       /* idle ages of the working-set estimate */
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
 
@@ -26,10 +26,10 @@ enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
 	MTD_VM_ACTIVE,        /* control loop running, may inflate */
 	MTD_VM_AGENT_SILENT, /* the agent (or, without one, the balloon stats) went quiet: no inflation */
-	MTD_VM_DEFLATING,     /* pressure, need or exit: giving memory back to the guest */
-	MTD_VM_DISABLED,      /* policy says enabled=false: watched, never actuated */
-	MTD_VM_ERROR,         /* actuator failed repeatedly; see last_error */
-	MTD_VM_DETACHED,      /* gone; the snapshot is kept until the entry is freed */
+	MTD_VM_DEFLATING, /* pressure, need or exit: giving memory back to the guest */
+	MTD_VM_DISABLED,  /* policy says enabled=false: watched, never actuated */
+	MTD_VM_ERROR,     /* actuator failed repeatedly; see last_error */
+	MTD_VM_DETACHED,  /* gone; the snapshot is kept until the entry is freed */
 };
 
 const char *mtd_vm_state_name(enum mtd_vm_state s);

@@ -499,8 +499,7 @@ int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port)
 	return 0;
 }
 
-static int set_metrics(struct mtd_config *c, const char *k, const char *v, char *err,
-		       size_t errlen)
+static int set_metrics(struct mtd_config *c, const char *k, const char *v, char *err, size_t errlen)
 {
 	if (!strcmp(k, "listen")) {
 		if (mtd_parse_listen(v, c->metrics_addr, sizeof(c->metrics_addr),
@@ -593,7 +592,8 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		snprintf(err, errlen, "unknown key '%.32s' in [sim]", key);
 		return -EINVAL;
 	}
-	snprintf(err, errlen, "unknown section [%.32s] (daemon, metrics, controller, host, defaults, "
+	snprintf(err, errlen,
+		 "unknown section [%.32s] (daemon, metrics, controller, host, defaults, "
 		 "sim)",
 		 section);
 	return -EINVAL;

@@ -41,17 +41,17 @@ enum mtd_source_kind {
 
 /* Daemon settings: memtided.conf, then command-line flags on top. */
 struct mtd_config {
-	char uri[MTD_PATH_MAX];          /* [daemon] uri */
-	char socket_path[MTD_PATH_MAX];  /* [daemon] socket */
-	int metrics_port;                /* [metrics] listen's port ([daemon] metrics_port), 0: off */
-	char metrics_addr[48];           /* [metrics] listen's address: numeric IPv4 or IPv6 */
-	char log_level[16];              /* [daemon] log_level */
-	enum mtd_source_kind source;     /* [daemon] source = agent | sim */
-	unsigned sim_hot_percent;        /* [sim] hot_percent: share of RAM the sim touches */
-	unsigned stats_period_s;         /* [daemon] stats_period: balloon stats polling, s */
-	struct mtd_ctl_config ctl;       /* [controller] */
-	struct mtd_arbiter_config arb;   /* [host] */
-	uint64_t arbiter_interval_ms;    /* [host] interval */
+	char uri[MTD_PATH_MAX];         /* [daemon] uri */
+	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
+	int metrics_port;              /* [metrics] listen's port ([daemon] metrics_port), 0: off */
+	char metrics_addr[48];         /* [metrics] listen's address: numeric IPv4 or IPv6 */
+	char log_level[16];            /* [daemon] log_level */
+	enum mtd_source_kind source;   /* [daemon] source = agent | sim */
+	unsigned sim_hot_percent;      /* [sim] hot_percent: share of RAM the sim touches */
+	unsigned stats_period_s;       /* [daemon] stats_period: balloon stats polling, s */
+	struct mtd_ctl_config ctl;     /* [controller] */
+	struct mtd_arbiter_config arb; /* [host] */
+	uint64_t arbiter_interval_ms;  /* [host] interval */
 	char meminfo_path[MTD_PATH_MAX]; /* [host] meminfo: the host's /proc/meminfo (tests
 					  * and containers point it at another file) */
 	struct mtd_policy defaults;      /* [defaults]: per-domain policy unless metadata says */

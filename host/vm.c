@@ -28,8 +28,9 @@ struct status_box {
 };
 
 static const char *const state_names[] = {
-    [MTD_VM_ATTACHING] = "attaching", [MTD_VM_ACTIVE] = "active",     [MTD_VM_AGENT_SILENT] = "agent-silent",
-    [MTD_VM_DEFLATING] = "deflating", [MTD_VM_DISABLED] = "disabled", [MTD_VM_ERROR] = "error",
+    [MTD_VM_ATTACHING] = "attaching",       [MTD_VM_ACTIVE] = "active",
+    [MTD_VM_AGENT_SILENT] = "agent-silent", [MTD_VM_DEFLATING] = "deflating",
+    [MTD_VM_DISABLED] = "disabled",         [MTD_VM_ERROR] = "error",
     [MTD_VM_DETACHED] = "detached",
 };
 

@@ -65,8 +65,12 @@ static const char *const unitless_gauges[] = {
     "memtide_vm_free_page_reporting",
 };
 static const char *const boolean_gauges[] = {
-    "memtide_up",           "memtide_libvirt_connected",    "memtide_host_under_pressure",
-    "memtide_vm_state",     "memtide_vm_return_by_reclaim", "memtide_vm_agent_connected",
+    "memtide_up",
+    "memtide_libvirt_connected",
+    "memtide_host_under_pressure",
+    "memtide_vm_state",
+    "memtide_vm_return_by_reclaim",
+    "memtide_vm_agent_connected",
     "memtide_vm_free_page_reporting",
 };
 
@@ -135,8 +139,8 @@ static void check_format(const char *text, struct parsed *p)
 			    !in(name, unitless_gauges,
 				sizeof(unitless_gauges) / sizeof(unitless_gauges[0])))
 				fail_msg("%s: a gauge with no base unit in its name", name);
-			const char *non_base[] = {"per_minute", "percent", "_pages", "_ms", "_mib",
-						  "_kb"};
+			const char *non_base[] = {"per_minute", "percent", "_pages",
+						  "_ms",        "_mib",    "_kb"};
 			for (size_t i = 0; i < sizeof(non_base) / sizeof(non_base[0]); i++)
 				if (strstr(name, non_base[i]))
 					fail_msg("%s: non-base unit '%s'", name, non_base[i]);
@@ -250,8 +254,8 @@ static void test_rendering_follows_the_rules(void **state)
 	check_format(text, p);
 
 	/* The figures, in base units. */
-	assert_true(value_of(p, "memtide_build_info{version=\"" MTD_VERSION
-				"\",mode=\"libvirt\"}") == 1);
+	assert_true(
+	    value_of(p, "memtide_build_info{version=\"" MTD_VERSION "\",mode=\"libvirt\"}") == 1);
 	assert_true(value_of(p, "memtide_up") == 1);
 	assert_true(value_of(p, "memtide_libvirt_connected") == 1);
 	assert_true(value_of(p, "memtide_host_pressure_episodes_total") == 2);
@@ -277,7 +281,7 @@ static void test_rendering_follows_the_rules(void **state)
 	/* Every counter is there for every VM. */
 	for (unsigned i = 0; i < p->nr_families; i++) {
 		char prefix[128];
-		if (strcmp(p->type[i], "counter") || !strncmp(p->family[i], "memtide_host_", 13))
+		if (strcmp(p->type[i], "counter") != 0 || strncmp(p->family[i], "memtide_host_", 13) == 0)
 			continue;
 		snprintf(prefix, sizeof(prefix), "%s{", p->family[i]);
 		assert_int_equal(count_prefix(p, prefix), 3);

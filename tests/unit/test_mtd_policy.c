@@ -308,8 +308,8 @@ static void test_metrics_listen(void **state)
 	assert_int_equal(port, 9848);
 	assert_int_equal(mtd_parse_listen("off", addr, sizeof(addr), &port), 0);
 	assert_int_equal(port, 0);
-	const char *bad[] = {"::1:9848", "[::1]9848", "127.0.0.1", "127.0.0.1:65536", "[]:1",
-			     "1.2.3.4:-1", "host:80", ":9848", "[::1]:"};
+	const char *bad[] = {"::1:9848",   "[::1]9848", "127.0.0.1", "127.0.0.1:65536", "[]:1",
+			     "1.2.3.4:-1", "host:80",   ":9848",     "[::1]:"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (mtd_parse_listen(bad[i], addr, sizeof(addr), &port) != -EINVAL)
 			fail_msg("'%s' accepted", bad[i]);
