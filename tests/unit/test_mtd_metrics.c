@@ -281,7 +281,8 @@ static void test_rendering_follows_the_rules(void **state)
 	/* Every counter is there for every VM. */
 	for (unsigned i = 0; i < p->nr_families; i++) {
 		char prefix[128];
-		if (strcmp(p->type[i], "counter") != 0 || strncmp(p->family[i], "memtide_host_", 13) == 0)
+		if (strcmp(p->type[i], "counter") != 0 ||
+		    strncmp(p->family[i], "memtide_host_", 13) == 0)
 			continue;
 		snprintf(prefix, sizeof(prefix), "%s{", p->family[i]);
 		assert_int_equal(count_prefix(p, prefix), 3);
