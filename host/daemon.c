@@ -220,6 +220,36 @@ static int attach_qmp(struct mtd_daemon *d)
 	return start_vm(d, vm);
 }
 
+/*
+ * The host line's VM count and saving, from the VMs in the registry now.  The arbiter's tick
+ * sets them too, every [host] interval; attach and detach call this so that `status` right
+ * after a detach no longer counts the VM it let go (the balloon it leaves is not memtide's
+ * saving any more).  A VM whose loop has ended (DETACHED) is not counted either.
+ */
+static void refresh_host_totals(struct mtd_daemon *d)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *vnode;
+	uint64_t saved = 0;
+	unsigned n = 0;
+
+	rcu_read_lock();
+	cds_lfht_for_each(d->vms, &it, vnode)
+	{
+		struct mtd_vm *vm = caa_container_of(vnode, struct mtd_vm, node);
+		const struct mtd_vm_status *st = rcu_dereference(vm->status);
+		if (!st || st->state == MTD_VM_DETACHED)
+			continue;
+		saved += st->saved_bytes;
+		n++;
+	}
+	rcu_read_unlock();
+	pthread_mutex_lock(&d->host_lock);
+	d->host.nr_vms = n;
+	d->host.saved_bytes = saved;
+	pthread_mutex_unlock(&d->host_lock);
+}
+
 static int detach_locked(struct mtd_daemon *d, const char *name, bool exit_safe)
 {
 	rcu_read_lock();
@@ -231,6 +261,7 @@ static int detach_locked(struct mtd_daemon *d, const char *name, bool exit_safe)
 	mtd_vm_loop_stop(vm, exit_safe);
 	(void)mtd_registry_del(d, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);
+	refresh_host_totals(d);
 	mtd_notice("%s: detached%s", name, exit_safe ? " (left at its safe size)" : "");
 	return 0;
 }
@@ -411,7 +442,8 @@ static void arbitrate(struct mtd_daemon *d)
 		    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
 		};
 		vp[n++] = vm;
-		saved += st->saved_bytes;
+		if (st->state != MTD_VM_DETACHED)
+			saved += st->saved_bytes;
 	}
 	mtd_arbiter_run(&d->cfg.arb, &d->arb_state, mono_ms(), total, avail, av, n, &res);
 	for (size_t i = 0; i < n; i++)
