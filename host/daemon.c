@@ -468,6 +468,7 @@ static void arbitrate(struct mtd_daemon *d)
 	    d->mode == MTD_MODE_LIBVIRT ? (d->lv && !mtd_libvirt_broken(d->lv)) : -1;
 	d->host.updated_ms = mono_ms();
 	d->host.interval_ms = d->cfg.arbiter_interval_ms;
+	d->host.observe_only = d->cfg.observe_only;
 	pthread_mutex_unlock(&d->host_lock);
 	if (d->host.under_pressure && !was)
 		mtd_notice("host under pressure: MemAvailable %" PRIu64 " MiB < low mark %" PRIu64

@@ -35,43 +35,47 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: memtided [OPTIONS]\n"
-		   "memtide host daemon: hands VMs' cold memory back to the host through\n"
-		   "virtio-balloon and free page reporting, with the guest agent's help.\n"
-		   "\n"
-		   "Modes:\n"
-		   "  (default)              manage every running libvirt domain with a balloon\n"
-		   "  --uri URI              libvirt connection (default qemu:///system)\n"
-		   "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
-		   "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
-		   "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
-		   "\n"
-		   "Options:\n"
-		   "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
-		   "  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
-		   "  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
-		   "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
-		   "  --syslog               log to syslog instead of stderr\n"
-		   "  --metrics-listen ADDR:PORT\n"
-		   "                         Prometheus metrics here (default 127.0.0.1:9848;\n"
-		   "                         [::1]:9848 for IPv6, 0.0.0.0:9848 for every address)\n"
-		   "  --metrics-port PORT    Prometheus metrics on the same address, this port\n"
-		   "  --no-metrics           no metrics endpoint\n"
-		   "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
-		   "  --foreground           do not detach from the terminal\n"
-		   "  --help, --version\n"
-		   "\n"
-		   "Flags override the config file.  Its sections and keys:\n"
-		   "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
-		   "  [metrics]    listen\n"
-		   "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
-		   "               mem_available_low agent_silence hold_after_deflate hold_max\n"
-		   "               min_change\n"
-		   "  [host]       low_mark high_mark interval settle meminfo\n"
-		   "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-		   "               return (balloon or reclaim)\n"
-		   "               (per-domain policy unless the domain's memtide metadata says)\n"
-		   "  [sim]        hot_percent\n");
+	fprintf(f,
+		"Usage: memtided [OPTIONS]\n"
+		"memtide host daemon: hands VMs' cold memory back to the host through\n"
+		"virtio-balloon and free page reporting, with the guest agent's help.\n"
+		"\n"
+		"Modes:\n"
+		"  (default)              manage every running libvirt domain with a balloon\n"
+		"  --uri URI              libvirt connection (default qemu:///system)\n"
+		"  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
+		"  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
+		"  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
+		"\n"
+		"Options:\n"
+		"  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
+		"  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
+		"  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
+		"  --log-level LEVEL      error, warning, notice (default), info, debug\n"
+		"  --syslog               log to syslog instead of stderr\n"
+		"  --metrics-listen ADDR:PORT\n"
+		"                         Prometheus metrics here (default 127.0.0.1:9848;\n"
+		"                         [::1]:9848 for IPv6, 0.0.0.0:9848 for every address)\n"
+		"  --metrics-port PORT    Prometheus metrics on the same address, this port\n"
+		"  --no-metrics           no metrics endpoint\n"
+		"  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
+		"  --observe-only         compute and show what memtided would do, change no VM\n"
+		"  --state-dir PATH       per-VM history (default /var/lib/memtide)\n"
+		"  --foreground           do not detach from the terminal\n"
+		"  --help, --version\n"
+		"\n"
+		"Flags override the config file.  Its sections and keys:\n"
+		"  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
+		"               state_dir observe_only\n"
+		"  [metrics]    listen\n"
+		"  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
+		"               mem_available_low agent_silence hold_after_deflate hold_max\n"
+		"               min_change\n"
+		"  [host]       low_mark high_mark interval settle meminfo\n"
+		"  [defaults]   enabled min max priority target_refault_per_min headroom\n"
+		"               return (balloon or reclaim) observe\n"
+		"               (per-domain policy unless the domain's memtide metadata says)\n"
+		"  [sim]        hot_percent\n");
 }
 
 enum {
@@ -89,6 +93,8 @@ enum {
 	OPT_NO_METRICS,
 	OPT_SOCKET,
 	OPT_FOREGROUND,
+	OPT_OBSERVE_ONLY,
+	OPT_STATE_DIR,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -108,6 +114,8 @@ static const struct option options[] = {
     {"no-metrics", no_argument, NULL, OPT_NO_METRICS},
     {"socket", required_argument, NULL, OPT_SOCKET},
     {"foreground", no_argument, NULL, OPT_FOREGROUND},
+    {"observe-only", no_argument, NULL, OPT_OBSERVE_ONLY},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -164,6 +172,15 @@ int main(int argc, char **argv)
 		case OPT_SOCKET:
 			f.section = "daemon";
 			f.key = "socket";
+			break;
+		case OPT_OBSERVE_ONLY:
+			f.section = "daemon";
+			f.key = "observe_only";
+			f.value = "yes";
+			break;
+		case OPT_STATE_DIR:
+			f.section = "daemon";
+			f.key = "state_dir";
 			break;
 		case OPT_QMP:
 			qmp = optarg;
@@ -294,9 +311,10 @@ int main(int argc, char **argv)
 		mtd_daemon_free(d);
 		return 1;
 	}
-	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
+	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s%s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
-		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent");
+		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent",
+		   cfg.observe_only ? "; OBSERVE-ONLY: no VM will be changed" : "");
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
 		mtd_metrics_stop(metrics);

@@ -62,6 +62,7 @@ struct mtd_policy {
 	double target_refault_per_min;  /* fraction of resident pages per minute (0.002) */
 	uint64_t headroom_bytes;        /* added to the working set to form the target */
 	enum mtd_return_via return_via; /* key `return`: balloon or reclaim */
+	bool observe; /* key `observe`: compute and show what would be done, do nothing */
 };
 
 struct mtd_action {
@@ -116,11 +117,18 @@ struct mtd_vm_status {
 	unsigned refused_steps; /* steps the guest gave back at once, in a row */
 
 	bool agent_connected;
-	bool fpr_on; /* free page reporting enabled on the balloon */
+	bool agent_caps_known; /* an agent said hello on this attach: agent_caps is its word */
+	uint32_t agent_caps;   /* enum proto_cap bits of its hello (agent_caps.h explains) */
+	bool fpr_on;           /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
 
 	struct mtd_vm_counters counters;
+	bool observe; /* observe-only in force (host-wide or the policy's): nothing is done */
+	uint64_t returned_bytes;  /* what memtide returned to the host: the balloon's hold, and
+				   * with return=reclaim what the agent freed that is not resident */
+	uint64_t untouched_bytes; /* guest RAM not resident that memtide did not return: never
+				   * touched, or freed by the guest itself (0: unknown) */
 
 	unsigned nr_actions;
 	struct mtd_action actions[MTD_LAST_ACTIONS]; /* newest last */
@@ -162,7 +170,8 @@ struct mtd_host_status {
 	bool under_pressure;
 	uint64_t pressure_episodes; /* times the host went under its low mark (a counter) */
 	unsigned nr_vms;
-	uint64_t saved_bytes;
+	uint64_t saved_bytes;  /* sum of the VMs' returned_bytes */
+	bool observe_only;     /* [daemon] observe_only: no VM is changed */
 	int libvirt_connected; /* 1 or 0; -1 in plain-QEMU mode (no libvirt) */
 	uint64_t updated_ms;   /* CLOCK_MONOTONIC ms of the main loop's last host tick */
 	uint64_t interval_ms;  /* that tick's period ([host] interval) */

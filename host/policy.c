@@ -226,6 +226,11 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 				 value);
 			rc = -EINVAL;
 		}
+	} else if (strcmp(key, "observe") == 0) {
+		if (parse_bool(value, &n.observe) < 0) {
+			snprintf(err, errlen, "observe must be yes or no, not '%.32s'", value);
+			rc = -EINVAL;
+		}
 	} else if (strcmp(key, "return") == 0) {
 		if (strcmp(value, "balloon") == 0) {
 			n.return_via = MTD_RETURN_BALLOON;
@@ -239,7 +244,7 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 	} else {
 		snprintf(err, errlen,
 			 "unknown policy key '%.32s' (enabled, min, max, priority, "
-			 "target_refault_per_min, headroom, return)",
+			 "target_refault_per_min, headroom, return, observe)",
 			 key);
 		rc = -EINVAL;
 	}
@@ -315,10 +320,10 @@ int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len)
 	int n = snprintf(buf, len,
 			 "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
 			 "\" priority=\"%u\" target_refault_per_min=\"%.6g\" headroom=\"%" PRIu64
-			 "\" return=\"%s\"/>",
+			 "\" return=\"%s\" observe=\"%s\"/>",
 			 p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority,
 			 p->target_refault_per_min, p->headroom_bytes,
-			 mtd_return_via_name(p->return_via));
+			 mtd_return_via_name(p->return_via), p->observe ? "yes" : "no");
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 
@@ -383,6 +388,7 @@ void mtd_config_default(struct mtd_config *cfg)
 	snprintf(cfg->uri, sizeof(cfg->uri), "qemu:///system");
 	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "/run/memtide/memtided.sock");
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "notice");
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/memtide");
 	cfg->metrics_port = 9848;
 	snprintf(cfg->metrics_addr, sizeof(cfg->metrics_addr), "127.0.0.1");
 	cfg->source = MTD_SOURCE_AGENT;
@@ -419,6 +425,11 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		return set_str(c->uri, sizeof(c->uri), v, k, err, errlen);
 	if (!strcmp(k, "socket"))
 		return set_str(c->socket_path, sizeof(c->socket_path), v, k, err, errlen);
+	if (!strcmp(k, "state_dir"))
+		return set_str(c->state_dir, sizeof(c->state_dir), v, k, err, errlen);
+	if (!strcmp(k, "observe_only"))
+		return parse_bool(v, &c->observe_only) < 0 ? bad(err, errlen, k, "yes or no", v)
+							   : 0;
 	if (!strcmp(k, "log_level")) {
 		static const char *const levels[] = {"error", "warning", "notice", "info", "debug"};
 		bool known = false;

@@ -46,6 +46,8 @@ struct mtd_config {
 	int metrics_port;              /* [metrics] listen's port ([daemon] metrics_port), 0: off */
 	char metrics_addr[48];         /* [metrics] listen's address: numeric IPv4 or IPv6 */
 	char log_level[16];            /* [daemon] log_level */
+	char state_dir[MTD_PATH_MAX];  /* [daemon] state_dir: per-VM history (history.h) */
+	bool observe_only;             /* [daemon] observe_only: compute, show, change nothing */
 	enum mtd_source_kind source;   /* [daemon] source = agent | sim */
 	unsigned sim_hot_percent;      /* [sim] hot_percent: share of RAM the sim touches */
 	unsigned stats_period_s;       /* [daemon] stats_period: balloon stats polling, s */

@@ -112,6 +112,8 @@ struct mtd_vm {
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
+	bool observing;                           /* observe-only was in force at the last step */
+	bool history_warned;                      /* a failed history write was logged (once) */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */
@@ -128,6 +130,12 @@ int mtd_vm_publish(struct mtd_vm *vm);
  * MTD_LAST_ACTIONS.  Logged at INFO. */
 void mtd_vm_action(struct mtd_vm *vm, uint64_t now_ms, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The audit trail of a change to the VM's size or an eviction step (history.h says what
+ * `what`, `reason` and `source` hold): recorded as an action, logged at NOTICE with the VM,
+ * before, after, reason and source, and appended to the VM's history file.  observe: only
+ * computed (observe-only mode), said as "would ...".  Loop thread only. */
+void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t before_bytes,
+		  uint64_t after_bytes, const char *reason, const char *source, bool observe);
 /* Wake the loop (policy change, stop, exit). */
 void mtd_vm_wake(struct mtd_vm *vm);
 /* Hand the loop a new policy (validated by the caller). */

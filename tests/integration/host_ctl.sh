@@ -218,6 +218,7 @@ for ln in open(sys.argv[1]).read().splitlines():
     series[key] = float(v)
 def get(n, **lab):
     return [v for (k, l), v in series.items() if k == n and all(dict(l).get(a) == b for a, b in lab.items())]
+print("# memtide_vms %s, up %s, build_info %s" % (get("memtide_vms"), get("memtide_up"), get("memtide_build_info")))
 assert get("memtide_vms") == [1.0]
 assert get("memtide_vm_max_bytes", domain="it-vm") == [512 * 2**20]
 assert 0 < get("memtide_vm_balloon_actual_bytes", domain="it-vm")[0] <= 512 * 2**20

@@ -141,9 +141,12 @@ static void test_policy_xml_round_trip(void **state)
 	p.headroom_bytes = 10 * MiB;
 	p.target_refault_per_min = 0.005;
 	p.return_via = MTD_RETURN_BALLOON;
+	p.observe = true;
 	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
 	mtd_policy_default(&q);
+	assert_false(q.observe);
 	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
+	assert_true(q.observe);
 	assert_int_equal(q.min_bytes, p.min_bytes);
 	assert_int_equal(q.max_bytes, p.max_bytes);
 	assert_int_equal(q.priority, 3);
