@@ -2,7 +2,8 @@
 # contrib/install.sh: installs (or uninstalls) one part of memtide.  Behind `make install`,
 # `make install-agent`, `make install-lab`, `make uninstall` and debian/rules.
 #
-#   install.sh install host    memtided (sbin), memtidectl (bin), the systemd unit, the libvirt
+#   install.sh install host    memtided (sbin), memtidectl (bin), QEMU's memtide-ept plugin
+#                              (lib/memtide), the systemd unit, the libvirt
 #                              hook, /etc/memtide/memtided.conf, man pages, bash completion,
 #                              the operator docs, the Prometheus rules and Grafana dashboard.  What a host needs and nothing more: the
 #                              guest agent and the lab tools are not put on a host's PATH.
@@ -27,6 +28,8 @@ SBINDIR=$PREFIX/sbin
 BINDIR=$PREFIX/bin
 DOCDIR=$PREFIX/share/doc/memtide
 DATADIR=$PREFIX/share/memtide # Prometheus rules, Grafana dashboard
+LIBDIR=$PREFIX/lib/memtide    # QEMU's memtide-ept plugin
+EPT_PLUGIN=${EPT_PLUGIN:-$TOP/build/lib/memtide/memtide-ept.so}
 MANDIR=$PREFIX/share/man
 COMPDIR=$PREFIX/share/bash-completion/completions
 # /usr/local units go to /etc/systemd/system; a distribution prefix to /lib/systemd/system.
@@ -58,6 +61,12 @@ man() { # man PAGE
 install_host() {
 	prog memtided "$SBINDIR"
 	prog memtidectl "$BINDIR"
+	# QEMU's memtide-ept TCG plugin (the ept access source): BIN/../lib/memtide, where
+	# memtidectl ept-plugin looks for it beside its own install.
+	[ -f "$EPT_PLUGIN" ] || { echo "install.sh: $EPT_PLUGIN is not built (make all)" >&2; exit 1; }
+	install -d "$DESTDIR$LIBDIR"
+	# shellcheck disable=SC2086
+	install -m 0644 $STRIP "$EPT_PLUGIN" "$DESTDIR$LIBDIR/memtide-ept.so"
 	put "$SRC/systemd/memtided.service" "$UNITDIR/memtided.service" 0644
 	put "$SRC/libvirt/hooks/qemu.d/memtide" "$HOOK" 0755
 	install -d "$DESTDIR/etc/memtide"
@@ -107,7 +116,7 @@ uninstall() {
 		"$MANDIR/man1/memtide-trace.1" "$COMPDIR/memtidectl" "$CONF.example"; do
 		rm -f "$DESTDIR$f"
 	done
-	rm -rf "$DESTDIR$DOCDIR" "$DESTDIR$DATADIR"
+	rm -rf "$DESTDIR$DOCDIR" "$DESTDIR$DATADIR" "$DESTDIR$LIBDIR"
 	if [ -e "$DESTDIR$CONF" ]; then
 		if cmp -s "$SRC/memtided.conf" "$DESTDIR$CONF"; then
 			rm -f "$DESTDIR$CONF"

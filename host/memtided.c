@@ -23,6 +23,7 @@
 #include <libxml/parser.h>
 #include <urcu.h>
 
+#include "choose.h"
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
@@ -35,47 +36,49 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: memtided [OPTIONS]\n"
-		"memtide host daemon: hands VMs' cold memory back to the host through\n"
-		"virtio-balloon and free page reporting, with the guest agent's help.\n"
-		"\n"
-		"Modes:\n"
-		"  (default)              manage every running libvirt domain with a balloon\n"
-		"  --uri URI              libvirt connection (default qemu:///system)\n"
-		"  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
-		"  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
-		"  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
-		"\n"
-		"Options:\n"
-		"  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
-		"  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
-		"  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
-		"  --log-level LEVEL      error, warning, notice (default), info, debug\n"
-		"  --syslog               log to syslog instead of stderr\n"
-		"  --metrics-listen ADDR:PORT\n"
-		"                         Prometheus metrics here (default 127.0.0.1:9848;\n"
-		"                         [::1]:9848 for IPv6, 0.0.0.0:9848 for every address)\n"
-		"  --metrics-port PORT    Prometheus metrics on the same address, this port\n"
-		"  --no-metrics           no metrics endpoint\n"
-		"  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
-		"  --observe-only         compute and show what memtided would do, change no VM\n"
-		"  --state-dir PATH       per-VM history (default /var/lib/memtide)\n"
-		"  --foreground           do not detach from the terminal\n"
-		"  --help, --version\n"
-		"\n"
-		"Flags override the config file.  Its sections and keys:\n"
-		"  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
-		"               state_dir observe_only\n"
-		"  [metrics]    listen\n"
-		"  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
-		"               mem_available_low agent_silence hold_after_deflate hold_max\n"
-		"               min_change\n"
-		"  [host]       low_mark high_mark interval settle meminfo\n"
-		"  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-		"               return (balloon or reclaim) observe\n"
-		"               (per-domain policy unless the domain's memtide metadata says)\n"
-		"  [sim]        hot_percent\n");
+	fprintf(
+	    f,
+	    "Usage: memtided [OPTIONS]\n"
+	    "memtide host daemon: hands VMs' cold memory back to the host through\n"
+	    "virtio-balloon and free page reporting, with the guest agent's help.\n"
+	    "\n"
+	    "Modes:\n"
+	    "  (default)              manage every running libvirt domain with a balloon\n"
+	    "  --uri URI              libvirt connection (default qemu:///system)\n"
+	    "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
+	    "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
+	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
+	    "\n"
+	    "Options:\n"
+	    "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
+	    "  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
+	    "  --source live|sim      access-bit sources: live (per VM: ept, idle, damon or the\n"
+	    "                         agent, as its policy says) or sim (simulated hardware)\n"
+	    "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
+	    "  --syslog               log to syslog instead of stderr\n"
+	    "  --metrics-listen ADDR:PORT\n"
+	    "                         Prometheus metrics here (default 127.0.0.1:9848;\n"
+	    "                         [::1]:9848 for IPv6, 0.0.0.0:9848 for every address)\n"
+	    "  --metrics-port PORT    Prometheus metrics on the same address, this port\n"
+	    "  --no-metrics           no metrics endpoint\n"
+	    "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
+	    "  --observe-only         compute and show what memtided would do, change no VM\n"
+	    "  --state-dir PATH       per-VM history (default /var/lib/memtide)\n"
+	    "  --foreground           do not detach from the terminal\n"
+	    "  --help, --version\n"
+	    "\n"
+	    "Flags override the config file.  Its sections and keys:\n"
+	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
+	    "               ept_dir young_dump_dir state_dir observe_only\n"
+	    "  [metrics]    listen\n"
+	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
+	    "               mem_available_low agent_silence hold_after_deflate hold_max\n"
+	    "               min_change\n"
+	    "  [host]       low_mark high_mark interval settle meminfo\n"
+	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
+	    "               return (balloon or reclaim) source ept_window observe\n"
+	    "               (per-domain policy unless the domain's memtide metadata says)\n"
+	    "  [sim]        hot_percent\n");
 }
 
 enum {
@@ -313,8 +316,10 @@ int main(int argc, char **argv)
 	}
 	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s%s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
-		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent",
+		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)",
 		   cfg.observe_only ? "; OBSERVE-ONLY: no VM will be changed" : "");
+	if (cfg.source != MTD_SOURCE_SIM)
+		mtd_access_daemon_start(cfg.ept_dir);
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
 		mtd_metrics_stop(metrics);
