@@ -128,7 +128,9 @@ SAMPLER(s_goal, "%" PRIu64, st->target_bytes)
 SAMPLER(s_soft, "%d", st->soft ? 1 : 0)
 SAMPLER(s_actual, "%" PRIu64, st->balloon_actual_bytes)
 SAMPLER(s_rss, "%" PRIu64, st->host_rss_bytes)
-SAMPLER(s_saved, "%" PRIu64, st->saved_bytes)
+SAMPLER(s_returned, "%" PRIu64, st->returned_bytes)
+SAMPLER(s_untouched, "%" PRIu64, st->untouched_bytes)
+SAMPLER(s_observe, "%d", st->observe ? 1 : 0)
 SAMPLER(s_wss, "%" PRIu64, st->working_set_bytes)
 /* The controller keeps refaults per minute (its setpoint's unit, the policy key
  * target_refault_per_min); Prometheus wants base units: per second. */
@@ -244,8 +246,12 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       "Times the host went under its low mark.");
 	put(&b, "memtide_host_pressure_episodes_total %" PRIu64 "\n", h.pressure_episodes);
 	host_gauge(&b, "memtide_vms", "VMs managed.", h.nr_vms);
-	host_gauge(&b, "memtide_host_saved_bytes",
-		   "Memory handed back to the host by every VM (balloon).", h.saved_bytes);
+	host_gauge(&b, "memtide_host_returned_bytes",
+		   "Memory memtide returned to the host, every VM (not what was never used).",
+		   h.saved_bytes);
+	host_gauge(&b, "memtide_observe_only",
+		   "1 while memtided runs observe-only: it computes, shows and changes nothing.",
+		   h.observe_only ? 1 : 0);
 
 	per_vm(d, &b, "memtide_vm_state", "gauge", "The VM's state (1 for the current one).",
 	       s_state);
@@ -261,7 +267,17 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       "Guest memory as the balloon reports it.", s_actual);
 	per_vm(d, &b, "memtide_vm_host_rss_bytes", "gauge",
 	       "Guest RAM resident on the host (0: unknown).", s_rss);
-	per_vm(d, &b, "memtide_vm_saved_bytes", "gauge", "Memory handed back by this VM.", s_saved);
+	per_vm(d, &b, "memtide_vm_returned_bytes", "gauge",
+	       "Memory memtide returned from this VM: the balloon's hold, and what the agent's "
+	       "reclaim freed that is still not resident.",
+	       s_returned);
+	per_vm(d, &b, "memtide_vm_untouched_bytes", "gauge",
+	       "Guest RAM not resident without memtide's doing: never touched, or freed by the "
+	       "guest itself (0: unknown).",
+	       s_untouched);
+	per_vm(d, &b, "memtide_vm_observe_only", "gauge",
+	       "1 while memtided only observes this VM (host-wide or its policy's observe=yes).",
+	       s_observe);
 	per_vm(d, &b, "memtide_vm_working_set_bytes", "gauge",
 	       "Working set at the cold age threshold.", s_wss);
 	per_vm(d, &b, "memtide_vm_working_set_by_age_bytes", "gauge",

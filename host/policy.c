@@ -354,14 +354,14 @@ out:
 
 int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len)
 {
-	int n = snprintf(buf, len,
-			 "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
-			 "\" priority=\"%u\" target_refault_per_min=\"%.6g\" headroom=\"%" PRIu64
-			 "\" return=\"%s\" source=\"%s\" ept_window=\"%" PRIu64 "ms\" observe=\"%s\"/>",
-			 p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority,
-			 p->target_refault_per_min, p->headroom_bytes,
-			 mtd_return_via_name(p->return_via), mtd_access_pref_name(p->source),
-			 p->ept_window_ms, p->observe ? "yes" : "no");
+	int n = snprintf(
+	    buf, len,
+	    "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
+	    "\" priority=\"%u\" target_refault_per_min=\"%.6g\" headroom=\"%" PRIu64
+	    "\" return=\"%s\" source=\"%s\" ept_window=\"%" PRIu64 "ms\" observe=\"%s\"/>",
+	    p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority,
+	    p->target_refault_per_min, p->headroom_bytes, mtd_return_via_name(p->return_via),
+	    mtd_access_pref_name(p->source), p->ept_window_ms, p->observe ? "yes" : "no");
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 

@@ -42,15 +42,15 @@ enum mtd_source_kind {
 
 /* Daemon settings: memtided.conf, then command-line flags on top. */
 struct mtd_config {
-	char uri[MTD_PATH_MAX];            /* [daemon] uri */
-	char socket_path[MTD_PATH_MAX];    /* [daemon] socket */
-	int metrics_port;                  /* [metrics] listen's port ([daemon] metrics_port) */
-	char metrics_addr[48];             /* [metrics] listen's address: numeric IPv4 or IPv6 */
-	char log_level[16];                /* [daemon] log_level */
-	char state_dir[MTD_PATH_MAX];      /* [daemon] state_dir: per-VM history (history.h) */
-	bool observe_only;                 /* [daemon] observe_only: compute, show, change nothing */
-	enum mtd_source_kind source;       /* [daemon] source = live | sim */
-	char ept_dir[MTD_PATH_MAX];        /* [daemon] ept_dir: the ept plugin's table files */
+	char uri[MTD_PATH_MAX];         /* [daemon] uri */
+	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
+	int metrics_port;               /* [metrics] listen's port ([daemon] metrics_port) */
+	char metrics_addr[48];          /* [metrics] listen's address: numeric IPv4 or IPv6 */
+	char log_level[16];             /* [daemon] log_level */
+	char state_dir[MTD_PATH_MAX];   /* [daemon] state_dir: per-VM history (history.h) */
+	bool observe_only;              /* [daemon] observe_only: compute, show, change nothing */
+	enum mtd_source_kind source;    /* [daemon] source = live | sim */
+	char ept_dir[MTD_PATH_MAX];     /* [daemon] ept_dir: the ept plugin's table files */
 	char young_dump_dir[MTD_PATH_MAX]; /* [daemon] young_dump_dir: "" off (diagnostic) */
 	unsigned sim_hot_percent;          /* [sim] hot_percent: share of RAM the sim touches */
 	unsigned stats_period_s;           /* [daemon] stats_period: balloon stats polling, s */

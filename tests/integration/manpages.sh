@@ -54,7 +54,7 @@ prog_keys=$(echo "$help" | awk '/sections and keys:/ {on = 1; next} on' |
 	awk '/^  \[/ {sec = $1; $1 = ""} {for (i = 1; i <= NF; i++) if ($i ~ /^[a-z_0-9]+$/) print sec "." $i}' |
 	grep -vE '\.(or|unless|the|domain|metadata|says|balloon|reclaim)$' | sort -u)
 page_keys=$(awk '/^\.SH \[/ {sec = $2} /^\.TP/ {getline; if (sec != "" && $1 == ".B") print sec "." $2}' "$MAN/memtided.conf.5" | sort -u)
-example_keys=$(awk '/^\[/ {sec = $1} /^#?[a-z_0-9]+ = / {k = $1; sub(/^#/, "", k); print sec "." k}' contrib/memtided.conf | sort -u)
+example_keys=$(awk '/^\[/ {sec = $1} /^#?[a-z_0-9]+ =( |$)/ {k = $1; sub(/^#/, "", k); print sec "." k}' contrib/memtided.conf | sort -u)
 same "memtided --help vs memtided.conf(5)" "$prog_keys" "$page_keys" &&
 	same "contrib/memtided.conf vs memtided.conf(5)" "$example_keys" "$page_keys" &&
 	[ "$(echo "$page_keys" | wc -l)" -ge 25 ]
@@ -93,7 +93,7 @@ check $? "memtide-sim(1) and memtide-trace(1) document their commands, policies,
 COMP=contrib/bash-completion/memtidectl
 comp_cmds=$(sed -n 's/^\tlocal commands="\(.*\)"/\1/p' "$COMP")
 comp_keys=$(sed -n 's/^\tlocal policy_keys="\(.*\)"/\1/p' "$COMP" | tr -d '=')
-prog_keys=$(echo "$chelp" | awk '/keys:/ {on = 1} on' | sed -n 's/.*keys: //p; /^ *target_refault/p' | tr -d ',' | xargs)
+prog_keys=$(echo "$chelp" | awk '/keys:/ {on = 1} /^  attach/ {on = 0} on' | sed 's/.*keys: //' | tr -d ',' | xargs)
 same "completion commands" "$prog_cmds" "$comp_cmds" &&
 	same "completion policy keys" "$prog_keys" "$comp_keys"
 check $? "the completion offers memtidectl's commands and policy keys, no more, no fewer"

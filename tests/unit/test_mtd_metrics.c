@@ -63,8 +63,11 @@ static const char *const unitless_gauges[] = {
     "memtide_vm_controller_output",
     "memtide_vm_agent_connected",
     "memtide_vm_free_page_reporting",
+    "memtide_observe_only",
+    "memtide_vm_observe_only",
 };
 static const char *const boolean_gauges[] = {
+    "memtide_observe_only", "memtide_vm_observe_only",
     "memtide_up",
     "memtide_libvirt_connected",
     "memtide_host_under_pressure",
@@ -226,6 +229,8 @@ static void test_rendering_follows_the_rules(void **state)
 	st->refault_rate_per_min = 0.006; /* 0.0001 per second */
 	st->guest_psi_some_avg10 = 12.5;  /* percent: 0.125 as a ratio */
 	st->agent_connected = true;
+	st->returned_bytes = 512 * MiB;
+	st->untouched_bytes = 692 * MiB;
 	st->counters.inflations = 7;
 	st->counters.inflated_bytes = 448 * MiB;
 	st->counters.reclaimed_bytes = 300 * MiB;
@@ -264,6 +269,9 @@ static void test_rendering_follows_the_rules(void **state)
 		    448.0 * MiB);
 	assert_true(value_of(p, "memtide_vm_reclaimed_bytes_total{domain=\"full\"}") ==
 		    300.0 * MiB);
+	/* Honest figures: what memtide returned, apart from what the guest never used. */
+	assert_true(value_of(p, "memtide_vm_returned_bytes{domain=\"full\"}") == 512.0 * MiB);
+	assert_true(value_of(p, "memtide_vm_untouched_bytes{domain=\"full\"}") == 692.0 * MiB);
 	double r = value_of(p, "memtide_vm_refault_ratio_per_second{domain=\"full\"}");
 	assert_true(r > 0.99e-4 && r < 1.01e-4);
 	assert_true(value_of(p, "memtide_vm_guest_psi_memory_some_avg10_ratio{domain=\"full\"}") ==
