@@ -59,7 +59,10 @@ int mtd_history_append(const char *state_dir, const struct mtd_history_entry *e)
 	if (mtd_history_path(state_dir, e->vm, path, sizeof(path)) < 0 ||
 	    snprintf(dir, sizeof(dir), "%s/history", state_dir) >= (int)sizeof(dir))
 		return -ENAMETOOLONG;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	/* The state directory itself too: systemd makes it (StateDirectory=), a memtided run by
+	 * hand or from `make install` may find none. */
+	if ((mkdir(state_dir, 0700) < 0 && errno != EEXIST) ||
+	    (mkdir(dir, 0700) < 0 && errno != EEXIST))
 		return -errno;
 	/* Step 1: rotate a full file (one older file is kept). */
 	if (stat(path, &sb) == 0 && sb.st_size >= (off_t)MTD_HISTORY_MAX_BYTES) {

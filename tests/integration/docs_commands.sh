@@ -9,6 +9,8 @@
 # in-process test driver (LIBVIRT_DEFAULT_URI=test:///default, for memtidectl domxml-patch
 # and virsh too), whose one domain, "test", stands for the docs' DOMAIN.
 #
+# Blocks fenced as ```text hold output (log lines), not commands.
+#
 # Not run, each for its reason (printed as a SKIP line): `make demo` and `make check` (they
 # are CI itself, minutes long), `make deb` (tests/integration/deb.sh runs it), `apt install`
 # of the package (it would install on this shared host; the file name is checked to be the
@@ -31,10 +33,15 @@ import re, sys
 CMD = r'(memtidectl|memtided|memtide-agent|systemctl|virsh|make|curl|journalctl|apt)\b'
 for path in sys.argv[1:]:
     lines = open(path).read().split('\n')
-    prev_blank, in_code, fenced = True, False, False
+    prev_blank, in_code, fenced, output = True, False, False, False
     for no, line in enumerate(lines, 1):
         if line.startswith('```'):
             fenced = not fenced
+            # ```text (or any language but a shell's) holds output, not commands
+            lang = line[3:].strip()
+            output = fenced and lang not in ('', 'sh', 'bash', 'shell', 'console')
+            continue
+        if output:
             continue
         code = fenced or (line.startswith('    ') and (prev_blank or in_code)
                           and not re.match(r'\s*[-*|]', line))
@@ -73,15 +80,18 @@ cat >"$dir/runner.sh" <<'EOF'
 set -u
 ip link set lo up
 mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /var/lib # memtided's state dir, /var/lib/memtide, private too
 mkdir -p /run/memtide
 : >"$DIR/empty.conf"
 export LIBVIRT_DEFAULT_URI=test:///default PATH=$BIN:$PATH
 memtided --foreground --uri test:///default --config "$DIR/empty.conf" >"$DIR/memtided.log" 2>&1 &
 mpid=$!
 for _ in $(seq 100); do
-	memtidectl status >/dev/null 2>&1 && break
+	memtidectl status 2>/dev/null | grep -q '^test ' && break
 	sleep 0.1
 done
+# A history for the test domain (its deflate to a safe size on detach), for `vm history`.
+memtidectl detach test >/dev/null && memtidectl attach test >/dev/null
 while IFS=$'\t' read -r where cmd; do
 	cmd=${cmd//DOMAIN/test}
 	case $cmd in
