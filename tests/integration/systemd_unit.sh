@@ -10,9 +10,10 @@
 #   3-4  systemd-analyze security --offline: exposure 3.0 or better (the figure is printed)
 #   5    what memtided must reach is still granted by the unit: the capabilities
 #        (CAP_SYS_PTRACE for other users' /proc and ProtectProc=invisible, CAP_SYS_NICE for
-#        process_madvise, CAP_DAC_OVERRIDE for libvirt-qemu's sockets), AF_UNIX and AF_INET,
-#        /proc/meminfo (no ProcSubset=pid), the libvirt and QEMU socket folders, DAMON's sysfs,
-#        its state and runtime directories
+#        process_madvise, CAP_DAC_OVERRIDE for libvirt-qemu's sockets, CAP_SYS_ADMIN for the
+#        frames in QEMU's pagemap that the idle and damon sources read), AF_UNIX and AF_INET,
+#        /proc/meminfo (no ProcSubset=pid), the libvirt and QEMU socket folders, DAMON's sysfs
+#        and the idle page bitmap, its state and runtime directories
 #   6    the seccomp filter: every system call memtided made in a run (libvirt mode on
 #        libvirt's in-process test driver, a control request, a metrics scrape, SIGHUP, stop;
 #        traced with strace) is one the unit's SystemCallFilter= allows, its groups expanded
@@ -71,13 +72,13 @@ done
 U=contrib/systemd/memtided.service
 key() { grep -E "^$1=" "$U" | sed "s/^$1=//" | tr '\n' ' '; }
 ok=0
-for c in CAP_SYS_PTRACE CAP_SYS_NICE CAP_DAC_OVERRIDE; do
+for c in CAP_SYS_PTRACE CAP_SYS_NICE CAP_DAC_OVERRIDE CAP_SYS_ADMIN; do
 	key CapabilityBoundingSet | grep -qw "$c" || { echo "# CapabilityBoundingSet lacks $c"; ok=1; }
 done
 for a in AF_UNIX AF_INET AF_INET6; do
 	key RestrictAddressFamilies | grep -qw "$a" || { echo "# RestrictAddressFamilies lacks $a"; ok=1; }
 done
-for p in /run/libvirt /var/lib/libvirt/qemu /sys/kernel/mm/damon/admin; do
+for p in /run/libvirt /var/lib/libvirt/qemu /sys/kernel/mm/damon/admin /sys/kernel/mm/page_idle; do
 	key ReadWritePaths | grep -q -- "-\?$p\b" || { echo "# ReadWritePaths lacks $p"; ok=1; }
 done
 [ "$(key StateDirectory)" = "memtide " ] && [ "$(key RuntimeDirectory)" = "memtide " ] &&
