@@ -28,7 +28,7 @@ for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 lib/systemd/system/memtide
 	usr/share/doc/memtide/operations.md:644 usr/share/man/man8/memtided.8:644 \
 	usr/share/man/man5/memtided.conf.5:644 usr/share/man/man1/memtidectl.1:644 \
 	usr/share/bash-completion/completions/memtidectl:644 \
-	usr/share/memtide/prometheus/memtide-alerts.yml:644; do
+	usr/share/memtide/prometheus/memtide-alerts.yml:644 usr/lib/memtide/memtide-ept.so:644; do
 	m=$(stat -c %a "$dest/${f%:*}" 2>/dev/null)
 	[ "$m" = "${f#*:}" ] || { echo "# ${f%:*}: mode '${m:-missing}', want ${f#*:}"; ok=1; }
 done
