@@ -190,6 +190,23 @@ void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t
 	}
 }
 
+void mtd_vm_figures(uint64_t domain_bytes, uint64_t actual_bytes, uint64_t rss_bytes,
+		    uint64_t reclaimed_bytes, bool observe, uint64_t *returned_bytes,
+		    uint64_t *untouched_bytes)
+{
+	uint64_t held = domain_bytes > actual_bytes ? domain_bytes - actual_bytes : 0;
+	uint64_t returned = held, untouched = 0;
+
+	if (rss_bytes) {
+		uint64_t absent = domain_bytes > rss_bytes ? domain_bytes - rss_bytes : 0;
+		uint64_t beyond = absent > held ? absent - held : 0;
+		returned = held + (reclaimed_bytes < beyond ? reclaimed_bytes : beyond);
+		untouched = absent > returned ? absent - returned : 0;
+	}
+	*returned_bytes = observe ? 0 : returned;
+	*untouched_bytes = untouched;
+}
+
 void mtd_vm_wake(struct mtd_vm *vm)
 {
 	uint64_t one = 1;

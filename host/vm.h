@@ -136,6 +136,22 @@ void mtd_vm_action(struct mtd_vm *vm, uint64_t now_ms, const char *fmt, ...)
  * computed (observe-only mode), said as "would ...".  Loop thread only. */
 void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t before_bytes,
 		  uint64_t after_bytes, const char *reason, const char *source, bool observe);
+/*
+ * Honest figures: what memtide returned from a VM, apart from guest RAM that is simply not
+ * resident (never touched by the guest, or freed by it and reported by free page reporting
+ * without memtide's help).  A guest that gave nothing back must not read as "saved" because
+ * it never touched half its RAM.
+ *   held      the balloon's hold, domain - actual: memtide's doing (it set the target);
+ *   absent    guest RAM not resident on the host, domain - rss, when rss is known (not 0);
+ *   reclaimed what the agent's reclaim freed since attach, of which at most what is absent
+ *             beyond the balloon's hold can still be away (the rest came back);
+ *   returned  = held + min(reclaimed, absent - held)      (held alone when rss is unknown);
+ *   untouched = absent - returned                          (0 when rss is unknown).
+ * observe: nothing was done, so nothing was returned (returned 0).  Pure.
+ */
+void mtd_vm_figures(uint64_t domain_bytes, uint64_t actual_bytes, uint64_t rss_bytes,
+		    uint64_t reclaimed_bytes, bool observe, uint64_t *returned_bytes,
+		    uint64_t *untouched_bytes);
 /* Wake the loop (policy change, stop, exit). */
 void mtd_vm_wake(struct mtd_vm *vm);
 /* Hand the loop a new policy (validated by the caller). */

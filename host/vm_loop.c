@@ -601,31 +601,11 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->updated_ms = t->now_ms;
 	st->max_bytes = vm->domain_bytes;
 	st->balloon_actual_bytes = vm->balloon_actual;
-	/* Honest figures: what memtide returned, apart from guest RAM that is simply not
-	 * resident (never touched by the guest, or freed by it and reported by free page
-	 * reporting without memtide's help).  A guest that gave nothing back must not read as
-	 * "saved" because it never touched half its RAM.
-	 *   held      the balloon's hold, max - actual: memtide's doing (it set the target);
-	 *   absent    guest RAM not resident on the host, max - Rss, when Rss is known;
-	 *   reclaimed what the agent's reclaim freed since attach, of which at most what is
-	 *             absent beyond the balloon's hold can still be away (the rest came back);
-	 *   returned  = held + min(reclaimed, absent - held); untouched = absent - returned. */
-	uint64_t held =
-	    vm->domain_bytes > vm->balloon_actual ? vm->domain_bytes - vm->balloon_actual : 0;
-	st->returned_bytes = held;
-	st->untouched_bytes = 0;
-	if (st->host_rss_bytes) {
-		uint64_t absent = vm->domain_bytes > st->host_rss_bytes
-				      ? vm->domain_bytes - st->host_rss_bytes
-				      : 0;
-		uint64_t beyond = absent > held ? absent - held : 0;
-		uint64_t by_reclaim =
-		    st->counters.reclaimed_bytes < beyond ? st->counters.reclaimed_bytes : beyond;
-		st->returned_bytes = held + by_reclaim;
-		st->untouched_bytes = absent > st->returned_bytes ? absent - st->returned_bytes : 0;
-	}
-	if (st->observe) /* nothing was done: nothing was returned by memtide */
-		st->returned_bytes = 0;
+	/* Honest figures (mtd_vm_figures): what memtide returned, apart from what is not
+	 * resident without its doing. */
+	mtd_vm_figures(vm->domain_bytes, vm->balloon_actual, st->host_rss_bytes,
+		       st->counters.reclaimed_bytes, st->observe, &st->returned_bytes,
+		       &st->untouched_bytes);
 	st->saved_bytes = st->returned_bytes;
 	if (t->have_gs) {
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;

@@ -1,6 +1,6 @@
 /*
- * test_mtd_history.c - the audit trail on disk (host/history.c) and the words for an agent's
- * capabilities (host/agent_caps.c).
+ * test_mtd_history.c - the audit trail on disk (host/history.c), the words for an agent's
+ * capabilities (host/agent_caps.c) and the honest figures (mtd_vm_figures).
  *
  * History: entries are JSON lines with every field, in order, in a 0600 file under a 0700
  * folder; a name with '/', '%' or a leading '.' stays inside the folder; a full file is
@@ -8,6 +8,8 @@
  * state directory is an error returned, not a crash.
  * Capabilities: the names are the protocol's; the consequence names what is missing (no
  * reclaim, no working set, no PSI) and says "full" when nothing is.
+ * Honest figures (host/vm.c): what memtide returned apart from what is not resident without
+ * it, including the case seen in the field (a guest that gave nothing back read "saved").
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -26,6 +28,7 @@
 #include "agent_caps.h"
 #include "history.h"
 #include "proto.h"
+#include "vm.h"
 
 static char dir[64];
 
@@ -192,6 +195,34 @@ static void test_caps_words(void **state)
 	assert_string_equal(names, "none");
 }
 
+/* Honest figures (host/vm.c, mtd_vm_figures). */
+static void test_honest_figures(void **state)
+{
+	const uint64_t M = 1 << 20;
+	uint64_t ret, untouched;
+	(void)state;
+	/* The case seen: a 1 GiB guest that gave nothing back (balloon at the top, no reclaim)
+	 * but never touched 692 MiB: nothing returned, 692 MiB untouched (it read "saved"). */
+	mtd_vm_figures(1024 * M, 1024 * M, 332 * M, 0, false, &ret, &untouched);
+	assert_int_equal(ret, 0);
+	assert_int_equal(untouched, 692 * M);
+	/* The balloon holds 256 MiB: that is returned, whatever else is absent. */
+	mtd_vm_figures(1024 * M, 768 * M, 300 * M, 0, false, &ret, &untouched);
+	assert_int_equal(ret, 256 * M);
+	assert_int_equal(untouched, 468 * M);
+	/* return=reclaim: the agent freed 400 MiB, 300 of it still away (Rss grew back). */
+	mtd_vm_figures(1024 * M, 1024 * M, 724 * M, 400 * M, false, &ret, &untouched);
+	assert_int_equal(ret, 300 * M);
+	assert_int_equal(untouched, 0);
+	/* Unknown Rss: the balloon's hold only, nothing said of the rest. */
+	mtd_vm_figures(1024 * M, 896 * M, 0, 400 * M, false, &ret, &untouched);
+	assert_int_equal(ret, 128 * M);
+	assert_int_equal(untouched, 0);
+	/* Observe-only: nothing done, nothing returned. */
+	mtd_vm_figures(1024 * M, 896 * M, 500 * M, 0, true, &ret, &untouched);
+	assert_int_equal(ret, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +231,7 @@ int main(void)
 	    cmocka_unit_test(test_rotation),
 	    cmocka_unit_test(test_unwritable_dir_is_an_error),
 	    cmocka_unit_test(test_caps_words),
+	    cmocka_unit_test(test_honest_figures),
 	};
 	return cmocka_run_group_tests_name("mtd_history", tests, setup, teardown);
 }
