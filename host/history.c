@@ -82,21 +82,17 @@ int mtd_history_append(const char *state_dir, const struct mtd_history_entry *e)
 	json_object_object_add(o, "reason", json_object_new_string(e->reason));
 	json_object_object_add(o, "source", json_object_new_string(e->source));
 	json_object_object_add(o, "observe", json_object_new_boolean(e->observe));
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	size_t tlen = strlen(text);
 	char line[1024];
-	if (tlen + 1 >= sizeof(line)) {
-		json_object_put(o);
-		return -E2BIG;
-	}
-	memcpy(line, text, tlen);
-	line[tlen] = '\n';
+	int tlen = snprintf(line, sizeof(line), "%s\n",
+			    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
+	if (tlen < 0 || (size_t)tlen >= sizeof(line))
+		return -E2BIG;
 	/* Step 3: one append. */
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, line, tlen + 1) != (ssize_t)(tlen + 1))
+	if (write(fd, line, (size_t)tlen) != (ssize_t)tlen)
 		rc = errno ? -errno : -EIO;
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
