@@ -120,7 +120,10 @@ while IFS=$'\t' read -r where cmd; do
 	"make demo"* | "make check"*) skip "$where: $cmd: minutes long, it is what CI runs" ;;
 	"make deb"*) skip "$where: $cmd: tests/integration/deb.sh runs it" ;;
 	"make install"*)
-		if (eval "$cmd DESTDIR=$dir/root BIN=$BIN") >"$dir/install.log" 2>&1; then
+		# Under make sanitize (BUILD=build/san) the objects are instrumented: link them so.
+		sanflag=
+		[ "${BUILD##*/}" = san ] && sanflag=SAN=1
+		if (eval "$cmd DESTDIR=$dir/root $sanflag") >"$dir/install.log" 2>&1; then
 			ok "$where: $cmd (with DESTDIR)"
 		else
 			sed 's/^/# /' "$dir/install.log" | tail -5
