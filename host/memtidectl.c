@@ -289,7 +289,7 @@ static void print_status(struct json_object *rep)
 		printf("no VMs managed\n");
 		return;
 	}
-	printf("%-24s %-12s %8s %8s %8s %8s %8s %9s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
+	printf("%-24s %-16s %8s %8s %8s %8s %8s %9s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
 	       "ACTUAL", "WSS", "RETURNED", "UNTOUCHED", "REFAULT/m", "AGENT");
 	for (size_t i = 0; i < json_object_array_length(vms); i++) {
 		struct json_object *v = json_object_array_get_idx(vms, i);
@@ -298,7 +298,7 @@ static void print_status(struct json_object *rep)
 		/* An observed VM says so in its state: nothing in its row was done. */
 		snprintf(state, sizeof(state), "%s%s", get_b(v, "observe") ? "observe:" : "",
 			 get_s(v, "state"));
-		printf("%-24.24s %-12s %8s %8s %8s %8s %8s %9s %9.3f%% %s\n", get_s(v, "name"),
+		printf("%-24.24s %-16s %8s %8s %8s %8s %8s %9s %9.3f%% %s\n", get_s(v, "name"),
 		       state, size_str(get_i(v, "max_bytes"), m, sizeof(m)),
 		       size_str(get_i(v, "target_bytes"), a, sizeof(a)),
 		       size_str(get_i(v, "balloon_actual_bytes"), b, sizeof(b)),

@@ -102,7 +102,7 @@ check $? "observe-only: 'would inflate' at notice, and the balloon stays at ${a:
 st=$(ctl status)
 show=$(ctl vm show it-obs)
 curl -s "http://127.0.0.1:$PORT/metrics" >"$dir/metrics.txt"
-echo "$st" | grep -Eq '^it-obs +observe:[a-z-]+ +512M +[0-9]+M +5[01][0-9]M +[0-9]+M +0 ' &&
+echo "$st" | grep -Eq '^it-obs +observe:[a-z-]+ +512M +[0-9]+M +5[01][0-9]M +[0-9]+M +0M ' &&
 	echo "$show" | grep -q "OBSERVE-ONLY" && echo "$show" | grep -q "returned to the host by memtide 0" &&
 	grep -qx 'memtide_vm_observe_only{domain="it-obs"} 1' "$dir/metrics.txt"
 rc=$?
