@@ -487,6 +487,12 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	 * actual size, so the first real step is one step from where the guest really is. */
 	bool observe = cfg->observe_only || vm->policy.observe;
 	if (vm->observing && !observe) {
+		/* The controller's own state followed the would-be steps: it restarts from the
+		 * real size too, with no hold or refusal that only a would-be step earned. */
+		vm->ctl.target_bytes = vm->ctl.balloon_bytes = vm->balloon_actual;
+		vm->ctl.hold_until_ms = vm->ctl.last_take_ms = 0;
+		vm->ctl.refused_since_take = false;
+		vm->ctl.refusals = 0;
 		vm->draft.balloon_target_bytes = vm->balloon_actual;
 		vm->draft.target_bytes = vm->balloon_actual;
 		mtd_notice("%s: observe-only ends: memtided acts on this VM from now on", vm->name);
