@@ -288,7 +288,7 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	/* Step 5: nobody is telling us about the guest: back to the safe size. */
 	if (!in->inputs_fresh) {
 		deflate_to(cfg, in, st, ceiling, MTD_CTL_SILENT, out);
-		out->state = MTD_VM_HOLD;
+		out->state = MTD_VM_AGENT_SILENT;
 		goto out;
 	}
 	/* Step 6: no estimate yet: keep the target, take nothing. */

@@ -367,9 +367,9 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 	if (!r || seq == vm->reclaim_seen)
 		return;
 	vm->reclaim_seen = seq;
-	mtd_vm_action(vm, now_ms, "reclaim: guest freed %" PRIu64 " of %" PRIu64 " MiB (%s)",
-		      r->freed_bytes / MiB, r->requested_bytes / MiB,
-		      proto_reclaim_result_name(r->result));
+	vm->draft.counters.reclaimed_bytes += r->freed_bytes;
+	mtd_vm_audit(vm, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
+		     proto_reclaim_result_name(r->result), "guest", false);
 }
 
 /* Step 1: inputs. */
@@ -450,6 +450,7 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 		vm->last_majfault = majfault;
 		vm->have_fault_base = true;
 	}
+	vm->draft.counters.refaults += signal; /* before PSI weighs it: pages, not a score */
 	/* Memory stalls weigh the signal up: at PSI some avg10 = 10%, refaults count double. */
 	if (t->as && t->as->has_psi)
 		signal = (uint64_t)((double)signal * (1.0 + t->as->psi.some_avg10 / 10.0));
@@ -512,6 +513,26 @@ static void account_target(struct mtd_vm *vm, uint64_t now_ms, uint64_t from, ui
 	}
 }
 
+/* Who wanted a change, for the audit trail (history.h): the guest's own signals, the host
+ * arbiter's squeeze, the operator's policy, the daemon's stop, or the controller. */
+static const char *change_source(const struct mtd_vm *vm, enum mtd_ctl_reason r)
+{
+	switch (r) {
+	case MTD_CTL_PRESSURE:
+	case MTD_CTL_NEED:
+	case MTD_CTL_GROW:
+		return "guest";
+	case MTD_CTL_SILENT:
+		return "agent-silence";
+	case MTD_CTL_DISABLED:
+		return "operator";
+	case MTD_CTL_EXIT:
+		return "shutdown";
+	default:
+		return atomic_load(&vm->squeeze_permille) ? "arbiter" : "controller";
+	}
+}
+
 /* Steps 3-5: the controller decides, the actuators carry it out. */
 static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_ctl_output *out)
 {
@@ -553,6 +574,28 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		in.guest_avail_bytes = vm->bstats.available_bytes;
 	}
 
+	/* Observe-only (host-wide or this VM's policy): the controller runs on what the guest
+	 * really does, and what it would do is shown and logged, never done.  Its targets then
+	 * stand apart from the balloon; when observing ends they restart from the balloon's
+	 * actual size, so the first real step is one step from where the guest really is. */
+	bool observe = cfg->observe_only || vm->policy.observe;
+	if (vm->observing && !observe) {
+		/* The controller's own state followed the would-be steps: it restarts from the
+		 * real size too, with no hold or refusal that only a would-be step earned. */
+		vm->ctl.target_bytes = vm->ctl.balloon_bytes = vm->balloon_actual;
+		vm->ctl.hold_until_ms = vm->ctl.last_take_ms = 0;
+		vm->ctl.refused_since_take = false;
+		vm->ctl.refusals = 0;
+		vm->draft.balloon_target_bytes = vm->balloon_actual;
+		vm->draft.target_bytes = vm->balloon_actual;
+		mtd_notice("%s: observe-only ends: memtided acts on this VM from now on", vm->name);
+	} else if (!vm->observing && observe && vm->draft.balloon_target_bytes) {
+		mtd_notice("%s: observe-only: memtided shows what it would do and changes nothing",
+			   vm->name);
+	}
+	vm->observing = observe;
+	vm->draft.observe = observe;
+
 	enum mtd_ctl_reason before = vm->ctl.reason;
 	uint64_t prev = vm->draft.balloon_target_bytes, prev_target = vm->draft.target_bytes;
 	mtd_ctl_step(&cfg->ctl, &vm->policy, &in, &vm->ctl, out);
@@ -564,11 +607,12 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	 * the floor; nothing without an estimate or while the VM is not steerable. */
 	uint64_t keep = t->wss_bytes > out->floor_bytes ? t->wss_bytes : out->floor_bytes;
 	atomic_store(&vm->reclaimable_bytes,
-		     t->wss_valid && vm->policy.enabled && out->target_bytes > keep
+		     t->wss_valid && vm->policy.enabled && !observe && out->target_bytes > keep
 			 ? out->target_bytes - keep
 			 : 0);
 	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
-	atomic_store(&vm->pending_bytes, holds > out->target_bytes ? holds - out->target_bytes : 0);
+	atomic_store(&vm->pending_bytes,
+		     !observe && holds > out->target_bytes ? holds - out->target_bytes : 0);
 
 	/* Transitions into a deflating reason are events an operator wants; the first tick's
 	 * "silent" (the agent has not spoken yet) is not. */
@@ -578,32 +622,50 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
 			   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 	if (out->backoff_hold_ms)
+		vm->draft.counters.refused_steps++;
+	if (out->backoff_hold_ms)
 		mtd_notice(
 		    "%s: the guest gave back the step just taken (%u in a row): no inflation "
 		    "for %" PRIu64 " s",
 		    vm->name, vm->ctl.refusals, out->backoff_hold_ms / 1000);
 
 	bool first = prev == 0;
+	const char *reason = mtd_ctl_reason_name(out->reason);
+	const char *source = change_source(vm, out->reason);
+	/* Step 4 (eviction): the agent's reclaim.  before/after: what the guest uses, and what
+	 * it is asked to use. */
 	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft)) {
-		int rc = mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
-						(uint32_t)cfg->ctl.interval_ms, t->now_ms);
-		if (rc == 0)
-			mtd_vm_action(vm, t->now_ms, "reclaim %" PRIu64 " MiB asked",
-				      out->reclaim_bytes / MiB);
+		uint64_t used = in.used_known ? in.guest_used_bytes : vm->balloon_actual;
+		uint64_t to = used > out->reclaim_bytes ? used - out->reclaim_bytes : 0;
+		if (observe) {
+			mtd_vm_audit(vm, t->now_ms, "reclaim", used, to, reason, source, true);
+		} else if (mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
+						  (uint32_t)cfg->ctl.interval_ms, t->now_ms) == 0) {
+			vm->draft.counters.reclaim_requests++;
+			vm->draft.counters.reclaim_requested_bytes += out->reclaim_bytes;
+			mtd_vm_audit(vm, t->now_ms, "reclaim", used, to, reason, source, false);
+		}
 	}
-	/* libvmm follows the target, whichever actuator carries it out; with the balloon a
-	 * cap, the target moves alone, and the log says so. */
-	if (out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
+	/* libvmm follows the target, whichever actuator carries it out (not when nothing is
+	 * carried out); with the balloon a cap, the target moves alone, and the trail says so. */
+	if (!observe && out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
 		account_target(vm, t->now_ms, prev_target ? prev_target : vm->balloon_actual,
 			       out->target_bytes);
 	if (out->soft && prev_target && out->target_bytes != prev_target &&
 	    (out->target_bytes > prev_target ||
 	     prev_target - out->target_bytes >= cfg->ctl.min_change_bytes))
-		mtd_vm_action(
-		    vm, t->now_ms, "target %" PRIu64 "->%" PRIu64 " MiB (%s, return=reclaim)",
-		    prev_target / MiB, out->target_bytes / MiB, mtd_ctl_reason_name(out->reason));
+		mtd_vm_audit(vm, t->now_ms, "target", prev_target, out->target_bytes, reason,
+			     source, observe);
 	if (!out->changed && !first)
 		return;
+	/* Step 5: the balloon. */
+	if (observe) {
+		if (!first && out->balloon_bytes != prev)
+			mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason,
+				     source, true);
+		vm->draft.balloon_target_bytes = out->balloon_bytes;
+		return;
+	}
 	if (vm->peer_down_since_ms)
 		return; /* nothing is actuated through a peer that does not answer */
 	uint64_t t0 = mono_ms();
@@ -613,6 +675,7 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		return; /* said once by peer_note; not an actuator error */
 	if (rc < 0) {
 		vm->balloon_failures++;
+		vm->draft.counters.balloon_errors++;
 		set_error(vm, "balloon: ", err);
 		if (vm->balloon_failures == BALLOON_ERROR_AFTER)
 			mtd_err("%s: balloon target failed %d times: %s", vm->name,
@@ -621,10 +684,16 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	}
 	vm->balloon_failures = 0;
 	vm->draft.balloon_target_bytes = out->balloon_bytes;
-	if (!first)
-		mtd_vm_action(vm, t->now_ms, "%s %" PRIu64 "->%" PRIu64 " MiB (%s)",
-			      out->balloon_bytes < prev ? "inflate" : "deflate", prev / MiB,
-			      out->balloon_bytes / MiB, mtd_ctl_reason_name(out->reason));
+	if (!first && out->balloon_bytes < prev) {
+		vm->draft.counters.inflations++;
+		vm->draft.counters.inflated_bytes += prev - out->balloon_bytes;
+	} else if (!first && out->balloon_bytes > prev) {
+		vm->draft.counters.deflations++;
+		vm->draft.counters.deflated_bytes += out->balloon_bytes - prev;
+	}
+	if (!first && out->balloon_bytes != prev)
+		mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason, source,
+			     false);
 }
 
 /* Step 6: the snapshot. */
@@ -638,14 +707,12 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->updated_ms = t->now_ms;
 	st->max_bytes = vm->domain_bytes;
 	st->balloon_actual_bytes = vm->balloon_actual;
-	st->saved_bytes =
-	    vm->domain_bytes > vm->balloon_actual ? vm->domain_bytes - vm->balloon_actual : 0;
-	/* With the balloon a cap, what the host got back is what free page reporting returned:
-	 * the guest-RAM mapping's resident size says it. */
-	if (st->soft && st->host_rss_bytes)
-		st->saved_bytes = vm->domain_bytes > st->host_rss_bytes
-				      ? vm->domain_bytes - st->host_rss_bytes
-				      : 0;
+	/* Honest figures (mtd_vm_figures): what memtide returned, apart from what is not
+	 * resident without its doing. */
+	mtd_vm_figures(vm->domain_bytes, vm->balloon_actual, st->host_rss_bytes,
+		       st->counters.reclaimed_bytes, st->observe, &st->returned_bytes,
+		       &st->untouched_bytes);
+	st->saved_bytes = st->returned_bytes;
 	if (t->have_gs) {
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 		for (unsigned i = 0; i < st->nr_gens; i++) {
@@ -667,6 +734,10 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->working_set_bytes = t->wss_bytes;
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);
+	if (st->agent_connected) { /* kept after the agent goes: its last word */
+		st->agent_caps = mtd_agent_link_hello(vm->agent)->caps;
+		st->agent_caps_known = true;
+	}
 	st->fpr_on = vm->fpr_on;
 	const struct proto_stats *as = vm->agent ? mtd_agent_link_stats(vm->agent, &seq) : NULL;
 	if (as) {

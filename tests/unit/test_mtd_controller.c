@@ -181,7 +181,7 @@ static void test_silence_exit_disabled_go_to_ceiling(void **state)
 	in.inputs_fresh = false;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.reason, MTD_CTL_SILENT);
-	assert_int_equal(out.state, MTD_VM_HOLD);
+	assert_int_equal(out.state, MTD_VM_AGENT_SILENT);
 	assert_int_equal(out.target_bytes, 1536 * MiB);
 
 	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB};
