@@ -72,7 +72,6 @@ struct mtd_vm {
 	atomic_bool stop;             /* leave the loop (after the exit step if exiting) */
 	atomic_bool exiting;          /* daemon exit: go to the safe size before stopping */
 	atomic_bool detaching;        /* detach asked (the loop is on its way out) */
-	atomic_bool reaped;           /* the main thread joined the loop and unlinked the VM */
 	atomic_uint squeeze_permille; /* host arbiter's squeeze, 0..1000 */
 	/* loop -> arbiter: what a full squeeze could still take, target - max(floor, working
 	 * set at the cold age threshold), and what the balloon has yet to take, actual -
