@@ -613,8 +613,19 @@ void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st
 		if (h->swap_known)
 			p->pool_bytes = mtd_swap_pool_share(&h->swap, p->swapped_bytes);
 	}
-	/* Memory saved is the resident drop minus what the pool holds for it. */
-	st->saved_bytes = st->saved_bytes > p->pool_bytes ? st->saved_bytes - p->pool_bytes : 0;
+	/* What memtide returned (mtd_vm_figures) gains the resident drop host-side eviction
+	 * made, which the balloon and the agent's figures counted as "untouched" (not resident
+	 * without memtide's doing), less what the compressed pool holds for it. */
+	if (st->observe)
+		return;
+	uint64_t add = p->swapped_bytes;
+	if (st->host_rss_bytes && add > st->untouched_bytes)
+		add = st->untouched_bytes; /* the resident size says no more is gone */
+	st->untouched_bytes -= st->untouched_bytes > add ? add : st->untouched_bytes;
+	st->returned_bytes += add;
+	st->returned_bytes -=
+	    st->returned_bytes > p->pool_bytes ? p->pool_bytes : st->returned_bytes;
+	st->saved_bytes = st->returned_bytes;
 }
 
 uint64_t mtd_hand_reclaimable(const struct mtd_pageout_hand *h, uint64_t cold_resident_bytes)

@@ -113,7 +113,8 @@ struct mtd_hand_input {
 void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g,
 		   const struct mtd_hand_input *in);
 
-/* Step 6: fill st->pageout and take the compressed pool's share off st->saved_bytes. */
+/* Step 6: fill st->pageout, and count host-side eviction's resident drop, less the
+ * compressed pool's share, in st->returned_bytes / saved_bytes (after mtd_vm_figures). */
 void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st);
 
 /* What a full squeeze could still take from this VM by pageout, net of the compressed pool
