@@ -394,7 +394,7 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       "Guest memory sent to host swap.", s_po_out);
 	per_vm(d, &b, "memtide_vm_pageout_refaults_total", "counter",
 	       "Guest pages read back from host swap (refaults).", s_po_refaults);
-	per_vm(d, &b, "memtide_vm_swapin_pages_per_second", "gauge",
+	per_vm(d, &b, "memtide_vm_pageout_swapins_per_second", "gauge",
 	       "Guest pages read back from host swap per second, over the last interval.",
 	       s_po_swapin);
 	if (b.oom) {
