@@ -13,21 +13,32 @@
 # net of the zram pool, the hot rate after against the baseline, refaults page by page
 # against the guest's own first touches, the guest-RAM Rss slope (creep), evict/verify
 # cycles, and the balloon inflating by the same 512 MiB in the same guest.
-# Run 2, with the agent and return=auto: the same guest and workload, the agent asked first,
-# host pageout for the rest; its figures are reported beside run 1's with the prefix auto_.
+# Run 2 (make soak only: make check's 3 minutes hold one boot), with the agent and
+# return=auto: the same guest and workload, the agent asked first, host pageout for the rest;
+# its figures are reported beside run 1's with the prefix auto_.
 #
 # Figures: build/e2e/pageout.json.  Goals (issue 12): returned_net_mib >= 0.8 x cold_mib;
 # tput_ratio >= 0.95; creep_mib_per_min <= 1; corrupted_pages = 0; refaults_counted within
 # 5% of refaults_true; pageout_mib_s >= balloon_mib_s.
-# `make check` runs the short version (~4.5 min: a 30 s baseline, creep over the quiet 40 s
-# after the eviction, 2 cycles); E2E_SOAK=1 (make soak) the long one: a 60 s baseline, creep
-# over the last 10 minutes of a 12-minute phase, 20 cycles.
-# Needs root and zram; run under the shared lock.
+# `make check` runs the short version (under 3 min: run 1 only, a 20 s baseline, creep over
+# the quiet 40 s after the eviction, 1 cycle); E2E_SOAK=1 (make soak) the long one: a 60 s
+# baseline, creep over the last 10 minutes of a 12-minute phase, 20 cycles, then run 2.
+# Needs root and zram; run under the shared lock.  A host that cannot give the test a zram
+# swap device (no root, no zram, swapon refused) SKIPs every check with the reason.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib_zram.sh"
 e2e_init pageout
 SOAK=${E2E_SOAK:-0}
-echo "1..12"
+TOTAL=12
+echo "1..$TOTAL"
+# skip_all WHY: every check SKIPs with the reason, written to the JSON as "skipped".
+skip_all() {
+	e2e_fig skipped "$1"
+	local i
+	for i in $(seq 1 $TOTAL); do echo "ok $i # SKIP $1"; done
+	exit 0
+}
+command -v qemu-system-x86_64 >/dev/null || skip_all "no qemu-system-x86_64"
 if ! e2e_build; then
 	e2e_not_ok "guest image: cannot build it (see above)"
 	exit 1
@@ -36,15 +47,12 @@ PLUGIN=$PWD/$BUILD/lib/memtide/memtide-ept.so
 for f in "$BUILD/bin/memtided" "$BUILD/bin/memtidectl" "$PLUGIN" "$BUILD/guest/bin/pageload"; do
 	[ -e "$f" ] || { e2e_not_ok "$f is not built"; exit 1; }
 done
-if ! e2e_zram_add 2G; then
-	e2e_not_ok "a zram swap device for the test (see above)"
-	exit 1
-fi
+e2e_zram_add 2G || skip_all "host swap: $E2E_ZRAM_WHY"
 MEM=1536 HOT=64 COLD=512
 if [ "$SOAK" = 1 ]; then
 	BASE_S=60 CREEP_S=720 CREEP_WINDOW_S=600 CYCLES=20
 else
-	BASE_S=30 CREEP_S=0 CREEP_WINDOW_S=0 CYCLES=2
+	BASE_S=20 CREEP_S=0 CREEP_WINDOW_S=0 CYCLES=1
 fi
 e2e_fig soak "$SOAK"
 e2e_fig zram_device "zram$E2E_ZRAM"
@@ -145,8 +153,11 @@ else
 	e2e_ok "memtided logged no errors"
 fi
 
-# Run 2: the agent, return=auto.
-if run_one auto auto 1 yes --prefix auto_; then
+# Run 2: the agent, return=auto (make soak).
+if [ "$SOAK" != 1 ]; then
+	e2e_ok "return=auto run with the agent # SKIP make soak only (make check's 3 minutes hold one boot)"
+	e2e_ok "return=auto: host pageout took part # SKIP make soak only"
+elif run_one auto auto 1 yes --prefix auto_; then
 	e2e_ok "return=auto run with the agent completed"
 	figs "$E2E_DIR/auto.json"
 	grep -q 'host-side eviction' "$E2E_DIR/auto.log"
