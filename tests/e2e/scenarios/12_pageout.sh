@@ -54,6 +54,15 @@ if [ "$SOAK" = 1 ]; then
 else
 	BASE_S=20 CREEP_S=0 CREEP_WINDOW_S=0 CYCLES=1
 fi
+# A long phase alone, in its own run (each under the shared lock's ~15 minutes):
+# E2E_PAGEOUT_CREEP_S (its window: the last 10 minutes, or all of it when shorter),
+# E2E_PAGEOUT_CYCLES, E2E_PAGEOUT_AUTO=0/1 (run 2 or not).
+if [ -n "${E2E_PAGEOUT_CREEP_S:-}" ]; then
+	CREEP_S=$E2E_PAGEOUT_CREEP_S CREEP_WINDOW_S=$((E2E_PAGEOUT_CREEP_S > 600 ? 600 : E2E_PAGEOUT_CREEP_S))
+fi
+CYCLES=${E2E_PAGEOUT_CYCLES:-$CYCLES}
+AUTO=${E2E_PAGEOUT_AUTO:-$SOAK}
+e2e_fig cycles_planned "$CYCLES"
 e2e_fig soak "$SOAK"
 e2e_fig zram_device "zram$E2E_ZRAM"
 e2e_fig khugepaged_max_ptes_swap "$(cat /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_swap)"
@@ -137,10 +146,14 @@ if [ -n "${E2E_FIGS[refaults_true]:-}" ] && [ "${E2E_FIGS[refaults_true]}" -gt 0
 else
 	e2e_not_ok "refaults: the touched pages were not in swap (refaults_true ${E2E_FIGS[refaults_true]:-missing})"
 fi
-if [ "$SOAK" = 1 ]; then
+if [ "$CREEP_S" -gt 0 ]; then
 	goal creep_mib_per_min '<=' 1 "no creep back of the guest RAM's Rss (last ${CREEP_WINDOW_S} s of ${CREEP_S} s)"
 else
-	goal creep_short_mib_per_min '<=' 1 "no creep back of the guest RAM's Rss (the quiet 40 s after the eviction; make soak: 10 minutes)"
+	# The goal (<= 1 MiB/min over 10 minutes) is make soak's.  40 s cannot tell 1 MiB/min
+	# from the guest's own noise (0.01 and 4.1 measured in two runs), but it does see the
+	# failure the issue is about: khugepaged refilling split blocks, which crept 55 MiB/min
+	# on the balloon path here.
+	goal creep_short_mib_per_min '<=' 10 "no mass creep back of the guest RAM's Rss (the quiet 40 s after the eviction; the 1 MiB/min goal: make soak, 10 minutes)"
 fi
 if [ -n "${E2E_FIGS[pageout_mib_s]:-}" ] && [ -n "${E2E_FIGS[balloon_mib_s]:-}" ]; then
 	goal pageout_mib_s '>=' "${E2E_FIGS[balloon_mib_s]}" "pageout at least as fast as the balloon"
@@ -154,7 +167,7 @@ else
 fi
 
 # Run 2: the agent, return=auto (make soak).
-if [ "$SOAK" != 1 ]; then
+if [ "$AUTO" != 1 ]; then
 	e2e_ok "return=auto run with the agent # SKIP make soak only (make check's 3 minutes hold one boot)"
 	e2e_ok "return=auto: host pageout took part # SKIP make soak only"
 elif run_one auto auto 1 yes --prefix auto_; then
