@@ -75,7 +75,7 @@ e2e_zram_add() {
 	_e2e_zram_sweep
 	trap e2e_zram_cleanup EXIT
 	if ! E2E_ZRAM=$(cat /sys/class/zram-control/hot_add 2>/dev/null) || [ -z "$E2E_ZRAM" ]; then
-		E2E_ZRAM= E2E_ZRAM_WHY="zram hot_add failed (no free device)"
+		E2E_ZRAM="" E2E_ZRAM_WHY="zram hot_add failed (no free device)"
 		echo "lib_zram.sh: $E2E_ZRAM_WHY" >&2
 		return 1
 	fi

@@ -150,7 +150,7 @@ if ! e2e_build || [ ! -x "$BUILD/guest/bin/pageload" ]; then
 fi
 if ! e2e_zram_add 160M; then
 	# A host without swap or zram: part 2's three checks cannot run; say why.
-	for i in 1 2 3; do E2E_N=$((E2E_N + 1)); echo "ok $E2E_N # SKIP host swap full: $E2E_ZRAM_WHY"; done
+	for _ in 1 2 3; do E2E_N=$((E2E_N + 1)); echo "ok $E2E_N # SKIP host swap full: $E2E_ZRAM_WHY"; done
 	exit 0
 fi
 e2e_boot 768 "pageload 32 384" "memtide.agent=0" -plugin "$PLUGIN,table=$E2E_DIR/full.ept,ram=768M" \
