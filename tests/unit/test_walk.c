@@ -525,7 +525,7 @@ static void test_walk_bloom(void **state)
  * the walker's first walk finished before the accessor read walks_done, both threads in
  * sched_yield loops, and one manual run spun for 1 h 44 min.  The current throttle cannot
  * deadlock (each block of AHEAD accesses changes the progress the walker waits for, and the
- * walk that follows releases the next block); 50 runs, 10 of them on one CPU, passed in
+ * walk that follows releases the next block); 40 runs (10 on one CPU, 10 two at a time)
  * 1-2 s each. */
 #define STRESS_STUCK_S  30
 
