@@ -526,7 +526,7 @@ static void test_walk_bloom(void **state)
  * sched_yield loops, and one manual run spun for 1 h 44 min.  The current throttle cannot
  * deadlock (each block of AHEAD accesses changes the progress the walker waits for, and the
  * walk that follows releases the next block); 40 runs (10 on one CPU, 10 two at a time)
- * 1-2 s each. */
+ * passed in 1-2 s each. */
 #define STRESS_STUCK_S  30
 
 struct stress_ev {
