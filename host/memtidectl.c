@@ -1067,12 +1067,12 @@ static int cmd_domxml_patch(int argc, char **argv)
 	/* Like virsh: LIBVIRT_DEFAULT_URI when set, else the system QEMU driver. */
 	const char *name = NULL, *uri = getenv("LIBVIRT_DEFAULT_URI");
 	const char *ept_dir = MTD_EPT_DIR_DEFAULT, *plugin = NULL;
-
-	if (!uri || !*uri)
-		uri = "qemu:///system";
 	bool yes = false, ept = false;
 	char err[300];
 	int rc = EXIT_OK;
+
+	if (!uri || !*uri)
+		uri = "qemu:///system";
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))
