@@ -169,36 +169,95 @@ static void test_need_gives_need_plus_headroom(void **state)
 	assert_int_equal(out.target_bytes, 2 * GiB);
 }
 
-static void test_silence_exit_disabled_go_to_ceiling(void **state)
+/* Letting go keeps sizes: stale inputs (agent silent) or enabled=false leave the target and
+ * the balloon where they are (handing every VM its maximum is what overcommits a host), but
+ * a need or pressure the guest shows is still answered, by what it calls for. */
+static void test_silence_and_disabled_keep_size(void **state)
 {
 	struct mtd_ctl_output out;
 	(void)state;
 	setup_defaults();
 	pol.max_bytes = 1536 * MiB; /* the ceiling is the policy max, below the domain */
 
-	struct mtd_ctl_state st = {.primed = true, .target_bytes = 700 * MiB};
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 700 * MiB,
+				   .balloon_bytes = 700 * MiB};
 	struct mtd_ctl_input in = calm(5000, 700 * MiB, 400 * MiB);
 	in.inputs_fresh = false;
+	in.avail_known = in.psi_known = false; /* nothing is known about the guest */
+	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_SILENT);
+		assert_int_equal(out.state, MTD_VM_HOLD);
+		assert_int_equal(out.target_bytes, 700 * MiB);
+		assert_int_equal(out.balloon_bytes, 700 * MiB);
+		assert_false(out.changed);
+		assert_int_equal(out.reclaim_bytes, 0);
+	}
+	/* A need while silent (the agent spoke once more) is answered. */
+	in.need_bytes = 100 * MiB;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reason, MTD_CTL_SILENT);
-	assert_int_equal(out.state, MTD_VM_HOLD);
-	assert_int_equal(out.target_bytes, 1536 * MiB);
+	assert_int_equal(out.reason, MTD_CTL_NEED);
+	assert_int_equal(out.target_bytes, 700 * MiB + 100 * MiB + 128 * MiB);
+	assert_int_equal(out.balloon_bytes, out.target_bytes);
 
-	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB};
-	in = calm(5000, 700 * MiB, 400 * MiB);
-	in.exiting = true;
-	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reason, MTD_CTL_EXIT);
-	assert_int_equal(out.target_bytes, 1536 * MiB);
-
-	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB};
+	/* enabled=false: kept, never inflated, pressure still answered. */
+	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB,
+				    .balloon_bytes = 700 * MiB};
 	pol.enabled = false;
-	in = calm(5000, 700 * MiB, 400 * MiB);
+	in = calm(5000, 700 * MiB, 100 * MiB);
+	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_DISABLED);
+		assert_int_equal(out.state, MTD_VM_DISABLED);
+		assert_int_equal(out.target_bytes, 700 * MiB);
+		assert_int_equal(out.balloon_bytes, 700 * MiB);
+		assert_int_equal(out.reclaim_bytes, 0);
+	}
+	in.psi_some_avg10 = 50.0;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reason, MTD_CTL_DISABLED);
-	assert_int_equal(out.state, MTD_VM_DISABLED);
-	assert_int_equal(out.target_bytes, 1536 * MiB);
+	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
+	assert_int_equal(out.target_bytes, 700 * MiB + cfg.deflate_min_bytes);
 	assert_int_equal(mtd_ctl_safe_bytes(&pol, 2 * GiB), 1536 * MiB);
+}
+
+/* return=reclaim with the balloon below the ceiling (a squeeze ended, or a restarted
+ * memtided found it there): the cap does not rise by itself, only with the target (need,
+ * growth); and while the agent is silent it does not come down either. */
+static void test_reclaim_mode_cap_rises_only_with_need(void **state)
+{
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+	pol.return_via = MTD_RETURN_RECLAIM;
+
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 640 * MiB,
+				   .balloon_bytes = 1 * GiB};
+	struct mtd_ctl_input in = calm(1000, 1 * GiB, 512 * MiB);
+	in.can_reclaim = true;
+	in.used_known = true;
+	in.guest_used_bytes = 600 * MiB;
+	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_true(out.soft);
+		assert_int_equal(out.balloon_bytes, 1 * GiB);
+	}
+	in.need_bytes = 512 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_NEED);
+	assert_int_equal(out.target_bytes, 1 * GiB + 512 * MiB + 128 * MiB);
+	assert_int_equal(out.balloon_bytes, out.target_bytes);
+
+	/* Silent at the ceiling with a target far below: the balloon stays at the ceiling. */
+	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 640 * MiB,
+				    .balloon_bytes = 2 * GiB};
+	in = calm(1000, 2 * GiB, 512 * MiB);
+	in.inputs_fresh = false;
+	in.avail_known = in.psi_known = false;
+	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.balloon_bytes, 2 * GiB);
+		assert_int_equal(out.reclaim_bytes, 0);
+	}
 }
 
 /* Silence at the safe size (start-up, before the agent speaks) gives nothing back, so it
@@ -661,7 +720,8 @@ int main(void)
 	    cmocka_unit_test(test_pressure_deflates_at_once_then_holds),
 	    cmocka_unit_test(test_low_mem_available_deflates),
 	    cmocka_unit_test(test_need_gives_need_plus_headroom),
-	    cmocka_unit_test(test_silence_exit_disabled_go_to_ceiling),
+	    cmocka_unit_test(test_silence_and_disabled_keep_size),
+	    cmocka_unit_test(test_reclaim_mode_cap_rises_only_with_need),
 	    cmocka_unit_test(test_silence_at_ceiling_does_not_hold),
 	    cmocka_unit_test(test_growth_is_given_back_at_once),
 	    cmocka_unit_test(test_no_estimate_keeps_target),
