@@ -2,8 +2,8 @@
  * memtided.c - main() of the memtide host daemon.
  *
  * Parses flags over the config file over built-in defaults, sets up logging and signals,
- * builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then leaves
- * every VM at its safe size.  The front ends (control socket, metrics endpoint) read the
+ * builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then stops:
+ * every VM keeps the size it has, and its state (state_dir) lets the next memtided resume.  The front ends (control socket, metrics endpoint) read the
  * core through host/mtd.h; the control socket starts before any VM is touched, so a second
  * memtided on the same socket stops before it could fight the first over a balloon.
  *
@@ -54,19 +54,26 @@ static void usage(FILE *f)
 		   "  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
 		   "  --no-metrics           no metrics endpoint\n"
 		   "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
+		   "  --state-dir DIR        per-VM state kept across restarts (default\n"
+		   "                         /var/lib/memtide)\n"
 		   "  --foreground           do not detach from the terminal\n"
 		   "  --help, --version\n"
 		   "\n"
 		   "Flags override the config file.  Its sections and keys:\n"
 		   "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
+		   "               state_dir\n"
 		   "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
-		   "               mem_available_low agent_silence hold_after_deflate hold_max\n"
-		   "               min_change\n"
-		   "  [host]       low_mark high_mark interval settle meminfo\n"
+		   "               mem_available_low major_faults_high agent_silence\n"
+		   "               hold_after_deflate hold_max min_change\n"
+		   "  [host]       low_mark high_mark interval settle release_rate meminfo\n"
 		   "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
 		   "               return (balloon or reclaim)\n"
 		   "               (per-domain policy unless the domain's memtide metadata says)\n"
-		   "  [sim]        hot_percent\n");
+		   "  [sim]        hot_percent\n"
+		   "\n"
+		   "Stopping or restarting memtided leaves every VM at the size it has; the next\n"
+		   "memtided resumes from state_dir.  `memtidectl release VM|--all` gives VMs their\n"
+		   "memory back at a host-safe pace.\n");
 }
 
 enum {
@@ -82,6 +89,7 @@ enum {
 	OPT_METRICS_PORT,
 	OPT_NO_METRICS,
 	OPT_SOCKET,
+	OPT_STATE_DIR,
 	OPT_FOREGROUND,
 	OPT_HELP,
 	OPT_VERSION,
@@ -100,6 +108,7 @@ static const struct option options[] = {
     {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
     {"no-metrics", no_argument, NULL, OPT_NO_METRICS},
     {"socket", required_argument, NULL, OPT_SOCKET},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"foreground", no_argument, NULL, OPT_FOREGROUND},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -152,6 +161,10 @@ int main(int argc, char **argv)
 		case OPT_SOCKET:
 			f.section = "daemon";
 			f.key = "socket";
+			break;
+		case OPT_STATE_DIR:
+			f.section = "daemon";
+			f.key = "state_dir";
 			break;
 		case OPT_QMP:
 			qmp = optarg;
@@ -293,7 +306,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* Step 5: run until a signal, then leave every VM at its safe size. */
+	/* Step 5: run until a signal, then stop: every VM keeps its size, its state is saved. */
 	rc = mtd_daemon_run(d, sfd);
 	mtd_metrics_stop(metrics);
 	mtd_control_stop(ctl);

@@ -24,10 +24,12 @@
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
 	MTD_VM_ACTIVE,        /* control loop running, may inflate */
-	MTD_VM_HOLD,          /* agent silent or inputs stale: no inflation, back to a safe size */
-	MTD_VM_DEFLATING,     /* pressure, need or exit: giving memory back to the guest */
-	MTD_VM_DISABLED,      /* policy says enabled=false: watched, never actuated */
+	MTD_VM_HOLD,          /* agent silent or inputs stale: no inflation, size kept */
+	MTD_VM_DEFLATING,     /* pressure or need: giving memory back to the guest */
+	MTD_VM_DISABLED,      /* policy says enabled=false: watched, size kept, never inflated */
 	MTD_VM_ERROR,         /* actuator failed repeatedly; see last_error */
+	MTD_VM_RELEASED,      /* memtidectl release: back to its ceiling at a host-safe pace,
+			       * never inflated until memtidectl resume */
 	MTD_VM_DETACHED,      /* gone; the snapshot is kept until the entry is freed */
 };
 
@@ -98,6 +100,10 @@ struct mtd_vm_status {
 	double controller_output;
 	uint64_t hold_left_ms;  /* no inflation for this much longer (0: none) */
 	unsigned refused_steps; /* steps the guest gave back at once, in a row */
+	bool released;               /* memtidectl release in force (until resume) */
+	uint64_t release_left_bytes; /* what the release has still to give back (0: done) */
+	bool release_waiting;        /* the host has nothing to spare above its low mark now */
+	bool resumed;                /* this memtided took over from a saved state file */
 
 	bool agent_connected;
 	bool fpr_on; /* free page reporting enabled on the balloon */
@@ -122,9 +128,21 @@ int mtd_daemon_foreach_vm(struct mtd_daemon *d,
 /* Copy one VM's snapshot into *out. Returns 0 or -ENOENT. */
 int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_status *out);
 
-/* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno. */
+/* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno.
+ * Detach leaves the VM at the size it has (and keeps its state file: a later attach
+ * resumes from it). */
 int mtd_daemon_attach(struct mtd_daemon *d, const char *name);
 int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
+
+/*
+ * Release (release true) or resume one VM, or every VM when name is NULL.  A released VM
+ * climbs back to its ceiling at a host-safe pace ([host] release_rate, and never past the
+ * host's low mark of MemAvailable) and is not inflated until resumed; both persist across
+ * restarts.  fn (may be NULL) is called for each VM affected, with its status before the
+ * change.  Returns the number of VMs affected, or -ENOENT / -EINVAL.
+ */
+int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
+		       void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg);
 
 /* Policy of one domain.  set validates key and value (errmsg gets a sentence for the user),
  * stores it in the domain's libvirt metadata and applies it.  0, -ENOENT, -EINVAL. */
@@ -141,6 +159,7 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 struct mtd_host_status {
 	uint64_t mem_total_bytes, mem_available_bytes;
 	uint64_t low_mark_bytes;
+	uint64_t release_rate_bytes_per_s; /* [host] release_rate: a release's pace */
 	bool under_pressure;
 	unsigned nr_vms;
 	uint64_t saved_bytes;

@@ -167,6 +167,50 @@ void mtd_policy_default(struct mtd_policy *p)
 	p->return_via = MTD_RETURN_RECLAIM;
 }
 
+const char *const mtd_policy_keys[MTD_POLICY_NKEYS] = {
+    "enabled", "min", "max", "priority", "target_refault_per_min", "headroom", "return",
+};
+
+int mtd_policy_key_index(const char *key)
+{
+	for (int i = 0; key && i < MTD_POLICY_NKEYS; i++)
+		if (strcmp(key, mtd_policy_keys[i]) == 0)
+			return i;
+	return -1;
+}
+
+int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len)
+{
+	int n;
+
+	switch (key) {
+	case 0:
+		n = snprintf(buf, len, "%s", p->enabled ? "yes" : "no");
+		break;
+	case 1:
+		n = snprintf(buf, len, "%" PRIu64, p->min_bytes);
+		break;
+	case 2:
+		n = snprintf(buf, len, "%" PRIu64, p->max_bytes);
+		break;
+	case 3:
+		n = snprintf(buf, len, "%u", p->priority);
+		break;
+	case 4:
+		n = snprintf(buf, len, "%.17g", p->target_refault_per_min);
+		break;
+	case 5:
+		n = snprintf(buf, len, "%" PRIu64, p->headroom_bytes);
+		break;
+	case 6:
+		n = snprintf(buf, len, "%s", mtd_return_via_name(p->return_via));
+		break;
+	default:
+		return -EINVAL;
+	}
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
 const char *mtd_return_via_name(enum mtd_return_via r)
 {
 	return r == MTD_RETURN_RECLAIM ? "reclaim" : "balloon";
@@ -386,7 +430,9 @@ void mtd_config_default(struct mtd_config *cfg)
 	mtd_ctl_config_default(&cfg->ctl);
 	cfg->arbiter_interval_ms = 2000;
 	cfg->arb.settle_ms = 10000;
+	cfg->arb.release_rate_bytes_per_s = 128 * MiB;
 	snprintf(cfg->meminfo_path, sizeof(cfg->meminfo_path), "/proc/meminfo");
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/memtide");
 	mtd_policy_default(&cfg->defaults);
 }
 
@@ -439,6 +485,14 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		c->stats_period_s = u;
 		return 0;
 	}
+	if (!strcmp(k, "state_dir")) {
+		/* Absolute: memtided runs from / as a daemon, and a relative path would land
+		 * wherever it was started from. */
+		if (v[0] != '/' || strlen(v) + 1 + MTD_STATE_NAME_MAX >= sizeof(c->state_dir))
+			return bad(err, errlen, k, "an absolute directory path of at most 180 bytes",
+				   v);
+		return set_str(c->state_dir, sizeof(c->state_dir), v, k, err, errlen);
+	}
 	if (!strcmp(k, "source")) {
 		if (!strcmp(v, "agent"))
 			c->source = MTD_SOURCE_AGENT;
@@ -475,6 +529,10 @@ static int set_controller(struct mtd_ctl_config *c, const char *k, const char *v
 		if (parse_double(v, 0.01, 100.0, &c->psi_some_avg10_high) < 0)
 			return bad(err, errlen, k, "a percentage in (0, 100]", v);
 		return 0;
+	} else if (!strcmp(k, "major_faults_high")) {
+		if (parse_double(v, 1.0, 1e9, &c->major_faults_high_per_s) < 0)
+			return bad(err, errlen, k, "major faults per second, 1..1e9", v);
+		return 0;
 	} else {
 		snprintf(err, errlen, "unknown key '%.32s' in [controller]", k);
 		return -EINVAL;
@@ -508,6 +566,12 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		if (!strcmp(key, "settle"))
 			return mtd_parse_ms(value, &cfg->arb.settle_ms) < 0
 				   ? bad(err, errlen, key, "a duration such as 10s", value)
+				   : 0;
+		if (!strcmp(key, "release_rate"))
+			return mtd_parse_bytes(value, &cfg->arb.release_rate_bytes_per_s) < 0 ||
+				       cfg->arb.release_rate_bytes_per_s < MiB
+				   ? bad(err, errlen, key,
+					 "a size per second of at least 1M, such as 128M", value)
 				   : 0;
 		if (!strcmp(key, "meminfo"))
 			return set_str(cfg->meminfo_path, sizeof(cfg->meminfo_path), value, key,

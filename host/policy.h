@@ -33,6 +33,7 @@
 #define MTD_POLICY_XMLNS        "https://memtide.org/xmlns/policy/1"
 #define MTD_POLICY_XMLNS_PREFIX "memtide"
 #define MTD_PATH_MAX            256
+#define MTD_STATE_NAME_MAX      72 /* longest state file name (state.c) */
 
 enum mtd_source_kind {
 	MTD_SOURCE_AGENT = 0, /* the guest agent's wss reports and hints */
@@ -54,6 +55,7 @@ struct mtd_config {
 	char meminfo_path[MTD_PATH_MAX]; /* [host] meminfo: the host's /proc/meminfo (tests
 					  * and containers point it at another file) */
 	struct mtd_policy defaults;      /* [defaults]: per-domain policy unless metadata says */
+	char state_dir[MTD_PATH_MAX];    /* [daemon] state_dir: per-VM state across restarts */
 };
 
 void mtd_config_default(struct mtd_config *cfg);
@@ -71,6 +73,16 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		   char *err, size_t errlen);
 
 void mtd_policy_default(struct mtd_policy *p);
+
+/* The policy keys, in a fixed order (an index names a key in runtime overrides). */
+#define MTD_POLICY_NKEYS     7
+#define MTD_POLICY_VALUE_MAX 40 /* longest value text kept for a key (with its NUL) */
+extern const char *const mtd_policy_keys[MTD_POLICY_NKEYS];
+/* The index of key in mtd_policy_keys, or -1. */
+int mtd_policy_key_index(const char *key);
+/* The value of key (an index) in p as text mtd_policy_set_kv reads back to the same value
+ * (sizes in bytes).  0, -EINVAL or -ENOSPC. */
+int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len);
 /* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return) from
  * text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,

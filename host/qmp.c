@@ -427,6 +427,7 @@ struct qmp_balloon {
 	unsigned stats_period_s;
 	struct mtd_qmp *q; /* NULL while disconnected: the next call reconnects */
 	char dev[128];     /* the balloon's QOM path */
+	unsigned connects; /* connections made (the loop re-sends its target when it moves) */
 };
 
 void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s)
@@ -464,6 +465,7 @@ static int qb_connect(struct qmp_balloon *b, char *err, size_t errlen)
 		return rc;
 	}
 	(void)mtd_qmp_set_stats_period(b->q, b->dev, b->stats_period_s);
+	b->connects++;
 	return 0;
 }
 
@@ -547,6 +549,13 @@ static int qb_qemu_pid(void *ctx, int *pid)
 	return 0;
 }
 
+static unsigned qb_connects(void *ctx)
+{
+	const struct qmp_balloon *b = ctx;
+
+	return b->connects;
+}
+
 static void qb_destroy(void *ctx)
 {
 	struct qmp_balloon *b = ctx;
@@ -564,5 +573,6 @@ const struct mtd_balloon_ops mtd_qmp_balloon_ops = {
     .read = qb_read,
     .fpr = qb_fpr,
     .qemu_pid = qb_qemu_pid,
+    .connects = qb_connects,
     .destroy = qb_destroy,
 };

@@ -105,6 +105,10 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "refused_steps", st->refused_steps);
 	json_object_object_add(o, "agent_connected", json_object_new_boolean(st->agent_connected));
 	json_object_object_add(o, "fpr_on", json_object_new_boolean(st->fpr_on));
+	json_object_object_add(o, "released", json_object_new_boolean(st->released));
+	put_u64(o, "release_left_bytes", st->release_left_bytes);
+	json_object_object_add(o, "release_waiting", json_object_new_boolean(st->release_waiting));
+	json_object_object_add(o, "resumed", json_object_new_boolean(st->resumed));
 	put_str(o, "last_error", st->last_error);
 	if (!full)
 		return o;
@@ -130,5 +134,6 @@ struct json_object *mtd_json_host(const struct mtd_host_status *h)
 	json_object_object_add(o, "under_pressure", json_object_new_boolean(h->under_pressure));
 	put_u64(o, "nr_vms", h->nr_vms);
 	put_u64(o, "saved_bytes", h->saved_bytes);
+	put_u64(o, "release_rate_bytes_per_s", h->release_rate_bytes_per_s);
 	return o;
 }

@@ -307,6 +307,7 @@ static void test_new_hello_rehandshakes(void **state)
 	m.u.hello.role = PROTO_ROLE_HOST;
 	m.u.hello.version_min = 1;
 	m.u.hello.version_max = 1;
+	snprintf(m.u.hello.software, sizeof(m.u.hello.software), "not-an-agent 1");
 	peer_send(fd, &m);
 	mtd_agent_link_service(l, now);
 	mtd_agent_link_counters(l, &c);
