@@ -12,7 +12,8 @@
  *
  * The step, in order (docs/operations.md lists the same rules for operators):
  *   1. bounds (a lowered max takes effect at once, with a reclaim of the cut);
- *   2. agent need -> give need + headroom now;
+ *   2. agent need -> give need + headroom now; the guest took memory back from the balloon
+ *      itself (deflate-on-oom: actual rose above the balloon target) -> keep what it took;
  *   3. pressure (PSI, MemAvailable, or with no PSI the major-fault rate) -> give
  *      max(deflate_min, headroom) now;
  *   4. released -> climb toward the ceiling by the host's grant, take nothing;
@@ -271,12 +272,13 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	uint64_t base = in->actual_bytes > st->target_bytes ? in->actual_bytes : st->target_bytes;
 	uint64_t headroom = (uint64_t)((double)policy->headroom_bytes * (1.0 - squeeze));
 
-	/* Step 2: the agent says the guest needs memory: give it, plus headroom, now. */
-	if (in->need_bytes) {
-		deflate_to(
-		    cfg, in, st,
-		    clamp_u64(sat_add(sat_add(base, in->need_bytes), headroom), floor, ceiling),
-		    MTD_CTL_NEED, out);
+	/* Step 2: the agent says the guest needs memory: give it, plus headroom, now.  A guest
+	 * that deflated the balloon itself (its OOM killer was next) keeps what it took: a
+	 * target left under it would have the driver inflate again at the next command. */
+	if (in->need_bytes || in->guest_took_back) {
+		uint64_t to = in->need_bytes ? sat_add(sat_add(base, in->need_bytes), headroom)
+					     : base;
+		deflate_to(cfg, in, st, clamp_u64(to, floor, ceiling), MTD_CTL_NEED, out);
 		out->state = MTD_VM_DEFLATING;
 		goto out;
 	}

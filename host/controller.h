@@ -93,6 +93,8 @@ struct mtd_ctl_input {
 	bool psi_known;            /* guest memory PSI known this interval */
 	double psi_some_avg10;     /* percent */
 	uint64_t need_bytes;       /* agent's announced need since the last step (0: none) */
+	bool guest_took_back;      /* the balloon's actual rose above the target by itself: the
+				    * guest deflated it (deflate-on-oom) */
 	double squeeze;            /* host arbiter, 0..1: share of headroom taken away */
 	bool used_known;           /* guest_used_bytes known this interval (agent stats) */
 	uint64_t guest_used_bytes; /* MemTotal - MemFree: what reclaim can bring down */

@@ -256,7 +256,8 @@ struct tick {
 	uint64_t now_ms, dt_ms;
 	const struct proto_stats *as; /* agent stats, when the agent is fresh */
 	bool agent_fresh;
-	bool bstats_fresh; /* the balloon's stats moved within agent_silence */
+	bool bstats_fresh;    /* the balloon's stats moved within agent_silence */
+	bool guest_took_back; /* actual rose above the target set, by the guest's doing */
 	uint64_t need_bytes;
 	struct vmm_guest_stats gs;
 	bool have_gs;
@@ -299,6 +300,17 @@ static void on_reconnect(struct mtd_vm *vm)
 		mtd_notice("%s: QEMU was restarted (process %s, was %s): starting over from its "
 			   "current size, %" PRIu64 " MiB",
 			   vm->name, now, vm->instance, vm->balloon_actual / MiB);
+	} else if (vm->applied_valid &&
+		   vm->balloon_actual > vm->applied_bytes + vm->d->cfg.ctl.min_change_bytes) {
+		/* More than memtided set: the guest deflated the balloon itself meanwhile
+		 * (deflate-on-oom), or a new QEMU is behind a proxy that hides its pid.  Either
+		 * way the old target is not sent to it: the size it has now is the start. */
+		mtd_notice("%s: reconnected to QEMU: the balloon holds %" PRIu64 " MiB, more than "
+			   "the %" PRIu64 " MiB set: starting from its size",
+			   vm->name, vm->balloon_actual / MiB, vm->applied_bytes / MiB);
+		vm->ctl.target_bytes = vm->ctl.balloon_bytes = vm->balloon_actual;
+		vm->applied_valid = vm->apply_pending = false;
+		vm->rounds = 0;
 	} else if (vm->applied_valid) {
 		vm->apply_pending = true;
 		mtd_notice("%s: reconnected to QEMU: sending the balloon target %" PRIu64
@@ -335,6 +347,7 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 		if (vm->read_failing)
 			mtd_notice("%s: the balloon answers again (actual %" PRIu64 " MiB)",
 				   vm->name, actual / MiB);
+		uint64_t before = vm->balloon_actual;
 		vm->read_failing = false;
 		vm->balloon_actual = actual;
 		vm->bstats = bs;
@@ -343,11 +356,23 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 			vm->bstats_seen_ms = t->now_ms;
 			note_faults(vm, &bs, t->now_ms);
 		}
+		bool reconnected = false;
 		if (vm->balloon->connects) {
 			unsigned c = vm->balloon->connects(vm->balloon_ctx);
-			if (vm->connects_seen && c != vm->connects_seen)
+			reconnected = vm->connects_seen && c != vm->connects_seen;
+			if (reconnected)
 				on_reconnect(vm);
 			vm->connects_seen = c;
+		}
+		/* Deflate-on-oom: the guest took pages back from the balloon (actual rose, above
+		 * the target memtided set).  An inflation in flight only ever lowers actual. */
+		uint64_t slack = cfg->ctl.min_change_bytes;
+		if (!reconnected && vm->applied_valid && actual > vm->applied_bytes + slack &&
+		    actual > before + slack) {
+			t->guest_took_back = true;
+			mtd_notice("%s: the guest took %" PRIu64 " MiB back from the balloon itself "
+				   "(deflate-on-oom): it keeps them",
+				   vm->name, (actual - vm->applied_bytes) / MiB);
 		}
 	} else {
 		if (!vm->read_failing)
@@ -584,6 +609,7 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	    .wss_valid = t->wss_valid,
 	    .wss_bytes = t->wss_bytes,
 	    .need_bytes = t->need_bytes,
+	    .guest_took_back = t->guest_took_back,
 	    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
 	    .released = vm->released,
 	};

@@ -10,7 +10,8 @@
 #                            hook is restarted (running domains survive a libvirtd restart).
 #   e2e_lv_boot NAME MIB RUN [APPEND]
 #                            defines and starts a transient <domain type='qemu'> booting the
-#                            e2e guest, with <memballoon model='virtio' freePageReporting='on'>
+#                            e2e guest, with <memballoon model='virtio' freePageReporting='on'
+#                            autodeflate='on'>
 #                            and the agent's unix <channel>; sets E2E_QEMU_PID (from libvirt's
 #                            pid file) and E2E_CONSOLE, so e2e_wait and e2e_guest_rss_mib work
 #                            as with plain QEMU.
@@ -96,7 +97,7 @@ e2e_lv_boot() {
       <source mode='bind' path='$E2E_AGENT'/>
       <target type='virtio' name='org.memtide.agent.0'/>
     </channel>
-    <memballoon model='virtio' freePageReporting='on'>
+    <memballoon model='virtio' freePageReporting='on' autodeflate='on'>
       <stats period='2'/>
     </memballoon>
   </devices>

@@ -504,6 +504,33 @@ static void test_reconnect_reapplies_or_starts_over(void **state)
 	stop(false);
 }
 
+/* deflate-on-oom: the guest takes pages back from the balloon itself (actual rises above
+ * the target).  memtided keeps what it took: no command may ask for the old target again
+ * (the driver would inflate back into the OOM it escaped). */
+static void test_guest_deflate_is_kept(void **state)
+{
+	(void)state;
+
+	fake_init(&f, 1024 * MiB, 1024 * MiB);
+	start(&f, MTD_SOURCE_SIM);
+	/* at the floor, nothing in flight: the only move is the guest's */
+	uint64_t low = wait_actual(&f, true, 256 * MiB, 100);
+	assert_int_equal(low, 256 * MiB);
+	wait_reads(&f, 3);
+	pthread_mutex_lock(&f.lock);
+	f.actual_bytes += 200 * MiB; /* the guest's OOM notifier deflated */
+	uint64_t took = f.actual_bytes;
+	f.max_set_bytes = 0;
+	f.first_set_bytes = 0;
+	f.sets = 0;
+	pthread_mutex_unlock(&f.lock);
+	wait_reads(&f, 10); /* well within the 100 s hold the deflate arms */
+	assert_true(f.sets >= 1);
+	assert_true(f.first_set_bytes >= took);
+	assert_true(fake_actual(&f) >= took);
+	stop(false);
+}
+
 /* memtidectl release: the VM climbs back to its ceiling no faster than release_rate (a
  * bucket of one second), not at all while the host is under its low mark, and stays there
  * (released: not inflated); resume ends it. */
@@ -553,6 +580,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_restart_resumes, teardown),
 	    cmocka_unit_test_teardown(test_hostile_state_is_not_followed, teardown),
 	    cmocka_unit_test_teardown(test_reconnect_reapplies_or_starts_over, teardown),
+	    cmocka_unit_test_teardown(test_guest_deflate_is_kept, teardown),
 	    cmocka_unit_test_teardown(test_release_climbs_at_the_host_pace, teardown),
 	};
 	rcu_register_thread();
