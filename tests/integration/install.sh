@@ -31,6 +31,7 @@ done
 check $ok "binaries, unit, hook, config and docs installed with their modes"
 
 grep -qx 'ExecStart=/usr/sbin/memtided --foreground --syslog' "$dest/lib/systemd/system/memtided.service" &&
+	grep -qx 'StateDirectory=memtide' "$dest/lib/systemd/system/memtided.service" &&
 	! grep -q '@[A-Z]*@' "$dest/lib/systemd/system/memtided.service" "$dest/etc/libvirt/hooks/qemu.d/memtide" &&
 	grep -qx 'MEMTIDECTL=/usr/bin/memtidectl' "$dest/etc/libvirt/hooks/qemu.d/memtide"
 check $? "the unit and the hook point at the installed programs (no placeholder left)"
