@@ -282,8 +282,8 @@ check $? "SIGHUP with a broken file: an error in the log, the old settings kept,
 V="virsh -q -c qemu:///system"
 lv_up() {
 	command -v libvirtd >/dev/null && [ "$(id -u)" = 0 ] || return 1
-	pgrep -x virtlogd >/dev/null || virtlogd -d
-	pgrep -x libvirtd >/dev/null || libvirtd -d
+	pgrep -x virtlogd >/dev/null || no_fds virtlogd -d
+	pgrep -x libvirtd >/dev/null || no_fds libvirtd -d
 	wait_for 10 $V version >/dev/null 2>&1
 }
 if lv_up; then

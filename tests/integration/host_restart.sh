@@ -40,8 +40,8 @@ skip_rest() { while [ $n -lt $TOTAL ]; do n=$((n + 1)); echo "ok $n # SKIP $*"; 
 command -v libvirtd >/dev/null || skip_rest "libvirtd not installed"
 it_guest_build || skip_rest "cannot build the integration guest"
 
-pgrep -x virtlogd >/dev/null || virtlogd -d
-pgrep -x libvirtd >/dev/null || libvirtd -d
+pgrep -x virtlogd >/dev/null || no_fds virtlogd -d
+pgrep -x libvirtd >/dev/null || no_fds libvirtd -d
 V="virsh -q -c qemu:///system"
 for _ in $(seq 50); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
 $V version >/dev/null 2>&1 || skip_rest "libvirtd does not answer"
@@ -221,7 +221,7 @@ check $? "upgrade-style restart (binary replaced, then restarted): sizes $before
 lost=$(count 'lost the libvirt connection')
 pkill -x libvirtd
 for _ in $(seq 100); do pgrep -x libvirtd >/dev/null || break; sleep 0.1; done
-libvirtd -d
+no_fds libvirtd -d
 for _ in $(seq 100); do $V version >/dev/null 2>&1 && break; sleep 0.1; done
 wait_for 30 resumed_all $((4 * NVM))
 steady_for 4 "$before"
