@@ -242,9 +242,9 @@ static void add_release_entry(void *arg, const struct mtd_vm_status *st)
 	/* sizes well under INT64_MAX: status snapshots come from the loop's checked figures */
 	json_object_object_add(v, "actual_bytes",
 			       json_object_new_int64((int64_t)st->balloon_actual_bytes));
-	json_object_object_add(v, "ceiling_bytes",
-			       json_object_new_int64(
-				   (int64_t)mtd_ctl_safe_bytes(&st->policy, st->max_bytes)));
+	json_object_object_add(
+	    v, "ceiling_bytes",
+	    json_object_new_int64((int64_t)mtd_ctl_safe_bytes(&st->policy, st->max_bytes)));
 	json_object_object_add(v, "released", json_object_new_boolean(st->released));
 	json_object_array_add(arg, v);
 }
@@ -259,7 +259,8 @@ static char *cmd_release(struct mtd_daemon *d, struct json_object *req, bool rel
 	bool every = json_object_object_get_ex(req, "all", &all);
 	int rc;
 
-	if (every && (!json_object_is_type(all, json_type_boolean) || !json_object_get_boolean(all))) {
+	if (every &&
+	    (!json_object_is_type(all, json_type_boolean) || !json_object_get_boolean(all))) {
 		json_object_put(vms);
 		return reply_error("field 'all' must be true (or give 'name')");
 	}

@@ -208,12 +208,12 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 		    bool may_take, uint64_t step, uint64_t floor, uint64_t ceiling,
 		    uint64_t prev_target, struct mtd_ctl_output *out)
 {
-	bool soft = policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed &&
-		    may_take;
+	bool soft =
+	    policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed && may_take;
 	uint64_t from = clamp_u64(st->balloon_bytes, floor, ceiling);
 	/* Soft: the cap stays where it is, rising with the target; never lowered here. */
-	uint64_t goal = soft ? (st->target_bytes > from ? st->target_bytes : from)
-			     : st->target_bytes;
+	uint64_t goal =
+	    soft ? (st->target_bytes > from ? st->target_bytes : from) : st->target_bytes;
 	uint64_t next = goal >= from ? goal : from - goal > step ? from - step : goal;
 
 	/* Not allowed to take (disabled, silent, released): the balloon keeps its place.
@@ -276,8 +276,8 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	 * that deflated the balloon itself (its OOM killer was next) keeps what it took: a
 	 * target left under it would have the driver inflate again at the next command. */
 	if (in->need_bytes || in->guest_took_back) {
-		uint64_t to = in->need_bytes ? sat_add(sat_add(base, in->need_bytes), headroom)
-					     : base;
+		uint64_t to =
+		    in->need_bytes ? sat_add(sat_add(base, in->need_bytes), headroom) : base;
 		deflate_to(cfg, in, st, clamp_u64(to, floor, ceiling), MTD_CTL_NEED, out);
 		out->state = MTD_VM_DEFLATING;
 		goto out;
@@ -299,9 +299,10 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	/* Step 4: released by the operator: climb toward the ceiling by what the host can
 	 * spare this step; never take.  No hold is armed: nothing is taken while released. */
 	if (in->released) {
-		uint64_t from = st->balloon_bytes > st->target_bytes ? st->balloon_bytes
-								     : st->target_bytes;
-		st->target_bytes = clamp_u64(sat_add(from, in->release_grant_bytes), floor, ceiling);
+		uint64_t from =
+		    st->balloon_bytes > st->target_bytes ? st->balloon_bytes : st->target_bytes;
+		st->target_bytes =
+		    clamp_u64(sat_add(from, in->release_grant_bytes), floor, ceiling);
 		st->reason = MTD_CTL_RELEASE;
 		out->state = MTD_VM_RELEASED;
 		goto out;
@@ -393,8 +394,8 @@ bool mtd_ctl_resume(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 	uint64_t cap = cfg->hold_max_ms > cfg->hold_after_deflate_ms ? cfg->hold_max_ms
 								     : cfg->hold_after_deflate_ms;
 	if (saved->hold_until_ms > now_ms)
-		st->hold_until_ms = saved->hold_until_ms - now_ms > cap ? now_ms + cap
-									: saved->hold_until_ms;
+		st->hold_until_ms =
+		    saved->hold_until_ms - now_ms > cap ? now_ms + cap : saved->hold_until_ms;
 	st->last_take_ms = saved->last_take_ms <= now_ms ? saved->last_take_ms : 0;
 	st->refused_since_take = saved->refused_since_take;
 	st->refusals = saved->refusals <= 32 ? saved->refusals : 32;

@@ -123,7 +123,7 @@ struct mtd_ctl_output {
 	bool soft;              /* return=reclaim in force: the balloon is only a cap */
 	uint64_t reclaim_bytes; /* ask the agent to reclaim this much first (0: none) */
 	enum mtd_ctl_reason reason;
-	enum mtd_vm_state state; /* ACTIVE, HOLD, DEFLATING, DISABLED or RELEASED */
+	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING, DISABLED or RELEASED */
 	uint64_t floor_bytes, ceiling_bytes; /* the bounds used */
 	uint64_t backoff_hold_ms; /* a step refused now armed a longer hold, this long (0: no) */
 };

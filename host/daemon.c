@@ -747,8 +747,8 @@ int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 	if (name && !count)
 		return -ENOENT;
 	if (count)
-		mtd_notice("%s %s on request from the control socket", release ? "release" : "resume",
-			   name ? name : "of every VM");
+		mtd_notice("%s %s on request from the control socket",
+			   release ? "release" : "resume", name ? name : "of every VM");
 	return count;
 }
 

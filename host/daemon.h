@@ -71,7 +71,7 @@ struct mtd_daemon {
 	struct mtd_host_status host;
 	struct mtd_release_budget release; /* memtidectl release's pace, shared by all VMs */
 
-	char boot_id[37];         /* this boot's id: state files of another boot are void */
+	char boot_id[37];          /* this boot's id: state files of another boot are void */
 	atomic_bool state_failing; /* saving VM state fails (told once, not per VM) */
 };
 

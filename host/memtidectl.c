@@ -670,9 +670,11 @@ static int release_wait(struct json_object *rep)
 			bool mine = false;
 
 			for (size_t j = 0; j < json_object_array_length(vms); j++)
-				mine = mine || !strcmp(get_s(json_object_array_get_idx(vms, j), "name"),
-						       get_s(v, "name"));
-			if (!mine || !get_b(v, "released") || get_i(v, "release_left_bytes") == 0)
+				mine = mine ||
+				       !strcmp(get_s(json_object_array_get_idx(vms, j), "name"),
+					       get_s(v, "name"));
+			/* Not yet marked released: memtided's loop has not taken the ask yet. */
+			if (!mine || (get_b(v, "released") && get_i(v, "release_left_bytes") == 0))
 				continue;
 			left++;
 			waiting = waiting || get_b(v, "release_waiting");
@@ -739,8 +741,8 @@ static int cmd_release(int argc, char **argv, bool release)
 		return EXIT_OK;
 	}
 	if (release && json_object_object_get_ex(rep, "host", &host))
-		printf("releasing %zu VM%s to their full size, at most %s/s across the host and "
-		       "never below its low mark of MemAvailable (%s; %s available now):\n",
+		printf("releasing %zu VM%s to full size, at most %s/s across the host and never "
+		       "below its low mark of MemAvailable (%s; %s available now):\n",
 		       json_object_array_length(vms), json_object_array_length(vms) == 1 ? "" : "s",
 		       size_str(get_i(host, "release_rate_bytes_per_s"), a, sizeof(a)),
 		       size_str(get_i(host, "low_mark_bytes"), b, sizeof(b)),
@@ -757,8 +759,8 @@ static int cmd_release(int argc, char **argv, bool release)
 			printf("  %-24.24s %8s (already at its full size)\n", get_s(v, "name"),
 			       size_str(to, a, sizeof(a)));
 		else
-			printf("  %-24.24s %8s -> %s\n", get_s(v, "name"), size_str(now, a, sizeof(a)),
-			       size_str(to, b, sizeof(b)));
+			printf("  %-24.24s %8s -> %s\n", get_s(v, "name"),
+			       size_str(now, a, sizeof(a)), size_str(to, b, sizeof(b)));
 	}
 	if (release)
 		printf("released VMs are not inflated again until `memtidectl resume`; "

@@ -98,8 +98,8 @@ struct mtd_vm_status {
 	uint64_t cold_age_ms;        /* reclaim controller output */
 	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */
 	double controller_output;
-	uint64_t hold_left_ms;  /* no inflation for this much longer (0: none) */
-	unsigned refused_steps; /* steps the guest gave back at once, in a row */
+	uint64_t hold_left_ms;       /* no inflation for this much longer (0: none) */
+	unsigned refused_steps;      /* steps the guest gave back at once, in a row */
 	bool released;               /* memtidectl release in force (until resume) */
 	uint64_t release_left_bytes; /* what the release has still to give back (0: done) */
 	bool release_waiting;        /* the host has nothing to spare above its low mark now */

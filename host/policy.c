@@ -489,8 +489,8 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		/* Absolute: memtided runs from / as a daemon, and a relative path would land
 		 * wherever it was started from. */
 		if (v[0] != '/' || strlen(v) + 1 + MTD_STATE_NAME_MAX >= sizeof(c->state_dir))
-			return bad(err, errlen, k, "an absolute directory path of at most 180 bytes",
-				   v);
+			return bad(err, errlen, k,
+				   "an absolute directory path of at most 180 bytes", v);
 		return set_str(c->state_dir, sizeof(c->state_dir), v, k, err, errlen);
 	}
 	if (!strcmp(k, "source")) {

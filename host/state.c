@@ -131,8 +131,7 @@ static int get_bool(struct json_object *o, const char *k, bool *out, char *err, 
 	return 0;
 }
 
-static int get_policy_set(struct json_object *o, struct mtd_saved_vm *s, char *err,
-			  size_t errlen)
+static int get_policy_set(struct json_object *o, struct mtd_saved_vm *s, char *err, size_t errlen)
 {
 	struct json_object *p;
 
@@ -163,8 +162,7 @@ static int get_policy_set(struct json_object *o, struct mtd_saved_vm *s, char *e
 	return 0;
 }
 
-int mtd_state_decode(const char *text, size_t len, struct mtd_saved_vm *s, char *err,
-		     size_t errlen)
+int mtd_state_decode(const char *text, size_t len, struct mtd_saved_vm *s, char *err, size_t errlen)
 {
 	struct json_tokener *tok;
 	struct json_object *o;
@@ -191,7 +189,8 @@ int mtd_state_decode(const char *text, size_t len, struct mtd_saved_vm *s, char 
 		used++;
 	if (!o || je != json_tokener_success || used != len) {
 		snprintf(err, errlen, "not one JSON object (%s)",
-			 je == json_tokener_success ? "trailing text" : json_tokener_error_desc(je));
+			 je == json_tokener_success ? "trailing text"
+						    : json_tokener_error_desc(je));
 		goto out;
 	}
 	if (!json_object_is_type(o, json_type_object)) {
@@ -258,8 +257,7 @@ int mtd_state_file_name(const char *vm_name, char *buf, size_t len)
 	return snprintf(buf, len, "~%016" PRIx64 ".state", h) < (int)len ? 0 : -EINVAL;
 }
 
-static int path_of(const char *dir, const char *vm_name, const char *suffix, char *buf,
-		   size_t len)
+static int path_of(const char *dir, const char *vm_name, const char *suffix, char *buf, size_t len)
 {
 	char fn[MTD_STATE_NAME_MAX];
 
@@ -342,8 +340,7 @@ int mtd_state_save(const char *dir, const struct mtd_saved_vm *s, char *err, siz
 }
 
 /* Read a whole state file (bounded, no symlinks, regular files only). */
-static int read_file(const char *path, char *buf, size_t cap, size_t *len, char *err,
-		     size_t errlen)
+static int read_file(const char *path, char *buf, size_t cap, size_t *len, char *err, size_t errlen)
 {
 	struct stat sb;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);

@@ -36,12 +36,12 @@
 
 struct mtd_saved_vm {
 	char name[MTD_NAME_MAX];
-	char uuid[37];           /* libvirt mode: the domain's UUID ("" in plain-QEMU mode) */
-	char boot_id[37];        /* /proc/sys/kernel/random/boot_id when saved */
-	char instance[48];       /* the QEMU process, "PID:STARTTIME" ("" unknown) */
-	uint64_t saved_ms;       /* CLOCK_MONOTONIC when saved */
+	char uuid[37];            /* libvirt mode: the domain's UUID ("" in plain-QEMU mode) */
+	char boot_id[37];         /* /proc/sys/kernel/random/boot_id when saved */
+	char instance[48];        /* the QEMU process, "PID:STARTTIME" ("" unknown) */
+	uint64_t saved_ms;        /* CLOCK_MONOTONIC when saved */
 	struct mtd_ctl_state ctl; /* target, balloon, hold, refusals (reason is not kept) */
-	bool released;           /* memtidectl release in force */
+	bool released;            /* memtidectl release in force */
 	/* Runtime policy (plain-QEMU mode): the value text of each key set with policy set,
 	 * indexed as mtd_policy_keys; "" where not set. */
 	char policy_set[MTD_POLICY_NKEYS][MTD_POLICY_VALUE_MAX];

@@ -48,7 +48,7 @@
 #define MiB                 ((uint64_t)1 << 20)
 #define LOOP_STACK_BYTES    (256 * 1024)
 #define RELEASE_TICK_MS     1000 /* a release climbs once a second, whatever the interval */
-#define BALLOON_ERROR_AFTER 3 /* failed actuations in a row before the VM shows ERROR */
+#define BALLOON_ERROR_AFTER 3    /* failed actuations in a row before the VM shows ERROR */
 #define EVICT_BATCH         64
 
 /*
@@ -370,7 +370,8 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 		if (!reconnected && vm->applied_valid && actual > vm->applied_bytes + slack &&
 		    actual > before + slack) {
 			t->guest_took_back = true;
-			mtd_notice("%s: the guest took %" PRIu64 " MiB back from the balloon itself "
+			mtd_notice("%s: the guest took %" PRIu64
+				   " MiB back from the balloon itself "
 				   "(deflate-on-oom): it keeps them",
 				   vm->name, (actual - vm->applied_bytes) / MiB);
 		}
@@ -533,7 +534,7 @@ static void resume(struct mtd_vm *vm, uint64_t now_ms)
 			   vm->ctl.balloon_bytes / MiB, vm->balloon_actual / MiB,
 			   vm->ctl.target_bytes / MiB,
 			   vm->ctl.hold_until_ms > now_ms ? (vm->ctl.hold_until_ms - now_ms) / 1000
-							   : 0,
+							  : 0,
 			   vm->ctl.refusals, vm->released ? ", released" : "");
 	free(s);
 }
@@ -585,8 +586,8 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 		return;
 	}
 	if (vm->balloon_failures)
-		mtd_notice("%s: balloon target %" PRIu64 " MiB set after %u failed tries",
-			   vm->name, out->balloon_bytes / MiB, vm->balloon_failures);
+		mtd_notice("%s: balloon target %" PRIu64 " MiB set after %u failed tries", vm->name,
+			   out->balloon_bytes / MiB, vm->balloon_failures);
 	vm->balloon_failures = 0;
 	vm->apply_pending = false;
 	vm->applied_bytes = out->balloon_bytes;
@@ -658,11 +659,10 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	/* What the host arbiter could still take here: down to the working set, never below
 	 * the floor; nothing without an estimate or while the VM may not be inflated. */
 	uint64_t keep = t->wss_bytes > out->floor_bytes ? t->wss_bytes : out->floor_bytes;
-	atomic_store(&vm->reclaimable_bytes,
-		     t->wss_valid && vm->policy.enabled && !vm->released && in.inputs_fresh &&
-			     out->target_bytes > keep
-			 ? out->target_bytes - keep
-			 : 0);
+	atomic_store(&vm->reclaimable_bytes, t->wss_valid && vm->policy.enabled && !vm->released &&
+						     in.inputs_fresh && out->target_bytes > keep
+						 ? out->target_bytes - keep
+						 : 0);
 	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
 	atomic_store(&vm->pending_bytes, holds > out->target_bytes ? holds - out->target_bytes : 0);
 
@@ -670,9 +670,8 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	 * not spoken yet) is not one. */
 	if (out->reason != before && !first) {
 		if (out->reason == MTD_CTL_PRESSURE || out->reason == MTD_CTL_NEED)
-			mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)",
-				   vm->name, mtd_ctl_reason_name(out->reason),
-				   out->target_bytes / MiB);
+			mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
+				   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 		else if (out->reason == MTD_CTL_SILENT)
 			mtd_notice("%s: silent: nothing heard from the guest for %" PRIu64
 				   " s: holding at %" PRIu64 " MiB, no inflation until it "
@@ -940,8 +939,7 @@ static void *loop_main(void *arg)
 			if (next_tick <= now) /* fell behind (slow call): skip, do not burst */
 				next_tick = now + cfg->ctl.interval_ms;
 			next_release = now + RELEASE_TICK_MS;
-		} else if (vm->ctl.primed &&
-			   (asked || (releasing(vm) && now >= next_release))) {
+		} else if (vm->ctl.primed && (asked || (releasing(vm) && now >= next_release))) {
 			tick(vm, now, false, 0);
 			next_release = now + RELEASE_TICK_MS;
 		}

@@ -125,35 +125,39 @@ while True:
         pairs[c] = {"up": u, "buf": b""}
         continue
     for c, p in list(pairs.items()):
-        if p["up"] in r:
-            d = p["up"].recv(65536)
-            if not d:
-                c.close(); p["up"].close(); del pairs[c]
-                continue
-            c.sendall(d)
-        if c in r:
-            d = c.recv(65536)
-            if not d:
-                c.close(); p["up"].close(); del pairs[c]
-                continue
-            p["buf"] += d
-            while b"\n" in p["buf"]:
-                line, p["buf"] = p["buf"].split(b"\n", 1)
-                try:
-                    m = json.loads(line)
-                except ValueError:
-                    m = {}
-                if m.get("execute") == "balloon" and fail > 0:
-                    fail -= 1
-                    log.write("failed balloon %d\n" % m["arguments"]["value"])
-                    e = {"error": {"class": "GenericError", "desc": "injected by the test"}}
-                    if "id" in m:
-                        e["id"] = m["id"]
-                    c.sendall((json.dumps(e) + "\n").encode())
-                    continue
-                if m.get("execute") == "balloon":
-                    log.write("balloon %d\n" % m["arguments"]["value"])
-                p["up"].sendall(line + b"\n")
+        try:
+            if p["up"] in r:
+                d = p["up"].recv(65536)
+                if not d:
+                    raise ConnectionResetError("QEMU closed")
+                c.sendall(d)
+            if c in r:
+                d = c.recv(65536)
+                if not d:
+                    raise ConnectionResetError("memtided closed")
+                p["buf"] += d
+                while b"\n" in p["buf"]:
+                    line, p["buf"] = p["buf"].split(b"\n", 1)
+                    try:
+                        m = json.loads(line)
+                    except ValueError:
+                        m = {}
+                    if m.get("execute") == "balloon" and fail > 0:
+                        fail -= 1
+                        log.write("failed balloon %d\n" % m["arguments"]["value"])
+                        e = {"error": {"class": "GenericError", "desc": "injected by the test"}}
+                        if "id" in m:
+                            e["id"] = m["id"]
+                        c.sendall((json.dumps(e) + "\n").encode())
+                        continue
+                    if m.get("execute") == "balloon":
+                        log.write("balloon %d\n" % m["arguments"]["value"])
+                    p["up"].sendall(line + b"\n")
+        except OSError:
+            # either side gone (a killed memtided resets its end): drop the pair
+            c.close()
+            p["up"].close()
+            del pairs[c]
 PY
 mkfifo "$dir/proxy.fifo"
 python3 "$dir/proxy.py" "$dir/proxy.sock" "$dir/qmp.sock" "$dir/proxy.fifo" "$dir/proxy.log" &
@@ -286,11 +290,13 @@ check $? "after the reconnects the guest is where it was: $(actual) MiB"
 # policy set changes it, so kills land on writes too): one whole state file, never a
 # corrupt one, no leftover, and the balloon where it was.
 sizes_moved=0 cycles=0
+resumed() { count "resumed from its state file"; }
 for i in $(seq 100); do
+	r=$(resumed)
 	kill -KILL $mpid
 	wait $mpid 2>/dev/null
 	start_memtided
-	wait_for 5 eval 'ctl status >/dev/null 2>&1'
+	wait_for 5 eval '[ "$(resumed)" -gt '"$r"' ]'
 	ctl policy set it-vm headroom=$((32 + i % 8))M >/dev/null 2>&1
 	sleep "0.$((RANDOM % 3))$((RANDOM % 10))"
 	[ "$(actual)" = 192 ] || sizes_moved=$((sizes_moved + 1))

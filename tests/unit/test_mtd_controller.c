@@ -179,8 +179,8 @@ static void test_silence_and_disabled_keep_size(void **state)
 	setup_defaults();
 	pol.max_bytes = 1536 * MiB; /* the ceiling is the policy max, below the domain */
 
-	struct mtd_ctl_state st = {.primed = true, .target_bytes = 700 * MiB,
-				   .balloon_bytes = 700 * MiB};
+	struct mtd_ctl_state st = {
+	    .primed = true, .target_bytes = 700 * MiB, .balloon_bytes = 700 * MiB};
 	struct mtd_ctl_input in = calm(5000, 700 * MiB, 400 * MiB);
 	in.inputs_fresh = false;
 	in.avail_known = in.psi_known = false; /* nothing is known about the guest */
@@ -201,8 +201,8 @@ static void test_silence_and_disabled_keep_size(void **state)
 	assert_int_equal(out.balloon_bytes, out.target_bytes);
 
 	/* enabled=false: kept, never inflated, pressure still answered. */
-	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB,
-				    .balloon_bytes = 700 * MiB};
+	st = (struct mtd_ctl_state){
+	    .primed = true, .target_bytes = 700 * MiB, .balloon_bytes = 700 * MiB};
 	pol.enabled = false;
 	in = calm(5000, 700 * MiB, 100 * MiB);
 	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
@@ -230,8 +230,8 @@ static void test_reclaim_mode_cap_rises_only_with_need(void **state)
 	setup_defaults();
 	pol.return_via = MTD_RETURN_RECLAIM;
 
-	struct mtd_ctl_state st = {.primed = true, .target_bytes = 640 * MiB,
-				   .balloon_bytes = 1 * GiB};
+	struct mtd_ctl_state st = {
+	    .primed = true, .target_bytes = 640 * MiB, .balloon_bytes = 1 * GiB};
 	struct mtd_ctl_input in = calm(1000, 1 * GiB, 512 * MiB);
 	in.can_reclaim = true;
 	in.used_known = true;
@@ -248,8 +248,8 @@ static void test_reclaim_mode_cap_rises_only_with_need(void **state)
 	assert_int_equal(out.balloon_bytes, out.target_bytes);
 
 	/* Silent at the ceiling with a target far below: the balloon stays at the ceiling. */
-	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 640 * MiB,
-				    .balloon_bytes = 2 * GiB};
+	st = (struct mtd_ctl_state){
+	    .primed = true, .target_bytes = 640 * MiB, .balloon_bytes = 2 * GiB};
 	in = calm(1000, 2 * GiB, 512 * MiB);
 	in.inputs_fresh = false;
 	in.avail_known = in.psi_known = false;
@@ -706,7 +706,7 @@ static void test_random_invariants(void **state)
 		if (i > 0 && !may_take && !pressure && !in.need_bytes && !in.released)
 			assert_int_equal(out.target_bytes, p);
 		/* A release gives at most its grant (above what the balloon held). */
-		uint64_t b = balloon_before < out.floor_bytes	  ? out.floor_bytes
+		uint64_t b = balloon_before < out.floor_bytes     ? out.floor_bytes
 			     : balloon_before > out.ceiling_bytes ? out.ceiling_bytes
 								  : balloon_before;
 		if (i > 0 && in.released && !pressure && !in.need_bytes)

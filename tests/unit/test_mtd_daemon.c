@@ -160,8 +160,8 @@ static void test_reload_keeps_runtime_policy(void **state)
 	assert_int_equal(mtd_daemon_policy_set(d, "vm1", "min", "300M", err, sizeof(err)), 0);
 	mtd_daemon_reload(d);
 	assert_int_equal(mtd_daemon_policy_get(d, "vm1", &p), 0);
-	assert_false(p.enabled);               /* kept */
-	assert_int_equal(p.min_bytes, 300 * MiB); /* kept over the file's 200M */
+	assert_false(p.enabled);                      /* kept */
+	assert_int_equal(p.min_bytes, 300 * MiB);     /* kept over the file's 200M */
 	assert_int_equal(p.headroom_bytes, 96 * MiB); /* the file's new default */
 	/* A runtime value the new defaults refuse is dropped, the rest kept. */
 	f = fopen(conf, "w");

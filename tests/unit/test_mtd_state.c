@@ -109,7 +109,8 @@ static void test_refuses_bad_files(void **state)
 	    "{\"format\":2,\"name\":\"a\"}",
 	    "{\"format\":\"1\"}",
 	    /* a NUL inside the name */
-	    "{\"format\":1,\"name\":\"vm\\u0000x\",\"uuid\":\"\",\"boot_id\":\"b\",\"instance\":\"\","
+	    "{\"format\":1,\"name\":\"vm\\u0000x\",\"uuid\":\"\",\"boot_id\":\"b\",\"instance\":"
+	    "\"\","
 	    "\"saved_ms\":1,\"balloon_bytes\":1048576,\"target_bytes\":1048576,"
 	    "\"hold_until_ms\":0,\"last_take_ms\":0,\"refused_since_take\":false,\"refusals\":0,"
 	    "\"released\":false,\"policy_set\":{}}",
@@ -183,7 +184,7 @@ static void test_mutations_never_crash(void **state)
 	srandom(14);
 	for (int i = 0; i < 200000; i++) {
 		size_t len = n;
-		memcpy(m, text, n);
+		memcpy(m, text, n + 1); /* with its NUL: the decoder is given len, never reads it */
 		int k = 1 + (int)(random() % 4);
 		for (int j = 0; j < k; j++) {
 			size_t at = (size_t)random() % len;
@@ -295,7 +296,7 @@ static void test_instance(void **state)
 	assert_int_equal(mtd_state_process_instance(getpid(), a, sizeof(a)), 0);
 	assert_int_equal(mtd_state_process_instance(getpid(), b, sizeof(b)), 0);
 	assert_string_equal(a, b);
-	assert_int_equal(atoi(a), getpid());
+	assert_int_equal(strtol(a, NULL, 10), getpid());
 	assert_int_equal(mtd_state_process_instance(1, b, sizeof(b)), 0);
 	assert_string_not_equal(a, b);
 	assert_true(mtd_state_process_instance(0x7ffffff0, b, sizeof(b)) < 0);
@@ -304,9 +305,12 @@ static void test_instance(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_round_trip),          cmocka_unit_test(test_file_names),
-	    cmocka_unit_test(test_refuses_bad_files),   cmocka_unit_test(test_mutations_never_crash),
-	    cmocka_unit_test(test_files),               cmocka_unit_test(test_instance),
+	    cmocka_unit_test(test_round_trip),
+	    cmocka_unit_test(test_file_names),
+	    cmocka_unit_test(test_refuses_bad_files),
+	    cmocka_unit_test(test_mutations_never_crash),
+	    cmocka_unit_test(test_files),
+	    cmocka_unit_test(test_instance),
 	};
 	snprintf(dir, sizeof(dir), "/tmp/mtd-state-test.XXXXXX");
 	if (!mkdtemp(dir))

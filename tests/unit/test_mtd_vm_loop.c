@@ -43,18 +43,18 @@ struct fake {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	uint64_t domain_bytes;
-	uint64_t actual_bytes;   /* follows the last target set */
-	unsigned reads;          /* read() calls: one per tick */
-	unsigned sets, failed;   /* set_target calls that worked / were failed on purpose */
-	unsigned fail_next;      /* fail this many set_target calls from now */
-	uint64_t max_set_bytes;  /* largest target set since the test last reset it */
-	bool stats_fresh;        /* balloon stats move each read (inputs fresh) */
-	bool low_available;      /* stats say MemAvailable is under its mark: pressure */
-	uint64_t stats_update_s; /* last-update of the stats */
-	unsigned generation;     /* connections made: moves on a reconnect */
-	int pid;                 /* the "QEMU" process behind it (0: unknown) */
-	unsigned gen_told;       /* the generation connects() last returned */
-	unsigned gen_at_read;    /* the generation when read() last ran (what connects says) */
+	uint64_t actual_bytes;    /* follows the last target set */
+	unsigned reads;           /* read() calls: one per tick */
+	unsigned sets, failed;    /* set_target calls that worked / were failed on purpose */
+	unsigned fail_next;       /* fail this many set_target calls from now */
+	uint64_t max_set_bytes;   /* largest target set since the test last reset it */
+	bool stats_fresh;         /* balloon stats move each read (inputs fresh) */
+	bool low_available;       /* stats say MemAvailable is under its mark: pressure */
+	uint64_t stats_update_s;  /* last-update of the stats */
+	unsigned generation;      /* connections made: moves on a reconnect */
+	int pid;                  /* the "QEMU" process behind it (0: unknown) */
+	unsigned gen_told;        /* the generation connects() last returned */
+	unsigned gen_at_read;     /* the generation when read() last ran (what connects says) */
 	uint64_t first_set_bytes; /* the first target set since the test last reset it */
 };
 
