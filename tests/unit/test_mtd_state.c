@@ -236,9 +236,9 @@ static void test_files(void **state)
 	snprintf(path, sizeof(path), "%s/file/sub", dir);
 	assert_true(mtd_state_dir_prepare(path, err, sizeof(err)) < 0);
 	assert_non_null(strstr(err, "state directory"));
+	sample(&s, "a");
 	assert_true(mtd_state_save(path, &s, err, sizeof(err)) < 0);
 
-	sample(&s, "a");
 	assert_int_equal(mtd_state_save(dir, &s, err, sizeof(err)), 0);
 	assert_int_equal(mtd_state_load(dir, "a", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.ctl.balloon_bytes, s.ctl.balloon_bytes);
