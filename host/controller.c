@@ -316,7 +316,7 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	/* Step 6: nobody is telling us about the guest: keep its size, take nothing. */
 	if (!in->inputs_fresh) {
 		st->reason = MTD_CTL_SILENT;
-		out->state = MTD_VM_HOLD;
+		out->state = MTD_VM_AGENT_SILENT;
 		goto out;
 	}
 	/* Step 7: no estimate yet: keep the target, take nothing. */

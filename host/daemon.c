@@ -33,6 +33,7 @@
 #include "arbiter.h"
 #include "libvirt_conn.h"
 #include "log.h"
+#include "notify.h"
 #include "qmp.h"
 #include "state.h"
 #include "vm.h"
@@ -292,6 +293,36 @@ static int attach_qmp(struct mtd_daemon *d)
 	return start_vm(d, vm);
 }
 
+/*
+ * The host line's VM count and saving, from the VMs in the registry now.  The arbiter's tick
+ * sets them too, every [host] interval; attach and detach call this so that `status` right
+ * after a detach no longer counts the VM it let go (the balloon it leaves is not memtide's
+ * saving any more).  A VM whose loop has ended (DETACHED) is not counted either.
+ */
+static void refresh_host_totals(struct mtd_daemon *d)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *vnode;
+	uint64_t saved = 0;
+	unsigned n = 0;
+
+	rcu_read_lock();
+	cds_lfht_for_each(d->vms, &it, vnode)
+	{
+		struct mtd_vm *vm = caa_container_of(vnode, struct mtd_vm, node);
+		const struct mtd_vm_status *st = rcu_dereference(vm->status);
+		if (!st || st->state == MTD_VM_DETACHED)
+			continue;
+		saved += st->saved_bytes;
+		n++;
+	}
+	rcu_read_unlock();
+	pthread_mutex_lock(&d->host_lock);
+	d->host.nr_vms = n;
+	d->host.saved_bytes = saved;
+	pthread_mutex_unlock(&d->host_lock);
+}
+
 /* Stop managing a VM; it keeps the size it has.  forget: the domain is gone (stopped,
  * crashed, migrated away), so its state file goes too. */
 static int detach_locked(struct mtd_daemon *d, const char *name, bool forget)
@@ -311,6 +342,7 @@ static int detach_locked(struct mtd_daemon *d, const char *name, bool forget)
 	mtd_vm_loop_stop(vm);
 	(void)mtd_registry_del(d, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);
+	refresh_host_totals(d);
 	if (forget)
 		mtd_notice("%s: detached: the domain stopped", name);
 	else
@@ -520,7 +552,8 @@ static void arbitrate(struct mtd_daemon *d)
 		    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
 		};
 		vp[n++] = vm;
-		saved += st->saved_bytes;
+		if (st->state != MTD_VM_DETACHED)
+			saved += st->saved_bytes;
 	}
 	mtd_arbiter_run(&d->cfg.arb, &d->arb_state, mono_ms(), total, avail, av, n, &res);
 	for (size_t i = 0; i < n; i++)
@@ -536,8 +569,16 @@ static void arbitrate(struct mtd_daemon *d)
 	d->host.mem_total_bytes = total;
 	d->host.mem_available_bytes = avail;
 	d->host.low_mark_bytes = res.low_mark_bytes;
+	d->host.high_mark_bytes = res.high_mark_bytes;
+	if (d->host.under_pressure && !was)
+		d->host.pressure_episodes++;
 	d->host.nr_vms = (unsigned)n;
 	d->host.saved_bytes = saved;
+	d->host.libvirt_connected =
+	    d->mode == MTD_MODE_LIBVIRT ? (d->lv && !mtd_libvirt_broken(d->lv)) : -1;
+	d->host.updated_ms = mono_ms();
+	d->host.interval_ms = d->cfg.arbiter_interval_ms;
+	d->host.observe_only = d->cfg.observe_only;
 	pthread_mutex_unlock(&d->host_lock);
 	if (d->host.under_pressure && !was)
 		mtd_notice("host under pressure: MemAvailable %" PRIu64 " MiB < low mark %" PRIu64
@@ -623,7 +664,7 @@ void mtd_daemon_reload(struct mtd_daemon *d)
 
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 {
-	uint64_t next_arb = 0, next_rescan = 0;
+	uint64_t next_arb = 0, next_rescan = 0, next_ping = 0;
 
 	rcu_register_thread();
 	for (;;) {
@@ -632,9 +673,19 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 			arbitrate(d);
 			next_arb = now + d->cfg.arbiter_interval_ms;
 		}
+		/* The watchdog says this loop turns: a main thread stuck (on d->lock, in libvirt)
+		 * for a whole WatchdogSec is restarted by systemd. */
+		uint64_t wake = next_arb;
+		if (d->watchdog_ms) {
+			if (now >= next_ping) {
+				mtd_notify_watchdog();
+				next_ping = now + d->watchdog_ms / 2;
+			}
+			wake = next_ping < wake ? next_ping : wake;
+		}
 		struct pollfd p[2] = {{.fd = signal_fd, .events = POLLIN},
 				      {.fd = d->work_fd, .events = POLLIN}};
-		int timeout = (int)(next_arb > now ? next_arb - now : 0);
+		int timeout = (int)(wake > now ? wake - now : 0);
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents & POLLIN) {

@@ -63,6 +63,8 @@ struct mtd_daemon {
 	int work_fd; /* eventfd: wakes the main thread */
 	atomic_bool exiting;
 
+	uint64_t watchdog_ms; /* systemd's WatchdogSec= (0: none): main loop pings at half */
+
 	char config_path[MTD_PATH_MAX]; /* re-read on SIGHUP */
 	bool config_missing_ok;         /* the default path: a missing file means defaults */
 

@@ -31,8 +31,11 @@
 #include <libxml/parser.h>
 
 #include "domxml.h"
+#include "ept_cli.h"
+#include "history.h"
+#include "mtd.h"
 
-#define VERSION        "0.1.0"
+#define VERSION        MTD_VERSION
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
 #define MiB            (1024.0 * 1024.0)
 
@@ -51,14 +54,18 @@ static void usage(FILE *f)
 	    "Watch and steer memtided, the memtide host daemon.\n\n"
 	    "Commands:\n"
 	    "  status                        one line per VM: state, balloon target and actual,\n"
-	    "                                working set, memory saved, refault rate\n"
+	    "                                working set, memory returned, refault rate\n"
 	    "  vm show DOMAIN                one VM in detail: generations, working set by idle\n"
-	    "                                age, controller, last actions, last error\n"
+	    "                                age, controller, agent capabilities, last actions\n"
+	    "  vm history DOMAIN [--last N] [--state-dir DIR]\n"
+	    "                                every change memtided made to the VM, from its\n"
+	    "                                history file (works with memtided stopped)\n"
 	    "  top [--interval S] [--count N]  status and generations, refreshed (q or Ctrl-C)\n"
 	    "  policy get DOMAIN             the domain's memtide policy\n"
 	    "  policy set DOMAIN KEY=VALUE...  change it (stored in the domain's libvirt\n"
 	    "                                metadata); keys: enabled min max priority\n"
-	    "                                target_refault_per_min headroom return\n"
+	    "                                target_refault_per_min headroom return source\n"
+	    "                                ept_window observe\n"
 	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain (detach leaves\n"
 	    "                                it at the size it has)\n"
 	    "  release DOMAIN|--all [--wait] give VMs their full memory back, at a pace the\n"
@@ -67,6 +74,11 @@ static void usage(FILE *f)
 	    "                                again until resumed.  --wait follows the climb.\n"
 	    "  resume DOMAIN|--all           let memtided take memory from released VMs again\n"
 	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
+	    "  ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
+	    "                                the -plugin argument for a TCG guest (ept source)\n"
+	    "  ept-status TABLE              the ept plugin's table file: windows, cost\n"
+	    "  ept-mode TABLE off|always|window MS\n"
+	    "                                switch its instrumentation by hand\n"
 	    "  domxml-patch DOMAIN [--yes] [--uri URI]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
@@ -270,29 +282,37 @@ static void print_status(struct json_object *rep)
 	char a[16], b[16], c[16], e[16], f[16];
 
 	if (json_object_object_get_ex(rep, "host", &host))
-		printf("host: %s available of %s, low mark %s%s; %lld VMs, %s saved\n",
+		printf("host: %s available of %s, low mark %s%s; %lld VMs, %s returned by "
+		       "memtide%s\n",
 		       size_str(get_i(host, "mem_available_bytes"), a, sizeof(a)),
 		       size_str(get_i(host, "mem_total_bytes"), b, sizeof(b)),
 		       size_str(get_i(host, "low_mark_bytes"), c, sizeof(c)),
 		       get_b(host, "under_pressure") ? " (UNDER PRESSURE)" : "",
 		       (long long)get_i(host, "nr_vms"),
-		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)));
+		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)),
+		       get_b(host, "observe_only") ? "; OBSERVE-ONLY: no VM is changed" : "");
 	if (!json_object_object_get_ex(rep, "vms", &vms) || json_object_array_length(vms) == 0) {
 		printf("no VMs managed\n");
 		return;
 	}
-	printf("%-24s %-10s %8s %8s %8s %8s %8s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
-	       "ACTUAL", "WSS", "SAVED", "REFAULT/m", "AGENT");
+	printf("%-24s %-16s %8s %8s %8s %8s %8s %9s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
+	       "ACTUAL", "WSS", "RETURNED", "UNTOUCHED", "REFAULT/m", "AGENT");
 	for (size_t i = 0; i < json_object_array_length(vms); i++) {
 		struct json_object *v = json_object_array_get_idx(vms, i);
-		char m[16];
+		char m[16], u[16], state[40];
 
-		printf("%-24.24s %-10s %8s %8s %8s %8s %8s %9.3f%% %s\n", get_s(v, "name"),
-		       get_s(v, "state"), size_str(get_i(v, "max_bytes"), m, sizeof(m)),
+		/* An observed VM says so in its state: nothing in its row was done. */
+		snprintf(state, sizeof(state), "%s%s", get_b(v, "observe") ? "observe:" : "",
+			 get_s(v, "state"));
+		printf("%-24.24s %-16s %8s %8s %8s %8s %8s %9s %9.3f%% %s\n", get_s(v, "name"),
+		       state, size_str(get_i(v, "max_bytes"), m, sizeof(m)),
 		       size_str(get_i(v, "target_bytes"), a, sizeof(a)),
 		       size_str(get_i(v, "balloon_actual_bytes"), b, sizeof(b)),
 		       size_str(get_i(v, "working_set_bytes"), c, sizeof(c)),
-		       size_str(get_i(v, "saved_bytes"), f, sizeof(f)),
+		       size_str(get_i(v, "returned_bytes"), f, sizeof(f)),
+		       get_i(v, "host_rss_bytes")
+			   ? size_str(get_i(v, "untouched_bytes"), u, sizeof(u))
+			   : "?",
 		       100.0 * get_d(v, "refault_rate_per_min"),
 		       get_b(v, "agent_connected") ? "yes" : "no");
 		if (*get_s(v, "last_error"))
@@ -346,29 +366,53 @@ static void print_policy(struct json_object *p, const char *sep)
 	char a[16], b[16], c[16];
 
 	printf("enabled=%s%smin=%s%smax=%s%spriority=%lld%starget_refault_per_min=%g%sheadroom=%s%s"
-	       "return=%s\n",
+	       "return=%s%sobserve=%s\n",
 	       get_b(p, "enabled") ? "true" : "false", sep,
 	       size_str(get_i(p, "min_bytes"), a, sizeof(a)), sep,
 	       get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b)) : "0", sep,
 	       (long long)get_i(p, "priority"), sep, get_d(p, "target_refault_per_min"), sep,
-	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"));
+	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"), sep,
+	       get_b(p, "observe") ? "true" : "false");
+}
+
+/* Which access-bit source, and why not each other one (host/access/choose.c). */
+static void print_source(struct json_object *vm)
+{
+	struct json_object *nt;
+
+	printf("  access source: %s%s%s\n", get_s(vm, "source"),
+	       *get_s(vm, "source_detail") ? ": " : "", get_s(vm, "source_detail"));
+	if (!json_object_object_get_ex(vm, "source_not_taken", &nt) ||
+	    !json_object_is_type(nt, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(nt); i++) {
+		struct json_object *x = json_object_array_get_idx(nt, i);
+		printf("    not %s: %s\n", get_s(x, "source"), get_s(x, "why"));
+	}
 }
 
 static void print_vm(struct json_object *vm)
 {
-	struct json_object *pol, *wss, *acts;
+	struct json_object *pol, *wss, *acts, *caps;
 	char a[16], b[16], c[16], d[16], e[16];
 
 	printf("%s%s%s%s  state %s\n", get_s(vm, "name"), *get_s(vm, "uuid") ? " (" : "",
 	       get_s(vm, "uuid"), *get_s(vm, "uuid") ? ")" : "", get_s(vm, "state"));
-	printf("  balloon: target %s, actual %s of %s; guest RAM resident on the host %s; "
-	       "saved %s\n",
+	if (get_b(vm, "observe"))
+		printf(
+		    "  OBSERVE-ONLY: memtided computes what it would do (the targets and \"would\" "
+		    "actions below) and changes nothing\n");
+	printf("  balloon: target %s, actual %s of %s; guest RAM resident on the host %s\n",
 	       size_str(get_i(vm, "balloon_target_bytes"), a, sizeof(a)),
 	       size_str(get_i(vm, "balloon_actual_bytes"), b, sizeof(b)),
 	       size_str(get_i(vm, "max_bytes"), c, sizeof(c)),
 	       get_i(vm, "host_rss_bytes") ? size_str(get_i(vm, "host_rss_bytes"), d, sizeof(d))
-					   : "unknown",
-	       size_str(get_i(vm, "saved_bytes"), e, sizeof(e)));
+					   : "unknown");
+	printf("  returned to the host by memtide %s; not resident without memtide's doing "
+	       "(never touched, or freed by the guest itself) %s\n",
+	       size_str(get_i(vm, "returned_bytes"), e, sizeof(e)),
+	       get_i(vm, "host_rss_bytes") ? size_str(get_i(vm, "untouched_bytes"), d, sizeof(d))
+					   : "unknown (no resident size)");
 	printf("  target %s, returned by %s%s; guest uses %s (MemTotal - MemFree)\n",
 	       size_str(get_i(vm, "target_bytes"), a, sizeof(a)), get_s(vm, "return_in_force"),
 	       strcmp(get_s(vm, "return_in_force"), "reclaim") == 0
@@ -382,6 +426,15 @@ static void print_vm(struct json_object *vm)
 	       get_b(vm, "fpr_on") ? "on" : "OFF or unknown",
 	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
 	       get_d(vm, "guest_psi_some_avg10"));
+	print_source(vm);
+	if (json_object_object_get_ex(vm, "agent_caps", &caps)) {
+		printf("  agent can:");
+		for (size_t i = 0; i < json_object_array_length(caps); i++)
+			printf(" %s", json_object_get_string(json_object_array_get_idx(caps, i)));
+		printf("\n    so: %s\n", get_s(vm, "agent_caps_consequence"));
+	} else if (!get_b(vm, "agent_connected")) {
+		printf("  agent capabilities unknown: no agent has said hello on this attach\n");
+	}
 	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
 	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
@@ -399,7 +452,7 @@ static void print_vm(struct json_object *vm)
 	if (get_b(vm, "resumed"))
 		printf("  resumed from the state a previous memtided saved\n");
 	if (get_i(vm, "hold_left_ms") > 0)
-		printf("  holding: no inflation for another %s (%" PRId64
+		printf("  backing-off: no inflation for another %s (%" PRId64
 		       " steps in a row given back at once; each doubles the hold)\n",
 		       age_str(get_i(vm, "hold_left_ms"), a, sizeof(a)),
 		       get_i(vm, "refused_steps"));
@@ -508,6 +561,107 @@ static int top_frame(bool tty)
 	printf("\n");
 	fflush(stdout);
 	json_object_put(rep);
+	return EXIT_OK;
+}
+
+/* ---- vm history: the audit trail, read from memtided's state directory ---------------- */
+
+#define HISTORY_MAX_LAST 10000
+
+static void print_history_line(const char *line)
+{
+	struct json_object *e = json_tokener_parse(line);
+	char a[16], b[16];
+
+	if (!e) {
+		printf("(unreadable line) %s\n", line);
+		return;
+	}
+	printf("%-24s %-10s %8s -> %-8s %-12s %s%s\n", get_s(e, "time"), get_s(e, "what"),
+	       size_str(get_i(e, "before_bytes"), a, sizeof(a)),
+	       size_str(get_i(e, "after_bytes"), b, sizeof(b)), get_s(e, "reason"),
+	       get_s(e, "source"), get_b(e, "observe") ? " (observe-only: not done)" : "");
+	json_object_put(e);
+}
+
+/* Keep the last `last` lines of a file in ring (lines are malloc'd). */
+static void history_read(const char *path, char **ring, size_t last, size_t *n)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (!f)
+		return;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		free(ring[*n % last]);
+		ring[*n % last] = strdup(line);
+		(*n)++;
+	}
+	free(line);
+	fclose(f);
+}
+
+static int cmd_vm_history(int argc, char **argv)
+{
+	const char *name = NULL, *dir = "/var/lib/memtide";
+	size_t last = 50, n = 0;
+	char path[600], older[610];
+
+	for (int i = 0; i < argc; i++) {
+		char *end;
+		if (!strcmp(argv[i], "--last") && i + 1 < argc) {
+			unsigned long v = strtoul(argv[++i], &end, 10);
+			if (*end || v == 0 || v > HISTORY_MAX_LAST) {
+				fprintf(stderr, "memtidectl: --last must be 1..%d\n",
+					HISTORY_MAX_LAST);
+				return EXIT_USAGE;
+			}
+			last = v;
+		} else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc) {
+			dir = argv[++i];
+		} else if (!name && argv[i][0] != '-') {
+			name = argv[i];
+		} else {
+			fprintf(stderr, "usage: memtidectl vm history DOMAIN [--last N] "
+					"[--state-dir DIR]\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (!name || mtd_history_path(dir, name, path, sizeof(path)) < 0) {
+		fprintf(stderr,
+			"usage: memtidectl vm history DOMAIN [--last N] [--state-dir DIR]\n");
+		return EXIT_USAGE;
+	}
+	snprintf(older, sizeof(older), "%s.1", path);
+	if (access(path, R_OK) != 0 && access(older, R_OK) != 0) {
+		fprintf(stderr,
+			"memtidectl: no history for '%s' in %s: memtided has changed nothing on it "
+			"(or [daemon] state_dir is elsewhere: --state-dir DIR)\n",
+			name, path);
+		return EXIT_DAEMON;
+	}
+	char **ring = calloc(last, sizeof(*ring));
+	if (!ring)
+		return EXIT_DAEMON;
+	history_read(older, ring, last, &n);
+	history_read(path, ring, last, &n);
+	size_t first = n > last ? n - last : 0;
+	if (!json_out)
+		printf("%-24s %-10s %8s    %-8s %-12s %s\n", "TIME (UTC)", "WHAT", "BEFORE",
+		       "AFTER", "REASON", "SOURCE");
+	for (size_t i = first; i < n; i++) {
+		if (json_out)
+			printf("%s\n", ring[i % last]);
+		else
+			print_history_line(ring[i % last]);
+	}
+	for (size_t i = 0; i < last; i++)
+		free(ring[i]);
+	free(ring);
 	return EXIT_OK;
 }
 
@@ -794,6 +948,20 @@ static int cmd_version(void)
 	struct json_object *rep = ctl_call(req, err, sizeof(err));
 
 	json_object_put(req);
+	if (json_out) {
+		/* {"memtidectl": V, "memtided": V|null, "protocol": N|null, "error": S|null} */
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "memtidectl", json_object_new_string(VERSION));
+		json_object_object_add(o, "memtided",
+				       rep ? json_object_new_string(get_s(rep, "version")) : NULL);
+		json_object_object_add(o, "protocol",
+				       rep ? json_object_new_int64(get_i(rep, "protocol")) : NULL);
+		json_object_object_add(o, "error", rep ? NULL : json_object_new_string(err));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+		json_object_put(rep);
+		return EXIT_OK;
+	}
 	printf("memtidectl %s\n", VERSION);
 	if (rep)
 		printf("memtided %s (control protocol %lld)\n", get_s(rep, "version"),
@@ -852,7 +1020,11 @@ static void quiet_libvirt(void *arg, virErrorPtr e)
 
 static int cmd_domxml_patch(int argc, char **argv)
 {
-	const char *name = NULL, *uri = "qemu:///system";
+	/* Like virsh: LIBVIRT_DEFAULT_URI when set, else the system QEMU driver. */
+	const char *name = NULL, *uri = getenv("LIBVIRT_DEFAULT_URI");
+
+	if (!uri || !*uri)
+		uri = "qemu:///system";
 	bool yes = false;
 	char err[300];
 	int rc = EXIT_OK;
@@ -996,6 +1168,8 @@ int main(int argc, char **argv)
 		return cmd_status();
 	if (!strcmp(cmd, "vm") && argc == 3 && !strcmp(argv[1], "show"))
 		return cmd_vm_show(argv[2]);
+	if (!strcmp(cmd, "vm") && argc >= 3 && !strcmp(argv[1], "history"))
+		return cmd_vm_history(argc - 2, argv + 2);
 	if (!strcmp(cmd, "top"))
 		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(cmd, "policy"))
@@ -1012,6 +1186,8 @@ int main(int argc, char **argv)
 		xmlCleanupParser();
 		return rc;
 	}
+	if (!strncmp(cmd, "ept-", 4))
+		return mtd_ept_cli(argc, argv, json_out);
 	if (!strcmp(cmd, "version") && argc == 1)
 		return cmd_version();
 	if (!strcmp(cmd, "help")) {

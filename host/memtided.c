@@ -23,58 +23,67 @@
 #include <libxml/parser.h>
 #include <urcu.h>
 
+#include "choose.h"
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "policy.h"
 
-#define MEMTIDE_VERSION "0.1.0"
+#define MEMTIDE_VERSION MTD_VERSION
 #define DEFAULT_CONFIG  "/etc/memtide/memtided.conf"
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: memtided [OPTIONS]\n"
-		"memtide host daemon: hands VMs' cold memory back to the host through\n"
-		"virtio-balloon and free page reporting, with the guest agent's help.\n"
-		"\n"
-		"Modes:\n"
-		"  (default)              manage every running libvirt domain with a balloon\n"
-		"  --uri URI              libvirt connection (default qemu:///system)\n"
-		"  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
-		"  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
-		"  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
-		"\n"
-		"Options:\n"
-		"  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
-		"  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
-		"  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
-		"  --log-level LEVEL      error, warning, notice (default), info, debug\n"
-		"  --syslog               log to syslog instead of stderr\n"
-		"  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
-		"  --no-metrics           no metrics endpoint\n"
-		"  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
-		"  --state-dir DIR        per-VM state kept across restarts (default\n"
-		"                         /var/lib/memtide)\n"
-		"  --foreground           do not detach from the terminal\n"
-		"  --help, --version\n"
-		"\n"
-		"Flags override the config file.  Its sections and keys:\n"
-		"  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
-		"               state_dir\n"
-		"  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
-		"               mem_available_low major_faults_high agent_silence\n"
-		"               hold_after_deflate hold_max min_change\n"
-		"  [host]       low_mark high_mark interval settle release_rate meminfo\n"
-		"  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-		"               return (balloon or reclaim)\n"
-		"               (per-domain policy unless the domain's memtide metadata says)\n"
-		"  [sim]        hot_percent\n"
-		"\n"
-		"Stopping or restarting memtided leaves every VM at the size it has; the next\n"
-		"memtided resumes from state_dir.  `memtidectl release VM|--all` gives VMs their\n"
-		"memory back at a host-safe pace.\n");
+	fprintf(
+	    f,
+	    "Usage: memtided [OPTIONS]\n"
+	    "memtide host daemon: hands VMs' cold memory back to the host through\n"
+	    "virtio-balloon and free page reporting, with the guest agent's help.\n"
+	    "\n"
+	    "Modes:\n"
+	    "  (default)              manage every running libvirt domain with a balloon\n"
+	    "  --uri URI              libvirt connection (default qemu:///system)\n"
+	    "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
+	    "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
+	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
+	    "\n"
+	    "Options:\n"
+	    "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
+	    "  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
+	    "  --source live|sim      access-bit sources: live (per VM: ept, idle, damon or the\n"
+	    "                         agent, as its policy says) or sim (simulated hardware)\n"
+	    "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
+	    "  --syslog               log to syslog instead of stderr\n"
+	    "  --metrics-listen ADDR:PORT\n"
+	    "                         Prometheus metrics here (default 127.0.0.1:9848;\n"
+	    "                         [::1]:9848 for IPv6, 0.0.0.0:9848 for every address)\n"
+	    "  --metrics-port PORT    Prometheus metrics on the same address, this port\n"
+	    "  --no-metrics           no metrics endpoint\n"
+	    "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
+	    "  --observe-only         compute and show what memtided would do, change no VM\n"
+	    "  --state-dir PATH       per-VM state across restarts and history (default\n"
+	    "                         /var/lib/memtide)\n"
+	    "  --foreground           do not detach from the terminal\n"
+	    "  --help, --version\n"
+	    "\n"
+	    "Flags override the config file.  Its sections and keys:\n"
+	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
+	    "               ept_dir young_dump_dir state_dir observe_only\n"
+	    "  [metrics]    listen\n"
+	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
+	    "               mem_available_low major_faults_high agent_silence\n"
+	    "               hold_after_deflate hold_max min_change\n"
+	    "  [host]       low_mark high_mark interval settle release_rate meminfo\n"
+	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
+	    "               return (balloon or reclaim) source ept_window observe\n"
+	    "               (per-domain policy unless the domain's memtide metadata says)\n"
+	    "  [sim]        hot_percent\n"
+	    "\n"
+	    "Stopping or restarting memtided leaves every VM at the size it has; the next\n"
+	    "memtided resumes from state_dir.  `memtidectl release VM|--all` gives VMs their\n"
+	    "memory back at a host-safe pace.\n");
 }
 
 enum {
@@ -88,10 +97,12 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_SYSLOG,
 	OPT_METRICS_PORT,
+	OPT_METRICS_LISTEN,
 	OPT_NO_METRICS,
 	OPT_SOCKET,
-	OPT_STATE_DIR,
 	OPT_FOREGROUND,
+	OPT_OBSERVE_ONLY,
+	OPT_STATE_DIR,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -107,10 +118,12 @@ static const struct option options[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"syslog", no_argument, NULL, OPT_SYSLOG},
     {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
+    {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {"no-metrics", no_argument, NULL, OPT_NO_METRICS},
     {"socket", required_argument, NULL, OPT_SOCKET},
-    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"foreground", no_argument, NULL, OPT_FOREGROUND},
+    {"observe-only", no_argument, NULL, OPT_OBSERVE_ONLY},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -119,6 +132,7 @@ static const struct option options[] = {
 /* A flag that maps onto a config key, applied after the file is read. */
 struct flag_set {
 	const char *section, *key, *value;
+	const char *flag; /* as given, for the error message */
 };
 
 int main(int argc, char **argv)
@@ -129,10 +143,10 @@ int main(int argc, char **argv)
 	const char *config_path = DEFAULT_CONFIG, *qmp = NULL, *agent = NULL, *name = "qemu";
 	bool config_given = false, use_syslog = false, foreground = false;
 	char err[256];
-	int opt;
+	int opt, idx = 0;
 
-	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		struct flag_set f = {NULL, NULL, optarg};
+	while ((opt = getopt_long(argc, argv, "h", options, &idx)) != -1) {
+		struct flag_set f = {NULL, NULL, optarg, options[idx].name};
 		switch (opt) {
 		case OPT_URI:
 			f.section = "daemon";
@@ -154,14 +168,23 @@ int main(int argc, char **argv)
 			f.section = "daemon";
 			f.key = "metrics_port";
 			break;
+		case OPT_METRICS_LISTEN:
+			f.section = "metrics";
+			f.key = "listen";
+			break;
 		case OPT_NO_METRICS:
-			f.section = "daemon";
-			f.key = "metrics_port";
-			f.value = "0";
+			f.section = "metrics";
+			f.key = "listen";
+			f.value = "off";
 			break;
 		case OPT_SOCKET:
 			f.section = "daemon";
 			f.key = "socket";
+			break;
+		case OPT_OBSERVE_ONLY:
+			f.section = "daemon";
+			f.key = "observe_only";
+			f.value = "yes";
 			break;
 		case OPT_STATE_DIR:
 			f.section = "daemon";
@@ -224,11 +247,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nr_flags; i++) {
 		if (mtd_config_set(&cfg, flags[i].section, flags[i].key, flags[i].value, err,
 				   sizeof(err)) < 0) {
-			fprintf(stderr, "memtided: --%s: %s\n", flags[i].key, err);
+			fprintf(stderr, "memtided: --%s: %s\n", flags[i].flag, err);
 			return 2;
 		}
 	}
-	if (mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err)) < 0) {
+	if (mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err)) < 0 ||
+	    mtd_config_validate(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "memtided: %s\n", err);
 		return 2;
 	}
@@ -288,16 +312,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct mtd_metrics *metrics = NULL;
-	if (cfg.metrics_port > 0 &&
-	    mtd_metrics_start(d, cfg.metrics_port, &metrics, err, sizeof(err)) < 0) {
+	if (cfg.metrics_port > 0 && mtd_metrics_start(d, cfg.metrics_addr, cfg.metrics_port,
+						      &metrics, err, sizeof(err)) < 0) {
 		mtd_err("%s", err);
 		mtd_control_stop(ctl);
 		mtd_daemon_free(d);
 		return 1;
 	}
-	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
+	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s%s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
-		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent");
+		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)",
+		   cfg.observe_only ? "; OBSERVE-ONLY: no VM will be changed" : "");
+	if (cfg.source != MTD_SOURCE_SIM)
+		mtd_access_daemon_start(cfg.ept_dir);
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
 		mtd_metrics_stop(metrics);
@@ -306,9 +333,15 @@ int main(int argc, char **argv)
 		mtd_daemon_free(d);
 		return 1;
 	}
+	/* Ready: the control socket answers (a hook's news is queued, not lost) and the
+	 * running VMs are attached or queued.  The watchdog pings come from the main loop. */
+	d->watchdog_ms = mtd_notify_watchdog_ms();
+	mtd_notify_ready("%s mode, interval %llu ms, control %s", qmp ? "plain-QEMU" : "libvirt",
+			 (unsigned long long)cfg.ctl.interval_ms, cfg.socket_path);
 
 	/* Step 5: run until a signal, then stop: every VM keeps its size, its state is saved. */
 	rc = mtd_daemon_run(d, sfd);
+	mtd_notify_stopping();
 	mtd_metrics_stop(metrics);
 	mtd_control_stop(ctl);
 	mtd_daemon_stop(d);

@@ -16,20 +16,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MTD_NAME_MAX     128 /* libvirt domain names are shorter in practice */
-#define MTD_WSS_BINS     4   /* idle ages of the working-set estimate */
+#define MTD_VERSION      "0.1.0" /* memtided's and memtidectl's; debian/changelog's too */
+#define MTD_NAME_MAX     128     /* libvirt domain names are shorter in practice */
+#define MTD_WSS_BINS     4       /* idle ages of the working-set estimate */
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
+#define MTD_SOURCE_NOTES 4 /* sources a VM could use besides the one it does */
 
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
 	MTD_VM_ACTIVE,        /* control loop running, may inflate */
-	MTD_VM_HOLD,          /* agent silent or inputs stale: no inflation, size kept */
+	MTD_VM_AGENT_SILENT,  /* the agent (or, without one, the balloon stats) went quiet: no
+			      * inflation, the size kept */
 	MTD_VM_DEFLATING,     /* pressure or need: giving memory back to the guest */
 	MTD_VM_DISABLED,      /* policy says enabled=false: watched, size kept, never inflated */
 	MTD_VM_ERROR,         /* actuator failed repeatedly; see last_error */
 	MTD_VM_RELEASED,      /* memtidectl release: back to its ceiling at a host-safe pace,
-			       * never inflated until memtidectl resume */
+			      * never inflated until memtidectl resume */
 	MTD_VM_DETACHED,      /* gone; the snapshot is kept until the entry is freed */
 };
 
@@ -54,6 +57,19 @@ enum mtd_return_via {
 };
 const char *mtd_return_via_name(enum mtd_return_via r);
 
+/*
+ * Where a VM's page-access information comes from (policy key `source`; host/access/):
+ * auto picks the first available of ept, idle, damon, then the agent's amounts.
+ */
+enum mtd_access_pref {
+	MTD_ACCESS_AUTO = 0,
+	MTD_ACCESS_EPT,
+	MTD_ACCESS_IDLE,
+	MTD_ACCESS_DAMON,
+	MTD_ACCESS_AGENT,
+};
+const char *mtd_access_pref_name(enum mtd_access_pref p);
+
 /* Per-domain policy (daemon defaults, overridden from the domain's libvirt metadata). */
 struct mtd_policy {
 	bool enabled;
@@ -63,11 +79,29 @@ struct mtd_policy {
 	double target_refault_per_min;  /* fraction of resident pages per minute (0.002) */
 	uint64_t headroom_bytes;        /* added to the working set to form the target */
 	enum mtd_return_via return_via; /* key `return`: balloon or reclaim */
+	enum mtd_access_pref source;    /* key `source`: auto, ept, idle, damon, agent */
+	uint64_t ept_window_ms;         /* key `ept_window`: the ept source's sampling window */
+	bool observe; /* key `observe`: compute and show what would be done, do nothing */
 };
 
 struct mtd_action {
 	uint64_t at_ms;
 	char what[96]; /* "inflate 1024->896 MiB", "reclaim 64 MiB: freed 60 MiB", ... */
+};
+
+/*
+ * Cumulative counts since the VM was attached: they only grow (Prometheus counters, the
+ * `_total` families of /metrics; a re-attach starts them at 0, which rate() takes as a reset).
+ */
+struct mtd_vm_counters {
+	uint64_t inflations, deflations;         /* balloon target moves down / up */
+	uint64_t inflated_bytes, deflated_bytes; /* the sizes of those moves */
+	uint64_t balloon_errors;                 /* balloon commands that failed */
+	uint64_t reclaim_requests;               /* reclaim requests sent to the agent */
+	uint64_t reclaim_requested_bytes;        /* what they asked for */
+	uint64_t reclaimed_bytes;                /* what the guest said it freed */
+	uint64_t refused_steps;                  /* steps the guest gave back at once */
+	uint64_t refaults;                       /* 4 KiB pages of the refault signal */
 };
 
 /* One VM as the control loop last saw it.  Immutable once published. */
@@ -106,9 +140,27 @@ struct mtd_vm_status {
 	bool resumed;                /* this memtided took over from a saved state file */
 
 	bool agent_connected;
-	bool fpr_on; /* free page reporting enabled on the balloon */
+	bool agent_caps_known; /* an agent said hello on this attach: agent_caps is its word */
+	uint32_t agent_caps;   /* enum proto_cap bits of its hello (agent_caps.h explains) */
+	bool fpr_on;           /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
+
+	struct mtd_vm_counters counters;
+	bool observe; /* observe-only in force (host-wide or the policy's): nothing is done */
+	uint64_t returned_bytes;  /* what memtide returned to the host: the balloon's hold, and
+				   * with return=reclaim what the agent freed that is not resident */
+	uint64_t untouched_bytes; /* guest RAM not resident that memtide did not return: never
+				   * touched, or freed by the guest itself (0: unknown) */
+	/* the access-bit source in use ("none" without one), a line about it, and why each
+	 * other source was not taken (host/access/choose.c) */
+	char source[16];
+	char source_detail[160];
+	unsigned nr_source_not_taken;
+	struct {
+		char name[8];
+		char why[152];
+	} source_not_taken[MTD_SOURCE_NOTES];
 
 	unsigned nr_actions;
 	struct mtd_action actions[MTD_LAST_ACTIONS]; /* newest last */
@@ -158,11 +210,16 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 /* Host-wide figures for metrics and `memtidectl status`. */
 struct mtd_host_status {
 	uint64_t mem_total_bytes, mem_available_bytes;
-	uint64_t low_mark_bytes;
+	uint64_t low_mark_bytes, high_mark_bytes;
 	uint64_t release_rate_bytes_per_s; /* [host] release_rate: a release's pace */
 	bool under_pressure;
+	uint64_t pressure_episodes; /* times the host went under its low mark (a counter) */
 	unsigned nr_vms;
-	uint64_t saved_bytes;
+	uint64_t saved_bytes;  /* sum of the VMs' returned_bytes */
+	bool observe_only;     /* [daemon] observe_only: no VM is changed */
+	int libvirt_connected; /* 1 or 0; -1 in plain-QEMU mode (no libvirt) */
+	uint64_t updated_ms;   /* CLOCK_MONOTONIC ms of the main loop's last host tick */
+	uint64_t interval_ms;  /* that tick's period ([host] interval) */
 };
 void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out);
 

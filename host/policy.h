@@ -13,7 +13,8 @@
  *   <metadata>
  *     <memtide:policy xmlns:memtide="https://memtide.org/xmlns/policy/1"
  *        enabled="yes" min="256M" max="0" priority="100"
- *        target_refault_per_min="0.002" headroom="128M" return="balloon"/>
+ *        target_refault_per_min="0.002" headroom="128M" return="balloon"
+ *        source="auto" ept_window="200ms"/>
  *   </metadata>
  *
  * Attributes left out take the daemon's [defaults].  Sizes take K, M, G, T (powers of 1024,
@@ -36,29 +37,43 @@
 #define MTD_STATE_NAME_MAX      72 /* longest state file name (state.c) */
 
 enum mtd_source_kind {
-	MTD_SOURCE_AGENT = 0, /* the guest agent's wss reports and hints */
+	MTD_SOURCE_AGENT = 0, /* live guests: per VM, the source its policy picks */
 	MTD_SOURCE_SIM,       /* libvmm's simulated hardware (tests, demos) */
 };
 
 /* Daemon settings: memtided.conf, then command-line flags on top. */
 struct mtd_config {
-	char uri[MTD_PATH_MAX];          /* [daemon] uri */
-	char socket_path[MTD_PATH_MAX];  /* [daemon] socket */
-	int metrics_port;                /* [daemon] metrics_port, 0: off */
-	char log_level[16];              /* [daemon] log_level */
-	enum mtd_source_kind source;     /* [daemon] source = agent | sim */
-	unsigned sim_hot_percent;        /* [sim] hot_percent: share of RAM the sim touches */
-	unsigned stats_period_s;         /* [daemon] stats_period: balloon stats polling, s */
-	struct mtd_ctl_config ctl;       /* [controller] */
-	struct mtd_arbiter_config arb;   /* [host] */
-	uint64_t arbiter_interval_ms;    /* [host] interval */
-	char meminfo_path[MTD_PATH_MAX]; /* [host] meminfo: the host's /proc/meminfo (tests
+	char uri[MTD_PATH_MAX];         /* [daemon] uri */
+	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
+	int metrics_port;               /* [metrics] listen's port ([daemon] metrics_port) */
+	char metrics_addr[48];          /* [metrics] listen's address: numeric IPv4 or IPv6 */
+	char log_level[16];             /* [daemon] log_level */
+	char state_dir[MTD_PATH_MAX];   /* [daemon] state_dir: per-VM history (history.h) and
+					 * state across restarts (state.h) */
+	bool observe_only;              /* [daemon] observe_only: compute, show, change nothing */
+	enum mtd_source_kind source;    /* [daemon] source = live | sim */
+	char ept_dir[MTD_PATH_MAX];     /* [daemon] ept_dir: the ept plugin's table files */
+	char young_dump_dir[MTD_PATH_MAX]; /* [daemon] young_dump_dir: "" off (diagnostic) */
+	unsigned sim_hot_percent;          /* [sim] hot_percent: share of RAM the sim touches */
+	unsigned stats_period_s;           /* [daemon] stats_period: balloon stats polling, s */
+	struct mtd_ctl_config ctl;         /* [controller] */
+	struct mtd_arbiter_config arb;     /* [host] */
+	uint64_t arbiter_interval_ms;      /* [host] interval */
+	char meminfo_path[MTD_PATH_MAX];   /* [host] meminfo: the host's /proc/meminfo (tests
 					  * and containers point it at another file) */
-	struct mtd_policy defaults;      /* [defaults]: per-domain policy unless metadata says */
-	char state_dir[MTD_PATH_MAX];    /* [daemon] state_dir: per-VM state across restarts */
+	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */
 };
 
 void mtd_config_default(struct mtd_config *cfg);
+
+/* Checks across keys, after the file and the flags: [host] low_mark <= high_mark when both
+ * are given, and the [defaults] policy's own (min <= max).  0 or -EINVAL with a sentence. */
+int mtd_config_validate(const struct mtd_config *cfg, char *err, size_t errlen);
+
+/* Parse a metrics listen address, "ADDR:PORT" with ADDR a numeric IPv4 address or an IPv6
+ * one in brackets ("[::1]:9848"), or "off".  addr gets ADDR without brackets ("" for off),
+ * *port the port (0 for off).  0 or -EINVAL. */
+int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port);
 
 /*
  * Read an INI file over cfg.  missing_ok: a missing file is not an error (the default
@@ -75,7 +90,7 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 void mtd_policy_default(struct mtd_policy *p);
 
 /* The policy keys, in a fixed order (an index names a key in runtime overrides). */
-#define MTD_POLICY_NKEYS     7
+#define MTD_POLICY_NKEYS     10
 #define MTD_POLICY_VALUE_MAX 40 /* longest value text kept for a key (with its NUL) */
 extern const char *const mtd_policy_keys[MTD_POLICY_NKEYS];
 /* The index of key in mtd_policy_keys, or -1. */
@@ -83,7 +98,8 @@ int mtd_policy_key_index(const char *key);
 /* The value of key (an index) in p as text mtd_policy_set_kv reads back to the same value
  * (sizes in bytes).  0, -EINVAL or -ENOSPC. */
 int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len);
-/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return) from
+/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return,
+ * source, ept_window) from
  * text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
 		      size_t errlen);

@@ -138,6 +138,8 @@ struct mtd_vm {
 	bool majflt_known;
 	struct mtd_saved_vm *last_saved; /* what the state file holds (NULL: not written yet) */
 	bool state_failing;              /* saving fails: told once per outage */
+	bool observing;                  /* observe-only was in force at the last step */
+	bool history_warned;             /* a failed history write was logged (once) */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */
@@ -154,6 +156,28 @@ int mtd_vm_publish(struct mtd_vm *vm);
  * MTD_LAST_ACTIONS.  Logged at INFO. */
 void mtd_vm_action(struct mtd_vm *vm, uint64_t now_ms, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The audit trail of a change to the VM's size or an eviction step (history.h says what
+ * `what`, `reason` and `source` hold): recorded as an action, logged at NOTICE with the VM,
+ * before, after, reason and source, and appended to the VM's history file.  observe: only
+ * computed (observe-only mode), said as "would ...".  Loop thread only. */
+void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t before_bytes,
+		  uint64_t after_bytes, const char *reason, const char *source, bool observe);
+/*
+ * Honest figures: what memtide returned from a VM, apart from guest RAM that is simply not
+ * resident (never touched by the guest, or freed by it and reported by free page reporting
+ * without memtide's help).  A guest that gave nothing back must not read as "saved" because
+ * it never touched half its RAM.
+ *   held      the balloon's hold, domain - actual: memtide's doing (it set the target);
+ *   absent    guest RAM not resident on the host, domain - rss, when rss is known (not 0);
+ *   reclaimed what the agent's reclaim freed since attach, of which at most what is absent
+ *             beyond the balloon's hold can still be away (the rest came back);
+ *   returned  = held + min(reclaimed, absent - held)      (held alone when rss is unknown);
+ *   untouched = absent - returned                          (0 when rss is unknown).
+ * observe: nothing was done, so nothing was returned (returned 0).  Pure.
+ */
+void mtd_vm_figures(uint64_t domain_bytes, uint64_t actual_bytes, uint64_t rss_bytes,
+		    uint64_t reclaimed_bytes, bool observe, uint64_t *returned_bytes,
+		    uint64_t *untouched_bytes);
 /* Wake the loop (policy change, stop, exit). */
 void mtd_vm_wake(struct mtd_vm *vm);
 /* Hand the loop a new policy (validated by the caller). */

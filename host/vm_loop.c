@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "agent_link.h"
+#include "choose.h"
 #include "daemon.h"
 #include "log.h"
 #include "state.h"
@@ -106,6 +107,36 @@ static void read_instance(struct mtd_vm *vm, char *out, size_t len)
 		out[0] = '\0';
 }
 
+/* The access-bit source, chosen per VM by its policy (host/access/choose.c). */
+static int choose_source(struct mtd_vm *vm)
+{
+	const struct mtd_config *cfg = &vm->d->cfg;
+	struct mtd_access_env env;
+	struct mtd_access_choice ch;
+	int pid = 0;
+
+	mtd_access_env_default(&env);
+	if (vm->balloon->qemu_pid && vm->balloon->qemu_pid(vm->balloon_ctx, &pid) < 0)
+		pid = 0;
+	env.vm_name = vm->name;
+	env.guest_bytes = vm->domain_bytes;
+	env.qemu_pid = pid;
+	env.agent = vm->agent;
+	env.interval_ms = cfg->ctl.interval_ms;
+	env.agent_silence_ms = cfg->ctl.agent_silence_ms;
+	env.pref = vm->policy.source;
+	env.ept_window_ms = vm->policy.ept_window_ms;
+	env.ept_dir = cfg->ept_dir;
+	env.young_dump_dir = cfg->young_dump_dir;
+	int rc = mtd_access_choose(&env, &vm->source, &ch);
+	if (rc < 0)
+		return rc;
+	mtd_access_choice_to_status(&ch, &vm->draft);
+	for (unsigned i = 0; i < ch.nr_notes; i++)
+		mtd_info("%s: source %s not used: %s", vm->name, ch.notes[i].name, ch.notes[i].why);
+	return 0;
+}
+
 static int attach(struct mtd_vm *vm)
 {
 	const struct mtd_config *cfg = &vm->d->cfg;
@@ -139,14 +170,13 @@ static int attach(struct mtd_vm *vm)
 		if (rc < 0)
 			return rc;
 	}
-	if (cfg->source == MTD_SOURCE_SIM)
+	if (cfg->source == MTD_SOURCE_SIM) {
 		rc = mtd_source_sim_new(vm->domain_bytes, cfg->sim_hot_percent, name_seed(vm->name),
 					&vm->source);
-	else if (vm->agent)
-		rc = mtd_source_agent_new(vm->agent, vm->domain_bytes, cfg->ctl.interval_ms,
-					  cfg->ctl.agent_silence_ms, &vm->source);
-	else
-		rc = 0; /* no source: the VM is watched and kept safe, never inflated */
+		snprintf(vm->draft.source, sizeof(vm->draft.source), "sim");
+	} else {
+		rc = choose_source(vm); /* none at all: watched and kept safe, never inflated */
+	}
 	if (rc < 0)
 		return rc;
 	if (vm->source.ops) {
@@ -275,9 +305,9 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 	if (!r || seq == vm->reclaim_seen)
 		return;
 	vm->reclaim_seen = seq;
-	mtd_vm_action(vm, now_ms, "reclaim: guest freed %" PRIu64 " of %" PRIu64 " MiB (%s)",
-		      r->freed_bytes / MiB, r->requested_bytes / MiB,
-		      proto_reclaim_result_name(r->result));
+	vm->draft.counters.reclaimed_bytes += r->freed_bytes;
+	mtd_vm_audit(vm, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
+		     proto_reclaim_result_name(r->result), "guest", false);
 }
 
 /* The actuator connected again (QEMU's QMP socket came back).  The same QEMU keeps the
@@ -441,6 +471,7 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 		vm->last_majfault = majfault;
 		vm->have_fault_base = true;
 	}
+	vm->draft.counters.refaults += signal; /* before PSI weighs it: pages, not a score */
 	/* Memory stalls weigh the signal up: at PSI some avg10 = 10%, refaults count double. */
 	if (t->as && t->as->has_psi)
 		signal = (uint64_t)((double)signal * (1.0 + t->as->psi.some_avg10 / 10.0));
@@ -503,6 +534,25 @@ static void account_target(struct mtd_vm *vm, uint64_t now_ms, uint64_t from, ui
 	}
 }
 
+/* Who wanted a change, for the audit trail (history.h): the guest's own signals, the host
+ * arbiter's squeeze, the operator's policy, the daemon's stop, or the controller. */
+static const char *change_source(const struct mtd_vm *vm, enum mtd_ctl_reason r)
+{
+	switch (r) {
+	case MTD_CTL_PRESSURE:
+	case MTD_CTL_NEED:
+	case MTD_CTL_GROW:
+		return "guest";
+	case MTD_CTL_SILENT:
+		return "agent-silence";
+	case MTD_CTL_DISABLED:
+	case MTD_CTL_RELEASE:
+		return "operator";
+	default:
+		return atomic_load(&vm->squeeze_permille) ? "arbiter" : "controller";
+	}
+}
+
 /* A state file from the previous memtided: take it over on the first tick, once the
  * balloon's actual is known (mtd_ctl_resume checks the file against it). */
 static void resume(struct mtd_vm *vm, uint64_t now_ms)
@@ -560,20 +610,31 @@ static uint64_t release_grant(struct mtd_vm *vm, uint64_t now_ms)
 	return g;
 }
 
-/* Send the balloon target when it moved, or when the last one was not taken (a failed
- * command, a reconnect): until the hypervisor accepts it, it is not done. */
-static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out)
+/* Step 5: the balloon.  Sent when it moved, or when the last one was not taken (a failed
+ * command, a reconnect): until the hypervisor accepts it, it is not done.  Observe-only:
+ * said (audit "would"), never sent. */
+static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out,
+		  bool observe, const char *reason, const char *source)
 {
 	const struct mtd_config *cfg = &vm->d->cfg;
 	uint64_t prev = vm->applied_bytes;
 	bool first = !vm->applied_valid;
 	char err[200] = "";
 
+	if (observe) {
+		uint64_t was = vm->draft.balloon_target_bytes;
+		if (was && out->balloon_bytes != was)
+			mtd_vm_audit(vm, t->now_ms, "balloon", was, out->balloon_bytes, reason,
+				     source, true);
+		vm->draft.balloon_target_bytes = out->balloon_bytes;
+		return;
+	}
 	if (!first && !vm->apply_pending && out->balloon_bytes <= prev &&
 	    prev - out->balloon_bytes < cfg->ctl.min_change_bytes)
 		return;
 	if (vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err)) < 0) {
 		vm->balloon_failures++;
+		vm->draft.counters.balloon_errors++;
 		set_error(vm, "balloon: ", err);
 		if (!vm->apply_pending)
 			mtd_warn("%s: balloon target %" PRIu64 " MiB not set (%s): trying again "
@@ -593,10 +654,16 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 	vm->applied_bytes = out->balloon_bytes;
 	vm->applied_valid = true;
 	vm->draft.balloon_target_bytes = out->balloon_bytes;
+	if (!first && out->balloon_bytes < prev) {
+		vm->draft.counters.inflations++;
+		vm->draft.counters.inflated_bytes += prev - out->balloon_bytes;
+	} else if (!first && out->balloon_bytes > prev) {
+		vm->draft.counters.deflations++;
+		vm->draft.counters.deflated_bytes += out->balloon_bytes - prev;
+	}
 	if (!first && out->balloon_bytes != prev)
-		mtd_vm_action(vm, t->now_ms, "%s %" PRIu64 "->%" PRIu64 " MiB (%s)",
-			      out->balloon_bytes < prev ? "inflate" : "deflate", prev / MiB,
-			      out->balloon_bytes / MiB, mtd_ctl_reason_name(out->reason));
+		mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason, source,
+			     false);
 }
 
 /* Steps 3-5: the controller decides, the actuators carry it out. */
@@ -648,6 +715,28 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 		in.major_faults_per_s = vm->majflt_per_s;
 	}
 
+	/* Observe-only (host-wide or this VM's policy): the controller runs on what the guest
+	 * really does, and what it would do is shown and logged, never done.  Its targets then
+	 * stand apart from the balloon; when observing ends they restart from the balloon's
+	 * actual size, so the first real step is one step from where the guest really is. */
+	bool observe = cfg->observe_only || vm->policy.observe;
+	if (vm->observing && !observe) {
+		/* The controller's own state followed the would-be steps: it restarts from the
+		 * real size too, with no hold or refusal that only a would-be step earned. */
+		vm->ctl.target_bytes = vm->ctl.balloon_bytes = vm->balloon_actual;
+		vm->ctl.hold_until_ms = vm->ctl.last_take_ms = 0;
+		vm->ctl.refused_since_take = false;
+		vm->ctl.refusals = 0;
+		vm->draft.balloon_target_bytes = vm->balloon_actual;
+		vm->draft.target_bytes = vm->balloon_actual;
+		mtd_notice("%s: observe-only ends: memtided acts on this VM from now on", vm->name);
+	} else if (!vm->observing && observe && vm->draft.balloon_target_bytes) {
+		mtd_notice("%s: observe-only: memtided shows what it would do and changes nothing",
+			   vm->name);
+	}
+	vm->observing = observe;
+	vm->draft.observe = observe;
+
 	enum mtd_ctl_reason before = vm->ctl.reason;
 	bool first = !vm->applied_valid;
 	uint64_t prev_target = vm->draft.target_bytes;
@@ -660,11 +749,13 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	 * the floor; nothing without an estimate or while the VM may not be inflated. */
 	uint64_t keep = t->wss_bytes > out->floor_bytes ? t->wss_bytes : out->floor_bytes;
 	atomic_store(&vm->reclaimable_bytes, t->wss_valid && vm->policy.enabled && !vm->released &&
-						     in.inputs_fresh && out->target_bytes > keep
+						     in.inputs_fresh && !observe &&
+						     out->target_bytes > keep
 						 ? out->target_bytes - keep
 						 : 0);
 	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
-	atomic_store(&vm->pending_bytes, holds > out->target_bytes ? holds - out->target_bytes : 0);
+	atomic_store(&vm->pending_bytes,
+		     !observe && holds > out->target_bytes ? holds - out->target_bytes : 0);
 
 	/* Transitions an operator wants to hear of; the first tick's "silent" (the agent has
 	 * not spoken yet) is not one. */
@@ -680,30 +771,40 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 				   out->balloon_bytes / MiB);
 	}
 	if (out->backoff_hold_ms)
+		vm->draft.counters.refused_steps++;
+	if (out->backoff_hold_ms)
 		mtd_notice(
 		    "%s: the guest gave back the step just taken (%u in a row): no inflation "
 		    "for %" PRIu64 " s",
 		    vm->name, vm->ctl.refusals, out->backoff_hold_ms / 1000);
 
+	const char *reason = mtd_ctl_reason_name(out->reason);
+	const char *source = change_source(vm, out->reason);
+	/* Step 4 (eviction): the agent's reclaim.  before/after: what the guest uses, and what
+	 * it is asked to use. */
 	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft)) {
-		int rc = mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
-						(uint32_t)cfg->ctl.interval_ms, t->now_ms);
-		if (rc == 0)
-			mtd_vm_action(vm, t->now_ms, "reclaim %" PRIu64 " MiB asked",
-				      out->reclaim_bytes / MiB);
+		uint64_t used = in.used_known ? in.guest_used_bytes : vm->balloon_actual;
+		uint64_t to = used > out->reclaim_bytes ? used - out->reclaim_bytes : 0;
+		if (observe) {
+			mtd_vm_audit(vm, t->now_ms, "reclaim", used, to, reason, source, true);
+		} else if (mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
+						  (uint32_t)cfg->ctl.interval_ms, t->now_ms) == 0) {
+			vm->draft.counters.reclaim_requests++;
+			vm->draft.counters.reclaim_requested_bytes += out->reclaim_bytes;
+			mtd_vm_audit(vm, t->now_ms, "reclaim", used, to, reason, source, false);
+		}
 	}
-	/* libvmm follows the target, whichever actuator carries it out; with the balloon a
-	 * cap, the target moves alone, and the log says so. */
-	if (out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
+	/* libvmm follows the target, whichever actuator carries it out (not when nothing is
+	 * carried out); with the balloon a cap, the target moves alone, and the trail says so. */
+	if (!observe && out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
 		account_target(vm, t->now_ms, prev_target ? prev_target : vm->balloon_actual,
 			       out->target_bytes);
 	if (out->soft && prev_target && out->target_bytes != prev_target &&
 	    (out->target_bytes > prev_target ||
 	     prev_target - out->target_bytes >= cfg->ctl.min_change_bytes))
-		mtd_vm_action(
-		    vm, t->now_ms, "target %" PRIu64 "->%" PRIu64 " MiB (%s, return=reclaim)",
-		    prev_target / MiB, out->target_bytes / MiB, mtd_ctl_reason_name(out->reason));
-	apply(vm, t, out);
+		mtd_vm_audit(vm, t->now_ms, "target", prev_target, out->target_bytes, reason,
+			     source, observe);
+	apply(vm, t, out, observe, reason, source);
 }
 
 /* Field by field (struct padding may differ). */
@@ -738,6 +839,17 @@ static void save_state(struct mtd_vm *vm, uint64_t now_ms)
 	memcpy(s->instance, vm->instance, sizeof(s->instance));
 	s->ctl = vm->ctl;
 	s->ctl.reason = MTD_CTL_STEADY; /* not kept */
+	if (vm->observing) {
+		/* Observe-only: the controller's targets were never carried out; a memtided
+		 * that resumes acting must start from the balloon as it really is. */
+		s->ctl = (struct mtd_ctl_state){.primed = true,
+						.target_bytes = vm->balloon_actual,
+						.balloon_bytes = vm->balloon_actual};
+		if (!vm->balloon_actual) {
+			free(s);
+			return;
+		}
+	}
 	s->released = vm->released;
 	pthread_mutex_lock(&vm->mbox_lock);
 	memcpy(s->policy_set, vm->policy_set, sizeof(s->policy_set));
@@ -776,14 +888,12 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->updated_ms = t->now_ms;
 	st->max_bytes = vm->domain_bytes;
 	st->balloon_actual_bytes = vm->balloon_actual;
-	st->saved_bytes =
-	    vm->domain_bytes > vm->balloon_actual ? vm->domain_bytes - vm->balloon_actual : 0;
-	/* With the balloon a cap, what the host got back is what free page reporting returned:
-	 * the guest-RAM mapping's resident size says it. */
-	if (st->soft && st->host_rss_bytes)
-		st->saved_bytes = vm->domain_bytes > st->host_rss_bytes
-				      ? vm->domain_bytes - st->host_rss_bytes
-				      : 0;
+	/* Honest figures (mtd_vm_figures): what memtide returned, apart from what is not
+	 * resident without its doing. */
+	mtd_vm_figures(vm->domain_bytes, vm->balloon_actual, st->host_rss_bytes,
+		       st->counters.reclaimed_bytes, st->observe, &st->returned_bytes,
+		       &st->untouched_bytes);
+	st->saved_bytes = st->returned_bytes;
 	if (t->have_gs) {
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 		for (unsigned i = 0; i < st->nr_gens; i++) {
@@ -810,6 +920,10 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->working_set_bytes = t->wss_bytes;
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);
+	if (st->agent_connected) { /* kept after the agent goes: its last word */
+		st->agent_caps = mtd_agent_link_hello(vm->agent)->caps;
+		st->agent_caps_known = true;
+	}
 	st->fpr_on = vm->fpr_on;
 	const struct proto_stats *as = vm->agent ? mtd_agent_link_stats(vm->agent, &seq) : NULL;
 	if (as) {

@@ -187,7 +187,7 @@ static void test_silence_and_disabled_keep_size(void **state)
 	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
 		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 		assert_int_equal(out.reason, MTD_CTL_SILENT);
-		assert_int_equal(out.state, MTD_VM_HOLD);
+		assert_int_equal(out.state, MTD_VM_AGENT_SILENT);
 		assert_int_equal(out.target_bytes, 700 * MiB);
 		assert_int_equal(out.balloon_bytes, 700 * MiB);
 		assert_false(out.changed);

@@ -84,7 +84,17 @@ static void test_front_end_calls(void **state)
 	/* Attach is libvirt's; detach works and is idempotent in its answer. */
 	assert_int_equal(mtd_daemon_attach(d, "vm2"), -EOPNOTSUPP);
 	assert_int_equal(mtd_daemon_attach(d, ""), -EINVAL);
+	/* The host line as an arbiter tick left it, with this VM's saving in it: a detach
+	 * takes the VM out of it at once, not at the next tick. */
+	pthread_mutex_lock(&d->host_lock);
+	d->host.nr_vms = 1;
+	d->host.saved_bytes = 692 * MiB;
+	pthread_mutex_unlock(&d->host_lock);
 	assert_int_equal(mtd_daemon_detach(d, "vm1"), 0);
+	struct mtd_host_status after;
+	mtd_daemon_host_status(d, &after);
+	assert_int_equal(after.nr_vms, 0);
+	assert_int_equal(after.saved_bytes, 0);
 	assert_int_equal(mtd_daemon_detach(d, "vm1"), -ENOENT);
 	n = 0;
 	assert_int_equal(mtd_daemon_foreach_vm(d, count_cb, &n), 0);
