@@ -79,11 +79,7 @@ static void usage(FILE *f)
 	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
 	    "               return (balloon or reclaim) source ept_window observe\n"
 	    "               (per-domain policy unless the domain's memtide metadata says)\n"
-	    "  [sim]        hot_percent\n"
-	    "\n"
-	    "Stopping or restarting memtided leaves every VM at the size it has; the next\n"
-	    "memtided resumes from state_dir.  `memtidectl release VM|--all` gives VMs their\n"
-	    "memory back at a host-safe pace.\n");
+	    "  [sim]        hot_percent\n");
 }
 
 enum {
