@@ -76,6 +76,16 @@ void mtd_ctl_config_default(struct mtd_ctl_config *cfg)
 	cfg->major_faults_high_per_s = 1000.0;
 }
 
+int mtd_ctl_config_finish(struct mtd_ctl_config *cfg, char *err, size_t errlen)
+{
+	/* The agent must be heard within the silence window: at least two intervals.  Raised
+	 * before the checks, so that a long interval (60 s over the 30 s default silence) is
+	 * accepted rather than refused for a window the daemon would have widened anyway. */
+	if (cfg->interval_ms <= 3600 * 1000 && cfg->agent_silence_ms < 2 * cfg->interval_ms)
+		cfg->agent_silence_ms = 2 * cfg->interval_ms;
+	return mtd_ctl_config_validate(cfg, err, errlen);
+}
+
 int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t errlen)
 {
 	if (cfg->interval_ms < 100 || cfg->interval_ms > 3600 * 1000) {

@@ -4,10 +4,16 @@
  *
  * The main thread owns every attach and detach (libvirt events and hook news arrive as
  * queued work; front-end calls take d->lock and do the work on their own thread).  A VM is
- * removed in three steps: its loop is stopped and joined (the VM keeps the size it has; its
- * state file stays for the next attach, or goes when the domain stopped), it is unlinked
- * from the registry, and it is freed after an RCU grace period, so a front end that found
- * it a moment earlier still reads valid memory.
+ * removed in three steps: its loop is asked to stop (the VM keeps the size it has; its state
+ * file stays for the next attach, or goes when the domain stopped) and, when it has
+ * finished, queues MTD_WORK_REAP; the main thread then joins it (at once: it has returned),
+ * unlinks it from the registry, and frees it after an RCU grace period, so a front end that
+ * found it a moment earlier still reads valid memory.  Nobody waits on a loop that is still
+ * inside a QMP or libvirt call: a detach returns as soon as it is asked for, and the status
+ * shows the VM as detaching meanwhile.  The one exception is the daemon's stop, which waits
+ * for every loop together, up to STOP_WAIT_MS (calls are cut to 1 s once a loop is
+ * stopping, qmp.c and bounded_call.c), and leaves a loop stuck past that behind rather than
+ * hang the stop.
  *
  * Restarts: at attach, a VM's state file (state.c) from this boot is handed to its loop,
  * which resumes from it on its first tick; after listing the running domains, the files of
@@ -16,6 +22,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -41,6 +48,7 @@
 #define MiB             ((uint64_t)1 << 20)
 #define MAX_QUEUED_WORK 4096 /* a flood of events is cut here (rescan recovers) */
 #define RECONNECT_MS    5000
+#define STOP_WAIT_MS    5000 /* the daemon's stop waits this long for every loop together */
 
 static uint64_t mono_ms(void)
 {
@@ -79,6 +87,13 @@ void mtd_daemon_free(struct mtd_daemon *d)
 {
 	if (!d)
 		return;
+	if (d->nr_abandoned) {
+		/* A loop left inside a call still points at d: the process is ending, so the
+		 * memory goes with it rather than from under that thread. */
+		mtd_warn("%u VM loop(s) left behind at exit; not freeing the daemon's state",
+			 d->nr_abandoned);
+		return;
+	}
 	while (d->work_head) {
 		struct mtd_work *w = d->work_head;
 		d->work_head = w->next;
@@ -119,6 +134,30 @@ int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *
 	d->work_tail = w;
 	pthread_mutex_unlock(&d->work_lock);
 	uint64_t one = 1;
+	if (write(d->work_fd, &one, sizeof(one)) < 0) {
+		/* counter already set: the main thread wakes anyway */
+	}
+	return 0;
+}
+
+int mtd_daemon_queue_reap(struct mtd_daemon *d, const char *name, uint64_t serial)
+{
+	struct mtd_work *w = calloc(1, sizeof(*w));
+	uint64_t one = 1;
+
+	/* Never refused for a full queue: a finished loop must be reaped. */
+	if (!w)
+		return -ENOMEM;
+	w->kind = MTD_WORK_REAP;
+	w->serial = serial;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	pthread_mutex_lock(&d->work_lock);
+	if (d->work_tail)
+		d->work_tail->next = w;
+	else
+		d->work_head = w;
+	d->work_tail = w;
+	pthread_mutex_unlock(&d->work_lock);
 	if (write(d->work_fd, &one, sizeof(one)) < 0) {
 		/* counter already set: the main thread wakes anyway */
 	}
@@ -233,6 +272,10 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	rcu_read_unlock();
 	if (known)
 		return -EBUSY;
+	if (fnmatch(d->cfg.domains, name, 0) != 0) {
+		mtd_debug("%s: not attached: not in [daemon] domains = %s", name, d->cfg.domains);
+		return -EPERM;
+	}
 	rc = mtd_libvirt_domain(d->lv, name, &dom, &info, err, sizeof(err));
 	if (rc < 0) {
 		mtd_info("%s: not attached: %s", name, err);
@@ -262,7 +305,8 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error), "%.150s", err);
 	load_saved(d, vm, &pol);
 	vm->balloon = &mtd_libvirt_balloon_ops;
-	vm->balloon_ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s);
+	vm->balloon_ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s,
+						  (int)d->cfg.call_timeout_ms, &vm->stop);
 	if (!vm->balloon_ctx) {
 		mtd_libvirt_domain_put(dom);
 		mtd_vm_free(vm);
@@ -273,23 +317,25 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	return start_vm(d, vm);
 }
 
-static int attach_qmp(struct mtd_daemon *d)
+static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qmp_path,
+			  const char *agent_path)
 {
 	struct mtd_vm *vm;
 	struct mtd_policy pol = d->cfg.defaults;
-	int rc = mtd_vm_new(d, d->vm_name, NULL, &pol, &vm);
+	int rc = mtd_vm_new(d, name, NULL, &pol, &vm);
 
 	if (rc < 0)
 		return rc;
 	load_saved(d, vm, &pol);
 	vm->balloon = &mtd_qmp_balloon_ops;
-	vm->balloon_ctx = mtd_qmp_balloon_new(d->qmp_path, d->cfg.stats_period_s);
+	vm->balloon_ctx = mtd_qmp_balloon_new(qmp_path, d->cfg.stats_period_s,
+					      (int)d->cfg.call_timeout_ms, &vm->stop);
 	if (!vm->balloon_ctx) {
 		mtd_vm_free(vm);
 		return -ENAMETOOLONG;
 	}
-	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", d->agent_path);
-	vm->agent_expected = d->agent_path[0] != '\0';
+	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", agent_path);
+	vm->agent_expected = agent_path[0] != '\0';
 	return start_vm(d, vm);
 }
 
@@ -323,53 +369,102 @@ static void refresh_host_totals(struct mtd_daemon *d)
 	pthread_mutex_unlock(&d->host_lock);
 }
 
-/* Stop managing a VM; it keeps the size it has.  forget: the domain is gone (stopped,
- * crashed, migrated away), so its state file goes too. */
-static int detach_locked(struct mtd_daemon *d, const char *name, bool forget)
+/* Plain-QEMU mode: the VM of each --qmp (each loop connects on its own). */
+static int attach_qmp(struct mtd_daemon *d)
+{
+	int rc = attach_qmp_one(d, d->vm_name, d->qmp_path, d->agent_path);
+
+	for (unsigned i = 0; rc == 0 && i < d->nr_more_qmp; i++)
+		rc = attach_qmp_one(d, d->more_qmp[i].name, d->more_qmp[i].qmp_path,
+				    d->more_qmp[i].agent_path);
+	return rc;
+}
+
+/* The log line of a VM whose loop has ended (its thread joined; d->lock held). */
+static void say_detached(struct mtd_vm *vm)
+{
+	rcu_read_lock();
+	const struct mtd_vm_status *st = rcu_dereference(vm->status);
+	uint64_t actual = st ? st->balloon_actual_bytes : 0;
+	rcu_read_unlock();
+	if (vm->forget)
+		mtd_notice("%s: detached: the domain stopped", vm->name);
+	else
+		mtd_notice("%s: detached, left at %" PRIu64 " MiB", vm->name, actual / MiB);
+}
+
+/* Ask a VM's loop to leave (it keeps the size it has; forget: the domain is gone, stopped,
+ * crashed or migrated away, so its state file goes too); it queues MTD_WORK_REAP when it has.  Never waits.  0,
+ * -ENOENT, or -EALREADY (a detach is already under way). */
+static int detach_request(struct mtd_daemon *d, const char *name, bool forget)
+{
+	int rc = -ENOENT;
+
+	rcu_read_lock();
+	struct mtd_vm *vm = mtd_registry_find(d, name);
+	if (vm && atomic_load(&vm->detaching)) {
+		rc = -EALREADY;
+	} else if (vm) {
+		vm->forget = forget; /* read by the loop after it sees stop (atomic, below) */
+		mtd_vm_loop_request_stop(vm, true);
+		mtd_info("%s: detach asked%s", name, forget ? " (the domain stopped)" : "");
+		rc = 0;
+	}
+	rcu_read_unlock();
+	if (rc == -ENOENT && forget && d->cfg.state_dir[0])
+		(void)mtd_state_remove(d->cfg.state_dir, name);
+	return rc;
+}
+
+/* The loop of a VM being detached has finished: join, unlink, free.  d->lock held. */
+static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 {
 	rcu_read_lock();
 	struct mtd_vm *vm = mtd_registry_find(d, name);
-	const struct mtd_vm_status *st = vm ? rcu_dereference(vm->status) : NULL;
-	uint64_t actual = st ? st->balloon_actual_bytes : 0;
 	rcu_read_unlock();
 	/* Still valid: only d->lock holders unlink and free, and we hold it. */
-	if (!vm) {
-		if (forget && d->cfg.state_dir[0])
-			(void)mtd_state_remove(d->cfg.state_dir, name);
-		return -ENOENT;
+	if (!vm || vm->serial != serial)
+		return; /* already reaped (a stop or a reconnect joined it) */
+	if (mtd_vm_loop_join(vm, mono_ms() + STOP_WAIT_MS) < 0) {
+		mtd_err("%s: its loop said it finished but did not end", name);
+		return;
 	}
-	vm->forget = forget;
-	mtd_vm_loop_stop(vm);
+	say_detached(vm);
 	(void)mtd_registry_del(d, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);
 	refresh_host_totals(d);
-	if (forget)
-		mtd_notice("%s: detached: the domain stopped", name);
-	else
-		mtd_notice("%s: detached, left at %" PRIu64 " MiB", name, actual / MiB);
-	return 0;
 }
 
+/*
+ * Stop every loop and wait for them together, up to STOP_WAIT_MS: they save their states in
+ * parallel, and every call a stopping loop makes is cut to 1 s.  A loop still inside a call
+ * after that is left behind (said in the log) and its VM stays registered, never freed.
+ */
 static void detach_all(struct mtd_daemon *d)
 {
 	struct mtd_vm *vms[512];
-	size_t n;
+	size_t n, left = 0;
+	uint64_t deadline = mono_ms() + STOP_WAIT_MS;
 
-	/* Stop every loop first, then join: they save their state in parallel. */
-	do {
-		n = mtd_registry_list(d, vms, 512);
-		if (n > 512)
-			n = 512;
-		for (size_t i = 0; i < n; i++) {
-			atomic_store(&vms[i]->stop, true);
-			mtd_vm_wake(vms[i]);
+	n = mtd_registry_list(d, vms, 512);
+	if (n > 512)
+		n = 512;
+	for (size_t i = 0; i < n; i++)
+		mtd_vm_loop_request_stop(vms[i], false);
+	for (size_t i = 0; i < n; i++) {
+		if (mtd_vm_loop_join(vms[i], deadline) < 0) {
+			mtd_err("%s: its loop is still inside a QMP or libvirt call after %d s; "
+				"left behind",
+				vms[i]->name, STOP_WAIT_MS / 1000);
+			left++;
+			continue;
 		}
-		for (size_t i = 0; i < n; i++) {
-			char name[MTD_NAME_MAX];
-			memcpy(name, vms[i]->name, sizeof(name));
-			(void)detach_locked(d, name, false);
-		}
-	} while (n > 0);
+		say_detached(vms[i]);
+		(void)mtd_registry_del(d, vms[i]);
+		call_rcu(&vms[i]->rcu, free_vm_rcu);
+	}
+	d->nr_abandoned += (unsigned)left;
+	refresh_host_totals(d);
 }
 
 struct name_list {
@@ -497,8 +592,11 @@ static void do_work(struct mtd_daemon *d, struct mtd_work *w)
 		break;
 	case MTD_WORK_DETACH:
 	case MTD_WORK_GONE:
+		(void)detach_request(d, w->name, w->kind == MTD_WORK_GONE);
+		break;
+	case MTD_WORK_REAP:
 		pthread_mutex_lock(&d->lock);
-		(void)detach_locked(d, w->name, w->kind == MTD_WORK_GONE);
+		reap(d, w->name, w->serial);
 		pthread_mutex_unlock(&d->lock);
 		break;
 	case MTD_WORK_POLICY:
@@ -662,6 +760,32 @@ void mtd_daemon_reload(struct mtd_daemon *d)
 	free(n);
 }
 
+/* Do every queued work item; a rescan at most every RECONNECT_MS. */
+static void drain(struct mtd_daemon *d, uint64_t *next_rescan)
+{
+	struct mtd_work *w;
+
+	while ((w = dequeue(d))) {
+		if (w->kind == MTD_WORK_RESCAN && mono_ms() < *next_rescan) {
+			/* too soon after the last attempt: try again at the next tick */
+			free(w);
+			(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
+			break;
+		}
+		if (w->kind == MTD_WORK_RESCAN)
+			*next_rescan = mono_ms() + RECONNECT_MS;
+		do_work(d, w);
+		free(w);
+	}
+}
+
+void mtd_daemon_drain_work(struct mtd_daemon *d)
+{
+	uint64_t next_rescan = 0;
+
+	drain(d, &next_rescan);
+}
+
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 {
 	uint64_t next_arb = 0, next_rescan = 0, next_ping = 0;
@@ -705,19 +829,7 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 				/* drained */
 			}
 		}
-		struct mtd_work *w;
-		while ((w = dequeue(d))) {
-			if (w->kind == MTD_WORK_RESCAN && mono_ms() < next_rescan) {
-				/* too soon after the last attempt: try again at the next tick */
-				free(w);
-				(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
-				break;
-			}
-			if (w->kind == MTD_WORK_RESCAN)
-				next_rescan = mono_ms() + RECONNECT_MS;
-			do_work(d, w);
-			free(w);
-		}
+		drain(d, &next_rescan);
 	}
 	rcu_unregister_thread();
 	return 0;
@@ -759,9 +871,7 @@ int mtd_daemon_detach(struct mtd_daemon *d, const char *name)
 
 	if (!name || !*name || strlen(name) >= MTD_NAME_MAX)
 		return -EINVAL;
-	pthread_mutex_lock(&d->lock);
-	rc = detach_locked(d, name, false);
-	pthread_mutex_unlock(&d->lock);
+	rc = detach_request(d, name, false); /* under RCU: needs no d->lock, waits on nothing */
 	return rc;
 }
 

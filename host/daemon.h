@@ -39,12 +39,23 @@ enum mtd_work_kind {
 	MTD_WORK_GONE,   /* the domain stopped: detach and remove its state file */
 	MTD_WORK_RESCAN, /* re-list running domains (libvirtd reconnect) */
 	MTD_WORK_POLICY, /* the domain's memtide metadata changed: reload it */
+	MTD_WORK_REAP,   /* a detached VM's loop finished: join it, unlink, free */
 };
 
 struct mtd_work {
 	enum mtd_work_kind kind;
 	char name[MTD_NAME_MAX];
+	uint64_t serial; /* MTD_WORK_REAP: which VM of that name (mtd_vm.serial) */
 	struct mtd_work *next;
+};
+
+/* Plain-QEMU mode manages one VM per --qmp given; the first is qmp_path/agent_path/vm_name
+ * below, the others are here. */
+#define MTD_MAX_QMP_VMS 64
+struct mtd_qmp_vm {
+	char qmp_path[MTD_PATH_MAX];
+	char agent_path[MTD_PATH_MAX]; /* "" : no agent */
+	char name[MTD_NAME_MAX];
 };
 
 struct mtd_daemon {
@@ -53,6 +64,9 @@ struct mtd_daemon {
 	char qmp_path[MTD_PATH_MAX];   /* plain-QEMU mode */
 	char agent_path[MTD_PATH_MAX]; /* plain-QEMU mode ("" : no agent) */
 	char vm_name[MTD_NAME_MAX];    /* plain-QEMU mode: the name shown for the VM */
+	struct mtd_qmp_vm more_qmp[MTD_MAX_QMP_VMS - 1]; /* plain-QEMU mode: VMs 2..N */
+	unsigned nr_more_qmp;
+	unsigned nr_abandoned; /* loops still stuck in a call when the daemon stopped */
 
 	struct cds_lfht *vms;   /* the registry: struct mtd_vm by name (registry.c) */
 	pthread_mutex_t lock;   /* serialises attach / detach / policy set */
@@ -86,6 +100,8 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd);
 /* SIGHUP: re-read the config file's [defaults] and [host] and every VM's policy (plain-QEMU
  * mode: [defaults] under the policy set at run time).  Main thread. */
 void mtd_daemon_reload(struct mtd_daemon *d);
+/* Do the queued work now, as the main thread's loop would (tests; main thread only). */
+void mtd_daemon_drain_work(struct mtd_daemon *d);
 /* Stop every loop (each VM keeps its size; its state is saved), disconnect.  Then free. */
 void mtd_daemon_stop(struct mtd_daemon *d);
 void mtd_daemon_free(struct mtd_daemon *d);
@@ -95,6 +111,8 @@ int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *
  * against the host's MemAvailable now.  Any thread (VM loops); takes host_lock. */
 uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
 				  bool *host_short);
+/* A VM's loop that was asked to detach has finished: the main thread reaps it. */
+int mtd_daemon_queue_reap(struct mtd_daemon *d, const char *name, uint64_t serial);
 
 /* Registry (registry.c). */
 int mtd_registry_init(struct mtd_daemon *d);

@@ -87,6 +87,8 @@ static void usage(FILE *f)
 	    "Options:\n"
 	    "  --socket PATH   memtided's control socket (default " DEFAULT_SOCKET ")\n"
 	    "  --json          print memtided's reply as JSON\n"
+	    "  --timeout DUR   give up on memtided after this long (default 10s; hook: 2s at\n"
+	    "                  most), e.g. 3s or 500ms\n"
 	    "  --help, --version\n\n"
 	    "Exit codes: 0 ok, 1 memtided refused (see the message), 2 usage,\n"
 	    "3 memtided unreachable, 4 libvirt error.\n");
@@ -94,54 +96,83 @@ static void usage(FILE *f)
 
 /* ---- the control socket ------------------------------------------------------------------- */
 
-static int ctl_connect(char *err, size_t errlen)
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Connect by deadline_ms.  An AF_UNIX connect to a listener whose backlog is full blocks in
+ * the kernel until a slot frees, with no limit of its own (four `memtidectl hook`s hung for
+ * 30 s that way): connect without blocking, and retry EAGAIN every 20 ms until the deadline.
+ */
+static int ctl_connect(int64_t deadline_ms, char *err, size_t errlen)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd;
+	int fd, rc;
 
 	if (strlen(sock_path) >= sizeof(addr.sun_path)) {
 		snprintf(err, errlen, "socket path too long: %s", sock_path);
 		return -1;
 	}
 	memcpy(addr.sun_path, sock_path, strlen(sock_path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	while ((rc = connect(fd, (struct sockaddr *)&addr, sizeof(addr))) < 0 &&
+	       (errno == EAGAIN || errno == EINTR) && mono_ms() < deadline_ms) {
+		struct timespec ts = {.tv_nsec = 20 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	if (rc < 0) {
 		if (errno == EACCES)
 			snprintf(err, errlen,
 				 "permission denied on %s: memtided's control socket is for root "
 				 "(run memtidectl with sudo)",
 				 sock_path);
+		else if (errno == EAGAIN)
+			snprintf(err, errlen,
+				 "memtided at %s does not accept connections (its backlog is "
+				 "full) within %d ms",
+				 sock_path, timeout_ms);
 		else
 			snprintf(err, errlen,
 				 "cannot reach memtided at %s: %s (is it running? systemctl "
 				 "status memtided)",
 				 sock_path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
 /* One request, one reply line.  NULL with err set when memtided cannot be reached or does
- * not answer within timeout_ms. */
+ * not answer within timeout_ms, all told (connect, send, reply). */
 static struct json_object *ctl_call(struct json_object *req, char *err, size_t errlen)
 {
 	const char *line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 	size_t cap = 1 << 16, len = 0;
 	char *buf = NULL;
 	struct json_object *rep = NULL;
-	int fd = ctl_connect(err, errlen);
+	int64_t deadline = mono_ms() + timeout_ms;
+	int fd = ctl_connect(deadline, err, errlen);
 
 	if (fd < 0)
 		return NULL;
+	/* A request line is small: it fits an empty socket buffer, so a non-blocking send
+	 * takes it whole or the peer is gone. */
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
 		/* A refused peer is told why before the close: read that first. */
 	}
 	buf = malloc(cap);
 	while (buf) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int r = poll(&p, 1, timeout_ms);
+		int64_t left = deadline - mono_ms();
+		int r = left > 0 ? poll(&p, 1, (int)left) : 0;
 		ssize_t n;
 
 		if (r == 0) {
@@ -224,6 +255,8 @@ static struct json_object *call_checked(struct json_object *req, int *rc)
 }
 
 /* ---- reading replies ---------------------------------------------------------------------- */
+
+static void print_health(struct json_object *v, const char *indent);
 
 static int64_t get_i(struct json_object *o, const char *k)
 {
@@ -317,7 +350,25 @@ static void print_status(struct json_object *rep)
 		       get_b(v, "agent_connected") ? "yes" : "no");
 		if (*get_s(v, "last_error"))
 			printf("  ! %s\n", get_s(v, "last_error"));
+		print_health(v, "  ! ");
 	}
+}
+
+/* What the loop says about its peer and its timing, when something is off. */
+static void print_health(struct json_object *v, const char *indent)
+{
+	int64_t since = get_i(v, "peer_unresponsive_since_ms");
+
+	if (since)
+		printf("%s%s unresponsive for %" PRId64 " s (%s timed out); figures are as of "
+		       "then, nothing is actuated\n",
+		       indent, "QMP/libvirt", (mono_ms() - since) / 1000, get_s(v, "peer_call"));
+	if (get_b(v, "behind"))
+		printf("%sfalling behind its interval: last tick gap %" PRId64 " ms, %" PRId64
+		       " late ticks\n",
+		       indent, get_i(v, "tick_gap_ms"), get_i(v, "ticks_late"));
+	if (get_b(v, "detaching"))
+		printf("%sdetaching\n", indent);
 }
 
 static void bar(double share, int width)
@@ -435,6 +486,7 @@ static void print_vm(struct json_object *vm)
 	} else if (!get_b(vm, "agent_connected")) {
 		printf("  agent capabilities unknown: no agent has said hello on this attach\n");
 	}
+	print_health(vm, "  ");
 	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
 	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
@@ -924,21 +976,94 @@ static int cmd_release(int argc, char **argv, bool release)
 	return rc;
 }
 
-/* libvirt's hook: tell memtided, quickly, and never make libvirt fail a domain because
- * memtided is not running. */
+/* libvirt's hook: tell memtided within 2 s in all (connect and answer).  An event memtided
+ * did not take exits non-zero with the reason on stderr: the hook script logs it and still
+ * exits 0, so libvirt never fails a domain over us (contrib/libvirt/hooks/qemu.d/memtide). */
 static int cmd_hook(const char *dom, const char *op, const char *subop)
 {
-	struct json_object *req = req_new("hook"), *rep;
+	struct json_object *req = req_new("hook"), *rep, *ok, *e;
 	char err[400];
+	int rc = EXIT_OK;
 
-	timeout_ms = 1000;
+	if (timeout_ms > 2000)
+		timeout_ms = 2000;
 	req_str(req, "domain", dom);
 	req_str(req, "op", op);
 	req_str(req, "subop", subop);
 	rep = ctl_call(req, err, sizeof(err));
 	json_object_put(req);
+	if (!rep) {
+		fprintf(stderr, "memtidectl hook: %s %s not delivered: %s\n", dom, op, err);
+		rc = EXIT_UNREACHABLE;
+	} else if (!json_object_object_get_ex(rep, "ok", &ok) || !json_object_get_boolean(ok)) {
+		fprintf(stderr, "memtidectl hook: %s %s refused: %s\n", dom, op,
+			json_object_object_get_ex(rep, "error", &e) ? json_object_get_string(e)
+								    : "no reason given");
+		rc = EXIT_DAEMON;
+	}
 	json_object_put(rep);
-	return EXIT_OK;
+	return rc;
+}
+
+/* detach: memtided answers at once and the VM's loop leaves on its own time; follow it
+ * until the VM is gone, saying what holds it, up to the timeout. */
+static int cmd_detach(const char *name)
+{
+	struct json_object *req = req_new("detach"), *rep;
+	int rc;
+	int64_t deadline;
+	bool said = false;
+
+	req_str(req, "name", name);
+	rep = call_checked(req, &rc);
+	if (!rep)
+		return rc;
+	if (json_out)
+		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+	json_object_put(rep);
+	deadline = mono_ms() + timeout_ms;
+	for (;;) {
+		struct json_object *q = req_new("vm"), *r, *ok, *vm;
+		char err[400];
+
+		req_str(q, "name", name);
+		r = ctl_call(q, err, sizeof(err));
+		json_object_put(q);
+		if (!r) {
+			fprintf(stderr, "memtidectl: %s\n", err);
+			return EXIT_UNREACHABLE;
+		}
+		bool gone =
+		    !json_object_object_get_ex(r, "ok", &ok) || !json_object_get_boolean(ok);
+		if (gone) {
+			json_object_put(r);
+			if (!json_out)
+				printf("%s: detached\n", name);
+			return EXIT_OK;
+		}
+		if (!said && !json_out && json_object_object_get_ex(r, "vm", &vm)) {
+			printf("%s: detaching", name);
+			if (get_i(vm, "peer_unresponsive_since_ms"))
+				printf(" (its QMP/libvirt peer has not answered for %" PRId64
+				       " s: the loop leaves once its call is cut, within a few "
+				       "seconds)",
+				       (mono_ms() - get_i(vm, "peer_unresponsive_since_ms")) /
+					   1000);
+			printf("...\n");
+			fflush(stdout);
+			said = true;
+		}
+		json_object_put(r);
+		if (mono_ms() >= deadline) {
+			fprintf(stderr,
+				"memtidectl: %s is still detaching after %d ms (memtidectl vm show "
+				"%s)\n",
+				name, timeout_ms, name);
+			return EXIT_DAEMON;
+		}
+		struct timespec ts = {.tv_nsec = 100 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
 }
 
 static int cmd_version(void)
@@ -1128,11 +1253,9 @@ out:
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
+	    {"socket", required_argument, NULL, 's'},  {"json", no_argument, NULL, 'j'},
+	    {"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
 	};
 	int opt;
 
@@ -1145,6 +1268,21 @@ int main(int argc, char **argv)
 		case 'j':
 			json_out = true;
 			break;
+		case 't': {
+			char *end;
+			double v = strtod(optarg, &end);
+			if (end == optarg || v <= 0 || v > 3600 ||
+			    (*end && strcmp(end, "s") != 0 && strcmp(end, "ms") != 0)) {
+				fprintf(stderr,
+					"memtidectl: --timeout takes a duration such as 10s "
+					"or 500ms\n");
+				return EXIT_USAGE;
+			}
+			timeout_ms = (int)(strcmp(end, "ms") != 0 ? v * 1000 : v);
+			if (timeout_ms < 1)
+				timeout_ms = 1;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -1174,10 +1312,12 @@ int main(int argc, char **argv)
 		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(cmd, "policy"))
 		return cmd_policy(argc - 1, argv + 1);
-	if ((!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) && argc == 2)
+	if (!strcmp(cmd, "attach") && argc == 2)
 		return cmd_simple(cmd, argv[1]);
 	if (!strcmp(cmd, "release") || !strcmp(cmd, "resume"))
 		return cmd_release(argc - 1, argv + 1, !strcmp(cmd, "release"));
+	if (!strcmp(cmd, "detach") && argc == 2)
+		return cmd_detach(argv[1]);
 	if (!strcmp(cmd, "hook") && argc >= 3)
 		return cmd_hook(argv[1], argv[2], argc >= 4 ? argv[3] : "-");
 	if (!strcmp(cmd, "domxml-patch")) {

@@ -9,7 +9,8 @@
  *
  * Two modes:
  *   libvirt    (default) every running domain with a virtio balloon on --uri;
- *   plain QEMU --qmp PATH [--agent PATH]: one VM, its QMP socket and its agent channel.
+ *   plain QEMU --qmp PATH [--agent PATH] [--name NAME], once per VM: each VM's QMP socket
+ *              and agent channel.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,9 +46,12 @@ static void usage(FILE *f)
 	    "Modes:\n"
 	    "  (default)              manage every running libvirt domain with a balloon\n"
 	    "  --uri URI              libvirt connection (default qemu:///system)\n"
-	    "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
+	    "  --qmp PATH             plain-QEMU mode: a VM through its QMP socket (give\n"
+	    "                         --qmp once per VM; --agent and --name after a --qmp\n"
+	    "                         are that VM's)\n"
 	    "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
-	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
+	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu,\n"
+	    "                         qemu2, ...)\n"
 	    "\n"
 	    "Options:\n"
 	    "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
@@ -71,6 +75,7 @@ static void usage(FILE *f)
 	    "Flags override the config file.  Its sections and keys:\n"
 	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
 	    "               ept_dir young_dump_dir state_dir observe_only\n"
+	    "               call_timeout domains\n"
 	    "  [metrics]    listen\n"
 	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
 	    "               mem_available_low major_faults_high agent_silence\n"
@@ -136,7 +141,12 @@ int main(int argc, char **argv)
 	static struct mtd_config cfg;
 	struct flag_set flags[32];
 	size_t nr_flags = 0;
-	const char *config_path = DEFAULT_CONFIG, *qmp = NULL, *agent = NULL, *name = "qemu";
+	const char *config_path = DEFAULT_CONFIG, *qmp = NULL;
+	/* Plain-QEMU VMs in the order of their --qmp; --agent and --name given before the
+	 * first --qmp are the first VM's, as with a single VM. */
+	static const char *qmps[MTD_MAX_QMP_VMS], *agents[MTD_MAX_QMP_VMS], *names[MTD_MAX_QMP_VMS];
+	static char default_names[MTD_MAX_QMP_VMS][16];
+	unsigned nq = 0;
 	bool config_given = false, use_syslog = false, foreground = false;
 	char err[256];
 	int opt, idx = 0;
@@ -187,14 +197,26 @@ int main(int argc, char **argv)
 			f.key = "state_dir";
 			break;
 		case OPT_QMP:
-			qmp = optarg;
+			if (nq == MTD_MAX_QMP_VMS) {
+				fprintf(stderr, "memtided: at most %d --qmp VMs\n",
+					MTD_MAX_QMP_VMS);
+				return 2;
+			}
+			qmps[nq++] = optarg;
+			qmp = qmps[0];
 			break;
 		case OPT_AGENT:
-			agent = optarg;
+		case OPT_NAME: {
+			const char **slot =
+			    opt == OPT_AGENT ? &agents[nq ? nq - 1 : 0] : &names[nq ? nq - 1 : 0];
+			if (*slot) {
+				fprintf(stderr, "memtided: two --%s for one --qmp VM\n",
+					opt == OPT_AGENT ? "agent" : "name");
+				return 2;
+			}
+			*slot = optarg;
 			break;
-		case OPT_NAME:
-			name = optarg;
-			break;
+		}
 		case OPT_CONFIG:
 			config_path = optarg;
 			config_given = true;
@@ -223,14 +245,36 @@ int main(int argc, char **argv)
 		fprintf(stderr, "memtided: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return 2;
 	}
-	if (agent && !qmp) {
+	if (agents[0] && !qmp) {
 		fprintf(stderr, "memtided: --agent needs --qmp (in libvirt mode the agent channel "
 				"comes from the domain XML)\n");
 		return 2;
 	}
-	if (qmp && (strlen(name) == 0 || strlen(name) >= MTD_NAME_MAX)) {
-		fprintf(stderr, "memtided: --name must be 1..%d characters\n", MTD_NAME_MAX - 1);
-		return 2;
+	for (unsigned i = 0; i < nq; i++) {
+		if (!names[i]) {
+			snprintf(default_names[i], sizeof(default_names[i]), i ? "qemu%u" : "qemu",
+				 i + 1);
+			names[i] = default_names[i];
+		}
+		if (strlen(names[i]) == 0 || strlen(names[i]) >= MTD_NAME_MAX) {
+			fprintf(stderr, "memtided: --name must be 1..%d characters\n",
+				MTD_NAME_MAX - 1);
+			return 2;
+		}
+		if (!qmps[i] || strlen(qmps[i]) >= MTD_PATH_MAX ||
+		    (agents[i] && strlen(agents[i]) >= MTD_PATH_MAX)) {
+			fprintf(stderr,
+				"memtided: --qmp and --agent paths must be shorter than %d "
+				"characters\n",
+				MTD_PATH_MAX);
+			return 2;
+		}
+		for (unsigned k = 0; k < i; k++)
+			if (!strcmp(names[k], names[i])) {
+				fprintf(stderr, "memtided: two VMs named '%s' (--name)\n",
+					names[i]);
+				return 2;
+			}
 	}
 
 	/* Step 1: settings: defaults, then the file, then flags. */
@@ -247,14 +291,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err)) < 0 ||
+	if (mtd_ctl_config_finish(&cfg.ctl, err, sizeof(err)) < 0 ||
 	    mtd_config_validate(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "memtided: %s\n", err);
 		return 2;
 	}
-	/* The agent must be heard within the silence window: at least two intervals. */
-	if (cfg.ctl.agent_silence_ms < 2 * cfg.ctl.interval_ms)
-		cfg.ctl.agent_silence_ms = 2 * cfg.ctl.interval_ms;
 
 	/* Step 2: logging and the process. */
 	enum mtd_log_level level;
@@ -296,8 +337,15 @@ int main(int argc, char **argv)
 	if (qmp) {
 		d->mode = MTD_MODE_QMP;
 		snprintf(d->qmp_path, sizeof(d->qmp_path), "%s", qmp);
-		snprintf(d->agent_path, sizeof(d->agent_path), "%s", agent ? agent : "");
-		snprintf(d->vm_name, sizeof(d->vm_name), "%s", name);
+		snprintf(d->agent_path, sizeof(d->agent_path), "%s", agents[0] ? agents[0] : "");
+		snprintf(d->vm_name, sizeof(d->vm_name), "%s", names[0]);
+		for (unsigned i = 1; i < nq; i++) {
+			struct mtd_qmp_vm *v = &d->more_qmp[d->nr_more_qmp++];
+			snprintf(v->qmp_path, sizeof(v->qmp_path), "%s", qmps[i]);
+			snprintf(v->agent_path, sizeof(v->agent_path), "%s",
+				 agents[i] ? agents[i] : "");
+			snprintf(v->name, sizeof(v->name), "%s", names[i]);
+		}
 	}
 	/* Step 4: the front ends, reading the core through mtd.h.  The control socket comes
 	 * first: if another memtided owns it, this one must not touch any balloon. */

@@ -6,9 +6,17 @@
  * together).  Label values (domain names come from libvirt, i.e. from whoever defined the
  * domain) are escaped as the format requires: backslash, double quote and newline.
  *
- * The HTTP side is libmicrohttpd with its internal polling thread (one thread, one request at
- * a time, at most 32 connections, 10 s idle timeout), bound to [metrics] listen (loopback by
- * default).
+ * The HTTP side is libmicrohttpd with its internal polling thread (epoll, one thread, one
+ * request at a time), bound to [metrics] listen (loopback by default, so any local user can
+ * connect).  A slow client must not hold the endpoint: MHD's idle timeout alone is reset by
+ * every byte, so 32 connections trickling a header byte every few seconds used to hold
+ * every slot for good.  Three limits now:
+ *   - at most MAX_CONNS connections, and MAX_CONNS_PER_IP from one source address;
+ *   - a request deadline: every connection must have sent a whole request within
+ *     REQUEST_DEADLINE_S of being accepted or of its previous answer, whatever it trickles,
+ *     or a watchdog thread shuts its socket down (MHD then closes it);
+ *   - MHD's own idle timeout for a client that stops reading its answer.
+ * A slot held by a slow client is thus free again within REQUEST_DEADLINE_S.
  */
 #include "metrics.h"
 
@@ -24,7 +32,18 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 #include <urcu.h>
+
+#define MAX_CONNS          256U
+#define MAX_CONNS_PER_IP   128U
+#define REQUEST_DEADLINE_S 5U
+#define IDLE_TIMEOUT_S     5U
 
 struct buf {
 	char *p;
@@ -157,6 +176,10 @@ SAMPLER(c_reclaim_requested, "%" PRIu64, st->counters.reclaim_requested_bytes)
 SAMPLER(c_reclaimed, "%" PRIu64, st->counters.reclaimed_bytes)
 SAMPLER(c_refused, "%" PRIu64, st->counters.refused_steps)
 SAMPLER(c_refaults, "%" PRIu64, st->counters.refaults)
+SAMPLER(s_peer_down, "%d", st->peer_unresponsive_since_ms ? 1 : 0)
+SAMPLER(s_tick_gap, "%.3f", (double)st->tick_gap_ms / 1000.0)
+SAMPLER(s_late, "%" PRIu64, st->ticks_late)
+SAMPLER(s_behind, "%d", st->behind ? 1 : 0)
 #undef SAMPLER
 
 /* One sample per idle age the estimate has.  A VM with no estimate yet has every age at 0:
@@ -331,6 +354,17 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	per_vm(d, &b, "memtide_vm_refaults_total", "counter",
 	       "4 KiB pages refaulted after reclaim (libvmm's and the guest's count, the larger).",
 	       c_refaults);
+	per_vm(d, &b, "memtide_vm_peer_unresponsive", "gauge",
+	       "1 while the VM's QMP socket or libvirt does not answer within call_timeout.",
+	       s_peer_down);
+	per_vm(d, &b, "memtide_vm_tick_gap_seconds", "gauge",
+	       "Time between the VM's last two control ticks (the interval when on time).",
+	       s_tick_gap);
+	per_vm(d, &b, "memtide_vm_ticks_late_total", "counter",
+	       "Control ticks that came more than 1.5 intervals after the one before.", s_late);
+	per_vm(d, &b, "memtide_vm_behind", "gauge",
+	       "1 while the VM's loop falls behind its interval (3 late ticks in a row).",
+	       s_behind);
 	if (b.oom) {
 		free(b.p);
 		return NULL;
@@ -340,10 +374,102 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 
 /* ---- HTTP --------------------------------------------------------------------------------- */
 
+/* One live connection, for the request deadline.  Linked while MHD has it open. */
+struct conn {
+	int fd;
+	uint64_t due_ms; /* a whole request by then, or shut down */
+	bool cut;        /* shut down already */
+	struct conn *prev, *next;
+};
+
 struct mtd_metrics {
 	struct mtd_daemon *d;
 	struct MHD_Daemon *mhd;
+	pthread_mutex_t lock; /* guards conns */
+	struct conn conns;    /* list head */
+	pthread_t watchdog;
+	int stop_fd; /* eventfd: ends the watchdog */
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* MHD tells of every connection it opens and closes (on its own thread).  CLOSED comes
+ * before MHD closes the fd, so the watchdog never shuts down a reused descriptor. */
+static void on_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+		    enum MHD_ConnectionNotificationCode toe)
+{
+	struct mtd_metrics *m = cls;
+	struct conn *k = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		k = calloc(1, sizeof(*k));
+		if (!k || !ci)
+			goto fail;
+		k->fd = ci->connect_fd;
+		k->due_ms = mono_ms() + REQUEST_DEADLINE_S * 1000;
+		pthread_mutex_lock(&m->lock);
+		k->next = m->conns.next;
+		k->prev = &m->conns;
+		m->conns.next->prev = k;
+		m->conns.next = k;
+		pthread_mutex_unlock(&m->lock);
+		*socket_context = k;
+		return;
+	fail:
+		free(k);
+		*socket_context = NULL;
+		return;
+	}
+	if (!k)
+		return;
+	pthread_mutex_lock(&m->lock);
+	k->prev->next = k->next;
+	k->next->prev = k->prev;
+	pthread_mutex_unlock(&m->lock);
+	free(k);
+	*socket_context = NULL;
+}
+
+/* A whole request arrived: the next one is due REQUEST_DEADLINE_S from now. */
+static void conn_answered(struct mtd_metrics *m, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *k = ci ? ci->socket_context : NULL;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&m->lock);
+	k->due_ms = mono_ms() + REQUEST_DEADLINE_S * 1000;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* Every 250 ms: shut down connections past their request deadline. */
+static void *watchdog(void *arg)
+{
+	struct mtd_metrics *m = arg;
+	struct pollfd p = {.fd = m->stop_fd, .events = POLLIN};
+
+	while (poll(&p, 1, 250) == 0 || (p.revents == 0 && errno == EINTR)) {
+		uint64_t now = mono_ms();
+		pthread_mutex_lock(&m->lock);
+		for (struct conn *k = m->conns.next; k != &m->conns; k = k->next) {
+			if (!k->cut && now >= k->due_ms) {
+				(void)shutdown(k->fd, SHUT_RDWR);
+				k->cut = true;
+			}
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
+	return NULL;
+}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, const char *type, char *text,
 			     enum MHD_ResponseMemoryMode mode)
@@ -373,6 +499,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)con_cls;
 	if (*upload_size)
 		return MHD_NO; /* no request bodies */
+	conn_answered(m, c);
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
 		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", bad_method,
 			     MHD_RESPMEM_PERSISTENT);
@@ -389,6 +516,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return MHD_NO;
 	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
 		     MHD_RESPMEM_MUST_FREE);
+}
+
+static void stop_watchdog(struct mtd_metrics *m)
+{
+	uint64_t one = 1;
+
+	if (write(m->stop_fd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(m->watchdog, NULL);
+	close(m->stop_fd);
+	pthread_mutex_destroy(&m->lock);
 }
 
 int mtd_metrics_start(struct mtd_daemon *d, const char *addr, int port, struct mtd_metrics **out,
@@ -419,10 +556,24 @@ int mtd_metrics_start(struct mtd_daemon *d, const char *addr, int port, struct m
 		return -ENOMEM;
 	}
 	m->d = d;
-	m->mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, m,
-				  MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, 32U,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
+	pthread_mutex_init(&m->lock, NULL);
+	m->conns.next = m->conns.prev = &m->conns;
+	m->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (m->stop_fd < 0 || pthread_create(&m->watchdog, NULL, watchdog, m) != 0) {
+		snprintf(err, errlen, "metrics: cannot start the watchdog thread");
+		if (m->stop_fd >= 0)
+			close(m->stop_fd);
+		pthread_mutex_destroy(&m->lock);
+		free(m);
+		return -EAGAIN;
+	}
+	m->mhd = MHD_start_daemon(flags | MHD_USE_EPOLL, (uint16_t)port, NULL, NULL, handle, m,
+				  MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT, MAX_CONNS,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, MAX_CONNS_PER_IP,
+				  MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_conn, m, MHD_OPTION_END);
 	if (!m->mhd) {
+		stop_watchdog(m);
 		snprintf(err, errlen,
 			 "cannot serve metrics on %s%s%s:%d (port in use? [metrics] listen = "
 			 "ADDRESS:PORT, or --no-metrics)",
@@ -439,6 +590,7 @@ void mtd_metrics_stop(struct mtd_metrics *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->mhd);
+	MHD_stop_daemon(m->mhd); /* closes every connection: the list is empty after */
+	stop_watchdog(m);
 	free(m);
 }

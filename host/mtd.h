@@ -146,6 +146,14 @@ struct mtd_vm_status {
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
 
+	/* The hypervisor peer (QMP socket or libvirt) and the loop's own timing. */
+	uint64_t peer_unresponsive_since_ms; /* a call timed out then (0: the peer answers) */
+	char peer_call[40];                  /* the call that timed out first ("balloon read") */
+	uint64_t tick_gap_ms;                /* between the last two scheduled ticks */
+	uint64_t ticks_late;                 /* ticks that came over 1.5 intervals after the last */
+	bool behind;                         /* 3 late ticks in a row, until 3 on time */
+	bool detaching;                      /* detach asked; the loop is on its way out */
+
 	struct mtd_vm_counters counters;
 	bool observe; /* observe-only in force (host-wide or the policy's): nothing is done */
 	uint64_t returned_bytes;  /* what memtide returned to the host: the balloon's hold, and
@@ -181,8 +189,10 @@ int mtd_daemon_foreach_vm(struct mtd_daemon *d,
 int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_status *out);
 
 /* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno.
- * Detach leaves the VM at the size it has (and keeps its state file: a later attach
- * resumes from it). */
+ * Detach is asynchronous and never waits on the VM: it asks the VM's loop to leave and
+ * returns (0, -ENOENT, or -EALREADY when a detach is under way); the snapshot says
+ * detaching=true until the loop has left, then the VM is gone from the registry.  The VM
+ * is left at the size it has, and its state file stays (a later attach resumes from it). */
 int mtd_daemon_attach(struct mtd_daemon *d, const char *name);
 int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
 

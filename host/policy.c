@@ -487,6 +487,8 @@ void mtd_config_default(struct mtd_config *cfg)
 	snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "/run/memtide/ept");
 	cfg->sim_hot_percent = 25;
 	cfg->stats_period_s = 2;
+	cfg->call_timeout_ms = 5000;
+	snprintf(cfg->domains, sizeof(cfg->domains), "*");
 	mtd_ctl_config_default(&cfg->ctl);
 	cfg->arbiter_interval_ms = 2000;
 	cfg->arb.settle_ms = 10000;
@@ -541,6 +543,15 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		return mtd_parse_ms(v, &c->ctl.interval_ms) < 0
 			   ? bad(err, errlen, k, "a duration such as 5s", v)
 			   : 0;
+	if (!strcmp(k, "domains"))
+		return set_str(c->domains, sizeof(c->domains), v, k, err, errlen);
+	if (!strcmp(k, "call_timeout")) {
+		uint64_t ms;
+		if (mtd_parse_ms(v, &ms) < 0 || ms < 100 || ms > 600000)
+			return bad(err, errlen, k, "a duration from 100ms to 10min", v);
+		c->call_timeout_ms = ms;
+		return 0;
+	}
 	if (!strcmp(k, "stats_period")) {
 		if (parse_uint(v, 3600, &u) < 0 || u == 0)
 			return bad(err, errlen, k, "seconds 1..3600", v);

@@ -56,6 +56,11 @@ struct mtd_config {
 	char young_dump_dir[MTD_PATH_MAX]; /* [daemon] young_dump_dir: "" off (diagnostic) */
 	unsigned sim_hot_percent;          /* [sim] hot_percent: share of RAM the sim touches */
 	unsigned stats_period_s;           /* [daemon] stats_period: balloon stats polling, s */
+	char domains[MTD_PATH_MAX];        /* [daemon] domains: libvirt mode manages only domains
+					    * whose name matches this glob (fnmatch; "*": all) */
+	uint64_t call_timeout_ms;          /* [daemon] call_timeout: one QMP or libvirt call of a
+					    * VM at most this long, then the VM's peer is
+					    * unresponsive */
 	struct mtd_ctl_config ctl;         /* [controller] */
 	struct mtd_arbiter_config arb;     /* [host] */
 	uint64_t arbiter_interval_ms;      /* [host] interval */

@@ -131,6 +131,15 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	json_object_object_add(o, "resumed", json_object_new_boolean(st->resumed));
 	put_str(o, "last_error", st->last_error);
 	put_str(o, "source", st->source[0] ? st->source : "none");
+	/* The hypervisor peer and the loop's timing (docs/control-socket.md). */
+	json_object_object_add(o, "peer_unresponsive",
+			       json_object_new_boolean(st->peer_unresponsive_since_ms != 0));
+	put_u64(o, "peer_unresponsive_since_ms", st->peer_unresponsive_since_ms);
+	put_str(o, "peer_call", st->peer_call);
+	put_u64(o, "tick_gap_ms", st->tick_gap_ms);
+	put_u64(o, "ticks_late", st->ticks_late);
+	json_object_object_add(o, "behind", json_object_new_boolean(st->behind));
+	json_object_object_add(o, "detaching", json_object_new_boolean(st->detaching));
 	if (!full)
 		return o;
 	put_str(o, "source_detail", st->source_detail);

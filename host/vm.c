@@ -57,7 +57,10 @@ int mtd_vm_new(struct mtd_daemon *d, const char *name, const char *uuid,
 
 	if (!vm)
 		return -ENOMEM;
+	static atomic_uint_fast64_t next_serial = 1;
+
 	vm->d = d;
+	vm->serial = atomic_fetch_add(&next_serial, 1);
 	snprintf(vm->name, sizeof(vm->name), "%s", name);
 	snprintf(vm->uuid, sizeof(vm->uuid), "%s", uuid ? uuid : "");
 	vm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -65,6 +65,7 @@ struct mtd_vm {
 	/* ---- identity and registry (immutable after mtd_vm_new) ---- */
 	char name[MTD_NAME_MAX];
 	char uuid[37];
+	uint64_t serial; /* unique per mtd_vm_new: tells two VMs of one name apart */
 	struct mtd_daemon *d;
 	struct cds_lfht_node node; /* in the registry's hash table, keyed by name */
 	struct rcu_head rcu;       /* for freeing after removal */
@@ -75,6 +76,7 @@ struct mtd_vm {
 	/* ---- mailbox: other threads -> loop ---- */
 	int wake_fd;                  /* eventfd: a write wakes the loop at once */
 	atomic_bool stop;             /* leave the loop; the VM keeps the size it has */
+	atomic_bool detaching;        /* detach asked (the loop is on its way out) */
 	atomic_uint squeeze_permille; /* host arbiter's squeeze, 0..1000 */
 	/* loop -> arbiter: what a full squeeze could still take, target - max(floor, working
 	 * set at the cold age threshold), and what the balloon has yet to take, actual -
@@ -140,6 +142,11 @@ struct mtd_vm {
 	bool state_failing;              /* saving fails: told once per outage */
 	bool observing;                  /* observe-only was in force at the last step */
 	bool history_warned;             /* a failed history write was logged (once) */
+	uint64_t peer_down_since_ms; /* first call the peer did not answer (0: answering) */
+	uint64_t peer_next_probe_ms; /* while down: no balloon call before this */
+	unsigned peer_probes;        /* unanswered probes in a row (backoff exponent) */
+	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
+	unsigned late_in_row, ontime_in_row;
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */
@@ -188,6 +195,11 @@ int mtd_vm_loop_start(struct mtd_vm *vm);
 /* Ask the loop to stop and join it.  The VM keeps the size it has; its state is saved
  * (or removed, when vm->forget says the domain is gone). */
 void mtd_vm_loop_stop(struct mtd_vm *vm);
+/* Ask the loop to stop without waiting (the VM keeps its size, as above); when detach, it
+ * queues MTD_WORK_REAP once done. */
+void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool detach);
+/* Join the loop by deadline_ms (CLOCK_MONOTONIC).  0, or -ETIMEDOUT (still running). */
+int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms);
 /* Ask for a release (true) or a resume (false) of the VM; the loop takes it at once. */
 void mtd_vm_release(struct mtd_vm *vm, bool release);
 

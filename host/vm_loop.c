@@ -29,13 +29,31 @@
  * is not recorded as done: the current target is sent again each tick until the hypervisor
  * takes it, and again after the actuator reconnects to the same QEMU; a QEMU that was
  * restarted meanwhile (a new process behind the socket) is started over from its size.
+ *
+ * Peer health.  Every balloon call (QMP or libvirt) is bounded by [daemon] call_timeout
+ * (qmp.c, bounded_call.c).  A call that times out marks the VM's peer unresponsive: one log
+ * line, the status says since when and which call, and from then on the loop probes the peer
+ * with one call at a time after 1, 2, 4 ... 30 s instead of every tick, carrying on with the
+ * agent and its status meanwhile.  The first call that answers ends it (logged with its
+ * duration).  Nothing is actuated while the peer is unresponsive: the VM stays as it is, and
+ * the current target is sent once it answers again.
+ *
+ * Overload.  The loops run at nice +LOOP_NICE, so the control socket's thread and the main
+ * thread (nice 0) win the CPU when the loops saturate it (measured in bench/daemon_scale.py:
+ * 256 simulated VMs at 1 s with a CPU hog beside them).  A loop that cannot keep its interval
+ * skips the ticks it missed rather than bursting (the ticks stretch, evenly across VMs since
+ * they share one nice level), counts them (ticks_late), and says so once when it falls
+ * behind and once when it is back.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +69,9 @@
 #define RELEASE_TICK_MS     1000 /* a release climbs once a second, whatever the interval */
 #define BALLOON_ERROR_AFTER 3    /* failed actuations in a row before the VM shows ERROR */
 #define EVICT_BATCH         64
+#define LOOP_NICE           10    /* loops yield the CPU to the front ends and main thread */
+#define PEER_PROBE_MAX_MS   30000 /* an unresponsive peer is probed at least this often */
+#define BEHIND_AFTER        3     /* late ticks in a row before "falling behind" is said */
 
 /*
  * Idle ages of the published working-set estimate: 2, 4 and 8 intervals and the oldest age
@@ -92,6 +113,69 @@ static bool wait_wake(struct mtd_vm *vm, int timeout_ms)
 		/* drained by someone else: fine */
 	}
 	return atomic_load(&vm->stop);
+}
+
+/* ---- peer health ------------------------------------------------------------------------ */
+
+/* A failure that means the peer does not answer (as opposed to refusing or being gone). */
+static bool peer_silent(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -EAGAIN || rc == -EBUSY;
+}
+
+/* May a balloon call be made now?  While the peer is unresponsive, one probe at a time. */
+static bool peer_may_call(struct mtd_vm *vm, uint64_t now_ms)
+{
+	return !vm->peer_down_since_ms || now_ms >= vm->peer_next_probe_ms;
+}
+
+/* Record a balloon call's outcome: the start and the end of an unresponsive peer. */
+static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, int rc,
+		      const char *err)
+{
+	uint64_t now = mono_ms();
+	char why[120];
+
+	if (peer_silent(rc) && (!err || !*err)) {
+		if (rc == -ETIMEDOUT)
+			snprintf(why, sizeof(why), "no answer within %" PRIu64 " ms",
+				 vm->d->cfg.call_timeout_ms);
+		else if (rc == -EAGAIN)
+			snprintf(why, sizeof(why),
+				 "QEMU does not accept connections (backlog full)");
+		else
+			snprintf(why, sizeof(why), "an earlier call has not returned");
+		err = why;
+	}
+	if (peer_silent(rc)) {
+		unsigned shift = vm->peer_probes < 5 ? vm->peer_probes : 5;
+		uint64_t wait_ms = 1000ULL << shift;
+
+		if (wait_ms > PEER_PROBE_MAX_MS)
+			wait_ms = PEER_PROBE_MAX_MS;
+		vm->peer_next_probe_ms = now + wait_ms;
+		vm->peer_probes++;
+		if (!vm->peer_down_since_ms) {
+			vm->peer_down_since_ms = started_ms ? started_ms : now;
+			snprintf(vm->draft.peer_call, sizeof(vm->draft.peer_call), "%s", call);
+			mtd_warn(
+			    "%s: %s unresponsive: %s: %s; the VM is left as it is, and the peer "
+			    "probed again after 1, 2, 4 ... %d s",
+			    vm->name, vm->balloon->name, call, err && *err ? err : strerror(-rc),
+			    PEER_PROBE_MAX_MS / 1000);
+		}
+		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error),
+			 "%s unresponsive: %.40s: %.90s", vm->balloon->name, call,
+			 err && *err ? err : strerror(-rc));
+	} else if (vm->peer_down_since_ms && rc != -ECANCELED) {
+		mtd_notice("%s: %s answers again after %" PRIu64 " s", vm->name, vm->balloon->name,
+			   (now - vm->peer_down_since_ms) / 1000);
+		vm->peer_down_since_ms = 0;
+		vm->peer_probes = 0;
+		vm->draft.peer_call[0] = '\0';
+		vm->draft.last_error[0] = '\0';
+	}
+	vm->draft.peer_unresponsive_since_ms = vm->peer_down_since_ms;
 }
 
 /* ---- attach ----------------------------------------------------------------------------- */
@@ -146,7 +230,10 @@ static int attach(struct mtd_vm *vm)
 
 	/* The hypervisor side first: without a balloon there is nothing to steer. */
 	for (;;) {
+		uint64_t t0 = mono_ms();
+		err[0] = '\0';
 		rc = vm->balloon->open(vm->balloon_ctx, &vm->domain_bytes, err, sizeof(err));
+		peer_note(vm, "open", t0, rc, err);
 		if (rc == 0)
 			break;
 		set_error(vm, "", err);
@@ -212,7 +299,9 @@ static int attach(struct mtd_vm *vm)
 	/* Free page reporting returns what the agent's reclaim frees: without it the guest
 	 * keeps those pages, so say so once, loudly. */
 	bool on = false;
+	uint64_t t0 = mono_ms();
 	rc = vm->balloon->fpr(vm->balloon_ctx, &on);
+	peer_note(vm, "free-page-reporting query", t0, rc, NULL);
 	vm->fpr_known = rc == 0;
 	vm->fpr_on = on;
 	if (rc == 0 && !on)
@@ -371,8 +460,12 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 	const struct mtd_config *cfg = &vm->d->cfg;
 	struct mtd_balloon_stats bs;
 	uint64_t actual = 0, seq;
-	int rc = vm->balloon->read(vm->balloon_ctx, &actual, &bs);
+	int rc = -EAGAIN;
 
+	if (peer_may_call(vm, t->now_ms)) {
+		rc = vm->balloon->read(vm->balloon_ctx, &actual, &bs);
+		peer_note(vm, "balloon read", t->now_ms, rc, NULL);
+	}
 	if (rc == 0) {
 		if (vm->read_failing)
 			mtd_notice("%s: the balloon answers again (actual %" PRIu64 " MiB)",
@@ -405,7 +498,7 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 				   "(deflate-on-oom): it keeps them",
 				   vm->name, (actual - vm->applied_bytes) / MiB);
 		}
-	} else {
+	} else if (!vm->peer_down_since_ms) { /* an unresponsive peer is told by peer_note */
 		if (!vm->read_failing)
 			mtd_warn("%s: cannot reach the balloon (%s): its size is left as it is; "
 				 "trying again each tick",
@@ -632,7 +725,18 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 	if (!first && !vm->apply_pending && out->balloon_bytes <= prev &&
 	    prev - out->balloon_bytes < cfg->ctl.min_change_bytes)
 		return;
-	if (vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err)) < 0) {
+	if (vm->peer_down_since_ms) {
+		vm->apply_pending = true; /* sent once the peer answers again */
+		return;                   /* nothing is actuated through a peer that does not answer */
+	}
+	uint64_t t0 = mono_ms();
+	int rc = vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err));
+	peer_note(vm, "balloon target", t0, rc, err);
+	if (rc < 0 && vm->peer_down_since_ms) {
+		vm->apply_pending = true; /* said once by peer_note; not an actuator error */
+		return;
+	}
+	if (rc < 0) {
 		vm->balloon_failures++;
 		vm->draft.counters.balloon_errors++;
 		set_error(vm, "balloon: ", err);
@@ -932,7 +1036,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	} else if (vm->bstats.valid && vm->bstats.has_available) {
 		st->guest_mem_available_bytes = vm->bstats.available_bytes;
 	}
-	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR)
+	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR && !vm->peer_down_since_ms)
 		st->last_error[0] = '\0';
 	(void)mtd_vm_publish(vm);
 	mtd_debug("%s: actual %" PRIu64 " MiB host rss %" PRIu64 " MiB balloon %" PRIu64
@@ -976,6 +1080,41 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool age, uint64_t extra_ne
 }
 
 /* ---- the thread ------------------------------------------------------------------------- */
+
+/*
+ * A scheduled tick starts: how long since the last one?  More than 1.5 intervals is late
+ * (the CPU is short, or a call took long).  BEHIND_AFTER late ticks in a row are said once
+ * ("falling behind"), and as many on time once more ("back on its interval").
+ */
+static void note_tick_gap(struct mtd_vm *vm, uint64_t now_ms)
+{
+	uint64_t interval = vm->d->cfg.ctl.interval_ms;
+	uint64_t gap = vm->last_sched_tick_ms ? now_ms - vm->last_sched_tick_ms : interval;
+	bool late = gap * 2 > interval * 3;
+
+	vm->last_sched_tick_ms = now_ms;
+	vm->draft.tick_gap_ms = gap;
+	if (late) {
+		vm->draft.ticks_late++;
+		vm->ontime_in_row = 0;
+		if (++vm->late_in_row == BEHIND_AFTER && !vm->draft.behind) {
+			vm->draft.behind = true;
+			mtd_notice(
+			    "%s: falling behind its interval: %u ticks in a row came late, the "
+			    "last after %" PRIu64 " ms (interval %" PRIu64 " ms); the host's CPU "
+			    "is short or its peer slow",
+			    vm->name, BEHIND_AFTER, gap, interval);
+		}
+	} else {
+		vm->late_in_row = 0;
+		if (++vm->ontime_in_row == BEHIND_AFTER && vm->draft.behind) {
+			vm->draft.behind = false;
+			mtd_notice("%s: back on its interval (%" PRIu64 " ms); %" PRIu64
+				   " late ticks so far",
+				   vm->name, interval, vm->draft.ticks_late);
+		}
+	}
+}
 
 /* What other threads asked for: a policy, a release or a resume.  True when something
  * changed that a tick should act on now. */
@@ -1031,7 +1170,20 @@ static void *loop_main(void *arg)
 	const struct mtd_config *cfg = &vm->d->cfg;
 	uint64_t next_tick;
 
+	char tname[16];
+	snprintf(tname, sizeof(tname), "vm:%.12s", vm->name); /* top -H, perf */
+	(void)pthread_setname_np(pthread_self(), tname);
 	rcu_register_thread();
+	/* Whatever thread started it, a loop runs under the normal policy, and at nice
+	 * +LOOP_NICE: per-thread on Linux, so only this loop (and the call worker it starts)
+	 * yields. */
+	struct sched_param sp = {.sched_priority = 0};
+	(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	errno = 0;
+	int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	if (errno == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid),
+				  nice_now + LOOP_NICE > 19 ? 19 : nice_now + LOOP_NICE);
 	int rc = attach(vm);
 	if (rc < 0) {
 		if (rc != -ECANCELED) {
@@ -1048,6 +1200,7 @@ static void *loop_main(void *arg)
 		uint64_t now = mono_ms();
 		bool asked = take_mail(vm, now);
 		if (now >= next_tick) {
+			note_tick_gap(vm, now);
 			tick(vm, now, true, 0);
 			next_tick += cfg->ctl.interval_ms;
 			if (next_tick <= now) /* fell behind (slow call): skip, do not burst */
@@ -1086,6 +1239,9 @@ static void *loop_main(void *arg)
 				tick(vm, now, false, need);
 		}
 	}
+	/* Say at once that it is on its way out (saving the state below may take a moment). */
+	vm->draft.detaching = atomic_load(&vm->detaching);
+	(void)mtd_vm_publish(vm);
 	/* Leaving (daemon exit, detach): the VM keeps the size it has.  Its state stays for the
 	 * next memtided, unless the domain is gone. */
 	if (vm->forget)
@@ -1102,6 +1258,9 @@ out:
 	mtd_agent_link_free(vm->agent);
 	vm->agent = NULL;
 	rcu_unregister_thread();
+	/* Last: once queued, the main thread may join and free vm. */
+	if (atomic_load(&vm->detaching) && mtd_daemon_queue_reap(vm->d, vm->name, vm->serial) < 0)
+		mtd_err("%s: cannot queue its removal; it stays listed as detached", vm->name);
 	return NULL;
 }
 
@@ -1112,6 +1271,10 @@ int mtd_vm_loop_start(struct mtd_vm *vm)
 
 	pthread_attr_init(&a);
 	pthread_attr_setstacksize(&a, LOOP_STACK_BYTES);
+	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED); /* never a caller's RT policy */
+	pthread_attr_setschedpolicy(&a, SCHED_OTHER);
+	struct sched_param sp = {.sched_priority = 0};
+	pthread_attr_setschedparam(&a, &sp);
 	rc = pthread_create(&vm->thread, &a, loop_main, vm);
 	pthread_attr_destroy(&a);
 	if (rc)
@@ -1126,6 +1289,39 @@ void mtd_vm_release(struct mtd_vm *vm, bool release)
 	vm->release_cmd = release ? 1 : -1;
 	pthread_mutex_unlock(&vm->mbox_lock);
 	mtd_vm_wake(vm);
+}
+
+void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool detach)
+{
+	if (detach)
+		atomic_store(&vm->detaching, true);
+	atomic_store(&vm->stop, true);
+	mtd_vm_wake(vm);
+}
+
+int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms)
+{
+	if (!vm->thread_started)
+		return 0;
+	for (;;) {
+		/* pthread_timedjoin_np takes CLOCK_REALTIME: wait in short steps instead. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		int rc = pthread_timedjoin_np(vm->thread, NULL, &ts);
+		if (rc == 0) {
+			vm->thread_started = false;
+			return 0;
+		}
+		if (rc != ETIMEDOUT)
+			return -rc;
+		if (mono_ms() >= deadline_ms)
+			return -ETIMEDOUT;
+	}
 }
 
 void mtd_vm_loop_stop(struct mtd_vm *vm)

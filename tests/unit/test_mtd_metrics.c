@@ -65,11 +65,21 @@ static const char *const unitless_gauges[] = {
     "memtide_vm_free_page_reporting",
     "memtide_observe_only",
     "memtide_vm_observe_only",
+    "memtide_vm_peer_unresponsive",
+    "memtide_vm_behind",
 };
 static const char *const boolean_gauges[] = {
-    "memtide_observe_only",         "memtide_vm_observe_only",     "memtide_up",
-    "memtide_libvirt_connected",    "memtide_host_under_pressure", "memtide_vm_state",
-    "memtide_vm_return_by_reclaim", "memtide_vm_agent_connected",  "memtide_vm_free_page_reporting",
+    "memtide_vm_peer_unresponsive",
+    "memtide_vm_behind",
+    "memtide_observe_only",
+    "memtide_vm_observe_only",
+    "memtide_up",
+    "memtide_libvirt_connected",
+    "memtide_host_under_pressure",
+    "memtide_vm_state",
+    "memtide_vm_return_by_reclaim",
+    "memtide_vm_agent_connected",
+    "memtide_vm_free_page_reporting",
 };
 
 static bool in(const char *name, const char *const *list, size_t n)

@@ -318,13 +318,36 @@ static void test_metrics_listen(void **state)
 			fail_msg("'%s' accepted", bad[i]);
 }
 
+/* [daemon] call_timeout (bounded, a duration) and domains (a glob, any text but empty). */
+static void test_daemon_isolation_keys(void **state)
+{
+	struct mtd_config c;
+	char err[200];
+
+	(void)state;
+	mtd_config_default(&c);
+	assert_int_equal(c.call_timeout_ms, 5000);
+	assert_string_equal(c.domains, "*");
+	assert_int_equal(mtd_config_set(&c, "daemon", "call_timeout", "2s", err, sizeof(err)), 0);
+	assert_int_equal(c.call_timeout_ms, 2000);
+	assert_int_equal(mtd_config_set(&c, "daemon", "call_timeout", "50ms", err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "call_timeout must be"));
+	assert_int_equal(mtd_config_set(&c, "daemon", "call_timeout", "11min", err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(c.call_timeout_ms, 2000); /* unchanged by a refused value */
+	assert_int_equal(mtd_config_set(&c, "daemon", "domains", "web-*", err, sizeof(err)), 0);
+	assert_string_equal(c.domains, "web-*");
+	assert_int_equal(mtd_config_set(&c, "daemon", "domains", "", err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_bytes),        cmocka_unit_test(test_parse_ms),
 	    cmocka_unit_test(test_policy_keys),        cmocka_unit_test(test_policy_xml_round_trip),
 	    cmocka_unit_test(test_policy_xml_hostile), cmocka_unit_test(test_config_file),
-	    cmocka_unit_test(test_metrics_listen),
+	    cmocka_unit_test(test_metrics_listen),     cmocka_unit_test(test_daemon_isolation_keys),
 	};
 	return cmocka_run_group_tests_name("mtd_policy", tests, NULL, NULL);
 }
