@@ -475,7 +475,7 @@ struct qmp_balloon {
 	const atomic_bool *hurry; /* the VM is stopping (may be NULL) */
 	struct mtd_qmp *q;        /* NULL while disconnected: the next call reconnects */
 	char dev[128];            /* the balloon's QOM path */
-	unsigned connects;        /* connections made (the loop re-sends its target when it moves) */
+	unsigned connects; /* connections made (the loop re-sends its target when it moves) */
 };
 
 void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s, int timeout_ms,

@@ -142,10 +142,10 @@ struct mtd_vm {
 	bool state_failing;              /* saving fails: told once per outage */
 	bool observing;                  /* observe-only was in force at the last step */
 	bool history_warned;             /* a failed history write was logged (once) */
-	uint64_t peer_down_since_ms; /* first call the peer did not answer (0: answering) */
-	uint64_t peer_next_probe_ms; /* while down: no balloon call before this */
-	unsigned peer_probes;        /* unanswered probes in a row (backoff exponent) */
-	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
+	uint64_t peer_down_since_ms;     /* first call the peer did not answer (0: answering) */
+	uint64_t peer_next_probe_ms;     /* while down: no balloon call before this */
+	unsigned peer_probes;            /* unanswered probes in a row (backoff exponent) */
+	uint64_t last_sched_tick_ms;     /* start of the last scheduled tick */
 	unsigned late_in_row, ontime_in_row;
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;

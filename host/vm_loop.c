@@ -727,7 +727,7 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 		return;
 	if (vm->peer_down_since_ms) {
 		vm->apply_pending = true; /* sent once the peer answers again */
-		return;                   /* nothing is actuated through a peer that does not answer */
+		return; /* nothing is actuated through a peer that does not answer */
 	}
 	uint64_t t0 = mono_ms();
 	int rc = vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err));
