@@ -10,7 +10,8 @@
  * restarted daemon resumes from the state file (balloon, hold) without moving the balloon;
  * a VM whose inputs go stale keeps its size; a deflate whose balloon command fails is
  * retried each tick until it is carried out, and is not recorded as done before; after the
- * actuator reconnects to the same QEMU the current target is applied again, and a new QEMU
+ * actuator reconnects to the same QEMU the current target is applied again (and after a peer
+ * that stopped answering answers again), and a new QEMU
  * process behind it is started over from its size; a release climbs to the ceiling no
  * faster than the host's rate and stays there, and a resume lets the loop take again.
  */
@@ -47,6 +48,7 @@ struct fake {
 	unsigned reads;           /* read() calls: one per tick */
 	unsigned sets, failed;    /* set_target calls that worked / were failed on purpose */
 	unsigned fail_next;       /* fail this many set_target calls from now */
+	unsigned silent_next;     /* time out this many set_target calls (peer unresponsive) */
 	uint64_t max_set_bytes;   /* largest target set since the test last reset it */
 	bool stats_fresh;         /* balloon stats move each read (inputs fresh) */
 	bool low_available;       /* stats say MemAvailable is under its mark: pressure */
@@ -79,6 +81,10 @@ static int fake_set_target(void *ctx, uint64_t target_bytes, char *err, size_t e
 		/* the connection this tick read through is gone: the command is lost */
 		snprintf(err, errlen, "QMP balloon: connection lost");
 		rc = -EIO;
+	} else if (f->silent_next) {
+		f->silent_next--;
+		f->failed++;
+		rc = -ETIMEDOUT; /* as bounded_call/qmp.c report a call past call_timeout */
 	} else if (f->fail_next) {
 		f->fail_next--;
 		f->failed++;
@@ -398,6 +404,33 @@ static void test_failed_deflate_is_retried(void **state)
 	stop(false);
 }
 
+/* A deflate whose balloon command times out (the peer unresponsive, issue 14c's call
+ * bounds): nothing more is actuated while the peer is down, but the target is not lost:
+ * the first call that answers again (the probe after 1 s) is followed by the deflate. */
+static void test_deflate_sent_when_peer_answers(void **state)
+{
+	(void)state;
+
+	fake_init(&f, 1024 * MiB, 1024 * MiB);
+	start(&f, MTD_SOURCE_SIM);
+	uint64_t low = wait_actual(&f, true, 512 * MiB, 100);
+	assert_true(low <= 512 * MiB);
+	pthread_mutex_lock(&f.lock);
+	f.silent_next = 1;
+	f.low_available = true;
+	pthread_mutex_unlock(&f.lock);
+	wait_reads(&f, 1);
+	pthread_mutex_lock(&f.lock);
+	f.low_available = false;
+	pthread_mutex_unlock(&f.lock);
+	/* While down, the loop reads the balloon only at its probes: a few reads are a few
+	 * probes, each of which may carry the deflate once the peer answered. */
+	uint64_t a = wait_actual(&f, false, low + 128 * MiB, 4);
+	assert_int_equal(f.failed, 1);
+	assert_true(a >= low + 128 * MiB);
+	stop(false);
+}
+
 /* A restarted memtided (its exit, then a new one on the same state directory) resumes: the
  * balloon is sent the target it has, never more, and the hold armed before the restart
  * still holds (without it the new daemon would start inflating at once). */
@@ -577,6 +610,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_detach_leaves_size, teardown),
 	    cmocka_unit_test_teardown(test_stale_inputs_keep_size, teardown),
 	    cmocka_unit_test_teardown(test_failed_deflate_is_retried, teardown),
+	    cmocka_unit_test_teardown(test_deflate_sent_when_peer_answers, teardown),
 	    cmocka_unit_test_teardown(test_restart_resumes, teardown),
 	    cmocka_unit_test_teardown(test_hostile_state_is_not_followed, teardown),
 	    cmocka_unit_test_teardown(test_reconnect_reapplies_or_starts_over, teardown),
