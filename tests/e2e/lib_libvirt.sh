@@ -10,7 +10,8 @@
 #                            hook is restarted (running domains survive a libvirtd restart).
 #   e2e_lv_boot NAME MIB RUN [APPEND]
 #                            defines and starts a transient <domain type='qemu'> booting the
-#                            e2e guest, with <memballoon model='virtio' freePageReporting='on'>
+#                            e2e guest, with <memballoon model='virtio' freePageReporting='on'
+#                            autodeflate='on'>
 #                            and the agent's unix <channel>; sets E2E_QEMU_PID (from libvirt's
 #                            pid file) and E2E_CONSOLE, so e2e_wait and e2e_guest_rss_mib work
 #                            as with plain QEMU.
@@ -33,6 +34,20 @@ e2e_lv_cleanup() {
 		E2E_LV_HOOK=
 	fi
 	e2e_cleanup
+}
+
+# no_fds CMD...: run CMD (a daemon: virtlogd, libvirtd) without the fds this script holds
+# open.  Tests run under `flock /tmp/memtide-heavy.lock`; a daemon that inherits the lock's fd
+# holds the lock for as long as it lives, and every other test waits for ever (seen: a
+# libvirtd -d started by a test kept the shared lock for 40 minutes).
+no_fds() {
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			n=${fd##*/}
+			[ "$n" -gt 2 ] 2>/dev/null && eval "exec $n>&-" 2>/dev/null
+		done
+		exec "$@"
+	)
 }
 
 e2e_lv_up() {
@@ -95,7 +110,7 @@ e2e_lv_boot() {
       <source mode='bind' path='$E2E_AGENT'/>
       <target type='virtio' name='org.memtide.agent.0'/>
     </channel>
-    <memballoon model='virtio' freePageReporting='on'>
+    <memballoon model='virtio' freePageReporting='on' autodeflate='on'>
       <stats period='2'/>
     </memballoon>
   </devices>
