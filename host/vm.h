@@ -153,7 +153,7 @@ struct mtd_vm {
 	unsigned peer_probes;            /* unanswered probes in a row (backoff exponent) */
 	uint64_t last_sched_tick_ms;     /* start of the last scheduled tick */
 	unsigned late_in_row, ontime_in_row;
-	struct mtd_pageout_hand *hand;   /* host-side eviction (pageout_hand.h) */
+	struct mtd_pageout_hand *hand;            /* host-side eviction (pageout_hand.h) */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */

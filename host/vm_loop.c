@@ -901,9 +901,10 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	/* What the host arbiter could still take here: down to the working set, never below
 	 * the floor; nothing without an estimate or while the VM may not be inflated. */
 	uint64_t keep = t->wss_bytes > out->floor_bytes ? t->wss_bytes : out->floor_bytes;
-	bool may_reclaim = t->wss_valid && vm->policy.enabled && !vm->released && in.inputs_fresh &&
-			   !observe;
-	uint64_t reclaimable = may_reclaim && out->target_bytes > keep ? out->target_bytes - keep : 0;
+	bool may_reclaim =
+	    t->wss_valid && vm->policy.enabled && !vm->released && in.inputs_fresh && !observe;
+	uint64_t reclaimable =
+	    may_reclaim && out->target_bytes > keep ? out->target_bytes - keep : 0;
 	/* Host-side eviction takes resident pages beyond the working set, within the room in
 	 * swap and net of the compressed pool. */
 	if (hostside && !observe)
