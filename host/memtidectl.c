@@ -194,7 +194,8 @@ static struct json_object *call_checked(struct json_object *req, int *rc)
 			printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
 		else
 			fprintf(stderr, "memtidectl: %s\n",
-				json_object_object_get_ex(rep, "error", &e)
+				json_object_object_get_ex(rep, "error", &e) &&
+					json_object_is_type(e, json_type_string)
 				    ? json_object_get_string(e)
 				    : "memtided refused the request");
 		json_object_put(rep);
@@ -225,7 +226,11 @@ static const char *get_s(struct json_object *o, const char *k)
 {
 	struct json_object *v;
 
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
+	/* memtided's replies are trusted more than a guest, but a null or non-string member
+	 * must not reach printf("%s") as NULL */
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return "";
+	return json_object_get_string(v);
 }
 
 static bool get_b(struct json_object *o, const char *k)

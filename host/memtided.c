@@ -1,8 +1,8 @@
 /*
  * memtided.c - main() of the memtide host daemon.
  *
- * Parses flags over the config file over built-in defaults, sets up logging and signals,
- * builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then leaves
+ * Parses flags (cmdline.c) over the config file over built-in defaults, sets up logging and
+ * signals, builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then leaves
  * every VM at its safe size.  The front ends (control socket, metrics endpoint) read the
  * core through host/mtd.h; the control socket starts before any VM is touched, so a second
  * memtided on the same socket stops before it could fight the first over a balloon.
@@ -12,7 +12,6 @@
  *   plain QEMU --qmp PATH [--agent PATH]: one VM, its QMP socket and its agent channel.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include <libxml/parser.h>
 #include <urcu.h>
 
+#include "cmdline.h"
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
@@ -30,175 +30,29 @@
 #include "policy.h"
 
 #define MEMTIDE_VERSION "0.1.0"
-#define DEFAULT_CONFIG  "/etc/memtide/memtided.conf"
-
-static void usage(FILE *f)
-{
-	fprintf(f, "Usage: memtided [OPTIONS]\n"
-		   "memtide host daemon: hands VMs' cold memory back to the host through\n"
-		   "virtio-balloon and free page reporting, with the guest agent's help.\n"
-		   "\n"
-		   "Modes:\n"
-		   "  (default)              manage every running libvirt domain with a balloon\n"
-		   "  --uri URI              libvirt connection (default qemu:///system)\n"
-		   "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
-		   "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
-		   "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
-		   "\n"
-		   "Options:\n"
-		   "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
-		   "  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
-		   "  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
-		   "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
-		   "  --syslog               log to syslog instead of stderr\n"
-		   "  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
-		   "  --no-metrics           no metrics endpoint\n"
-		   "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
-		   "  --foreground           do not detach from the terminal\n"
-		   "  --help, --version\n"
-		   "\n"
-		   "Flags override the config file.  Its sections and keys:\n"
-		   "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
-		   "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
-		   "               mem_available_low agent_silence hold_after_deflate hold_max\n"
-		   "               min_change\n"
-		   "  [host]       low_mark high_mark interval settle meminfo\n"
-		   "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-		   "               return (balloon or reclaim)\n"
-		   "               (per-domain policy unless the domain's memtide metadata says)\n"
-		   "  [sim]        hot_percent\n");
-}
-
-enum {
-	OPT_URI = 256,
-	OPT_QMP,
-	OPT_AGENT,
-	OPT_NAME,
-	OPT_CONFIG,
-	OPT_INTERVAL,
-	OPT_SOURCE,
-	OPT_LOG_LEVEL,
-	OPT_SYSLOG,
-	OPT_METRICS_PORT,
-	OPT_NO_METRICS,
-	OPT_SOCKET,
-	OPT_FOREGROUND,
-	OPT_HELP,
-	OPT_VERSION,
-};
-
-static const struct option options[] = {
-    {"uri", required_argument, NULL, OPT_URI},
-    {"qmp", required_argument, NULL, OPT_QMP},
-    {"agent", required_argument, NULL, OPT_AGENT},
-    {"name", required_argument, NULL, OPT_NAME},
-    {"config", required_argument, NULL, OPT_CONFIG},
-    {"interval", required_argument, NULL, OPT_INTERVAL},
-    {"source", required_argument, NULL, OPT_SOURCE},
-    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"syslog", no_argument, NULL, OPT_SYSLOG},
-    {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
-    {"no-metrics", no_argument, NULL, OPT_NO_METRICS},
-    {"socket", required_argument, NULL, OPT_SOCKET},
-    {"foreground", no_argument, NULL, OPT_FOREGROUND},
-    {"help", no_argument, NULL, OPT_HELP},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
-};
-
-/* A flag that maps onto a config key, applied after the file is read. */
-struct flag_set {
-	const char *section, *key, *value;
-};
 
 int main(int argc, char **argv)
 {
 	static struct mtd_config cfg;
-	struct flag_set flags[32];
-	size_t nr_flags = 0;
-	const char *config_path = DEFAULT_CONFIG, *qmp = NULL, *agent = NULL, *name = "qemu";
-	bool config_given = false, use_syslog = false, foreground = false;
+	struct mtd_cmdline cl;
 	char err[256];
-	int opt;
 
-	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		struct flag_set f = {NULL, NULL, optarg};
-		switch (opt) {
-		case OPT_URI:
-			f.section = "daemon";
-			f.key = "uri";
-			break;
-		case OPT_INTERVAL:
-			f.section = "daemon";
-			f.key = "interval";
-			break;
-		case OPT_SOURCE:
-			f.section = "daemon";
-			f.key = "source";
-			break;
-		case OPT_LOG_LEVEL:
-			f.section = "daemon";
-			f.key = "log_level";
-			break;
-		case OPT_METRICS_PORT:
-			f.section = "daemon";
-			f.key = "metrics_port";
-			break;
-		case OPT_NO_METRICS:
-			f.section = "daemon";
-			f.key = "metrics_port";
-			f.value = "0";
-			break;
-		case OPT_SOCKET:
-			f.section = "daemon";
-			f.key = "socket";
-			break;
-		case OPT_QMP:
-			qmp = optarg;
-			break;
-		case OPT_AGENT:
-			agent = optarg;
-			break;
-		case OPT_NAME:
-			name = optarg;
-			break;
-		case OPT_CONFIG:
-			config_path = optarg;
-			config_given = true;
-			break;
-		case OPT_SYSLOG:
-			use_syslog = true;
-			break;
-		case OPT_FOREGROUND:
-			foreground = true;
-			break;
-		case 'h':
-		case OPT_HELP:
-			usage(stdout);
-			return 0;
-		case OPT_VERSION:
-			printf("memtided " MEMTIDE_VERSION "\n");
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-		if (f.section && nr_flags < sizeof(flags) / sizeof(flags[0]))
-			flags[nr_flags++] = f;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "memtided: unexpected argument '%s' (see --help)\n", argv[optind]);
+	if (mtd_cmdline_parse(argc, argv, &cl, err, sizeof(err)) < 0) {
+		fprintf(stderr, "memtided: %s\n", err);
 		return 2;
 	}
-	if (agent && !qmp) {
-		fprintf(stderr, "memtided: --agent needs --qmp (in libvirt mode the agent channel "
-				"comes from the domain XML)\n");
-		return 2;
+	if (cl.action == MTD_CMDLINE_HELP) {
+		mtd_cmdline_usage(stdout);
+		return 0;
 	}
-	if (qmp && (strlen(name) == 0 || strlen(name) >= MTD_NAME_MAX)) {
-		fprintf(stderr, "memtided: --name must be 1..%d characters\n", MTD_NAME_MAX - 1);
-		return 2;
+	if (cl.action == MTD_CMDLINE_VERSION) {
+		printf("memtided " MEMTIDE_VERSION "\n");
+		return 0;
 	}
+	const char *config_path = cl.config_path, *qmp = cl.qmp, *agent = cl.agent,
+		   *name = cl.name;
+	bool config_given = cl.config_given, use_syslog = cl.use_syslog,
+	     foreground = cl.foreground;
 
 	/* Step 1: settings: defaults, then the file, then flags. */
 	xmlInitParser();
@@ -207,12 +61,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "memtided: %s\n", err);
 		return 2;
 	}
-	for (size_t i = 0; i < nr_flags; i++) {
-		if (mtd_config_set(&cfg, flags[i].section, flags[i].key, flags[i].value, err,
-				   sizeof(err)) < 0) {
-			fprintf(stderr, "memtided: --%s: %s\n", flags[i].key, err);
-			return 2;
-		}
+	if (mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "memtided: %s\n", err);
+		return 2;
 	}
 	if (mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err)) < 0) {
 		fprintf(stderr, "memtided: %s\n", err);

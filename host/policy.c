@@ -552,6 +552,31 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
 	return 1;
 }
 
+/* After libinih's pass over a copy: say where it failed, or check the cross-key rules and
+ * commit.  line is ini_parse_*()'s result (0, the first bad line, or -1/-2). */
+static int config_finish(struct mtd_config *cfg, struct mtd_config *n, struct ini_ctx *c,
+			 int line, const char *name, char *err, size_t errlen)
+{
+	if (line != 0) {
+		if (c->failed)
+			snprintf(err, errlen, "%s:%d: %s", name, line, c->err);
+		else if (line > 0)
+			snprintf(err, errlen, "%s:%d: not an INI line (key = value or [section])",
+				 name, line);
+		else
+			snprintf(err, errlen, "%s: cannot be read (%s)", name,
+				 line == -2 ? "out of memory" : "I/O error");
+		return -EINVAL;
+	}
+	if (mtd_ctl_config_validate(&n->ctl, c->err, sizeof(c->err)) < 0 ||
+	    mtd_policy_validate(&n->defaults, c->err, sizeof(c->err)) < 0) {
+		snprintf(err, errlen, "%s: %s", name, c->err);
+		return -EINVAL;
+	}
+	*cfg = *n;
+	return 0;
+}
+
 int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, char *err,
 		    size_t errlen)
 {
@@ -569,19 +594,14 @@ int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, c
 	}
 	line = ini_parse_file(f, ini_cb, &c);
 	fclose(f);
-	if (line != 0) {
-		if (c.failed)
-			snprintf(err, errlen, "%s:%d: %s", path, line, c.err);
-		else
-			snprintf(err, errlen, "%s:%d: not an INI line (key = value or [section])",
-				 path, line);
-		return -EINVAL;
-	}
-	if (mtd_ctl_config_validate(&n.ctl, c.err, sizeof(c.err)) < 0 ||
-	    mtd_policy_validate(&n.defaults, c.err, sizeof(c.err)) < 0) {
-		snprintf(err, errlen, "%s: %s", path, c.err);
-		return -EINVAL;
-	}
-	*cfg = n;
-	return 0;
+	return config_finish(cfg, &n, &c, line, path, err, errlen);
+}
+
+int mtd_config_load_text(struct mtd_config *cfg, const char *name, const char *text, char *err,
+			 size_t errlen)
+{
+	struct mtd_config n = *cfg;
+	struct ini_ctx c = {.cfg = &n};
+
+	return config_finish(cfg, &n, &c, ini_parse_string(text, ini_cb, &c), name, err, errlen);
 }

@@ -135,9 +135,18 @@ int mtd_qmp_reply_result(struct json_object *msg, struct json_object **ret, char
 	if (json_object_object_get_ex(msg, "error", &e)) {
 		const char *desc = mtd_qmp_str(e, "desc");
 
-		if (desc)
-			snprintf(err, errlen, "%.200s", desc);
-		else
+		if (desc) {
+			/* it reaches logs and, through last_error, the operator's terminal:
+			 * no escape sequences from QEMU */
+			size_t n = 0;
+
+			for (; desc[n] && n < 200 && n + 1 < errlen; n++)
+				err[n] = (unsigned char)desc[n] < 0x20 || desc[n] == 0x7f
+					     ? '?'
+					     : desc[n];
+			if (errlen)
+				err[n] = '\0';
+		} else
 			snprintf(err, errlen, "QEMU returned an error without a description");
 		return -EREMOTEIO;
 	}
