@@ -90,6 +90,9 @@ int agent_config_set(struct agent_config *c, const char *key, const char *value,
 /* Read a key=value file (libinih; keys outside any [section], or in [agent]).  -errno if
  * it cannot be opened, -EINVAL (err says which line) on a bad line or value. */
 int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errlen);
+/* The same over text in memory (name is what err calls it). */
+int agent_config_load_text(struct agent_config *c, const char *name, const char *text, char *err,
+			   size_t errlen);
 /* Print every key with its current value, as a config file would hold it. */
 void agent_config_dump(const struct agent_config *c, int fd);
 

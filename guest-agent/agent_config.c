@@ -204,6 +204,32 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 	return l->rc == 0;
 }
 
+/* After libinih's pass over a copy: say where it failed, or check the cross-key rules and
+ * commit.  line is ini_parse_*()'s result (0, the first bad line, or -1/-2). */
+static int load_finish(struct agent_config *c, const struct agent_config *tmp,
+		       const struct load_ctx *l, int line, const char *name, char *err,
+		       size_t errlen)
+{
+	if (line != 0) {
+		if (err && line > 0) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "%s", l->rc ? err : "syntax error");
+			snprintf(err, errlen, "%s:%d: %s", name, line, why);
+		} else if (err) {
+			snprintf(err, errlen, "%s: cannot parse (%d)", name, line);
+		}
+		return -EINVAL;
+	}
+	if (tmp->backoff_max_ms < tmp->backoff_min_ms) {
+		if (err)
+			snprintf(err, errlen, "%s: backoff_max_ms below backoff_min_ms", name);
+		return -EINVAL;
+	}
+	*c = *tmp;
+	return 0;
+}
+
 int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errlen)
 {
 	struct agent_config tmp = *c;
@@ -220,24 +246,16 @@ int agent_config_load(struct agent_config *c, const char *path, char *err, size_
 	}
 	line = ini_parse_file(f, on_ini, &l);
 	fclose(f);
-	if (line != 0) {
-		if (err && line > 0) {
-			char why[160];
+	return load_finish(c, &tmp, &l, line, path, err, errlen);
+}
 
-			snprintf(why, sizeof(why), "%s", l.rc ? err : "syntax error");
-			snprintf(err, errlen, "%s:%d: %s", path, line, why);
-		} else if (err) {
-			snprintf(err, errlen, "%s: cannot parse (%d)", path, line);
-		}
-		return -EINVAL;
-	}
-	if (tmp.backoff_max_ms < tmp.backoff_min_ms) {
-		if (err)
-			snprintf(err, errlen, "%s: backoff_max_ms below backoff_min_ms", path);
-		return -EINVAL;
-	}
-	*c = tmp;
-	return 0;
+int agent_config_load_text(struct agent_config *c, const char *name, const char *text, char *err,
+			   size_t errlen)
+{
+	struct agent_config tmp = *c;
+	struct load_ctx l = {&tmp, err, errlen, 0};
+
+	return load_finish(c, &tmp, &l, ini_parse_string(text, on_ini, &l), name, err, errlen);
 }
 
 void agent_config_dump(const struct agent_config *c, int fd)

@@ -308,13 +308,21 @@ out:
 
 int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len)
 {
+	char rate[32];
+
+	/* The shortest text that reads back as the same double: "%.6g" lost digits, so a
+	 * policy set to 0.00123456789 came back as 0.00123457 after a restart (found by
+	 * tests/fuzz/fuzz_policy_xml.c).  15 digits keep 0.002 as "0.002"; 17 always
+	 * round-trip. */
+	snprintf(rate, sizeof(rate), "%.15g", p->target_refault_per_min);
+	if (strtod(rate, NULL) != p->target_refault_per_min)
+		snprintf(rate, sizeof(rate), "%.17g", p->target_refault_per_min);
 	int n = snprintf(buf, len,
 			 "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
-			 "\" priority=\"%u\" target_refault_per_min=\"%.6g\" headroom=\"%" PRIu64
+			 "\" priority=\"%u\" target_refault_per_min=\"%s\" headroom=\"%" PRIu64
 			 "\" return=\"%s\"/>",
-			 p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority,
-			 p->target_refault_per_min, p->headroom_bytes,
-			 mtd_return_via_name(p->return_via));
+			 p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority, rate,
+			 p->headroom_bytes, mtd_return_via_name(p->return_via));
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 

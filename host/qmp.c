@@ -1,8 +1,8 @@
 /*
  * qmp.c - QMP client over a unix socket (see qmp.h).
  *
- * Framing: QEMU writes one JSON object per line.  Bytes are read into a buffer of at most
- * MTD_QMP_MAX_MSG_BYTES; each complete line goes to mtd_qmp_parse_line().  A line longer than
+ * Framing: QEMU writes one JSON object per line.  Bytes are read into a buffer that grows to
+ * at most MTD_QMP_MAX_MSG_BYTES; each complete line goes to mtd_qmp_parse_line().  A line longer than
  * the buffer, or one that is not a JSON object, breaks the connection (-EPROTO): QMP never
  * sends either.  Every read waits with poll() up to the command's deadline (CLOCK_MONOTONIC).
  * Everything QEMU says is read through the checked accessors of qmp_parse.c.
@@ -22,12 +22,15 @@
 #include <unistd.h>
 
 #define CMD_TIMEOUT_MS 5000
+/* QMP replies memtided asks for are under 1 KiB (qom-list ~200 B, guest-stats ~600 B): the
+ * buffer starts small and doubles only for a longer line, up to the 1 MiB bound. */
+#define QMP_BUF_START 4096
 
 struct mtd_qmp {
 	int fd;         /* connected stream socket, -1 once broken */
 	int timeout_ms; /* per command */
-	char *buf;      /* unparsed bytes, [0, len) */
-	size_t len;
+	char *buf;      /* unparsed bytes, [0, len) of cap */
+	size_t len, cap; /* cap grows by doubling from QMP_BUF_START to MTD_QMP_MAX_MSG_BYTES */
 	uint64_t last_balloon_event; /* BALLOON_CHANGE actual, bytes */
 };
 
@@ -71,8 +74,17 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 			*out = o;
 			return 0;
 		}
-		if (q->len == MTD_QMP_MAX_MSG_BYTES)
-			return -EPROTO;
+		if (q->len == q->cap) {
+			char *nb;
+
+			if (q->cap >= MTD_QMP_MAX_MSG_BYTES)
+				return -EPROTO;
+			nb = realloc(q->buf, q->cap * 2);
+			if (!nb)
+				return -ENOMEM;
+			q->buf = nb;
+			q->cap *= 2;
+		}
 		uint64_t now = now_ms();
 		if (now >= deadline_ms)
 			return -ETIMEDOUT;
@@ -84,7 +96,7 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 			return -errno;
 		if (r == 0)
 			return -ETIMEDOUT;
-		ssize_t n = recv(q->fd, q->buf + q->len, MTD_QMP_MAX_MSG_BYTES - q->len, 0);
+		ssize_t n = recv(q->fd, q->buf + q->len, q->cap - q->len, 0);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0)
@@ -143,26 +155,40 @@ int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args
 int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return mtd_qmp_connect_fd(fd, timeout_ms, out);
+}
+
+int mtd_qmp_connect_fd(int fd, int timeout_ms, struct mtd_qmp **out)
+{
 	struct mtd_qmp *q;
 	struct json_object *greet = NULL;
 	char err[128];
 	int rc;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
 	q = calloc(1, sizeof(*q));
-	if (!q)
+	if (!q) {
+		close(fd);
 		return -ENOMEM;
-	q->buf = malloc(MTD_QMP_MAX_MSG_BYTES);
-	q->timeout_ms = timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS;
-	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (!q->buf || q->fd < 0) {
-		rc = q->buf ? -errno : -ENOMEM;
-		goto fail;
 	}
-	if (connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		rc = -errno;
+	q->fd = fd;
+	q->buf = malloc(QMP_BUF_START);
+	q->cap = QMP_BUF_START;
+	q->timeout_ms = timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS;
+	if (!q->buf) {
+		rc = -ENOMEM;
 		goto fail;
 	}
 	rc = read_msg(q, now_ms() + (uint64_t)q->timeout_ms, &greet);

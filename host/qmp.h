@@ -35,6 +35,9 @@ struct mtd_balloon_stats {
 
 /* Connect, read the greeting, negotiate capabilities.  0, -errno, -ETIMEDOUT, -EPROTO. */
 int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out);
+/* The same over a connected stream fd, which the client owns from now on (closed on
+ * error too); tests and tests/fuzz/fuzz_qmp.c hand it one end of a socketpair. */
+int mtd_qmp_connect_fd(int fd, int timeout_ms, struct mtd_qmp **out);
 void mtd_qmp_close(struct mtd_qmp *q);
 
 /*

@@ -151,6 +151,17 @@ static void test_policy_xml_round_trip(void **state)
 	assert_int_equal(q.headroom_bytes, p.headroom_bytes);
 	assert_int_equal(q.return_via, MTD_RETURN_BALLOON);
 	assert_true(q.target_refault_per_min > 0.00499 && q.target_refault_per_min < 0.00501);
+	assert_non_null(strstr(xml, "target_refault_per_min=\"0.005\""));
+	/* every digit survives the metadata (the fuzzer found "%.6g" dropping them) */
+	p.target_refault_per_min = 0.00123456789;
+	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
+	mtd_policy_default(&q);
+	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
+	assert_true(q.target_refault_per_min == p.target_refault_per_min);
+	p.target_refault_per_min = 0.1 + 0.2; /* needs 17 digits */
+	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
+	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
+	assert_true(q.target_refault_per_min == p.target_refault_per_min);
 
 	/* As libvirt returns it: with our namespace on the element; missing keys keep
 	 * the defaults. */

@@ -313,6 +313,7 @@ static void test_hostile_errors(void **state)
 	    "{\"error\": {\"class\": null}}\n",
 	    "{\"error\": null}\n",
 	    "{\"error\": \"boom\"}\n",
+	    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"\\u001b]0;owned\\u0007\\u001b[2J\"}}\n",
 	};
 	(void)state;
 
@@ -330,6 +331,9 @@ static void test_hostile_errors(void **state)
 		assert_null(ret);
 		assert_true(err[0] != '\0');
 		assert_null(strstr(err, "(null)"));
+		/* no terminal escape from QEMU reaches a log or memtidectl's output */
+		for (const char *p = err; *p; p++)
+			assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
 		mtd_qmp_close(q);
 		fake_stop(&f);
 	}
@@ -392,6 +396,22 @@ static void test_hostile_guest_stats(void **state)
 	assert_true(on);
 	mtd_qmp_close(q);
 	fake_stop(&f);
+
+	/* QEMU 7.2 reports a statistic the guest never sent as 2^64-1 (captured from a real
+	 * QEMU), which json-c's get_int64 reads as INT64_MAX: before issue 14 that passed the
+	 * "not negative" check, and a guest whose driver sends no MemAvailable had 8 EiB
+	 * available.  Now it is unknown. */
+	struct json_object *real = json_tokener_parse(
+	    "{\"stats\": {\"stat-available-memory\": 18446744073709551615, "
+	    "\"stat-free-memory\": 702545920, \"stat-total-memory\": 18446744073709551615}, "
+	    "\"last-update\": 1733325297}");
+	assert_int_equal(mtd_qmp_parse_guest_stats(real, &st), 0);
+	assert_true(st.valid);
+	assert_false(st.has_available);
+	assert_int_equal(st.available_bytes, 0);
+	assert_int_equal(st.free_bytes, 702545920);
+	assert_int_equal(st.total_bytes, 0);
+	json_object_put(real);
 
 	/* the pure parser on the same shapes, and on nulls at the top */
 	struct json_object *o = json_tokener_parse("{\"stats\": null, \"last-update\": 1}");

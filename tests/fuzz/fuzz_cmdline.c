@@ -1,0 +1,86 @@
+/*
+ * fuzz_cmdline.c - libFuzzer target for memtided's command line (host/cmdline.c).
+ *
+ * Each input is an argument vector: the bytes split at NUL into at most 63 arguments after
+ * "memtided".  Parsed with mtd_cmdline_parse; on success the config-key flags are applied
+ * over the defaults and the result goes through the controller config check memtided runs
+ * next.  Checked: a parse that succeeds only hands on socket paths that fit a unix address
+ * and a VM name of 1..127 bytes with no control character; a failure always says why.
+ * Parsing twice gives the same answer (getopt's global state is reset each time).
+ * Seeds (tests/fuzz/corpus/cmdline/) are the command lines of the docs and tests.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdline.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(c)                                                                                   \
+	do {                                                                                       \
+		if (!(c))                                                                          \
+			__builtin_trap();                                                          \
+	} while (0)
+
+#define MAX_ARGS 64
+
+static int split(char *buf, size_t size, char **argv, char **copy)
+{
+	int argc = 0;
+	size_t off = 0;
+
+	argv[argc++] = (char *)"memtided";
+	while (off < size && argc < MAX_ARGS - 1) {
+		argv[argc++] = buf + off;
+		off += strlen(buf + off) + 1;
+	}
+	argv[argc] = NULL;
+	memcpy(copy, argv, sizeof(*argv) * (size_t)(argc + 1));
+	return argc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct mtd_config cfg;
+	char *argv[MAX_ARGS], *again[MAX_ARGS];
+	struct mtd_cmdline cl, cl2;
+	char err[256], err2[256];
+	char *buf = malloc(size + 1);
+	int argc, rc, rc2;
+
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	argc = split(buf, size, argv, again);
+	err[0] = '\0';
+	rc = mtd_cmdline_parse(argc, argv, &cl, err, sizeof(err));
+	if (rc == 0 && cl.action == MTD_CMDLINE_RUN) {
+		if (cl.qmp) {
+			size_t n = strlen(cl.name);
+
+			CHECK(cl.qmp[0] && strlen(cl.qmp) < 108);
+			CHECK(n > 0 && n < 128);
+			for (size_t i = 0; i < n; i++)
+				CHECK((unsigned char)cl.name[i] >= 0x20 && cl.name[i] != 0x7f);
+		}
+		CHECK(!cl.agent || (cl.qmp && cl.agent[0] && strlen(cl.agent) < 108));
+		CHECK(strlen(cl.config_path) < MTD_PATH_MAX);
+		mtd_config_default(&cfg);
+		if (mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)) == 0)
+			(void)mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err));
+		else
+			CHECK(err[0] == '-');
+	} else if (rc != 0) {
+		CHECK(err[0] != '\0');
+	}
+	/* the same vector again, in its first order (getopt permutes argv in place) */
+	rc2 = mtd_cmdline_parse(argc, again, &cl2, err2, sizeof(err2));
+	CHECK(rc == rc2);
+	if (rc == 0)
+		CHECK(cl.action == cl2.action && cl.qmp == cl2.qmp && cl.name == cl2.name &&
+		      cl.config_path == cl2.config_path);
+	free(buf);
+	return 0;
+}
