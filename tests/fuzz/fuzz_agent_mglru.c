@@ -60,6 +60,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		m.id = 1;
 		agent_wss_fold(gens, n, !more, edges, nr_edges, page, &m.u.wss);
 		m.u.wss.mono_ms = 1;
+		/* no wrap-around: what the bins hold adds up to at least every page the
+		 * generations hold (each bin saturates at PROTO_BYTES_MAX) */
+		unsigned __int128 want = 0, got = 0;
+		for (int i = 0; i < n; i++)
+			want += ((unsigned __int128)gens[i].anon_pages + gens[i].file_pages) * page;
+		for (uint32_t b = 0; b < m.u.wss.nr_bins; b++)
+			got += (unsigned __int128)m.u.wss.bins[b].anon_bytes +
+			       m.u.wss.bins[b].file_bytes;
+		CHECK(got >= (want < PROTO_BYTES_MAX ? want : PROTO_BYTES_MAX));
 		CHECK(proto_validate(&m, NULL) == PROTO_OK);
 		CHECK(proto_encode(&m, frame, sizeof(frame), &len, NULL) == PROTO_OK);
 	}
