@@ -55,6 +55,10 @@ static const struct key keys[] = {
     {"backoff_max_ms", K_U32, F(backoff_max_ms), 1, 600000, "longest reconnect delay"},
     {"send_rate", K_DBL, F(send_rate_per_s), 0.1, 1000, "frames/s to the host, at most"},
     {"hint_rate", K_DBL, F(hint_rate_per_s), 0.1, 1000, "hints/s to the host, at most"},
+    {"hint_user_rate", K_DBL, F(hint_user_rate_per_s), 0.1, 1000,
+     "hints/s from each user other than root, at most"},
+    {"hint_user_need", K_BOOL, F(hint_user_need), 0, 1,
+     "users other than root may send need hints"},
     {"max_hint_clients", K_U32, F(max_hint_clients), 1, 64, "hint socket connections"},
     {"log_level", K_U32, F(log_level), 0, 3, "0 error .. 3 debug"},
     {"watch_interval_ms", K_U32, F(watch_interval_ms), 0, 60000,
@@ -81,6 +85,7 @@ void agent_config_defaults(struct agent_config *c)
 	c->backoff_max_ms = 5000;
 	c->send_rate_per_s = 20;
 	c->hint_rate_per_s = 5;
+	c->hint_user_rate_per_s = 1;
 	c->max_hint_clients = 8;
 	c->log_level = AGENT_INFO;
 	c->watch_interval_ms = 250;
