@@ -126,6 +126,8 @@ int agent_pagemap_read(int fd, uint64_t vaddr, uint64_t len, bool exclusive_only
 				zero_pfn = true;
 				continue;
 			}
+			if (pfn >= PROTO_PHYS_ADDR_MAX / page)
+				continue; /* beyond any machine: pfn * page would wrap */
 			/* extend the last run when this frame follows it */
 			if (n && r[n - 1].start + r[n - 1].bytes == pfn * page) {
 				r[n - 1].bytes += page;

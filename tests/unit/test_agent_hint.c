@@ -199,6 +199,11 @@ static void test_parse_rules(void **state)
 	assert_int_equal(agent_hint_parse(&c, line, 4343, 1001, &req, err, sizeof(err)), -EACCES);
 	assert_non_null(strstr(err, "shared with other processes"));
 	assert_null(req.ranges);
+	/* a frame number beyond any machine (pfn * page would wrap): left out */
+	const uint64_t huge[] = {PM_PRESENT | PM_EXCLUSIVE | ((1ULL << 55) - 1)};
+	fake_pid(&f, 4545, 0, huge, 1);
+	snprintf(line, sizeof(line), "hot 0 %llu 4545", (unsigned long long)page);
+	assert_int_equal(agent_hint_parse(&c, line, 1, 0, &req, err, sizeof(err)), -ENOENT);
 	/* a process that is gone */
 	assert_int_equal(agent_hint_parse(&c, line, 4444, 1000, &req, err, sizeof(err)), -ENOENT);
 
