@@ -205,6 +205,7 @@ static void test_parse_rules(void **state)
 	snprintf(line, sizeof(line), "hot 0 %llu 4545", (unsigned long long)page);
 	assert_int_equal(agent_hint_parse(&c, line, 1, 0, &req, err, sizeof(err)), -ENOENT);
 	/* a process that is gone */
+	snprintf(line, sizeof(line), "hot 0 %llu", (unsigned long long)page);
 	assert_int_equal(agent_hint_parse(&c, line, 4444, 1000, &req, err, sizeof(err)), -ENOENT);
 
 	char cmd[128];
