@@ -608,8 +608,8 @@ static void on_hint_accept(struct agent *a, uint64_t now_ms)
 	}
 	rc = agent_hint_guard_admit(&a->hints, cred.uid, open_total, open_by_uid);
 	if (rc < 0 || !slot) {
-		refuse(fd, rc == -EUSERS ? "busy: too many connections of this user at once"
-					 : "busy");
+		refuse(fd,
+		       rc == -EUSERS ? "busy: too many connections of this user at once" : "busy");
 		agent_log(AGENT_DEBUG, "hint socket: refused a connection of uid %u (%s)",
 			  (unsigned)cred.uid, rc == -EUSERS ? "its share is taken" : "no slot");
 		return;

@@ -162,10 +162,10 @@ void agent_wss_fold(const struct agent_gen *gens, int n, bool complete, const ui
 
 		while (b + 1 < nr_edges && idle >= edges_ms[b + 1])
 			b++;
-		w->bins[b].anon_bytes = sat_add(w->bins[b].anon_bytes,
-						sat_mul(gens[i].anon_pages, page_size));
-		w->bins[b].file_bytes = sat_add(w->bins[b].file_bytes,
-						sat_mul(gens[i].file_pages, page_size));
+		w->bins[b].anon_bytes =
+		    sat_add(w->bins[b].anon_bytes, sat_mul(gens[i].anon_pages, page_size));
+		w->bins[b].file_bytes =
+		    sat_add(w->bins[b].file_bytes, sat_mul(gens[i].file_pages, page_size));
 	}
 	for (uint32_t b = 0; b < nr_edges; b++) {
 		if (w->bins[b].anon_bytes > PROTO_BYTES_MAX)

@@ -94,12 +94,16 @@ static const struct option options[] = {
 
 /* The config key behind each key flag: [daemon] KEY. */
 static const char *const flag_key[MTD_FLAG_NR] = {
-    [MTD_FLAG_URI] = "uri",           [MTD_FLAG_INTERVAL] = "interval",
-    [MTD_FLAG_SOURCE] = "source",     [MTD_FLAG_LOG_LEVEL] = "log_level",
-    [MTD_FLAG_METRICS_PORT] = "metrics_port", [MTD_FLAG_SOCKET] = "socket",
+    [MTD_FLAG_URI] = "uri",
+    [MTD_FLAG_INTERVAL] = "interval",
+    [MTD_FLAG_SOURCE] = "source",
+    [MTD_FLAG_LOG_LEVEL] = "log_level",
+    [MTD_FLAG_METRICS_PORT] = "metrics_port",
+    [MTD_FLAG_SOCKET] = "socket",
 };
 
-static int bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -130,7 +134,7 @@ int mtd_cmdline_parse(int argc, char **argv, struct mtd_cmdline *out, char *err,
 	optind = 0; /* glibc: start over, whatever an earlier call left */
 	opterr = 0; /* every problem becomes one sentence in err */
 	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-		const char *arg = optarg;
+		const char *arg = optarg ? optarg : ""; /* set for every option that takes one */
 
 		switch (opt) {
 		case OPT_URI:
@@ -205,7 +209,8 @@ int mtd_cmdline_parse(int argc, char **argv, struct mtd_cmdline *out, char *err,
 		size_t n = strlen(out->name);
 
 		if (n == 0 || n >= MTD_NAME_MAX)
-			return bad(err, errlen, "--name must be 1..%d characters", MTD_NAME_MAX - 1);
+			return bad(err, errlen, "--name must be 1..%d characters",
+				   MTD_NAME_MAX - 1);
 		for (size_t i = 0; i < n; i++)
 			if ((unsigned char)out->name[i] < 0x20 || out->name[i] == 0x7f)
 				return bad(err, errlen, "--name must not hold control characters");

@@ -39,7 +39,8 @@ static const struct {
     {"version", MTD_CTL_VERSION},
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -51,8 +52,8 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* A string field into out[MTD_NAME_MAX].  required: absent is an error, else "" stays. */
-static int take_str(struct json_object *req, const char *key, bool required, char *out,
-		    char *err, size_t errlen)
+static int take_str(struct json_object *req, const char *key, bool required, char *out, char *err,
+		    size_t errlen)
 {
 	struct json_object *v;
 	const char *s;
@@ -77,9 +78,10 @@ static int take_str(struct json_object *req, const char *key, bool required, cha
 				    "field '%s' contains a NUL byte (\\u0000) at offset %zu", key,
 				    i);
 		if (c < 0x20 || c == 0x7f)
-			return fail(err, errlen,
-				    "field '%s' contains a control character (0x%02x) at offset %zu",
-				    key, c, i);
+			return fail(
+			    err, errlen,
+			    "field '%s' contains a control character (0x%02x) at offset %zu", key,
+			    c, i);
 	}
 	memcpy(out, s, len + 1);
 	return 0;

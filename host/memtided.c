@@ -49,10 +49,8 @@ int main(int argc, char **argv)
 		printf("memtided " MEMTIDE_VERSION "\n");
 		return 0;
 	}
-	const char *config_path = cl.config_path, *qmp = cl.qmp, *agent = cl.agent,
-		   *name = cl.name;
-	bool config_given = cl.config_given, use_syslog = cl.use_syslog,
-	     foreground = cl.foreground;
+	const char *config_path = cl.config_path, *qmp = cl.qmp, *agent = cl.agent, *name = cl.name;
+	bool config_given = cl.config_given, use_syslog = cl.use_syslog, foreground = cl.foreground;
 
 	/* Step 1: settings: defaults, then the file, then flags. */
 	xmlInitParser();

@@ -562,8 +562,8 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
 
 /* After libinih's pass over a copy: say where it failed, or check the cross-key rules and
  * commit.  line is ini_parse_*()'s result (0, the first bad line, or -1/-2). */
-static int config_finish(struct mtd_config *cfg, struct mtd_config *n, struct ini_ctx *c,
-			 int line, const char *name, char *err, size_t errlen)
+static int config_finish(struct mtd_config *cfg, struct mtd_config *n, struct ini_ctx *c, int line,
+			 const char *name, char *err, size_t errlen)
 {
 	if (line != 0) {
 		if (c->failed)

@@ -24,12 +24,12 @@
 #define CMD_TIMEOUT_MS 5000
 /* QMP replies memtided asks for are under 1 KiB (qom-list ~200 B, guest-stats ~600 B): the
  * buffer starts small and doubles only for a longer line, up to the 1 MiB bound. */
-#define QMP_BUF_START 4096
+#define QMP_BUF_START  4096
 
 struct mtd_qmp {
-	int fd;         /* connected stream socket, -1 once broken */
-	int timeout_ms; /* per command */
-	char *buf;      /* unparsed bytes, [0, len) of cap */
+	int fd;          /* connected stream socket, -1 once broken */
+	int timeout_ms;  /* per command */
+	char *buf;       /* unparsed bytes, [0, len) of cap */
 	size_t len, cap; /* cap grows by doubling from QMP_BUF_START to MTD_QMP_MAX_MSG_BYTES */
 	uint64_t last_balloon_event; /* BALLOON_CHANGE actual, bytes */
 };
@@ -79,11 +79,11 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 
 			if (q->cap >= MTD_QMP_MAX_MSG_BYTES)
 				return -EPROTO;
-			nb = realloc(q->buf, q->cap * 2);
+			nb = realloc(q->buf, q->cap ? q->cap * 2 : QMP_BUF_START);
 			if (!nb)
 				return -ENOMEM;
 			q->buf = nb;
-			q->cap *= 2;
+			q->cap = q->cap ? q->cap * 2 : QMP_BUF_START;
 		}
 		uint64_t now = now_ms();
 		if (now >= deadline_ms)

@@ -69,9 +69,9 @@ uint64_t mtd_qmp_last_balloon_event(const struct mtd_qmp *q);
  * that is JSON null, of the wrong type, a string with an embedded NUL, or a number that is
  * negative, fractional or over its bound reads as absent: -EPROTO or "skipped", never a
  * crash and never a clamped value. */
-#define MTD_QMP_MAX_MSG_BYTES (1u << 20)          /* one line from QEMU, at most */
-#define MTD_QMP_BYTES_MAX     (1ULL << 52)        /* any memory size: 4 PiB */
-#define MTD_QMP_COUNTER_MAX   ((1ULL << 53) - 1)  /* counters and times (exact in a double) */
+#define MTD_QMP_MAX_MSG_BYTES (1u << 20)         /* one line from QEMU, at most */
+#define MTD_QMP_BYTES_MAX     (1ULL << 52)       /* any memory size: 4 PiB */
+#define MTD_QMP_COUNTER_MAX   ((1ULL << 53) - 1) /* counters and times (exact in a double) */
 
 /* The string member key of object o; NULL when o is no object, key is absent, null, not a
  * string, or holds a NUL byte. */
@@ -97,8 +97,7 @@ int mtd_qmp_reply_result(struct json_object *msg, struct json_object **ret, char
 int mtd_qmp_parse_reply(const char *text, struct json_object **ret, char *err, size_t errlen);
 /* In a qom-list "return" array, the first virtio-balloon child whose name is one clean path
  * component: "DIR/NAME" into path.  -ENODEV when none, -ENAMETOOLONG. */
-int mtd_qmp_find_balloon_entry(struct json_object *list, const char *dir, char *path,
-			       size_t len);
+int mtd_qmp_find_balloon_entry(struct json_object *list, const char *dir, char *path, size_t len);
 /* Parse a qom-get guest-stats "return" value.  0 or -EPROTO. */
 int mtd_qmp_parse_guest_stats(struct json_object *ret, struct mtd_balloon_stats *out);
 /* A boolean "return" value (qom-get free-page-reporting).  0 or -EPROTO. */

@@ -140,10 +140,9 @@ int mtd_qmp_reply_result(struct json_object *msg, struct json_object **ret, char
 			 * no escape sequences from QEMU */
 			size_t n = 0;
 
-			for (; desc[n] && n < 200 && n + 1 < errlen; n++)
-				err[n] = (unsigned char)desc[n] < 0x20 || desc[n] == 0x7f
-					     ? '?'
-					     : desc[n];
+			for (; n < 200 && n + 1 < errlen && desc[n]; n++)
+				err[n] = (unsigned char)desc[n] < 0x20 || desc[n] == 0x7f ? '?'
+											  : desc[n];
 			if (errlen)
 				err[n] = '\0';
 		} else

@@ -165,14 +165,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 				CHECK(r->bytes > 0 && r->start % page == 0 && r->bytes % page == 0);
 				CHECK(i == 0 || r->start > req.ranges[i - 1].start +
-							      req.ranges[i - 1].bytes - 1);
+							       req.ranges[i - 1].bytes - 1);
 				if (req.head.pid == USER_PID && n_ent <= 512)
-					CHECK(from_pagemap(ent, n_ent, r->start, r->bytes, uid != 0));
+					CHECK(
+					    from_pagemap(ent, n_ent, r->start, r->bytes, uid != 0));
 			}
 			/* and what the loop sends is a valid hint message */
 			struct proto_msg m;
 			uint32_t k = req.nr_ranges < PROTO_MAX_HINT_RANGES ? req.nr_ranges
-									  : PROTO_MAX_HINT_RANGES;
+									   : PROTO_MAX_HINT_RANGES;
 			memset(&m, 0, sizeof(m));
 			m.type = PROTO_MSG_HINT;
 			m.id = 1;

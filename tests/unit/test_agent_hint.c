@@ -139,8 +139,11 @@ static void test_parse_rules(void **state)
 {
 	/* pages 0-3: exclusive pfns 100-101, then two shared pfns 200-201; page 4 absent */
 	const uint64_t ent[] = {
-	    PM_PRESENT | PM_EXCLUSIVE | 100, PM_PRESENT | PM_EXCLUSIVE | 101, PM_PRESENT | 200,
-	    PM_PRESENT | 201, 0,
+	    PM_PRESENT | PM_EXCLUSIVE | 100,
+	    PM_PRESENT | PM_EXCLUSIVE | 101,
+	    PM_PRESENT | 200,
+	    PM_PRESENT | 201,
+	    0,
 	};
 	const uint64_t shared_only[] = {PM_PRESENT | 300, PM_PRESENT | 301};
 	struct agent_config c;
@@ -163,27 +166,24 @@ static void test_parse_rules(void **state)
 	snprintf(c.sys_root, sizeof(c.sys_root), "%s", f.root);
 
 	/* need: root's, unless the admin allows users */
-	assert_int_equal(agent_hint_parse(&c, "need 1048576 100", 4242, 1000, &req, err,
-					  sizeof(err)),
-			 -EPERM);
+	assert_int_equal(
+	    agent_hint_parse(&c, "need 1048576 100", 4242, 1000, &req, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "need is for root"));
-	assert_int_equal(agent_hint_parse(&c, "need 1048576 100", 1, 0, &req, err, sizeof(err)),
-			 0);
+	assert_int_equal(agent_hint_parse(&c, "need 1048576 100", 1, 0, &req, err, sizeof(err)), 0);
 	c.hint_user_need = true;
-	assert_int_equal(agent_hint_parse(&c, "need 1048576 100", 4242, 1000, &req, err,
-					  sizeof(err)),
-			 0);
+	assert_int_equal(
+	    agent_hint_parse(&c, "need 1048576 100", 4242, 1000, &req, err, sizeof(err)), 0);
 	assert_int_equal(req.head.kind, PROTO_HINT_NEED);
 
 	/* the user's own process: only its exclusive pages (pfn 100-101, one range) */
-	snprintf(line, sizeof(line), "cold 0 %llu", (unsigned long long)(5 * page));
+	snprintf(line, sizeof(line), "cold 0 %llu", (unsigned long long)page * 5);
 	assert_int_equal(agent_hint_parse(&c, line, 4242, 1000, &req, err, sizeof(err)), 0);
 	assert_int_equal(req.nr_ranges, 1);
 	assert_int_equal(req.ranges[0].start, 100 * page);
 	assert_int_equal(req.ranges[0].bytes, 2 * page);
 	free(req.ranges);
 	/* root sees every page of it: 100-101 and 200-201 */
-	snprintf(line, sizeof(line), "cold 0 %llu 4242", (unsigned long long)(5 * page));
+	snprintf(line, sizeof(line), "cold 0 %llu 4242", (unsigned long long)page * 5);
 	assert_int_equal(agent_hint_parse(&c, line, 1, 0, &req, err, sizeof(err)), 0);
 	assert_int_equal(req.nr_ranges, 2);
 	free(req.ranges);
@@ -195,7 +195,7 @@ static void test_parse_rules(void **state)
 	snprintf(line, sizeof(line), "hot 0 %llu", (unsigned long long)page);
 	assert_int_equal(agent_hint_parse(&c, line, 4343, 1000, &req, err, sizeof(err)), -EPERM);
 	/* its owner, but every page shared: nothing of its own to describe */
-	snprintf(line, sizeof(line), "hot 0 %llu", (unsigned long long)(2 * page));
+	snprintf(line, sizeof(line), "hot 0 %llu", (unsigned long long)page * 2);
 	assert_int_equal(agent_hint_parse(&c, line, 4343, 1001, &req, err, sizeof(err)), -EACCES);
 	assert_non_null(strstr(err, "shared with other processes"));
 	assert_null(req.ranges);

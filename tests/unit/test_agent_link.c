@@ -718,9 +718,8 @@ static void test_hint_socket_users(void **state)
 		assert_true(m.u.hint.nr_ranges >= 1);
 	}
 	/* and root, right after the user ran out, is still heard */
-	assert_int_equal(agent_hint_client(cfg.hint_socket, "need 1048576 1000", reply,
-					   sizeof(reply)),
-			 0);
+	assert_int_equal(
+	    agent_hint_client(cfg.hint_socket, "need 1048576 1000", reply, sizeof(reply)), 0);
 	expect(&h, PROTO_MSG_HINT, &m);
 	assert_int_equal(m.u.hint.kind, PROTO_HINT_NEED);
 	assert_int_equal(m.u.hint.pid, (uint32_t)getpid());

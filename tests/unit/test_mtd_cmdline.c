@@ -108,9 +108,9 @@ static void test_refused(void **state)
 	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", longpath, (char *)NULL), 0);
 	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", "/q", "--agent", "", (char *)NULL),
 			 -EINVAL);
-	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", "/q", "--name", "a\x1b[2Jb",
-			       (char *)NULL),
-			 -EINVAL);
+	assert_int_equal(
+	    parse(&cl, err, sizeof(err), "--qmp", "/q", "--name", "a\x1b[2Jb", (char *)NULL),
+	    -EINVAL);
 	assert_non_null(strstr(err, "control characters"));
 	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", "/q", "--name", "", (char *)NULL),
 			 -EINVAL);
@@ -154,9 +154,8 @@ static void test_config_text(void **state)
 	assert_int_equal(mtd_config_load_text(&cfg, "t.conf", "interval\n", err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "t.conf:1: not an INI line"));
-	assert_int_equal(mtd_config_load_text(&cfg, "t.conf",
-					      "[defaults]\nmin = 2G\nmax = 1G\n", err,
-					      sizeof(err)),
+	assert_int_equal(mtd_config_load_text(&cfg, "t.conf", "[defaults]\nmin = 2G\nmax = 1G\n",
+					      err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "above max"));
 }

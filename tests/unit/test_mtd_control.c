@@ -37,9 +37,8 @@ static void test_parse_good(void **state)
 
 	assert_int_equal(parse("{\"cmd\":\"status\"}", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.cmd, MTD_CTL_STATUS);
-	assert_int_equal(parse("{\"cmd\":\"vm\",\"name\":\"web-1.example_0\"}", &r, err,
-			       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    parse("{\"cmd\":\"vm\",\"name\":\"web-1.example_0\"}", &r, err, sizeof(err)), 0);
 	assert_int_equal(r.cmd, MTD_CTL_VM);
 	assert_string_equal(r.name, "web-1.example_0");
 	assert_int_equal(parse("{\"cmd\":\"policy-set\",\"name\":\"w\",\"key\":\"min\","
@@ -49,9 +48,9 @@ static void test_parse_good(void **state)
 	assert_int_equal(r.cmd, MTD_CTL_POLICY_SET);
 	assert_string_equal(r.key, "min");
 	assert_string_equal(r.value, "1G");
-	assert_int_equal(parse("{\"cmd\":\"hook\",\"domain\":\"w\",\"op\":\"started\"}", &r, err,
-			       sizeof(err)),
-			 0);
+	assert_int_equal(
+	    parse("{\"cmd\":\"hook\",\"domain\":\"w\",\"op\":\"started\"}", &r, err, sizeof(err)),
+	    0);
 	assert_string_equal(r.name, "w");
 	assert_string_equal(r.subop, "-");
 	/* UTF-8 names are names (libvirt allows them) */
@@ -68,10 +67,8 @@ static const struct {
 } bad[] = {
     {"{\"cmd\":\"vm\",\"name\":\"web1\\u0000evil\"}", 0, "NUL"},
     {"{\"cmd\":\"vm\",\"name\":\"\\u0000\"}", 0, "NUL"},
-    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"key\":\"min\\u0000\",\"value\":\"1G\"}", 0,
-     "NUL"},
-    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"key\":\"min\",\"value\":\"1G\\u0000\"}", 0,
-     "NUL"},
+    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"key\":\"min\\u0000\",\"value\":\"1G\"}", 0, "NUL"},
+    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"key\":\"min\",\"value\":\"1G\\u0000\"}", 0, "NUL"},
     {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"key\":\"min\",\"value\":\"1G\\u001b[2J\"}", 0,
      "control character (0x1b)"},
     {"{\"cmd\":\"vm\",\"name\":\"a\\nb\"}", 0, "control character (0x0a)"},
@@ -120,8 +117,7 @@ static void test_parse_bad(void **state)
 		}
 	}
 	assert_int_equal(wrong, 0);
-	snprintf(longname, sizeof(longname), "{\"cmd\":\"vm\",\"name\":\"%0*d\"}", MTD_NAME_MAX,
-		 0);
+	snprintf(longname, sizeof(longname), "{\"cmd\":\"vm\",\"name\":\"%0*d\"}", MTD_NAME_MAX, 0);
 	assert_int_equal(parse(longname, &r, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "longer than 127"));
 }

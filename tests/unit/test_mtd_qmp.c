@@ -76,7 +76,8 @@ static void answer(struct fake_qmp *f, int fd, const char *line)
 		send_text(fd, "{\"return\": {}}\n");
 		return;
 	}
-	send_text(fd, "{\"error\": {\"class\": \"CommandNotFound\", \"desc\": \"not scripted\"}}\n");
+	send_text(fd,
+		  "{\"error\": {\"class\": \"CommandNotFound\", \"desc\": \"not scripted\"}}\n");
 }
 
 /* Serve connections one after the other until the listening socket is shut down. */
@@ -194,10 +195,9 @@ static void test_hostile_events(void **state)
 static void test_balloon_event(void **state)
 {
 	static const struct rule rules[] = {
-	    {"query-balloon",
-	     "{\"event\": \"BALLOON_CHANGE\", \"data\": {\"actual\": 536870912}, "
-	     "\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}}\n"
-	     "{\"return\": {\"actual\": 536870912, \"actual\": 536870912}}\n"},
+	    {"query-balloon", "{\"event\": \"BALLOON_CHANGE\", \"data\": {\"actual\": 536870912}, "
+			      "\"timestamp\": {\"seconds\": 1, \"microseconds\": 2}}\n"
+			      "{\"return\": {\"actual\": 536870912, \"actual\": 536870912}}\n"},
 	    {NULL, NULL},
 	};
 	struct fake_qmp f;
@@ -313,7 +313,9 @@ static void test_hostile_errors(void **state)
 	    "{\"error\": {\"class\": null}}\n",
 	    "{\"error\": null}\n",
 	    "{\"error\": \"boom\"}\n",
-	    "{\"error\": {\"class\": \"GenericError\", \"desc\": \"\\u001b]0;owned\\u0007\\u001b[2J\"}}\n",
+	    /* NOLINTNEXTLINE(bugprone-suspicious-missing-comma): one string, two lines */
+	    "{\"error\": {\"class\": \"GenericError\", \"desc\": "
+	    "\"\\u001b]0;owned\\u0007\\u001b[2J\"}}\n",
 	};
 	(void)state;
 
@@ -430,9 +432,9 @@ static void test_parse_reply_text(void **state)
 	assert_int_equal(mtd_qmp_parse_reply("{\"return\": true}", &ret, err, sizeof(err)), 0);
 	assert_true(json_object_get_boolean(ret));
 	json_object_put(ret);
-	assert_int_equal(mtd_qmp_parse_reply("{\"error\": {\"desc\": null}}", &ret, err,
-					     sizeof(err)),
-			 -EREMOTEIO);
+	assert_int_equal(
+	    mtd_qmp_parse_reply("{\"error\": {\"desc\": null}}", &ret, err, sizeof(err)),
+	    -EREMOTEIO);
 	assert_null(strstr(err, "(null)"));
 	assert_int_equal(mtd_qmp_parse_reply("null", &ret, err, sizeof(err)), -EPROTO);
 	assert_int_equal(mtd_qmp_parse_reply("", &ret, err, sizeof(err)), -EPROTO);
@@ -444,10 +446,10 @@ static void test_parse_reply_text(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_hostile_events),     cmocka_unit_test(test_balloon_event),
-	    cmocka_unit_test(test_hostile_qom_list),   cmocka_unit_test(test_qom_list_nothing),
-	    cmocka_unit_test(test_hostile_numbers),    cmocka_unit_test(test_hostile_errors),
-	    cmocka_unit_test(test_hostile_greeting),   cmocka_unit_test(test_hostile_guest_stats),
+	    cmocka_unit_test(test_hostile_events),   cmocka_unit_test(test_balloon_event),
+	    cmocka_unit_test(test_hostile_qom_list), cmocka_unit_test(test_qom_list_nothing),
+	    cmocka_unit_test(test_hostile_numbers),  cmocka_unit_test(test_hostile_errors),
+	    cmocka_unit_test(test_hostile_greeting), cmocka_unit_test(test_hostile_guest_stats),
 	    cmocka_unit_test(test_parse_reply_text),
 	};
 	return cmocka_run_group_tests_name("mtd_qmp", tests, NULL, NULL);
