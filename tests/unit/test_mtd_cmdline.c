@@ -71,7 +71,7 @@ static void test_flags_apply(void **state)
 /* Forty flags: none dropped; the last --interval wins. */
 static void test_many_flags(void **state)
 {
-	char *argv[64], vals[40][16];
+	char *argv[64], vals[40][32];
 	struct mtd_cmdline cl;
 	struct mtd_config cfg;
 	char err[256];
