@@ -32,8 +32,8 @@ ifeq ($(SAN),1)
 CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -MMD -MP \
-	-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(PKG_CFLAGS)
+INCLUDES   := -Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -MMD -MP $(INCLUDES) $(PKG_CFLAGS)
 
 # ---- components --------------------------------------------------------------------------
 # libvmm: pure, no I/O; links with nothing but libc and libm.
@@ -45,7 +45,7 @@ AGENT_MAIN := guest-agent/main.c
 AGENT_SRC  := $(filter-out $(AGENT_MAIN),$(wildcard guest-agent/*.c))
 # host: memtided.c and memtidectl.c hold main(); the rest is libmtd.
 MTD_MAIN   := host/memtided.c host/memtidectl.c
-MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c))
+MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c host/access/*.c))
 # policy lab: memtide-sim and memtide-trace.
 SIM_MAIN   := sim/memtide-sim.c sim/memtide-trace.c
 SIM_SRC    := $(filter-out $(SIM_MAIN),$(wildcard sim/*.c))
@@ -74,9 +74,11 @@ PROGRAMS := $(if $(wildcard host/memtided.c),$(BIN)/memtided) \
             $(patsubst bench/%.c,$(BIN)/%,$(BENCH_SRC)) \
             $(patsubst tests/e2e/workloads/%.c,$(BUILD)/guest/bin/%,$(WORKLOAD_SRC))
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
+# The QEMU TCG plugin behind the ept access source: a shared object QEMU loads (-plugin).
+EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
 .PHONY: all check check-unit bench lint sanitize demo install clean deps fuzz fuzz-build
-all: $(PROGRAMS) $(TESTS)
+all: $(PROGRAMS) $(TESTS) $(EPT_PLUGIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -119,6 +121,12 @@ $(BIN)/memtide-agent: $(call obj,$(AGENT_MAIN)) $(LIBAGENT) $(LIBPROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(AGENT_STATIC) -o $@ $^ $(shell pkg-config --libs --static json-c inih) -lm
 
+# No sanitizers in the plugin: it runs inside QEMU, which is not built with them.
+$(EPT_PLUGIN): host/access/qemu_plugin/memtide_ept.c host/access/ept_table.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE -Ihost/access \
+		-o $@ $<
+
 # Guest workloads: small static programs copied into the e2e guest's initramfs.
 $(BUILD)/guest/bin/%: tests/e2e/workloads/%.c
 	@mkdir -p $(dir $@)
@@ -140,9 +148,9 @@ $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
 #                                     `make check`'s fuzz suite does; longer N for campaigns
 FUZZ_CC     ?= clang-14
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS := -std=gnu11 $(WARN) -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -MMD -MP \
-	$(FUZZ_SAN) -fsanitize=fuzzer-no-link -Ivmm/include -Iproto -Iguest-agent -Ihost -Isim \
-	$(PKG_CFLAGS)
+# (-Wno-unknown-warning-option: a GCC-only pragma such as -Wformat-truncation is not clang's)
+FUZZ_CFLAGS := -std=gnu11 $(WARN) -Wno-unknown-warning-option -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -MMD -MP \
+	$(FUZZ_SAN) -fsanitize=fuzzer-no-link $(INCLUDES) $(PKG_CFLAGS)
 FUZZ_OBJ    := $(BUILD)/fuzz-obj
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
@@ -195,9 +203,9 @@ lint:
 	clang-format --dry-run --Werror $(LINT_FILES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -D_GNU_SOURCE \
-		-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(filter %.c,$(LINT_FILES))
+		-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(filter %.c,$(LINT_FILES))
 	clang-tidy --quiet $(filter %.c,$(LINT_FILES)) -- -std=gnu11 -D_GNU_SOURCE \
-		-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(PKG_CFLAGS) \
+		-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(PKG_CFLAGS) \
 		$(shell pkg-config --cflags cmocka)
 
 install: all
@@ -205,6 +213,8 @@ install: all
 	install -m 0755 $(BIN)/memtidectl $(BIN)/memtide-sim $(BIN)/memtide-trace \
 		$(BIN)/memtide-agent $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BIN)/memtided $(DESTDIR)$(PREFIX)/sbin/
+	install -d $(DESTDIR)$(PREFIX)/lib/memtide
+	install -m 0644 $(EPT_PLUGIN) $(DESTDIR)$(PREFIX)/lib/memtide/
 	DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) sh contrib/install.sh
 
 clean:

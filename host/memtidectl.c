@@ -31,6 +31,7 @@
 #include <libxml/parser.h>
 
 #include "domxml.h"
+#include "ept_cli.h"
 
 #define VERSION        "0.1.0"
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
@@ -61,6 +62,11 @@ static void usage(FILE *f)
 	    "                                target_refault_per_min headroom return\n"
 	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain\n"
 	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
+	    "  ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
+	    "                                the -plugin argument for a TCG guest (ept source)\n"
+	    "  ept-status TABLE              the ept plugin's table file: windows, cost\n"
+	    "  ept-mode TABLE off|always|window MS\n"
+	    "                                switch its instrumentation by hand\n"
 	    "  domxml-patch DOMAIN [--yes] [--uri URI]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
@@ -353,6 +359,22 @@ static void print_policy(struct json_object *p, const char *sep)
 	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"));
 }
 
+/* Which access-bit source, and why not each other one (host/access/choose.c). */
+static void print_source(struct json_object *vm)
+{
+	struct json_object *nt;
+
+	printf("  access source: %s%s%s\n", get_s(vm, "source"),
+	       *get_s(vm, "source_detail") ? ": " : "", get_s(vm, "source_detail"));
+	if (!json_object_object_get_ex(vm, "source_not_taken", &nt) ||
+	    !json_object_is_type(nt, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(nt); i++) {
+		struct json_object *x = json_object_array_get_idx(nt, i);
+		printf("    not %s: %s\n", get_s(x, "source"), get_s(x, "why"));
+	}
+}
+
 static void print_vm(struct json_object *vm)
 {
 	struct json_object *pol, *wss, *acts;
@@ -381,6 +403,7 @@ static void print_vm(struct json_object *vm)
 	       get_b(vm, "fpr_on") ? "on" : "OFF or unknown",
 	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
 	       get_d(vm, "guest_psi_some_avg10"));
+	print_source(vm);
 	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
 	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
@@ -866,6 +889,8 @@ int main(int argc, char **argv)
 		xmlCleanupParser();
 		return rc;
 	}
+	if (!strncmp(cmd, "ept-", 4))
+		return mtd_ept_cli(argc, argv, json_out);
 	if (!strcmp(cmd, "version") && argc == 1)
 		return cmd_version();
 	if (!strcmp(cmd, "help")) {

@@ -22,6 +22,7 @@
 #include <libxml/parser.h>
 #include <urcu.h>
 
+#include "choose.h"
 #include "cmdline.h"
 #include "control.h"
 #include "daemon.h"
@@ -132,7 +133,9 @@ int main(int argc, char **argv)
 	}
 	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
-		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent");
+		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)");
+	if (cfg.source != MTD_SOURCE_SIM)
+		mtd_access_daemon_start(cfg.ept_dir);
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
 		mtd_metrics_stop(metrics);

@@ -20,6 +20,7 @@
 #define MTD_WSS_BINS     4   /* idle ages of the working-set estimate */
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
+#define MTD_SOURCE_NOTES 4 /* sources a VM could use besides the one it does */
 
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
@@ -52,6 +53,19 @@ enum mtd_return_via {
 };
 const char *mtd_return_via_name(enum mtd_return_via r);
 
+/*
+ * Where a VM's page-access information comes from (policy key `source`; host/access/):
+ * auto picks the first available of ept, idle, damon, then the agent's amounts.
+ */
+enum mtd_access_pref {
+	MTD_ACCESS_AUTO = 0,
+	MTD_ACCESS_EPT,
+	MTD_ACCESS_IDLE,
+	MTD_ACCESS_DAMON,
+	MTD_ACCESS_AGENT,
+};
+const char *mtd_access_pref_name(enum mtd_access_pref p);
+
 /* Per-domain policy (daemon defaults, overridden from the domain's libvirt metadata). */
 struct mtd_policy {
 	bool enabled;
@@ -61,6 +75,8 @@ struct mtd_policy {
 	double target_refault_per_min;  /* fraction of resident pages per minute (0.002) */
 	uint64_t headroom_bytes;        /* added to the working set to form the target */
 	enum mtd_return_via return_via; /* key `return`: balloon or reclaim */
+	enum mtd_access_pref source;    /* key `source`: auto, ept, idle, damon, agent */
+	uint64_t ept_window_ms;         /* key `ept_window`: the ept source's sampling window */
 };
 
 struct mtd_action {
@@ -103,6 +119,16 @@ struct mtd_vm_status {
 	bool fpr_on; /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
+
+	/* the access-bit source in use ("none" without one), a line about it, and why each
+	 * other source was not taken (host/access/choose.c) */
+	char source[16];
+	char source_detail[160];
+	unsigned nr_source_not_taken;
+	struct {
+		char name[8];
+		char why[152];
+	} source_not_taken[MTD_SOURCE_NOTES];
 
 	unsigned nr_actions;
 	struct mtd_action actions[MTD_LAST_ACTIONS]; /* newest last */

@@ -33,6 +33,8 @@ struct json_object *mtd_json_policy(const struct mtd_policy *p)
 			       json_object_new_double(p->target_refault_per_min));
 	put_u64(o, "headroom_bytes", p->headroom_bytes);
 	put_str(o, "return", mtd_return_via_name(p->return_via));
+	put_str(o, "source", mtd_access_pref_name(p->source));
+	put_u64(o, "ept_window_ms", p->ept_window_ms);
 	return o;
 }
 
@@ -106,8 +108,18 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	json_object_object_add(o, "agent_connected", json_object_new_boolean(st->agent_connected));
 	json_object_object_add(o, "fpr_on", json_object_new_boolean(st->fpr_on));
 	put_str(o, "last_error", st->last_error);
+	put_str(o, "source", st->source[0] ? st->source : "none");
 	if (!full)
 		return o;
+	put_str(o, "source_detail", st->source_detail);
+	struct json_object *nt = json_object_new_array();
+	for (unsigned i = 0; i < st->nr_source_not_taken && i < MTD_SOURCE_NOTES; i++) {
+		struct json_object *x = json_object_new_object();
+		put_str(x, "source", st->source_not_taken[i].name);
+		put_str(x, "why", st->source_not_taken[i].why);
+		json_object_array_add(nt, x);
+	}
+	json_object_object_add(o, "source_not_taken", nt);
 	json_object_object_add(o, "policy", mtd_json_policy(&st->policy));
 	json_object_object_add(o, "controller_output",
 			       json_object_new_double(st->controller_output));

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "agent_link.h"
+#include "choose.h"
 #include "daemon.h"
 #include "log.h"
 #include "vm.h"
@@ -85,6 +86,36 @@ static bool wait_wake(struct mtd_vm *vm, int timeout_ms)
 
 /* ---- attach ----------------------------------------------------------------------------- */
 
+/* The access-bit source, chosen per VM by its policy (host/access/choose.c). */
+static int choose_source(struct mtd_vm *vm)
+{
+	const struct mtd_config *cfg = &vm->d->cfg;
+	struct mtd_access_env env;
+	struct mtd_access_choice ch;
+	int pid = 0;
+
+	mtd_access_env_default(&env);
+	if (vm->balloon->qemu_pid && vm->balloon->qemu_pid(vm->balloon_ctx, &pid) < 0)
+		pid = 0;
+	env.vm_name = vm->name;
+	env.guest_bytes = vm->domain_bytes;
+	env.qemu_pid = pid;
+	env.agent = vm->agent;
+	env.interval_ms = cfg->ctl.interval_ms;
+	env.agent_silence_ms = cfg->ctl.agent_silence_ms;
+	env.pref = vm->policy.source;
+	env.ept_window_ms = vm->policy.ept_window_ms;
+	env.ept_dir = cfg->ept_dir;
+	env.young_dump_dir = cfg->young_dump_dir;
+	int rc = mtd_access_choose(&env, &vm->source, &ch);
+	if (rc < 0)
+		return rc;
+	mtd_access_choice_to_status(&ch, &vm->draft);
+	for (unsigned i = 0; i < ch.nr_notes; i++)
+		mtd_info("%s: source %s not used: %s", vm->name, ch.notes[i].name, ch.notes[i].why);
+	return 0;
+}
+
 static int attach(struct mtd_vm *vm)
 {
 	const struct mtd_config *cfg = &vm->d->cfg;
@@ -115,14 +146,13 @@ static int attach(struct mtd_vm *vm)
 		if (rc < 0)
 			return rc;
 	}
-	if (cfg->source == MTD_SOURCE_SIM)
+	if (cfg->source == MTD_SOURCE_SIM) {
 		rc = mtd_source_sim_new(vm->domain_bytes, cfg->sim_hot_percent, name_seed(vm->name),
 					&vm->source);
-	else if (vm->agent)
-		rc = mtd_source_agent_new(vm->agent, vm->domain_bytes, cfg->ctl.interval_ms,
-					  cfg->ctl.agent_silence_ms, &vm->source);
-	else
-		rc = 0; /* no source: the VM is watched and kept safe, never inflated */
+		snprintf(vm->draft.source, sizeof(vm->draft.source), "sim");
+	} else {
+		rc = choose_source(vm); /* none at all: watched and kept safe, never inflated */
+	}
 	if (rc < 0)
 		return rc;
 	if (vm->source.ops) {

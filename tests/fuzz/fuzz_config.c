@@ -51,6 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(memchr(cfg.uri, 0, sizeof(cfg.uri)) &&
 		      memchr(cfg.socket_path, 0, sizeof(cfg.socket_path)));
 		CHECK(memchr(cfg.meminfo_path, 0, sizeof(cfg.meminfo_path)));
+		CHECK(memchr(cfg.ept_dir, 0, sizeof(cfg.ept_dir)) &&
+		      memchr(cfg.young_dump_dir, 0, sizeof(cfg.young_dump_dir)));
 		CHECK(cfg.metrics_port >= 0 && cfg.metrics_port <= 65535);
 		CHECK(cfg.sim_hot_percent <= 100);
 		/* what memtidectl policy set stores must read back as the same policy */
@@ -63,7 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		      back.priority == cfg.defaults.priority &&
 		      back.target_refault_per_min == cfg.defaults.target_refault_per_min &&
 		      back.headroom_bytes == cfg.defaults.headroom_bytes &&
-		      back.return_via == cfg.defaults.return_via);
+		      back.return_via == cfg.defaults.return_via &&
+		      back.source == cfg.defaults.source &&
+		      back.ept_window_ms == cfg.defaults.ept_window_ms);
 	} else {
 		CHECK(strncmp(err, "fuzz.conf", 9) == 0);
 		CHECK(same_bytes(&cfg, &before, sizeof(cfg)));

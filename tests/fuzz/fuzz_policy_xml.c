@@ -32,7 +32,8 @@ static bool same(const struct mtd_policy *a, const struct mtd_policy *b)
 	return a->enabled == b->enabled && a->min_bytes == b->min_bytes &&
 	       a->max_bytes == b->max_bytes && a->priority == b->priority &&
 	       a->target_refault_per_min == b->target_refault_per_min &&
-	       a->headroom_bytes == b->headroom_bytes && a->return_via == b->return_via;
+	       a->headroom_bytes == b->headroom_bytes && a->return_via == b->return_via &&
+	       a->source == b->source && a->ept_window_ms == b->ept_window_ms;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
