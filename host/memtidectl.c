@@ -239,6 +239,13 @@ static const char *get_s(struct json_object *o, const char *k)
 	return json_object_get_string(v);
 }
 
+/* Length of an array member; 0 for null or anything else (json-c asserts on a non-array,
+ * and a reply with "vms": null must not abort memtidectl). */
+static size_t arr_len(struct json_object *a)
+{
+	return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+}
+
 static bool get_b(struct json_object *o, const char *k)
 {
 	struct json_object *v;
@@ -282,13 +289,13 @@ static void print_status(struct json_object *rep)
 		       get_b(host, "under_pressure") ? " (UNDER PRESSURE)" : "",
 		       (long long)get_i(host, "nr_vms"),
 		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)));
-	if (!json_object_object_get_ex(rep, "vms", &vms) || json_object_array_length(vms) == 0) {
+	if (!json_object_object_get_ex(rep, "vms", &vms) || arr_len(vms) == 0) {
 		printf("no VMs managed\n");
 		return;
 	}
 	printf("%-24s %-10s %8s %8s %8s %8s %8s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
 	       "ACTUAL", "WSS", "SAVED", "REFAULT/m", "AGENT");
-	for (size_t i = 0; i < json_object_array_length(vms); i++) {
+	for (size_t i = 0; i < arr_len(vms); i++) {
 		struct json_object *v = json_object_array_get_idx(vms, i);
 		char m[16];
 
@@ -319,12 +326,11 @@ static void print_gens(struct json_object *vm)
 	int64_t total = 0, maxp = 1;
 	char a[16], b[16];
 
-	if (!json_object_object_get_ex(vm, "generations", &gens) ||
-	    json_object_array_length(gens) == 0) {
+	if (!json_object_object_get_ex(vm, "generations", &gens) || arr_len(gens) == 0) {
 		printf("  generations: none yet (the first aging round has not run)\n");
 		return;
 	}
-	for (size_t i = 0; i < json_object_array_length(gens); i++) {
+	for (size_t i = 0; i < arr_len(gens); i++) {
 		int64_t p = get_i(json_object_array_get_idx(gens, i), "pages");
 
 		total += p;
@@ -333,7 +339,7 @@ static void print_gens(struct json_object *vm)
 	}
 	printf("  generations (oldest first; %s resident in them):\n",
 	       size_str(total * 4096, a, sizeof(a)));
-	for (size_t i = 0; i < json_object_array_length(gens); i++) {
+	for (size_t i = 0; i < arr_len(gens); i++) {
 		struct json_object *g = json_object_array_get_idx(gens, i);
 		int64_t p = get_i(g, "pages");
 
@@ -369,7 +375,7 @@ static void print_source(struct json_object *vm)
 	if (!json_object_object_get_ex(vm, "source_not_taken", &nt) ||
 	    !json_object_is_type(nt, json_type_array))
 		return;
-	for (size_t i = 0; i < json_object_array_length(nt); i++) {
+	for (size_t i = 0; i < arr_len(nt); i++) {
 		struct json_object *x = json_object_array_get_idx(nt, i);
 		printf("    not %s: %s\n", get_s(x, "source"), get_s(x, "why"));
 	}
@@ -422,7 +428,7 @@ static void print_vm(struct json_object *vm)
 	}
 	if (json_object_object_get_ex(vm, "working_set", &wss)) {
 		printf("  working set by idle age:");
-		for (size_t i = 0; i < json_object_array_length(wss); i++) {
+		for (size_t i = 0; i < arr_len(wss); i++) {
 			struct json_object *w = json_object_array_get_idx(wss, i);
 
 			printf("  <=%s: %s", age_str(get_i(w, "idle_age_ms"), a, sizeof(a)),
@@ -431,11 +437,11 @@ static void print_vm(struct json_object *vm)
 		printf("\n");
 	}
 	print_gens(vm);
-	if (json_object_object_get_ex(vm, "actions", &acts) && json_object_array_length(acts)) {
+	if (json_object_object_get_ex(vm, "actions", &acts) && arr_len(acts)) {
 		int64_t now = get_i(vm, "updated_ms");
 
 		printf("  last actions:\n");
-		for (size_t i = 0; i < json_object_array_length(acts); i++) {
+		for (size_t i = 0; i < arr_len(acts); i++) {
 			struct json_object *x = json_object_array_get_idx(acts, i);
 			int64_t at = get_i(x, "at_ms");
 
@@ -506,7 +512,7 @@ static int top_frame(bool tty)
 	printf("memtidectl top  %s  (q or Ctrl-C to quit)\n", when);
 	print_status(rep);
 	if (json_object_object_get_ex(rep, "vms", &vms)) {
-		for (size_t i = 0; i < json_object_array_length(vms); i++) {
+		for (size_t i = 0; i < arr_len(vms); i++) {
 			struct json_object *req = req_new("vm"), *one, *vm;
 
 			req_str(req, "name", get_s(json_object_array_get_idx(vms, i), "name"));

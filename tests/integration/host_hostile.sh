@@ -9,13 +9,15 @@
 # command it receives, so the test waits on memtided's progress, not on time.
 # Control clients then send names and values with an embedded \u0000 or other control
 # characters, duplicate keys and non-string fields (tests/unit/test_mtd_control.c has the full
-# table; here it is the running daemon that must answer and live on).
+# table; here it is the running daemon that must answer and live on).  Last, memtidectl
+# reads replies with nulls and wrong types from a fake daemon (a mock of memtided's socket:
+# the real one never sends them) and must print neither "(null)" nor crash.
 #
 # No QEMU and no libvirt are needed: this runs anywhere memtided builds.
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
-TOTAL=8
+TOTAL=10
 
 echo "1..$TOTAL"
 n=0 failed=0
@@ -192,5 +194,41 @@ check $? "a null name is refused as not a string"
 # 8: still alive, still answering, and a clean stop.
 ctl status >/dev/null 2>&1 && kill -0 $mpid 2>/dev/null && kill -TERM $mpid && wait $mpid
 check $? "memtided still answers status and stops cleanly on SIGTERM"
+
+# 9-10: memtidectl against a daemon that answers with nulls and wrong types.
+cat >"$dir/fakectl.py" <<'PY'
+import json, socket, sys
+srv = socket.socket(socket.AF_UNIX)
+srv.bind(sys.argv[1])
+srv.listen(4)
+vm = {"name": None, "state": 7, "uuid": None, "max_bytes": "x", "last_error": None,
+      "policy": None, "generations": [None, {"pages": None}], "working_set": None,
+      "actions": [None, {"what": None, "at_ms": None}], "return_in_force": None}
+for _ in range(3):
+    c, _ = srv.accept()
+    req = json.loads(c.makefile().readline())
+    if req.get("cmd") == "status":
+        rep = {"ok": True, "host": None, "vms": [vm, None, 5]}
+    elif req.get("cmd") == "vm":
+        rep = {"ok": True, "vm": vm}
+    else:
+        rep = {"ok": False, "error": None}
+    c.sendall(json.dumps(rep).encode() + b"\n")
+    c.close()
+PY
+python3 "$dir/fakectl.py" "$dir/fake.sock" &
+pids+=($!)
+wait_for 10 test -S "$dir/fake.sock"
+fctl() { "$BIN/memtidectl" --socket "$dir/fake.sock" "$@"; }
+out=$(fctl status 2>&1; fctl vm show x 2>&1)
+rc=$?
+echo "$out" | head -12 | sed 's/^/#   /'
+[ $rc -lt 128 ] && ! echo "$out" | grep -q '(null)'
+check $? "memtidectl shows a reply full of nulls without crashing or printing (null)"
+out=$(fctl policy get x 2>&1)
+rc=$?
+echo "# $out"
+[ $rc = 1 ] && ! echo "$out" | grep -q '(null)'
+check $? "an error reply whose error is null: exit 1, no (null)"
 [ "$failed" = 0 ] || tail -n 30 "$dir/memtided.log" | sed 's/^/# /'
 exit 0
