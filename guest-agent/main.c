@@ -46,6 +46,7 @@ static void usage(FILE *f)
 		   "\n"
 		   "  -c, --config FILE   settings file (default " DEFAULT_CONFIG " if present)\n"
 		   "  -d, --daemon        detach and run in the background\n"
+		   "  -f, --foreground    stay in the foreground (the default; what systemd runs)\n"
 		   "      --pidfile FILE  write the daemon's pid here\n"
 		   "      --log-file FILE append the log here instead of stderr\n"
 		   "  -v, --verbose       more log (repeatable)\n"
@@ -246,6 +247,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 	    {"config", required_argument, NULL, 'c'},
 	    {"daemon", no_argument, NULL, 'd'},
+	    {"foreground", no_argument, NULL, 'f'},
 	    {"pidfile", required_argument, NULL, OPT_PIDFILE},
 	    {"log-file", required_argument, NULL, OPT_LOGFILE},
 	    {"verbose", no_argument, NULL, 'v'},
@@ -270,13 +272,16 @@ int main(int argc, char **argv)
 	agent_config_defaults(&cfg);
 	/* first pass: options; --KEY=VALUE flags are applied after the config file */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "c:dvhV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:dfvhV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			config = optarg;
 			break;
 		case 'd':
 			daemonize = true;
+			break;
+		case 'f':
+			daemonize = false;
 			break;
 		case 'v':
 			verbose++;
@@ -317,7 +322,7 @@ int main(int argc, char **argv)
 			if (arg[0] == '-' && arg[1] && strchr("c", arg[1]) && !arg[2])
 				i++; /* -c FILE */
 			else if (arg[0] != '-' || !arg[1] ||
-				 strspn(arg + 1, "dvhV") != strlen(arg + 1)) {
+				 strspn(arg + 1, "dfvhV") != strlen(arg + 1)) {
 				fprintf(stderr,
 					"memtide-agent: unexpected argument '%s' (see --help)\n",
 					arg);

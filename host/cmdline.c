@@ -5,8 +5,8 @@
  * What used to be silent: a 33rd flag was dropped (a fixed array of 32), and a --qmp or
  * --agent path of 256 bytes or more was cut short by snprintf into the daemon's buffer (the
  * daemon then retried a different path forever).  Flags that are config keys now keep one
- * slot per key (the last one given wins, as before), and paths longer than a unix socket
- * address are refused.
+ * slot per key (applied in the order given, the last one of a key wins, as before), and
+ * paths longer than a unix socket address are refused.
  */
 #include "cmdline.h"
 
@@ -29,9 +29,12 @@ void mtd_cmdline_usage(FILE *f)
 	    "Modes:\n"
 	    "  (default)              manage every running libvirt domain with a balloon\n"
 	    "  --uri URI              libvirt connection (default qemu:///system)\n"
-	    "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
+	    "  --qmp PATH             plain-QEMU mode: a VM through its QMP socket (give\n"
+	    "                         --qmp once per VM; --agent and --name after a --qmp\n"
+	    "                         are that VM's)\n"
 	    "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
-	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
+	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu,\n"
+	    "                         qemu2, ...)\n"
 	    "\n"
 	    "Options:\n"
 	    "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
@@ -40,21 +43,28 @@ void mtd_cmdline_usage(FILE *f)
 	    "                         agent, as its policy says) or sim (simulated hardware)\n"
 	    "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
 	    "  --syslog               log to syslog instead of stderr\n"
-	    "  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
+	    "  --metrics-listen ADDR:PORT\n"
+	    "                         Prometheus metrics here (default 127.0.0.1:9848;\n"
+	    "                         [::1]:9848 for IPv6, 0.0.0.0:9848 for every address)\n"
+	    "  --metrics-port PORT    Prometheus metrics on the same address, this port\n"
 	    "  --no-metrics           no metrics endpoint\n"
 	    "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
+	    "  --observe-only         compute and show what memtided would do, change no VM\n"
+	    "  --state-dir PATH       per-VM history (default /var/lib/memtide)\n"
 	    "  --foreground           do not detach from the terminal\n"
 	    "  --help, --version\n"
 	    "\n"
 	    "Flags override the config file.  Its sections and keys:\n"
 	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
-	    "               ept_dir young_dump_dir\n"
+	    "               ept_dir young_dump_dir state_dir observe_only\n"
+	    "               call_timeout domains\n"
+	    "  [metrics]    listen\n"
 	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
 	    "               mem_available_low agent_silence hold_after_deflate hold_max\n"
 	    "               min_change\n"
 	    "  [host]       low_mark high_mark interval settle meminfo\n"
 	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-	    "               return (balloon or reclaim)\n"
+	    "               return (balloon or reclaim) source ept_window observe\n"
 	    "               (per-domain policy unless the domain's memtide metadata says)\n"
 	    "  [sim]        hot_percent\n");
 }
@@ -70,9 +80,12 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_SYSLOG,
 	OPT_METRICS_PORT,
+	OPT_METRICS_LISTEN,
 	OPT_NO_METRICS,
 	OPT_SOCKET,
 	OPT_FOREGROUND,
+	OPT_OBSERVE_ONLY,
+	OPT_STATE_DIR,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -88,23 +101,46 @@ static const struct option options[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"syslog", no_argument, NULL, OPT_SYSLOG},
     {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
+    {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {"no-metrics", no_argument, NULL, OPT_NO_METRICS},
     {"socket", required_argument, NULL, OPT_SOCKET},
     {"foreground", no_argument, NULL, OPT_FOREGROUND},
+    {"observe-only", no_argument, NULL, OPT_OBSERVE_ONLY},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
-/* The config key behind each key flag: [daemon] KEY. */
-static const char *const flag_key[MTD_FLAG_NR] = {
-    [MTD_FLAG_URI] = "uri",
-    [MTD_FLAG_INTERVAL] = "interval",
-    [MTD_FLAG_SOURCE] = "source",
-    [MTD_FLAG_LOG_LEVEL] = "log_level",
-    [MTD_FLAG_METRICS_PORT] = "metrics_port",
-    [MTD_FLAG_SOCKET] = "socket",
+/* The config key behind each key flag. */
+static const struct {
+	const char *section, *key;
+} flag_key[MTD_FLAG_NR] = {
+    [MTD_FLAG_URI] = {"daemon", "uri"},
+    [MTD_FLAG_INTERVAL] = {"daemon", "interval"},
+    [MTD_FLAG_SOURCE] = {"daemon", "source"},
+    [MTD_FLAG_LOG_LEVEL] = {"daemon", "log_level"},
+    [MTD_FLAG_METRICS_PORT] = {"daemon", "metrics_port"},
+    [MTD_FLAG_METRICS_LISTEN] = {"metrics", "listen"},
+    [MTD_FLAG_SOCKET] = {"daemon", "socket"},
+    [MTD_FLAG_OBSERVE_ONLY] = {"daemon", "observe_only"},
+    [MTD_FLAG_STATE_DIR] = {"daemon", "state_dir"},
 };
+
+/* Append a config-key flag; an earlier one of the same key leaves its place. */
+static void set_flag(struct mtd_cmdline *cl, enum mtd_cmdline_key key, const char *value,
+		     const char *flag)
+{
+	unsigned i = 0;
+
+	while (i < cl->nr_set && cl->set[i].key != key)
+		i++;
+	if (i < cl->nr_set) {
+		memmove(&cl->set[i], &cl->set[i + 1], (cl->nr_set - i - 1) * sizeof(cl->set[0]));
+		cl->nr_set--;
+	}
+	cl->set[cl->nr_set++] = (struct mtd_cmdline_set){key, value, flag};
+}
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -128,48 +164,113 @@ static int check_sock_path(const char *flag, const char *p, char *err, size_t er
 	return 0;
 }
 
+/* A VM name: 1..MTD_NAME_MAX-1 bytes, no control character (it is printed in logs and tables). */
+static int check_name(const char *name, char *err, size_t errlen)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= MTD_NAME_MAX)
+		return bad(err, errlen, "--name must be 1..%d characters", MTD_NAME_MAX - 1);
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return bad(err, errlen, "--name must not hold control characters");
+	return 0;
+}
+
+/* --agent or --name: the latest --qmp VM's (the first VM's before any --qmp). */
+static int set_vm_field(struct mtd_cmdline *out, bool agent, const char *arg, char *err,
+			size_t errlen)
+{
+	struct mtd_cmdline_vm *v = &out->vm[out->nr_vms ? out->nr_vms - 1 : 0];
+	const char **slot = agent ? &v->agent : &v->name;
+
+	if (*slot)
+		return bad(err, errlen, "two --%s for one --qmp VM", agent ? "agent" : "name");
+	*slot = arg;
+	return 0;
+}
+
+static int check_vms(struct mtd_cmdline *out, char *err, size_t errlen)
+{
+	if (!out->nr_vms && out->vm[0].agent)
+		return bad(err, errlen,
+			   "--agent needs --qmp (in libvirt mode the agent channel comes from the "
+			   "domain XML)");
+	for (unsigned i = 0; i < out->nr_vms; i++) {
+		struct mtd_cmdline_vm *v = &out->vm[i];
+
+		if (check_sock_path("--qmp", v->qmp, err, errlen) < 0)
+			return -EINVAL;
+		if (v->agent && check_sock_path("--agent", v->agent, err, errlen) < 0)
+			return -EINVAL;
+		if (!v->name) {
+			snprintf(v->default_name, sizeof(v->default_name), i ? "qemu%u" : "qemu",
+				 i + 1);
+			v->name = v->default_name;
+		}
+		if (check_name(v->name, err, errlen) < 0)
+			return -EINVAL;
+		for (unsigned k = 0; k < i; k++)
+			if (!strcmp(out->vm[k].name, v->name))
+				return bad(err, errlen, "two VMs named '%s' (--name)", v->name);
+	}
+	return 0;
+}
+
 int mtd_cmdline_parse(int argc, char **argv, struct mtd_cmdline *out, char *err, size_t errlen)
 {
-	int opt;
+	int opt, idx = -1;
 
 	memset(out, 0, sizeof(*out));
 	out->config_path = DEFAULT_CONFIG;
-	out->name = "qemu";
 	optind = 0; /* glibc: start over, whatever an earlier call left */
 	opterr = 0; /* every problem becomes one sentence in err */
-	while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":h", options, &idx)) != -1) {
 		const char *arg = optarg ? optarg : ""; /* set for every option that takes one */
+		const char *flag = idx >= 0 ? options[idx].name : "";
+
+		idx = -1; /* getopt_long sets it for long options only */
 
 		switch (opt) {
 		case OPT_URI:
-			out->set[MTD_FLAG_URI] = arg;
+			set_flag(out, MTD_FLAG_URI, arg, flag);
 			break;
 		case OPT_INTERVAL:
-			out->set[MTD_FLAG_INTERVAL] = arg;
+			set_flag(out, MTD_FLAG_INTERVAL, arg, flag);
 			break;
 		case OPT_SOURCE:
-			out->set[MTD_FLAG_SOURCE] = arg;
+			set_flag(out, MTD_FLAG_SOURCE, arg, flag);
 			break;
 		case OPT_LOG_LEVEL:
-			out->set[MTD_FLAG_LOG_LEVEL] = arg;
+			set_flag(out, MTD_FLAG_LOG_LEVEL, arg, flag);
 			break;
 		case OPT_METRICS_PORT:
-			out->set[MTD_FLAG_METRICS_PORT] = arg;
+			set_flag(out, MTD_FLAG_METRICS_PORT, arg, flag);
+			break;
+		case OPT_METRICS_LISTEN:
+			set_flag(out, MTD_FLAG_METRICS_LISTEN, arg, flag);
 			break;
 		case OPT_NO_METRICS:
-			out->set[MTD_FLAG_METRICS_PORT] = "0";
+			set_flag(out, MTD_FLAG_METRICS_LISTEN, "off", flag);
 			break;
 		case OPT_SOCKET:
-			out->set[MTD_FLAG_SOCKET] = arg;
+			set_flag(out, MTD_FLAG_SOCKET, arg, flag);
+			break;
+		case OPT_OBSERVE_ONLY:
+			set_flag(out, MTD_FLAG_OBSERVE_ONLY, "yes", flag);
+			break;
+		case OPT_STATE_DIR:
+			set_flag(out, MTD_FLAG_STATE_DIR, arg, flag);
 			break;
 		case OPT_QMP:
-			out->qmp = arg;
+			if (out->nr_vms == MTD_MAX_QMP_VMS)
+				return bad(err, errlen, "at most %d --qmp VMs", MTD_MAX_QMP_VMS);
+			out->vm[out->nr_vms++].qmp = arg;
 			break;
 		case OPT_AGENT:
-			out->agent = arg;
-			break;
 		case OPT_NAME:
-			out->name = arg;
+			if (set_vm_field(out, opt == OPT_AGENT, arg, err, errlen) < 0)
+				return -EINVAL;
 			break;
 		case OPT_CONFIG:
 			out->config_path = arg;
@@ -198,44 +299,22 @@ int mtd_cmdline_parse(int argc, char **argv, struct mtd_cmdline *out, char *err,
 	}
 	if (optind < argc)
 		return bad(err, errlen, "unexpected argument '%.64s' (see --help)", argv[optind]);
-	if (out->agent && !out->qmp)
-		return bad(err, errlen,
-			   "--agent needs --qmp (in libvirt mode the agent channel comes from the "
-			   "domain XML)");
-	if (out->qmp && check_sock_path("--qmp", out->qmp, err, errlen) < 0)
-		return -EINVAL;
-	if (out->agent && check_sock_path("--agent", out->agent, err, errlen) < 0)
-		return -EINVAL;
 	if (strlen(out->config_path) >= MTD_PATH_MAX)
 		return bad(err, errlen, "--config must be a path of at most %d bytes",
 			   MTD_PATH_MAX - 1);
-	if (out->qmp) {
-		size_t n = strlen(out->name);
-
-		if (n == 0 || n >= MTD_NAME_MAX)
-			return bad(err, errlen, "--name must be 1..%d characters",
-				   MTD_NAME_MAX - 1);
-		for (size_t i = 0; i < n; i++)
-			if ((unsigned char)out->name[i] < 0x20 || out->name[i] == 0x7f)
-				return bad(err, errlen, "--name must not hold control characters");
-	}
-	return 0;
+	return check_vms(out, err, errlen);
 }
 
 int mtd_cmdline_apply(const struct mtd_cmdline *cl, struct mtd_config *cfg, char *err,
 		      size_t errlen)
 {
-	static const char *const flag_name[MTD_FLAG_NR] = {
-	    "uri", "interval", "source", "log-level", "metrics-port", "socket",
-	};
-
-	for (int i = 0; i < MTD_FLAG_NR; i++) {
+	for (unsigned i = 0; i < cl->nr_set; i++) {
+		const struct mtd_cmdline_set *f = &cl->set[i];
 		char why[200];
 
-		if (!cl->set[i])
-			continue;
-		if (mtd_config_set(cfg, "daemon", flag_key[i], cl->set[i], why, sizeof(why)) < 0)
-			return bad(err, errlen, "--%s: %s", flag_name[i], why);
+		if (mtd_config_set(cfg, flag_key[f->key].section, flag_key[f->key].key, f->value,
+				   why, sizeof(why)) < 0)
+			return bad(err, errlen, "--%s: %s", f->flag, why);
 	}
 	return 0;
 }

@@ -9,7 +9,8 @@
  *
  * Two modes:
  *   libvirt    (default) every running domain with a virtio balloon on --uri;
- *   plain QEMU --qmp PATH [--agent PATH]: one VM, its QMP socket and its agent channel.
+ *   plain QEMU --qmp PATH [--agent PATH] [--name NAME], once per VM: each VM's QMP socket
+ *              and agent channel.
  */
 #include <errno.h>
 #include <signal.h>
@@ -28,9 +29,10 @@
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "policy.h"
 
-#define MEMTIDE_VERSION "0.1.0"
+#define MEMTIDE_VERSION MTD_VERSION
 
 int main(int argc, char **argv)
 {
@@ -50,7 +52,7 @@ int main(int argc, char **argv)
 		printf("memtided " MEMTIDE_VERSION "\n");
 		return 0;
 	}
-	const char *config_path = cl.config_path, *qmp = cl.qmp, *agent = cl.agent, *name = cl.name;
+	const char *config_path = cl.config_path, *qmp = cl.nr_vms ? cl.vm[0].qmp : NULL;
 	bool config_given = cl.config_given, use_syslog = cl.use_syslog, foreground = cl.foreground;
 
 	/* Step 1: settings: defaults, then the file, then flags. */
@@ -64,13 +66,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "memtided: %s\n", err);
 		return 2;
 	}
-	if (mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err)) < 0) {
+	if (mtd_ctl_config_finish(&cfg.ctl, err, sizeof(err)) < 0 ||
+	    mtd_config_validate(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "memtided: %s\n", err);
 		return 2;
 	}
-	/* The agent must be heard within the silence window: at least two intervals. */
-	if (cfg.ctl.agent_silence_ms < 2 * cfg.ctl.interval_ms)
-		cfg.ctl.agent_silence_ms = 2 * cfg.ctl.interval_ms;
 
 	/* Step 2: logging and the process. */
 	enum mtd_log_level level;
@@ -112,8 +112,16 @@ int main(int argc, char **argv)
 	if (qmp) {
 		d->mode = MTD_MODE_QMP;
 		snprintf(d->qmp_path, sizeof(d->qmp_path), "%s", qmp);
-		snprintf(d->agent_path, sizeof(d->agent_path), "%s", agent ? agent : "");
-		snprintf(d->vm_name, sizeof(d->vm_name), "%s", name);
+		snprintf(d->agent_path, sizeof(d->agent_path), "%s",
+			 cl.vm[0].agent ? cl.vm[0].agent : "");
+		snprintf(d->vm_name, sizeof(d->vm_name), "%s", cl.vm[0].name);
+		for (unsigned i = 1; i < cl.nr_vms; i++) {
+			struct mtd_qmp_vm *v = &d->more_qmp[d->nr_more_qmp++];
+			snprintf(v->qmp_path, sizeof(v->qmp_path), "%s", cl.vm[i].qmp);
+			snprintf(v->agent_path, sizeof(v->agent_path), "%s",
+				 cl.vm[i].agent ? cl.vm[i].agent : "");
+			snprintf(v->name, sizeof(v->name), "%s", cl.vm[i].name);
+		}
 	}
 	/* Step 4: the front ends, reading the core through mtd.h.  The control socket comes
 	 * first: if another memtided owns it, this one must not touch any balloon. */
@@ -124,16 +132,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct mtd_metrics *metrics = NULL;
-	if (cfg.metrics_port > 0 &&
-	    mtd_metrics_start(d, cfg.metrics_port, &metrics, err, sizeof(err)) < 0) {
+	if (cfg.metrics_port > 0 && mtd_metrics_start(d, cfg.metrics_addr, cfg.metrics_port,
+						      &metrics, err, sizeof(err)) < 0) {
 		mtd_err("%s", err);
 		mtd_control_stop(ctl);
 		mtd_daemon_free(d);
 		return 1;
 	}
-	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
+	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s%s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
-		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)");
+		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)",
+		   cfg.observe_only ? "; OBSERVE-ONLY: no VM will be changed" : "");
 	if (cfg.source != MTD_SOURCE_SIM)
 		mtd_access_daemon_start(cfg.ept_dir);
 	int rc = mtd_daemon_start(d);
@@ -144,9 +153,15 @@ int main(int argc, char **argv)
 		mtd_daemon_free(d);
 		return 1;
 	}
+	/* Ready: the control socket answers (a hook's news is queued, not lost) and the
+	 * running VMs are attached or queued.  The watchdog pings come from the main loop. */
+	d->watchdog_ms = mtd_notify_watchdog_ms();
+	mtd_notify_ready("%s mode, interval %llu ms, control %s", qmp ? "plain-QEMU" : "libvirt",
+			 (unsigned long long)cfg.ctl.interval_ms, cfg.socket_path);
 
 	/* Step 5: run until a signal, then leave every VM at its safe size. */
 	rc = mtd_daemon_run(d, sfd);
+	mtd_notify_stopping();
 	mtd_metrics_stop(metrics);
 	mtd_control_stop(ctl);
 	mtd_daemon_stop(d);

@@ -6,11 +6,20 @@
  * the buffer, or one that is not a JSON object, breaks the connection (-EPROTO): QMP never
  * sends either.  Every read waits with poll() up to the command's deadline (CLOCK_MONOTONIC).
  * Everything QEMU says is read through the checked accessors of qmp_parse.c.
+ *
+ * A frozen QEMU (SIGSTOP, a stuck main loop) must cost its own VM's loop no more than the
+ * deadline: the connect is non-blocking (a QMP socket whose backlog is full, which is what a
+ * QEMU that stopped accepting leaves behind, fails at once with -EAGAIN instead of blocking
+ * in connect()), sends carry a send timeout, and every wait polls in slices of at most
+ * HURRY_SLICE_MS so that a "hurry" flag (the VM's stop: detach or daemon exit) cuts the
+ * deadline to HURRY_MS from the moment it is seen.  A daemon stop then takes at most
+ * HURRY_MS per call left, not the full timeout.
  */
 #include "qmp.h"
 #include "vm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
 #include <stdio.h>
@@ -25,11 +34,15 @@
 /* QMP replies memtided asks for are under 1 KiB (qom-list ~200 B, guest-stats ~600 B): the
  * buffer starts small and doubles only for a longer line, up to the 1 MiB bound. */
 #define QMP_BUF_START  4096
+#define HURRY_MS       1000 /* once the VM is stopping, a call gets at most this long */
+#define HURRY_SLICE_MS 100  /* how often a wait looks at the hurry flag */
 
 struct mtd_qmp {
-	int fd;          /* connected stream socket, -1 once broken */
-	int timeout_ms;  /* per command */
-	char *buf;       /* unparsed bytes, [0, len) of cap */
+	int fd;                   /* connected stream socket, -1 once broken */
+	int timeout_ms;           /* per command */
+	const atomic_bool *hurry; /* the VM is stopping: cut waits to HURRY_MS (may be NULL) */
+	uint64_t hurry_until_ms;  /* set when hurry was first seen */
+	char *buf;                /* unparsed bytes, [0, len) of cap */
 	size_t len, cap; /* cap grows by doubling from QMP_BUF_START to MTD_QMP_MAX_MSG_BYTES */
 	uint64_t last_balloon_event; /* BALLOON_CHANGE actual, bytes */
 };
@@ -54,6 +67,18 @@ static int send_all(int fd, const char *p, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* The deadline, cut to HURRY_MS after the hurry flag was first seen. */
+static uint64_t effective_deadline(struct mtd_qmp *q, uint64_t deadline_ms, uint64_t now)
+{
+	if (q->hurry && atomic_load(q->hurry)) {
+		if (!q->hurry_until_ms)
+			q->hurry_until_ms = now + HURRY_MS;
+		if (q->hurry_until_ms < deadline_ms)
+			return q->hurry_until_ms;
+	}
+	return deadline_ms;
 }
 
 /* Next complete JSON object from the socket, by deadline.  Caller puts it. */
@@ -86,16 +111,18 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 			q->cap = q->cap ? q->cap * 2 : QMP_BUF_START;
 		}
 		uint64_t now = now_ms();
-		if (now >= deadline_ms)
+		uint64_t until = effective_deadline(q, deadline_ms, now);
+		if (now >= until)
 			return -ETIMEDOUT;
 		struct pollfd p = {.fd = q->fd, .events = POLLIN};
-		int r = poll(&p, 1, (int)(deadline_ms - now));
+		uint64_t slice = until - now < HURRY_SLICE_MS ? until - now : HURRY_SLICE_MS;
+		int r = poll(&p, 1, (int)slice);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
 		if (r == 0)
-			return -ETIMEDOUT;
+			continue; /* the deadline is checked at the top */
 		ssize_t n = recv(q->fd, q->buf + q->len, q->cap - q->len, 0);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
@@ -152,10 +179,29 @@ int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args
 	return rc;
 }
 
-int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out)
+/* Connect without blocking: an AF_UNIX connect either completes at once or, when the
+ * listener's backlog is full (a QEMU that stopped accepting), fails with EAGAIN. */
+static int connect_now(int fd, const struct sockaddr_un *sa, int timeout_ms)
+{
+	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0)
+		return errno == EINPROGRESS ? -EAGAIN : -errno;
+	if (fcntl(fd, F_SETFL, fl) < 0)
+		return -errno;
+	/* Sends block at most the command timeout (a QEMU that stopped reading). */
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return 0;
+}
+
+int mtd_qmp_connect(const char *path, int timeout_ms, const atomic_bool *hurry,
+		    struct mtd_qmp **out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	int fd, rc;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -163,15 +209,15 @@ int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
+	rc = connect_now(fd, &sa, timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS);
+	if (rc < 0) {
 		close(fd);
-		return -e;
+		return rc;
 	}
-	return mtd_qmp_connect_fd(fd, timeout_ms, out);
+	return mtd_qmp_connect_fd(fd, timeout_ms, hurry, out);
 }
 
-int mtd_qmp_connect_fd(int fd, int timeout_ms, struct mtd_qmp **out)
+int mtd_qmp_connect_fd(int fd, int timeout_ms, const atomic_bool *hurry, struct mtd_qmp **out)
 {
 	struct mtd_qmp *q;
 	struct json_object *greet = NULL;
@@ -187,6 +233,7 @@ int mtd_qmp_connect_fd(int fd, int timeout_ms, struct mtd_qmp **out)
 	q->buf = malloc(QMP_BUF_START);
 	q->cap = QMP_BUF_START;
 	q->timeout_ms = timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS;
+	q->hurry = hurry;
 	if (!q->buf) {
 		rc = -ENOMEM;
 		goto fail;
@@ -329,11 +376,14 @@ int mtd_qmp_fpr(struct mtd_qmp *q, const char *path, bool *on)
 struct qmp_balloon {
 	char path[108]; /* QMP socket */
 	unsigned stats_period_s;
-	struct mtd_qmp *q; /* NULL while disconnected: the next call reconnects */
-	char dev[128];     /* the balloon's QOM path */
+	int timeout_ms;           /* per command */
+	const atomic_bool *hurry; /* the VM is stopping (may be NULL) */
+	struct mtd_qmp *q;        /* NULL while disconnected: the next call reconnects */
+	char dev[128];            /* the balloon's QOM path */
 };
 
-void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s)
+void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s, int timeout_ms,
+			  const atomic_bool *hurry)
 {
 	struct qmp_balloon *b;
 
@@ -344,6 +394,8 @@ void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s)
 		return NULL;
 	memcpy(b->path, path, strlen(path) + 1);
 	b->stats_period_s = stats_period_s;
+	b->timeout_ms = timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS;
+	b->hurry = hurry;
 	return b;
 }
 
@@ -354,9 +406,11 @@ static int qb_connect(struct qmp_balloon *b, char *err, size_t errlen)
 
 	if (b->q)
 		return 0;
-	rc = mtd_qmp_connect(b->path, CMD_TIMEOUT_MS, &b->q);
+	rc = mtd_qmp_connect(b->path, b->timeout_ms, b->hurry, &b->q);
 	if (rc < 0) {
-		snprintf(err, errlen, "QMP %s: %s", b->path, strerror(-rc));
+		snprintf(err, errlen, "QMP %s: %s", b->path,
+			 rc == -EAGAIN ? "QEMU is not accepting connections (backlog full)"
+				       : strerror(-rc));
 		return rc;
 	}
 	rc = mtd_qmp_find_balloon(b->q, b->dev, sizeof(b->dev));

@@ -13,6 +13,12 @@ for b in "$BUILD"/bin/*-bench; do
 	echo "bench.sh: running $(basename "$b")" >&2
 	"$b" | tee -a "$out/results.jsonl" || rc=1
 done
+# memtided at scale: N simulated 4 GiB VMs through libvirt's test driver (daemon_scale lines;
+# MEMTIDED_BEFORE=old/memtided adds the same cases with an older build, side by side).
+if [ -x "$BUILD/bin/memtided" ]; then
+	echo "bench.sh: running daemon_scale" >&2
+	BUILD=$BUILD python3 bench/daemon_scale.py | tee -a "$out/results.jsonl" || rc=1
+fi
 if [ -x "$BUILD/bin/memtide-sim" ]; then
 	echo "bench.sh: running memtide-sim bench" >&2
 	"$BUILD/bin/memtide-sim" bench | tee -a "$out/results.jsonl" || rc=1

@@ -6,6 +6,8 @@
 #   integration  every tests/integration/*.sh script
 #   fuzz         every $BUILD/fuzz/fuzz_* target, FUZZ_SECONDS (default 14) each
 #   e2e          every tests/e2e/scenarios/*.sh script (real QEMU guests)
+#   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
+#                package, too heavy for every make check); `make check-packaging`, run by CI
 # Each program or script prints TAP lines ("ok N - name", "not ok N - name", "ok N # SKIP why");
 # every such line counts as one test.  A program that prints none counts as one test, passed
 # if it exits 0.  A program that exits non-zero without a "not ok" line counts one failure more
@@ -98,7 +100,12 @@ for suite in "${suites[@]}"; do
 			[ -f "$t" ] || continue
 			run_one e2e "$(basename "$t" .sh)" 900 bash "$t"
 		done ;;
-	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e)" >&2; exit 2 ;;
+	packaging)
+		for t in tests/packaging/*.sh; do
+			[ -f "$t" ] || continue
+			run_one packaging "$(basename "$t" .sh)" 600 bash "$t"
+		done ;;
+	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e, packaging)" >&2; exit 2 ;;
 	esac
 done
 

@@ -4,8 +4,9 @@
  * Each input is an argument vector: the bytes split at NUL into at most 63 arguments after
  * "memtided".  Parsed with mtd_cmdline_parse; on success the config-key flags are applied
  * over the defaults and the result goes through the controller config check memtided runs
- * next.  Checked: a parse that succeeds only hands on socket paths that fit a unix address
- * and a VM name of 1..127 bytes with no control character; a failure always says why.
+ * next.  Checked: a parse that succeeds only hands on socket paths that fit a unix address,
+ * VM names of 1..127 bytes with no control character and no two alike, and each config key
+ * once; a failure always says why.
  * Parsing twice gives the same answer (getopt's global state is reset each time).
  * Seeds (tests/fuzz/corpus/cmdline/) are the command lines of the docs and tests.
  */
@@ -57,20 +58,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err[0] = '\0';
 	rc = mtd_cmdline_parse(argc, argv, &cl, err, sizeof(err));
 	if (rc == 0 && cl.action == MTD_CMDLINE_RUN) {
-		if (cl.qmp) {
-			size_t n = strlen(cl.name);
+		CHECK(cl.nr_vms <= MTD_MAX_QMP_VMS && cl.nr_set <= MTD_FLAG_NR);
+		for (unsigned v = 0; v < cl.nr_vms; v++) {
+			const struct mtd_cmdline_vm *vm = &cl.vm[v];
+			size_t n = strlen(vm->name);
 
-			CHECK(cl.qmp[0] && strlen(cl.qmp) < 108);
+			CHECK(vm->qmp[0] && strlen(vm->qmp) < 108);
+			CHECK(!vm->agent || (vm->agent[0] && strlen(vm->agent) < 108));
 			CHECK(n > 0 && n < 128);
 			for (size_t i = 0; i < n; i++)
-				CHECK((unsigned char)cl.name[i] >= 0x20 && cl.name[i] != 0x7f);
+				CHECK((unsigned char)vm->name[i] >= 0x20 && vm->name[i] != 0x7f);
+			for (unsigned k = 0; k < v; k++)
+				CHECK(strcmp(cl.vm[k].name, vm->name) != 0);
 		}
-		CHECK(!cl.agent || (cl.qmp && cl.agent[0] && strlen(cl.agent) < 108));
+		CHECK(cl.nr_vms || !cl.vm[0].agent);
+		for (unsigned i = 0; i < cl.nr_set; i++)
+			for (unsigned k = 0; k < i; k++)
+				CHECK(cl.set[k].key != cl.set[i].key);
 		CHECK(strlen(cl.config_path) < MTD_PATH_MAX);
 		mtd_config_default(&cfg);
-		if (mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)) == 0)
-			(void)mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err));
-		else
+		if (mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)) == 0) {
+			(void)mtd_ctl_config_finish(&cfg.ctl, err, sizeof(err));
+			(void)mtd_config_validate(&cfg, err, sizeof(err));
+		} else
 			CHECK(err[0] == '-');
 	} else if (rc != 0) {
 		CHECK(err[0] != '\0');
@@ -79,8 +89,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc2 = mtd_cmdline_parse(argc, again, &cl2, err2, sizeof(err2));
 	CHECK(rc == rc2);
 	if (rc == 0)
-		CHECK(cl.action == cl2.action && cl.qmp == cl2.qmp && cl.name == cl2.name &&
-		      cl.config_path == cl2.config_path);
+		CHECK(cl.action == cl2.action && cl.nr_vms == cl2.nr_vms &&
+		      cl.nr_set == cl2.nr_set && cl.config_path == cl2.config_path &&
+		      (!cl.nr_vms ||
+		       (cl.vm[0].qmp == cl2.vm[0].qmp && !strcmp(cl.vm[0].name, cl2.vm[0].name))));
 	free(buf);
 	return 0;
 }

@@ -33,7 +33,8 @@ static bool same(const struct mtd_policy *a, const struct mtd_policy *b)
 	       a->max_bytes == b->max_bytes && a->priority == b->priority &&
 	       a->target_refault_per_min == b->target_refault_per_min &&
 	       a->headroom_bytes == b->headroom_bytes && a->return_via == b->return_via &&
-	       a->source == b->source && a->ept_window_ms == b->ept_window_ms;
+	       a->source == b->source && a->ept_window_ms == b->ept_window_ms &&
+	       a->observe == b->observe;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

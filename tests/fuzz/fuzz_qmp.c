@@ -131,7 +131,7 @@ static void session(const uint8_t *data, size_t size)
 		return;
 	}
 	shutdown(sv[1], SHUT_WR);
-	if (mtd_qmp_connect_fd(sv[0], 1000, &q) == 0) {
+	if (mtd_qmp_connect_fd(sv[0], 1000, NULL, &q) == 0) {
 		if (mtd_qmp_find_balloon(q, path, sizeof(path)) == 0)
 			CHECK(strncmp(path, "/machine/peripheral", 19) == 0);
 		if (mtd_qmp_query_balloon(q, &actual) == 0)

@@ -50,8 +50,10 @@ static void test_flags_apply(void **state)
 			       "--foreground", (char *)NULL),
 			 0);
 	assert_int_equal(cl.action, MTD_CMDLINE_RUN);
-	assert_string_equal(cl.qmp, "/run/q.sock");
-	assert_string_equal(cl.name, "web 1");
+	assert_int_equal(cl.nr_vms, 1);
+	assert_string_equal(cl.vm[0].qmp, "/run/q.sock");
+	assert_string_equal(cl.vm[0].name, "web 1");
+	assert_null(cl.vm[0].agent);
 	assert_true(cl.foreground);
 	assert_false(cl.config_given);
 	mtd_config_default(&cfg);
@@ -88,6 +90,87 @@ static void test_many_flags(void **state)
 	mtd_config_default(&cfg);
 	assert_int_equal(mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)), 0);
 	assert_int_equal(cfg.ctl.interval_ms, 40000);
+}
+
+/* Several plain-QEMU VMs: --agent and --name belong to the --qmp before them (the first
+ * VM's when given before any --qmp); default names qemu, qemu2, ...; two of one name, or
+ * two --agent for one VM, are refused. */
+static void test_vms(void **state)
+{
+	struct mtd_cmdline cl;
+	char err[256];
+	(void)state;
+
+	assert_int_equal(parse(&cl, err, sizeof(err), "--agent", "/a1", "--qmp", "/q1", "--qmp",
+			       "/q2", "--name", "db", "--agent", "/a2", "--qmp", "/q3",
+			       (char *)NULL),
+			 0);
+	assert_int_equal(cl.nr_vms, 3);
+	assert_string_equal(cl.vm[0].qmp, "/q1");
+	assert_string_equal(cl.vm[0].agent, "/a1");
+	assert_string_equal(cl.vm[0].name, "qemu");
+	assert_string_equal(cl.vm[1].qmp, "/q2");
+	assert_string_equal(cl.vm[1].agent, "/a2");
+	assert_string_equal(cl.vm[1].name, "db");
+	assert_string_equal(cl.vm[2].name, "qemu3");
+	assert_null(cl.vm[2].agent);
+	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", "/q1", "--name", "x", "--qmp", "/q2",
+			       "--name", "x", (char *)NULL),
+			 -EINVAL);
+	assert_non_null(strstr(err, "two VMs named 'x'"));
+	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", "/q1", "--agent", "/a", "--agent",
+			       "/b", (char *)NULL),
+			 -EINVAL);
+	assert_non_null(strstr(err, "two --agent for one --qmp VM"));
+	/* a --name with a control character is refused for any VM, not only the first */
+	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", "/q1", "--qmp", "/q2", "--name",
+			       "b\nc", (char *)NULL),
+			 -EINVAL);
+	assert_non_null(strstr(err, "control characters"));
+}
+
+/* Flags on keys that write the same setting apply in the order given: --metrics-port after
+ * --metrics-listen changes the port on that address; --no-metrics after either turns it
+ * off; the last of a repeated key takes its place in the order. */
+static void test_flag_order(void **state)
+{
+	struct mtd_cmdline cl;
+	struct mtd_config cfg;
+	char err[256];
+	(void)state;
+
+	assert_int_equal(parse(&cl, err, sizeof(err), "--metrics-listen", "[::1]:9000",
+			       "--metrics-port", "9001", "--observe-only", "--state-dir", "/tmp/st",
+			       (char *)NULL),
+			 0);
+	mtd_config_default(&cfg);
+	assert_int_equal(mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.metrics_addr, "::1");
+	assert_int_equal(cfg.metrics_port, 9001);
+	assert_true(cfg.observe_only);
+	assert_string_equal(cfg.state_dir, "/tmp/st");
+
+	assert_int_equal(parse(&cl, err, sizeof(err), "--no-metrics", "--metrics-port", "9001",
+			       "--metrics-listen", "127.0.0.1:9002", "--metrics-port", "9003",
+			       (char *)NULL),
+			 0);
+	mtd_config_default(&cfg);
+	assert_int_equal(mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)), 0);
+	assert_string_equal(cfg.metrics_addr, "127.0.0.1");
+	assert_int_equal(cfg.metrics_port, 9003);
+
+	assert_int_equal(
+	    parse(&cl, err, sizeof(err), "--metrics-port", "9001", "--no-metrics", (char *)NULL),
+	    0);
+	mtd_config_default(&cfg);
+	assert_int_equal(mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.metrics_port, 0);
+
+	assert_int_equal(parse(&cl, err, sizeof(err), "--metrics-listen", "nowhere", (char *)NULL),
+			 0);
+	mtd_config_default(&cfg);
+	assert_int_equal(mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--metrics-listen:"));
 }
 
 static void test_refused(void **state)
@@ -163,10 +246,9 @@ static void test_config_text(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_flags_apply),
-	    cmocka_unit_test(test_many_flags),
-	    cmocka_unit_test(test_refused),
-	    cmocka_unit_test(test_config_text),
+	    cmocka_unit_test(test_flags_apply), cmocka_unit_test(test_many_flags),
+	    cmocka_unit_test(test_vms),         cmocka_unit_test(test_flag_order),
+	    cmocka_unit_test(test_refused),     cmocka_unit_test(test_config_text),
 	};
 	return cmocka_run_group_tests_name("mtd_cmdline", tests, NULL, NULL);
 }

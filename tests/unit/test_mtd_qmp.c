@@ -143,7 +143,7 @@ static struct mtd_qmp *connect_ok(struct fake_qmp *f)
 {
 	struct mtd_qmp *q = NULL;
 
-	assert_int_equal(mtd_qmp_connect(f->path, 3000, &q), 0);
+	assert_int_equal(mtd_qmp_connect(f->path, 3000, NULL, &q), 0);
 	assert_non_null(q);
 	return q;
 }
@@ -358,7 +358,7 @@ static void test_hostile_greeting(void **state)
 
 		fake_start(&f, NULL, bad[i]);
 		/* the last one never ends its line: the timeout ends the wait */
-		assert_true(mtd_qmp_connect(f.path, 300, &q) < 0);
+		assert_true(mtd_qmp_connect(f.path, 300, NULL, &q) < 0);
 		assert_null(q);
 		fake_stop(&f);
 	}
