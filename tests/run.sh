@@ -4,7 +4,7 @@
 # Runs the test suites named on the command line (default: all of them, in this order):
 #   unit         every $BUILD/tests/unit/test_* program (cmocka, TAP output)
 #   integration  every tests/integration/*.sh script
-#   fuzz         every $BUILD/fuzz/fuzz_* target, FUZZ_SECONDS (default 14) each
+#   fuzz         every $BUILD/fuzz/fuzz_* target, FUZZ_SECONDS (default 9) each
 #   e2e          every tests/e2e/scenarios/*.sh script (real QEMU guests)
 #   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
 #                package, too heavy for every make check); `make check-packaging`, run by CI
@@ -73,13 +73,13 @@ for suite in "${suites[@]}"; do
 			run_one integration "$(basename "$t" .sh)" 900 bash "$t"
 		done ;;
 	fuzz)
-		# Each target runs FUZZ_SECONDS (default 14: 11 targets, ~16 s each with start-up, stay
-		# under 3 minutes)
+		# Each target runs FUZZ_SECONDS (default 9: 11 targets, ~10-11 s each with start-up,
+		# keep make check's fuzzing at about 2 minutes)
 		# from its committed seeds plus the corpus it grew on earlier runs (kept under
 		# $BUILD/fuzz-corpus, out of git), with its dictionary when there is one.  A
 		# crash, leak, sanitizer report or a single input slower than 10 s fails it; the
 		# input is saved as $BUILD/fuzz-corpus/NAME/crash-* (or leak-*, timeout-*).
-		secs=${FUZZ_SECONDS:-14}
+		secs=${FUZZ_SECONDS:-9}
 		for t in "$BUILD"/fuzz/fuzz_*; do
 			[ -x "$t" ] || continue
 			n=$(basename "$t")
