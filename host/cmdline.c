@@ -64,8 +64,9 @@ void mtd_cmdline_usage(FILE *f)
 	    "               min_change\n"
 	    "  [host]       low_mark high_mark interval settle meminfo\n"
 	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-	    "               return (balloon or reclaim) source ept_window observe\n"
+	    "               return (balloon, reclaim, pageout or auto) source ept_window observe\n"
 	    "               (per-domain policy unless the domain's memtide metadata says)\n"
+	    "  [pageout]    swap_reserve max_step requery (host-side eviction)\n"
 	    "  [sim]        hot_percent\n");
 }
 

@@ -32,6 +32,7 @@
 
 #include "domxml.h"
 #include "ept_cli.h"
+#include "ept_file.h"
 #include "history.h"
 #include "mtd.h"
 
@@ -73,10 +74,11 @@ static void usage(FILE *f)
 	    "  ept-status TABLE              the ept plugin's table file: windows, cost\n"
 	    "  ept-mode TABLE off|always|window MS\n"
 	    "                                switch its instrumentation by hand\n"
-	    "  domxml-patch DOMAIN [--yes] [--uri URI]\n"
+	    "  domxml-patch DOMAIN [--yes] [--uri URI] [--ept [--ept-dir DIR] [--plugin SO]]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
-	    "                                channel), after showing the diff\n"
+	    "                                channel; --ept: the ept plugin for a TCG guest),\n"
+	    "                                after showing the diff\n"
 	    "  version                       memtidectl's and memtided's versions\n\n"
 	    "Options:\n"
 	    "  --socket PATH   memtided's control socket (default " DEFAULT_SOCKET ")\n"
@@ -317,7 +319,7 @@ static const char *age_str(int64_t ms, char *buf, size_t len)
 
 static void print_status(struct json_object *rep)
 {
-	struct json_object *host, *vms;
+	struct json_object *host = NULL, *vms;
 	char a[16], b[16], c[16], e[16], f[16];
 
 	if (json_object_object_get_ex(rep, "host", &host))
@@ -330,6 +332,11 @@ static void print_status(struct json_object *rep)
 		       (long long)get_i(host, "nr_vms"),
 		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)),
 		       get_b(host, "observe_only") ? "; OBSERVE-ONLY: no VM is changed" : "");
+	if (host && get_i(host, "swap_total_bytes") > 0)
+		printf("host swap: %s free of %s; compressed pools hold %s of RAM\n",
+		       size_str(get_i(host, "swap_free_bytes"), a, sizeof(a)),
+		       size_str(get_i(host, "swap_total_bytes"), b, sizeof(b)),
+		       size_str(get_i(host, "swap_pool_bytes"), c, sizeof(c)));
 	if (!json_object_object_get_ex(rep, "vms", &vms) || arr_len(vms) == 0) {
 		printf("no VMs managed\n");
 		return;
@@ -447,6 +454,41 @@ static void print_source(struct json_object *vm)
 	}
 }
 
+/* How memory goes back, in words, for each `return_in_force`. */
+static const char *return_how(const char *r)
+{
+	if (strcmp(r, "reclaim") == 0)
+		return " (the agent's reclaim + free page reporting; the balloon is a cap)";
+	if (strcmp(r, "pageout") == 0)
+		return " (memtided pages cold memory out to host swap; the balloon is a cap)";
+	if (strcmp(r, "auto") == 0)
+		return " (the agent's reclaim first, host pageout for the rest; the balloon is a "
+		       "cap)";
+	return " (the balloon)";
+}
+
+/* Host-side eviction: its state and why, the RSS it freed, the pool's share, swap-ins. */
+static void print_pageout(struct json_object *vm)
+{
+	struct json_object *p;
+	char a[16], b[16], c[16], d[16], e[16];
+
+	if (!json_object_object_get_ex(vm, "pageout", &p))
+		return;
+	if (strcmp(get_s(p, "state"), "off") == 0 && get_i(p, "swapped_bytes") == 0)
+		return;
+	printf("  host pageout %s%s%s\n", get_s(p, "state"), *get_s(p, "why") ? ": " : "",
+	       get_s(p, "why"));
+	printf("    in host swap %s (resident drop) - compressed pool %s = %s saved; %s sent out "
+	       "in all, %s evictable; swap-ins %.1f pages/s, %" PRId64 " refaults in all\n",
+	       size_str(get_i(p, "swapped_bytes"), a, sizeof(a)),
+	       size_str(get_i(p, "pool_bytes"), b, sizeof(b)),
+	       size_str(get_i(p, "net_bytes"), c, sizeof(c)),
+	       size_str(get_i(p, "out_total_bytes"), d, sizeof(d)),
+	       size_str(get_i(p, "evictable_bytes"), e, sizeof(e)), get_d(p, "swapin_pages_per_s"),
+	       get_i(p, "refaults_total"));
+}
+
 static void print_vm(struct json_object *vm)
 {
 	struct json_object *pol, *wss, *acts, *caps;
@@ -471,11 +513,10 @@ static void print_vm(struct json_object *vm)
 					   : "unknown (no resident size)");
 	printf("  target %s, returned by %s%s; guest uses %s (MemTotal - MemFree)\n",
 	       size_str(get_i(vm, "target_bytes"), a, sizeof(a)), get_s(vm, "return_in_force"),
-	       strcmp(get_s(vm, "return_in_force"), "reclaim") == 0
-		   ? " (the agent's reclaim + free page reporting; the balloon is a cap)"
-		   : " (the balloon)",
+	       return_how(get_s(vm, "return_in_force")),
 	       get_i(vm, "guest_used_bytes") ? size_str(get_i(vm, "guest_used_bytes"), b, sizeof(b))
 					     : "unknown");
+	print_pageout(vm);
 	printf("  agent %s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
 	       "%.1f%%\n",
 	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",
@@ -1011,22 +1052,56 @@ static void quiet_libvirt(void *arg, virErrorPtr e)
 	(void)e;
 }
 
+/* --ept: the plugin's step (host/access/ept_cli.h) on the patched text; its changes are
+ * added to the others.  Returns the total number of changes or -errno with err. */
+static int ept_step(char **after, char **changes, int n, const char *plugin, const char *dir,
+		    char *err, size_t errlen)
+{
+	char *a2 = NULL, *c2 = NULL, *all;
+	int n2 = mtd_ept_domxml_step(*after, plugin, dir, &a2, &c2, err, errlen);
+
+	if (n2 < 0)
+		return n2;
+	all = malloc(strlen(*changes) + strlen(c2) + 1);
+	if (!all) {
+		free(a2);
+		free(c2);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	strcpy(all, *changes);
+	strcat(all, c2);
+	free(*after);
+	free(*changes);
+	free(c2);
+	*after = a2;
+	*changes = all;
+	return n + n2;
+}
+
 static int cmd_domxml_patch(int argc, char **argv)
 {
 	/* Like virsh: LIBVIRT_DEFAULT_URI when set, else the system QEMU driver. */
 	const char *name = NULL, *uri = getenv("LIBVIRT_DEFAULT_URI");
+	const char *ept_dir = MTD_EPT_DIR_DEFAULT, *plugin = NULL;
+	bool yes = false, ept = false;
+	char err[300];
+	int rc = EXIT_OK;
 
 	if (!uri || !*uri)
 		uri = "qemu:///system";
-	bool yes = false;
-	char err[300];
-	int rc = EXIT_OK;
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))
 			yes = true;
 		else if (!strcmp(argv[i], "--uri") && i + 1 < argc)
 			uri = argv[++i];
+		else if (!strcmp(argv[i], "--ept"))
+			ept = true;
+		else if (!strcmp(argv[i], "--ept-dir") && i + 1 < argc)
+			ept_dir = argv[++i];
+		else if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
+			plugin = argv[++i];
 		else if (!name && argv[i][0] != '-')
 			name = argv[i];
 		else {
@@ -1035,7 +1110,8 @@ static int cmd_domxml_patch(int argc, char **argv)
 		}
 	}
 	if (!name) {
-		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI]\n");
+		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--ept "
+				"[--ept-dir DIR] [--plugin SO]]\n");
 		return EXIT_USAGE;
 	}
 	virSetErrorFunc(NULL, quiet_libvirt); /* we print libvirt's message once, ourselves */
@@ -1068,6 +1144,12 @@ static int cmd_domxml_patch(int argc, char **argv)
 		goto out;
 	}
 	int n = mtd_domxml_patch(xml, &before, &after, &changes, err, sizeof(err));
+	if (n >= 0 && ept)
+		n = ept_step(&after, &changes, n, plugin, ept_dir, err, sizeof(err));
+	else if (n >= 0 && strstr(xml, "<domain type='qemu'"))
+		printf("hint: %s is a TCG guest: --ept adds memtide's ept plugin, which lets "
+		       "memtided see its page accesses\n",
+		       name);
 	if (n < 0) {
 		fprintf(stderr, "memtidectl: %s: %s\n", name, err);
 		rc = EXIT_LIBVIRT;

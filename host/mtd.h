@@ -46,11 +46,18 @@ const char *mtd_vm_state_name(enum mtd_vm_state s);
  *            memory back in 2 MiB blocks, so the host's huge pages over the rest stay
  *            whole; the balloon stays at the ceiling and is used only as a cap: when the
  *            host arbiter squeezes the VM, or the agent cannot reclaim (no agent, no
- *            reclaim capability, or free page reporting off), it falls back to `balloon`.
+ *            reclaim capability, or free page reporting off), it falls back to `balloon`,
+ *            or to `pageout` for a VM without an agent that has a live access source.
+ *   pageout  memtided evicts the guest's cold pages itself (oldest generations, past the
+ *            cold age) into host swap with process_madvise(MADV_PAGEOUT); nothing is
+ *            asked of the guest and the balloon stays at the ceiling (host/pageout_hand.c).
+ *   auto     the agent's reclaim for what the guest will give, host pageout for the rest.
  */
 enum mtd_return_via {
 	MTD_RETURN_BALLOON = 0,
 	MTD_RETURN_RECLAIM,
+	MTD_RETURN_PAGEOUT,
+	MTD_RETURN_AUTO,
 };
 const char *mtd_return_via_name(enum mtd_return_via r);
 
@@ -75,10 +82,33 @@ struct mtd_policy {
 	unsigned priority;              /* host arbitration weight: lower is reclaimed first */
 	double target_refault_per_min;  /* fraction of resident pages per minute (0.002) */
 	uint64_t headroom_bytes;        /* added to the working set to form the target */
-	enum mtd_return_via return_via; /* key `return`: balloon or reclaim */
+	enum mtd_return_via return_via; /* key `return`: balloon, reclaim, pageout or auto */
 	enum mtd_access_pref source;    /* key `source`: auto, ept, idle, damon, agent */
 	uint64_t ept_window_ms;         /* key `ept_window`: the ept source's sampling window */
 	bool observe; /* key `observe`: compute and show what would be done, do nothing */
+};
+
+/* Host-side eviction (return=pageout or auto), as the pageout hand last saw it. */
+enum mtd_pageout_state {
+	MTD_PAGEOUT_OFF = 0, /* not in force (return=balloon or reclaim) */
+	MTD_PAGEOUT_ACTIVE,  /* evicting pages past the cold age */
+	MTD_PAGEOUT_PAUSED,  /* in force, not now (swap full, VM not active, guest reclaiming) */
+	MTD_PAGEOUT_REFUSED, /* cannot (map unsure, memory pinned or locked, no live source) */
+};
+const char *mtd_pageout_state_name(enum mtd_pageout_state s);
+
+struct mtd_vm_pageout {
+	enum mtd_pageout_state state;
+	char why[240];             /* refused or paused: why; else what is kept out, or "" */
+	uint64_t evictable_bytes;  /* guest RAM the map allows to page out */
+	uint64_t swapped_bytes;    /* evicted pages in host swap now: the RSS they freed */
+	uint64_t pool_bytes;       /* their share of the compressed pools (zram, zswap) */
+	uint64_t out_total_bytes;  /* sent to swap, cumulative */
+	uint64_t refaults_total;   /* pages read back from swap for the guest, cumulative */
+	uint64_t collapsed_total;  /* pages khugepaged read back into huge pages, cumulative */
+	double swapin_pages_per_s; /* refaults over the last interval */
+	uint64_t last_out_bytes;   /* the last batch sent to swap */
+	uint64_t last_out_ms;      /* how long it took (process_madvise and the checks) */
 };
 
 struct mtd_action {
@@ -116,7 +146,10 @@ struct mtd_vm_status {
 	uint64_t balloon_target_bytes; /* what we asked for */
 	uint64_t balloon_actual_bytes; /* what the balloon reports */
 	uint64_t host_rss_bytes;       /* guest RAM resident on the host, when known (0: unknown) */
-	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns */
+	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns,
+					* minus the compressed pool's share of pageout */
+	enum mtd_return_via return_in_force; /* how memory goes back now (policy resolved) */
+	struct mtd_vm_pageout pageout;
 
 	uint64_t working_set_bytes; /* at the cold age threshold: what the target is built on */
 	uint64_t wss_age_ms[MTD_WSS_BINS];
@@ -211,6 +244,8 @@ struct mtd_host_status {
 	int libvirt_connected; /* 1 or 0; -1 in plain-QEMU mode (no libvirt) */
 	uint64_t updated_ms;   /* CLOCK_MONOTONIC ms of the main loop's last host tick */
 	uint64_t interval_ms;  /* that tick's period ([host] interval) */
+	uint64_t swap_total_bytes, swap_free_bytes; /* host swap */
+	uint64_t swap_pool_bytes;                   /* RAM of the compressed pools (zram, zswap) */
 };
 void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out);
 

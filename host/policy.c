@@ -191,7 +191,17 @@ const char *mtd_access_pref_name(enum mtd_access_pref p)
 
 const char *mtd_return_via_name(enum mtd_return_via r)
 {
-	return r == MTD_RETURN_RECLAIM ? "reclaim" : "balloon";
+	switch (r) {
+	case MTD_RETURN_RECLAIM:
+		return "reclaim";
+	case MTD_RETURN_PAGEOUT:
+		return "pageout";
+	case MTD_RETURN_AUTO:
+		return "auto";
+	case MTD_RETURN_BALLOON:
+		break;
+	}
+	return "balloon";
 }
 
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
@@ -254,8 +264,13 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 			n.return_via = MTD_RETURN_BALLOON;
 		} else if (strcmp(value, "reclaim") == 0) {
 			n.return_via = MTD_RETURN_RECLAIM;
+		} else if (strcmp(value, "pageout") == 0) {
+			n.return_via = MTD_RETURN_PAGEOUT;
+		} else if (strcmp(value, "auto") == 0) {
+			n.return_via = MTD_RETURN_AUTO;
 		} else {
-			snprintf(err, errlen, "return must be balloon or reclaim, not '%.32s'",
+			snprintf(err, errlen,
+				 "return must be balloon, reclaim, pageout or auto, not '%.32s'",
 				 value);
 			rc = -EINVAL;
 		}
@@ -452,6 +467,7 @@ void mtd_config_default(struct mtd_config *cfg)
 	cfg->arb.settle_ms = 10000;
 	snprintf(cfg->meminfo_path, sizeof(cfg->meminfo_path), "/proc/meminfo");
 	mtd_policy_default(&cfg->defaults);
+	mtd_pageout_config_default(&cfg->pageout);
 }
 
 static int set_str(char *dst, size_t len, const char *v, const char *key, char *err, size_t errlen)
@@ -638,6 +654,8 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		return set_controller(&cfg->ctl, key, value, err, errlen);
 	if (!strcmp(section, "defaults"))
 		return mtd_policy_set_kv(&cfg->defaults, key, value, err, errlen);
+	if (!strcmp(section, "pageout"))
+		return mtd_pageout_config_set(&cfg->pageout, key, value, err, errlen);
 	if (!strcmp(section, "host")) {
 		if (!strcmp(key, "low_mark"))
 			return mtd_parse_bytes(value, &cfg->arb.low_mark_bytes) < 0
@@ -673,7 +691,7 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 	}
 	snprintf(err, errlen,
 		 "unknown section [%.32s] (daemon, metrics, controller, host, defaults, "
-		 "sim)",
+		 "pageout, sim)",
 		 section);
 	return -EINVAL;
 }

@@ -30,6 +30,7 @@
 #include "arbiter.h"
 #include "controller.h"
 #include "mtd.h"
+#include "pageout_hand.h"
 
 #define MTD_POLICY_XMLNS        "https://memtide.org/xmlns/policy/1"
 #define MTD_POLICY_XMLNS_PREFIX "memtide"
@@ -65,6 +66,7 @@ struct mtd_config {
 	char meminfo_path[MTD_PATH_MAX];   /* [host] meminfo: the host's /proc/meminfo (tests
 					  * and containers point it at another file) */
 	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */
+	struct mtd_pageout_config pageout; /* [pageout]: host-side eviction (pageout_hand.h) */
 };
 
 void mtd_config_default(struct mtd_config *cfg);

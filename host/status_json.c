@@ -97,7 +97,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "max_bytes", st->max_bytes);
 	put_u64(o, "balloon_target_bytes", st->balloon_target_bytes);
 	put_u64(o, "target_bytes", st->target_bytes);
-	put_str(o, "return_in_force", st->soft ? "reclaim" : "balloon");
+	put_str(o, "return_in_force", mtd_return_via_name(st->return_in_force));
+	json_object_object_add(o, "pageout", mtd_json_pageout(&st->pageout));
 	put_u64(o, "guest_used_bytes", st->guest_used_bytes);
 	put_u64(o, "balloon_actual_bytes", st->balloon_actual_bytes);
 	put_u64(o, "host_rss_bytes", st->host_rss_bytes);
@@ -170,5 +171,6 @@ struct json_object *mtd_json_host(const struct mtd_host_status *h)
 	put_u64(o, "nr_vms", h->nr_vms);
 	put_u64(o, "saved_bytes", h->saved_bytes); /* what memtide returned, every VM */
 	json_object_object_add(o, "observe_only", json_object_new_boolean(h->observe_only));
+	mtd_json_host_swap(o, h);
 	return o;
 }

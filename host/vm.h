@@ -34,6 +34,8 @@
 
 struct mtd_daemon;
 struct mtd_agent_link;
+struct mtd_pageout_hand;
+struct json_object;
 
 /*
  * The balloon and what the hypervisor knows about the guest: libvirt (libvirt_conn.c) or a
@@ -50,6 +52,10 @@ struct mtd_balloon_ops {
 	int (*fpr)(void *ctx, bool *on);
 	/* The QEMU process, for the guest RAM's resident size.  -ENOTSUP when unknown. */
 	int (*qemu_pid)(void *ctx, int *pid);
+	/* One QMP command through this connection (ram_layout.h, mtd_qmp_fn): host-side
+	 * eviction reads QEMU's memory map with it.  May be NULL. */
+	int (*qmp)(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
+		   char *err, size_t errlen);
 	void (*destroy)(void *ctx);
 };
 
@@ -121,6 +127,7 @@ struct mtd_vm {
 	unsigned late_in_row, ontime_in_row;
 	bool observing;                           /* observe-only was in force at the last step */
 	bool history_warned;                      /* a failed history write was logged (once) */
+	struct mtd_pageout_hand *hand;            /* host-side eviction (pageout_hand.h) */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */

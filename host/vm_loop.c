@@ -19,7 +19,8 @@
  *   Step 5  actuate: agent reclaim request, then the balloon target (policy `return`:
  *           the balloon follows the target, or stays a cap while reclaim and free page
  *           reporting return the memory); libvmm learns which pages left (eviction hand)
- *           or came back;
+ *           or came back; with return=pageout or auto, the eviction hand's cold runs go
+ *           to host swap (pageout_hand.h, Step 5b; its refault scan is Step 2a);
  *   Step 6  publish the status snapshot (RCU).
  *
  * Peer health.  Every balloon call (QMP or libvirt) is bounded by [daemon] call_timeout
@@ -52,6 +53,7 @@
 #include "choose.h"
 #include "daemon.h"
 #include "log.h"
+#include "pageout_hand.h"
 #include "vm.h"
 
 #define MiB                 ((uint64_t)1 << 20)
@@ -169,6 +171,38 @@ static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, 
 
 /* ---- attach ----------------------------------------------------------------------------- */
 
+/* Does the source report the guest's own accesses page by page (not amounts, not a
+ * simulation)?  Host-side eviction needs that. */
+static bool live_source(const struct mtd_vm *vm)
+{
+	return vm->source.ops && vm->source.ops->per_page && vm->d->cfg.source != MTD_SOURCE_SIM;
+}
+
+/* How memory goes back for this VM now: its policy's `return`, resolved for its agent and
+ * source (pageout_hand.h). */
+static enum mtd_return_via return_mode(const struct mtd_vm *vm)
+{
+	return mtd_return_resolve(vm->policy.return_via, vm->agent_expected, live_source(vm));
+}
+
+/* Host-side eviction's hand: it asks QEMU for the memory map the first time pageout is in
+ * force. */
+static int attach_pageout(struct mtd_vm *vm)
+{
+	struct mtd_hand_env env = {
+	    .vm_name = vm->name,
+	    .qmp = vm->balloon->qmp,
+	    .qmp_ctx = vm->balloon_ctx,
+	    .live_source = live_source(vm),
+	    .source_name = vm->source.ops ? vm->source.ops->name : "none",
+	};
+	int pid;
+
+	if (vm->balloon->qemu_pid && vm->balloon->qemu_pid(vm->balloon_ctx, &pid) == 0)
+		env.qemu_pid = pid;
+	return mtd_hand_new(&vm->d->cfg.pageout, &env, &vm->hand);
+}
+
 /* The access-bit source, chosen per VM by its policy (host/access/choose.c). */
 static int choose_source(struct mtd_vm *vm)
 {
@@ -270,6 +304,9 @@ static int attach(struct mtd_vm *vm)
 	if (rc < 0)
 		return rc;
 	vm->cold_age_ms = vm->reclaim.age_ms;
+	rc = attach_pageout(vm);
+	if (rc < 0)
+		return rc;
 
 	/* Free page reporting returns what the agent's reclaim frees: without it the guest
 	 * keeps those pages, so say so once, loudly. */
@@ -415,6 +452,8 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 
 	if (!vm->guest)
 		return;
+	/* Step 2a: pages read back from host swap are refaults, before the source ages. */
+	mtd_hand_feedback(vm->hand, vm->guest, t->now_ms);
 	int rc = vm->source.ops->age(vm->source.ctx, vm->guest, t->now_ms);
 	if (rc == 0)
 		vm->rounds++;
@@ -598,18 +637,37 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 
 	enum mtd_ctl_reason before = vm->ctl.reason;
 	uint64_t prev = vm->draft.balloon_target_bytes, prev_target = vm->draft.target_bytes;
-	mtd_ctl_step(&cfg->ctl, &vm->policy, &in, &vm->ctl, out);
+	struct mtd_policy pol = vm->policy;
+	pol.return_via = return_mode(vm);
+	bool hostside = pol.return_via == MTD_RETURN_PAGEOUT || pol.return_via == MTD_RETURN_AUTO;
+	/* What the host already holds in swap is not the guest's to free (it would read each
+	 * page back to do so): return=auto asks the agent only for the rest. */
+	uint64_t in_swap = hostside ? mtd_hand_swapped_bytes(vm->hand) : 0;
+	uint64_t used_raw = in.guest_used_bytes;
+	if (in.used_known)
+		in.guest_used_bytes =
+		    in.guest_used_bytes > in_swap ? in.guest_used_bytes - in_swap : 0;
+	mtd_ctl_step(&cfg->ctl, &pol, &in, &vm->ctl, out);
 	vm->draft.target_bytes = out->target_bytes;
 	vm->draft.soft = out->soft;
-	vm->draft.guest_used_bytes = in.used_known ? in.guest_used_bytes : 0;
+	vm->draft.guest_used_bytes = in.used_known ? used_raw : 0;
 
 	/* What the host arbiter could still take here: down to the working set, never below
 	 * the floor; nothing without an estimate or while the VM is not steerable. */
 	uint64_t keep = t->wss_bytes > out->floor_bytes ? t->wss_bytes : out->floor_bytes;
-	atomic_store(&vm->reclaimable_bytes,
-		     t->wss_valid && vm->policy.enabled && !observe && out->target_bytes > keep
-			 ? out->target_bytes - keep
-			 : 0);
+	uint64_t reclaimable =
+	    t->wss_valid && vm->policy.enabled && !observe && out->target_bytes > keep
+		? out->target_bytes - keep
+		: 0;
+	/* Host-side eviction takes resident pages beyond the working set, within the room in
+	 * swap and net of the compressed pool. */
+	if (hostside && !observe)
+		reclaimable = mtd_hand_reclaimable(
+		    vm->hand, t->wss_valid && vm->policy.enabled &&
+				      (t->gs.resident_pages << VMM_PAGE_SHIFT) > keep
+				  ? (t->gs.resident_pages << VMM_PAGE_SHIFT) - keep
+				  : 0);
+	atomic_store(&vm->reclaimable_bytes, reclaimable);
 	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
 	atomic_store(&vm->pending_bytes,
 		     !observe && holds > out->target_bytes ? holds - out->target_bytes : 0);
@@ -647,8 +705,10 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		}
 	}
 	/* libvmm follows the target, whichever actuator carries it out (not when nothing is
-	 * carried out); with the balloon a cap, the target moves alone, and the trail says so. */
-	if (!observe && out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
+	 * carried out, nor under host-side eviction, whose hand evicts for real); with the
+	 * balloon a cap, the target moves alone, and the trail says so. */
+	if (!observe && !hostside &&
+	    out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
 		account_target(vm, t->now_ms, prev_target ? prev_target : vm->balloon_actual,
 			       out->target_bytes);
 	if (out->soft && prev_target && out->target_bytes != prev_target &&
@@ -696,6 +756,35 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 			     false);
 }
 
+/* Step 5b: host-side eviction, once the controller has spoken (pageout_hand.h). */
+static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out)
+{
+	uint64_t seq = 0;
+	const struct proto_reclaim_reply *r =
+	    vm->agent ? mtd_agent_link_reclaim_reply(vm->agent, &seq) : NULL;
+	struct mtd_hand_input in = {
+	    .mode = return_mode(vm),
+	    /* Memory is taken only while the controller takes it: not under pressure, a need,
+	     * a hold, a silent source, on exit or opt-out. */
+	    .may_take = out->state == MTD_VM_ACTIVE && !vm->observing &&
+			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE),
+	    .why_not = vm->observing ? "observe-only" : mtd_ctl_reason_name(out->reason),
+	    .agent_asked = out->reclaim_bytes && vm->agent,
+	    .reply_seq = r ? seq : 0,
+	    .reply_done = r && r->freed_bytes >= r->requested_bytes,
+	    .interval_ms = vm->d->cfg.ctl.interval_ms,
+	    .watched_ms = t->now_ms - vm->first_tick_ms,
+	    .cold_age_ms = vm->cold_age_ms,
+	    .floor_bytes = vm->policy.min_bytes,
+	    .now_ms = t->now_ms,
+	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
+	    .evicted_ctx = vm->source.ctx,
+	};
+
+	if (t->have_gs)
+		mtd_hand_step(vm->hand, vm->guest, &in);
+}
+
 /* Step 6: the snapshot. */
 static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out)
 {
@@ -713,6 +802,11 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 		       st->counters.reclaimed_bytes, st->observe, &st->returned_bytes,
 		       &st->untouched_bytes);
 	st->saved_bytes = st->returned_bytes;
+	/* Host-side eviction: what it put in swap is returned, less the compressed pool's
+	 * share (pageout_hand.h). */
+	enum mtd_return_via mode = return_mode(vm);
+	st->return_in_force = mode == MTD_RETURN_RECLAIM && !st->soft ? MTD_RETURN_BALLOON : mode;
+	mtd_hand_publish(vm->hand, st);
 	if (t->have_gs) {
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 		for (unsigned i = 0; i < st->nr_gens; i++) {
@@ -739,6 +833,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 		st->agent_caps_known = true;
 	}
 	st->fpr_on = vm->fpr_on;
+	mtd_access_refresh_status(&vm->source, st);
 	const struct proto_stats *as = vm->agent ? mtd_agent_link_stats(vm->agent, &seq) : NULL;
 	if (as) {
 		st->guest_mem_available_bytes = as->mem_available_bytes;
@@ -785,6 +880,8 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool exiting, bool age,
 	if (age)
 		run_libvmm(vm, t);
 	control(vm, t, exiting, &out);
+	if (age)
+		evict_host(vm, t, &out);
 	publish(vm, t, &out);
 	free(t);
 }
@@ -919,6 +1016,8 @@ static void *loop_main(void *arg)
 out:
 	vm->draft.state = MTD_VM_DETACHED;
 	(void)mtd_vm_publish(vm);
+	mtd_hand_free(vm->hand);
+	vm->hand = NULL;
 	if (vm->guest)
 		vmm_guest_free(vm->guest);
 	vm->guest = NULL;
