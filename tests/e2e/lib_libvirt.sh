@@ -44,13 +44,12 @@ e2e_lv_up() {
 	fi
 	install -m 0755 "$hook" "$dst" || return 1
 	E2E_LV_HOOK=$dst
-	pgrep -x virtlogd >/dev/null || virtlogd -d
 	if pgrep -x libvirtd >/dev/null && [ $restart = 1 ]; then
 		# SIGTERM and wait for it to go: a second libvirtd would refuse to start.
 		pkill -x libvirtd
 		for i in $(seq 100); do pgrep -x libvirtd >/dev/null || break; sleep 0.1; done
 	fi
-	pgrep -x libvirtd >/dev/null || libvirtd -d
+	tests/libvirtd_up.sh || return 1
 	for i in $(seq 100); do
 		$E2E_V version >/dev/null 2>&1 && return 0
 		sleep 0.1

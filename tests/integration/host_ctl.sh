@@ -265,8 +265,7 @@ check $? "SIGHUP with a broken file: an error in the log, the old settings kept,
 V="virsh -q -c qemu:///system"
 lv_up() {
 	command -v libvirtd >/dev/null && [ "$(id -u)" = 0 ] || return 1
-	pgrep -x virtlogd >/dev/null || virtlogd -d
-	pgrep -x libvirtd >/dev/null || libvirtd -d
+	tests/libvirtd_up.sh
 	wait_for 10 $V version >/dev/null 2>&1
 }
 if lv_up; then

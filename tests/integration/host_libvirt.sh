@@ -34,8 +34,7 @@ skip_rest() { while [ $n -lt $TOTAL ]; do n=$((n + 1)); echo "ok $n # SKIP $*"; 
 command -v libvirtd >/dev/null || skip_rest "libvirtd not installed"
 it_guest_build || skip_rest "cannot build the integration guest"
 
-pgrep -x virtlogd >/dev/null || virtlogd -d
-pgrep -x libvirtd >/dev/null || libvirtd -d
+tests/libvirtd_up.sh
 V="virsh -q -c qemu:///system"
 for _ in $(seq 50); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
 $V version >/dev/null 2>&1 || skip_rest "libvirtd does not answer"
