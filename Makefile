@@ -5,7 +5,8 @@
 #   $(BUILD)/lib/libX.a       one static library per component (vmm, proto, agent, mtd, sim)
 #   $(BUILD)/bin/             programs: memtided, memtidectl, memtide-agent, memtide-sim,
 #                             memtide-trace, vmm-bench, ...
-#   $(BUILD)/tests/           test programs (unit tests, fuzz targets)
+#   $(BUILD)/tests/           unit test programs
+#   $(BUILD)/fuzz/            libFuzzer targets; $(BUILD)/fuzz-obj/ their clang objects
 #
 # Each component is a folder; every .c in it goes into the component's library, except the
 # files named in its *_MAIN variable, which hold main() for a program.  Adding a source file
@@ -13,7 +14,7 @@
 # every library (the linker takes only what a test uses).
 #
 # Targets: all (default), check, soak, bench, lint, sanitize, demo, install (install-agent,
-# install-lab), uninstall, deb, check-packaging, clean.
+# install-lab), uninstall, deb, check-packaging, clean, fuzz, fuzz-build.
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -33,8 +34,8 @@ ifeq ($(SAN),1)
 CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -MMD -MP \
-	-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(PKG_CFLAGS)
+INCLUDES   := -Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -MMD -MP $(INCLUDES) $(PKG_CFLAGS)
 
 # ---- components --------------------------------------------------------------------------
 # libvmm: pure, no I/O; links with nothing but libc and libm.
@@ -79,7 +80,7 @@ TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
 EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
 .PHONY: all check check-unit bench lint sanitize demo install install-agent install-lab uninstall \
-	programs deb check-packaging clean deps fuzz soak
+	programs deb check-packaging clean deps fuzz fuzz-build soak
 all: $(PROGRAMS) $(TESTS) $(EPT_PLUGIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -139,14 +140,41 @@ $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
 	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL) $(CMOCKA_LIBS)
 
 # ---- fuzz targets (clang + libFuzzer) ----------------------------------------------------
-FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
-FUZZ_CC  ?= clang-14
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(wildcard proto/*.h)
+# Each tests/fuzz/fuzz_NAME.c is one libFuzzer target (docs in its opening comment), with
+# seeds in tests/fuzz/corpus/NAME/ and, when present, a dictionary tests/fuzz/NAME.dict.
+# Targets link the component libraries rebuilt by clang with coverage instrumentation
+# (-fsanitize=fuzzer-no-link) and ASan+UBSan into their own tree, $(FUZZ_OBJ): gcc's
+# objects under $(BUILD)/obj carry no coverage and are never mixed in.  The linker takes
+# from each library only what a target calls.
+#   make fuzz-build                   build every target
+#   make fuzz [FUZZ_SECONDS=N]        build, then run each for N seconds (default 9), as
+#                                     `make check`'s fuzz suite does; longer N for campaigns
+FUZZ_CC     ?= clang-14
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# (-Wno-unknown-warning-option: a GCC-only pragma such as -Wformat-truncation is not clang's)
+FUZZ_CFLAGS := -std=gnu11 $(WARN) -Wno-unknown-warning-option -g -O1 -fno-omit-frame-pointer -D_GNU_SOURCE -MMD -MP \
+	$(FUZZ_SAN) -fsanitize=fuzzer-no-link $(INCLUDES) $(PKG_CFLAGS)
+FUZZ_OBJ    := $(BUILD)/fuzz-obj
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN    := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+fobj = $(patsubst %.c,$(FUZZ_OBJ)/%.o,$(1))
+FUZZ_LIBS   := $(FUZZ_OBJ)/lib/libmtd.a $(FUZZ_OBJ)/lib/libagent.a \
+	$(FUZZ_OBJ)/lib/libproto.a $(FUZZ_OBJ)/lib/libvmm.a
+
+$(FUZZ_OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iproto \
-		$(shell pkg-config --cflags json-c) -o $@ $< $(PROTO_SRC) $(shell pkg-config --libs json-c)
-fuzz: $(FUZZ_BIN)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+$(FUZZ_OBJ)/lib/libvmm.a:   $(call fobj,$(VMM_SRC));   $(archive)
+$(FUZZ_OBJ)/lib/libproto.a: $(call fobj,$(PROTO_SRC)); $(archive)
+$(FUZZ_OBJ)/lib/libagent.a: $(call fobj,$(AGENT_SRC)); $(archive)
+$(FUZZ_OBJ)/lib/libmtd.a:   $(call fobj,$(MTD_SRC));   $(archive)
+$(BUILD)/fuzz/%: $(FUZZ_OBJ)/tests/fuzz/%.o $(FUZZ_LIBS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIBS) $(PKG_LIBS) -lm -lpthread
+.PRECIOUS: $(FUZZ_OBJ)/%.o
+fuzz-build: $(FUZZ_BIN)
+fuzz: fuzz-build
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run.sh fuzz
 
 # ---- test, bench, lint --------------------------------------------------------------------
 deps:
@@ -155,7 +183,7 @@ deps:
 # `make check` runs every test (unit, integration, fuzz, end to end) and ends with one line
 # "N passed, N failed".  TESTS_ONLY=unit (or integration, fuzz, e2e) narrows it.
 check: deps
-	@$(MAKE) --no-print-directory all fuzz
+	@$(MAKE) --no-print-directory all fuzz-build
 	@BUILD=$(BUILD) tests/run.sh $(TESTS_ONLY)
 
 check-unit: all
@@ -224,4 +252,4 @@ check-packaging:
 clean:
 	rm -rf $(BUILD) build/san
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ_OBJ) -name '*.d' 2>/dev/null)

@@ -71,7 +71,9 @@ struct agent_config {
 	uint32_t backoff_min_ms;       /* reconnect delays grow from here ... */
 	uint32_t backoff_max_ms;       /* ... to here */
 	double send_rate_per_s;        /* all frames to the host (token bucket) */
-	double hint_rate_per_s;        /* hints forwarded to the host */
+	double hint_rate_per_s;        /* hints forwarded to the host, every caller together */
+	double hint_user_rate_per_s;   /* ... from each user other than root */
+	bool hint_user_need;           /* users other than root may send need hints */
 	uint32_t max_hint_clients;     /* concurrent hint socket connections */
 	uint32_t log_level;            /* 0 errors, 1 + warnings, 2 + info, 3 + debug */
 	uint32_t watch_interval_ms;    /* growth watch period; 0: no watch (agent_watch.c) */
@@ -80,8 +82,9 @@ struct agent_config {
 };
 
 /* Fill defaults: virtio port org.memtide.agent.0, 2 s reports, 10 s wss, floor
- * max(64 MiB, 5%), no drop_caches, backoff 100 ms .. 5 s, 20 frames/s, 5 hints/s,
- * growth watch every 250 ms over a 2 s horizon, ignoring growth under 16 MiB/s. */
+ * max(64 MiB, 5%), no drop_caches, backoff 100 ms .. 5 s, 20 frames/s, 5 hints/s (1/s per
+ * user other than root, who may not send need), growth watch every 250 ms over a 2 s
+ * horizon, ignoring growth under 16 MiB/s. */
 void agent_config_defaults(struct agent_config *c);
 /* Set one key from text (the file's and the flags' common path).  -EINVAL with a sentence
  * in err for an unknown key or a bad value; c is unchanged then. */
@@ -90,6 +93,9 @@ int agent_config_set(struct agent_config *c, const char *key, const char *value,
 /* Read a key=value file (libinih; keys outside any [section], or in [agent]).  -errno if
  * it cannot be opened, -EINVAL (err says which line) on a bad line or value. */
 int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errlen);
+/* The same over text in memory (name is what err calls it). */
+int agent_config_load_text(struct agent_config *c, const char *name, const char *text, char *err,
+			   size_t errlen);
 /* Print every key with its current value, as a config file would hold it. */
 void agent_config_dump(const struct agent_config *c, int fd);
 
@@ -233,12 +239,23 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
 #define AGENT_HINT_LINE_MAX 256
 
 /*
- * Translate [vaddr, vaddr+len) of process pid into guest-physical ranges through
- * /proc/PID/pagemap (pfn bits 0-54, present bit 63; pages not present are skipped; runs of
- * adjacent frames are merged).  Up to max ranges; *truncated when more existed.  Returns
- * the number of ranges, -EPERM when the pfns read as zero (no CAP_SYS_ADMIN), -errno.
- * Reads at most len/4096 entries, in chunks of 512.
+ * Open /proc/PID/pagemap (under sys_root) for a caller with uid: root may open any, anyone
+ * else only a process whose /proc/PID it owns (-EPERM).  The check and the open go through
+ * one fd of /proc/PID, so a PID reused in between is not someone else's.  fd or -errno.
  */
+int agent_pagemap_open(const struct agent_config *c, pid_t pid, uid_t uid);
+/*
+ * Translate [vaddr, vaddr+len) into guest-physical ranges through an open pagemap (pfn bits
+ * 0-54, present bit 63; pages not present are skipped; runs of adjacent frames are merged).
+ * exclusive_only: skip pages the process shares with others (bit 56 clear).  Up to max
+ * ranges; *truncated when more existed.  Returns the number of ranges, -EPERM when the pfns
+ * read as zero (no CAP_SYS_ADMIN), -EACCES when every resident page was shared and
+ * skipped, -EINVAL for an empty or over-4-GiB range, -errno.  Reads at most len/4096
+ * entries, in chunks of 512.
+ */
+int agent_pagemap_read(int fd, uint64_t vaddr, uint64_t len, bool exclusive_only,
+		       struct proto_range *r, uint32_t max, bool *truncated);
+/* Both for a process of this program's choosing (root's view, every page). */
 int agent_pagemap_ranges(const struct agent_config *c, pid_t pid, uint64_t vaddr, uint64_t len,
 			 struct proto_range *r, uint32_t max, bool *truncated);
 /* One request from the hint socket, parsed.  A hot/cold request may cover more ranges than
@@ -251,10 +268,48 @@ struct agent_hint_req {
 	bool truncated; /* more ranges existed than AGENT_HINT_MAX_RANGES */
 };
 /* Parse one request line from a caller (pid, uid from SO_PEERCRED) - runs the pagemap
- * translation.  0, or -errno with a reason in err (-EPERM: PID not the caller's; -ENOENT:
- * nothing resident); req->ranges is NULL after an error. */
+ * translation.  0, or -errno with a reason in err (-EPERM: PID not the caller's, or a need
+ * from a user other than root without hint_user_need; -EACCES: only shared pages there;
+ * -ENOENT: nothing resident); req->ranges is NULL after an error. */
 int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, uid_t uid,
 		     struct agent_hint_req *req, char *err, size_t errlen);
+
+/*
+ * Who may use the hint socket how much (agent_hint_guard.c).  Root is bounded only by the
+ * socket's total rate and slot count; every other user by its own rate
+ * (hint_user_rate_per_s, burst AGENT_HINT_USER_BURST), by AGENT_HINT_USER_CONNS connections
+ * at once, and may not take the last AGENT_HINT_ROOT_SLOTS slots nor the last
+ * AGENT_HINT_ROOT_RESERVE tokens of the total rate: a user flooding the socket leaves root's
+ * hints their way.  A connection must deliver its line within AGENT_HINT_LINE_MS.
+ * Memory: AGENT_HINT_PEERS rate entries, reused oldest first.  Pure (time is an argument).
+ */
+#define AGENT_HINT_PEERS        16
+#define AGENT_HINT_BURST        10.0 /* the socket's bucket: hint_rate_per_s, this burst */
+#define AGENT_HINT_USER_CONNS   2
+#define AGENT_HINT_ROOT_SLOTS   1
+#define AGENT_HINT_ROOT_RESERVE 2.0
+#define AGENT_HINT_USER_BURST   3.0
+#define AGENT_HINT_LINE_MS      2000
+struct agent_hint_peer {
+	bool used;
+	uid_t uid;
+	uint64_t seen_ms;
+	struct proto_rate rate;
+};
+struct agent_hint_guard {
+	struct proto_rate all; /* hint_rate_per_s: every hint the socket forwards */
+	double user_rate_per_s;
+	uint32_t max_clients;
+	struct agent_hint_peer peers[AGENT_HINT_PEERS];
+};
+void agent_hint_guard_init(struct agent_hint_guard *g, const struct agent_config *c);
+/* May a new connection from uid take a slot, with open_total connections open and
+ * open_by_uid of them uid's?  0, or -EBUSY (no slot) / -EUSERS (uid has its share). */
+int agent_hint_guard_admit(const struct agent_hint_guard *g, uid_t uid, uint32_t open_total,
+			   uint32_t open_by_uid);
+/* Spend up to want hint tokens for uid at now_ms: the number granted (0..want). */
+uint32_t agent_hint_guard_take(struct agent_hint_guard *g, uid_t uid, uint32_t want,
+			       uint64_t now_ms);
 /* Listen on the hint socket path (a stale socket there is replaced).  fd or -errno. */
 int agent_hint_listen(const char *path);
 /* The `memtide-agent hint` client: send one request line to the socket, print the reply.

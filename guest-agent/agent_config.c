@@ -55,6 +55,10 @@ static const struct key keys[] = {
     {"backoff_max_ms", K_U32, F(backoff_max_ms), 1, 600000, "longest reconnect delay"},
     {"send_rate", K_DBL, F(send_rate_per_s), 0.1, 1000, "frames/s to the host, at most"},
     {"hint_rate", K_DBL, F(hint_rate_per_s), 0.1, 1000, "hints/s to the host, at most"},
+    {"hint_user_rate", K_DBL, F(hint_user_rate_per_s), 0.1, 1000,
+     "hints/s from each user other than root, at most"},
+    {"hint_user_need", K_BOOL, F(hint_user_need), 0, 1,
+     "users other than root may send need hints"},
     {"max_hint_clients", K_U32, F(max_hint_clients), 1, 64, "hint socket connections"},
     {"log_level", K_U32, F(log_level), 0, 3, "0 error .. 3 debug"},
     {"watch_interval_ms", K_U32, F(watch_interval_ms), 0, 60000,
@@ -81,6 +85,7 @@ void agent_config_defaults(struct agent_config *c)
 	c->backoff_max_ms = 5000;
 	c->send_rate_per_s = 20;
 	c->hint_rate_per_s = 5;
+	c->hint_user_rate_per_s = 1;
 	c->max_hint_clients = 8;
 	c->log_level = AGENT_INFO;
 	c->watch_interval_ms = 250;
@@ -204,6 +209,32 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 	return l->rc == 0;
 }
 
+/* After libinih's pass over a copy: say where it failed, or check the cross-key rules and
+ * commit.  line is ini_parse_*()'s result (0, the first bad line, or -1/-2). */
+static int load_finish(struct agent_config *c, const struct agent_config *tmp,
+		       const struct load_ctx *l, int line, const char *name, char *err,
+		       size_t errlen)
+{
+	if (line != 0) {
+		if (err && line > 0) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "%s", l->rc ? err : "syntax error");
+			snprintf(err, errlen, "%s:%d: %s", name, line, why);
+		} else if (err) {
+			snprintf(err, errlen, "%s: cannot parse (%d)", name, line);
+		}
+		return -EINVAL;
+	}
+	if (tmp->backoff_max_ms < tmp->backoff_min_ms) {
+		if (err)
+			snprintf(err, errlen, "%s: backoff_max_ms below backoff_min_ms", name);
+		return -EINVAL;
+	}
+	*c = *tmp;
+	return 0;
+}
+
 int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errlen)
 {
 	struct agent_config tmp = *c;
@@ -220,24 +251,16 @@ int agent_config_load(struct agent_config *c, const char *path, char *err, size_
 	}
 	line = ini_parse_file(f, on_ini, &l);
 	fclose(f);
-	if (line != 0) {
-		if (err && line > 0) {
-			char why[160];
+	return load_finish(c, &tmp, &l, line, path, err, errlen);
+}
 
-			snprintf(why, sizeof(why), "%s", l.rc ? err : "syntax error");
-			snprintf(err, errlen, "%s:%d: %s", path, line, why);
-		} else if (err) {
-			snprintf(err, errlen, "%s: cannot parse (%d)", path, line);
-		}
-		return -EINVAL;
-	}
-	if (tmp.backoff_max_ms < tmp.backoff_min_ms) {
-		if (err)
-			snprintf(err, errlen, "%s: backoff_max_ms below backoff_min_ms", path);
-		return -EINVAL;
-	}
-	*c = tmp;
-	return 0;
+int agent_config_load_text(struct agent_config *c, const char *name, const char *text, char *err,
+			   size_t errlen)
+{
+	struct agent_config tmp = *c;
+	struct load_ctx l = {&tmp, err, errlen, 0};
+
+	return load_finish(c, &tmp, &l, ini_parse_string(text, on_ini, &l), name, err, errlen);
 }
 
 void agent_config_dump(const struct agent_config *c, int fd)

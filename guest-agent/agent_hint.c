@@ -3,8 +3,18 @@
  * translation from a caller's virtual memory to guest-physical ranges, and the client that
  * `memtide-agent hint` uses.
  *
- * Trust: the caller is identified by SO_PEERCRED (in agent_loop.c), never by what it says,
- * so an application can only describe its own memory.  A request names at most
+ * Trust (docs/protocol.md, "The local hint socket"): the socket is mode 0666, so every user
+ * in the guest can connect.  The caller is identified by SO_PEERCRED (agent_loop.c), never
+ * by what it says.  What a caller other than root may do:
+ *   - hot/cold about a process whose /proc/PID it owns (itself by default), and only about
+ *     the pages mapped by that process alone (pagemap's "exclusively mapped" bit): a page
+ *     shared with other processes (page cache, shared libraries, shared memory) may belong
+ *     to someone else, and a user must not steer the host's reclaim of it;
+ *   - need only when the guest's admin allows it (hint_user_need): a need makes the host
+ *     give the VM memory at once, which is the guest admin's call, not any user's.
+ * The ownership check and the pagemap read go through one fd of /proc/PID, so a PID that
+ * exits and is reused between the two cannot be read as someone else's.  Rates and
+ * connection slots per user are agent_hint_guard.c's.  A request names at most
  * HINT_MAX_BYTES of address space, so one request reads at most 1 Mi pagemap entries
  * (8 MiB, a few ms) however large the range it names.
  *
@@ -27,6 +37,7 @@
 #include "agent.h"
 
 #define PM_PRESENT     (1ULL << 63)
+#define PM_EXCLUSIVE   (1ULL << 56) /* page mapped by this process only (Linux 4.2+) */
 #define PM_PFN_MASK    ((1ULL << 55) - 1)
 #define PM_CHUNK       512
 #define HINT_MAX_BYTES (4ULL << 30)
@@ -58,34 +69,48 @@ static uint32_t merge(struct proto_range *r, uint32_t n)
 	return out;
 }
 
-int agent_pagemap_ranges(const struct agent_config *c, pid_t pid, uint64_t vaddr, uint64_t len,
-			 struct proto_range *r, uint32_t max, bool *truncated)
+int agent_pagemap_open(const struct agent_config *c, pid_t pid, uid_t uid)
 {
-	char path[AGENT_PATH_MAX + 48];
+	char path[AGENT_PATH_MAX + 32];
+	struct stat st;
+	int dir, fd, e;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/proc/%d", c->sys_root, (int)pid);
+	dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	if (uid != 0 && (fstat(dir, &st) < 0 || st.st_uid != uid)) {
+		close(dir);
+		return -EPERM;
+	}
+	fd = openat(dir, "pagemap", O_RDONLY | O_CLOEXEC);
+	e = errno;
+	close(dir);
+	return fd < 0 ? -e : fd;
+}
+
+int agent_pagemap_read(int fd, uint64_t vaddr, uint64_t len, bool exclusive_only,
+		       struct proto_range *r, uint32_t max, bool *truncated)
+{
 	uint64_t ent[PM_CHUNK];
 	long ps = sysconf(_SC_PAGESIZE);
 	uint64_t page = ps > 0 ? (uint64_t)ps : 4096, first, npages, done = 0;
 	uint32_t n = 0;
-	int fd, rc = 0;
-	bool zero_pfn = false;
+	bool zero_pfn = false, shared = false;
 
 	*truncated = false;
 	if (len == 0 || len > HINT_MAX_BYTES || vaddr + len < vaddr)
 		return -EINVAL;
 	first = vaddr / page;
 	npages = (vaddr + len + page - 1) / page - first;
-	snprintf(path, sizeof(path), "%s/proc/%d/pagemap", c->sys_root, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	while (done < npages) {
 		size_t want = (size_t)(npages - done < PM_CHUNK ? npages - done : PM_CHUNK);
 		ssize_t got = pread(fd, ent, want * 8, (off_t)((first + done) * 8));
 
-		if (got < 0) {
-			rc = -errno;
-			goto out;
-		}
+		if (got < 0)
+			return -errno;
 		if (got < 8)
 			break;
 		for (size_t i = 0; i < (size_t)got / 8; i++) {
@@ -93,10 +118,16 @@ int agent_pagemap_ranges(const struct agent_config *c, pid_t pid, uint64_t vaddr
 
 			if (!(ent[i] & PM_PRESENT))
 				continue;
+			if (exclusive_only && !(ent[i] & PM_EXCLUSIVE)) {
+				shared = true;
+				continue;
+			}
 			if (pfn == 0) {
 				zero_pfn = true;
 				continue;
 			}
+			if (pfn >= PROTO_PHYS_ADDR_MAX / page)
+				continue; /* beyond any machine: pfn * page would wrap */
 			/* extend the last run when this frame follows it */
 			if (n && r[n - 1].start + r[n - 1].bytes == pfn * page) {
 				r[n - 1].bytes += page;
@@ -115,12 +146,23 @@ int agent_pagemap_ranges(const struct agent_config *c, pid_t pid, uint64_t vaddr
 	}
 	n = merge(r, n);
 	if (n == 0 && zero_pfn)
-		rc = -EPERM;
-	else
-		rc = (int)n;
-out:
+		return -EPERM;
+	if (n == 0 && shared)
+		return -EACCES;
+	return (int)n;
+}
+
+int agent_pagemap_ranges(const struct agent_config *c, pid_t pid, uint64_t vaddr, uint64_t len,
+			 struct proto_range *r, uint32_t max, bool *truncated)
+{
+	int fd = agent_pagemap_open(c, pid, 0), n;
+
+	*truncated = false;
+	if (fd < 0)
+		return fd;
+	n = agent_pagemap_read(fd, vaddr, len, false, r, max, truncated);
 	close(fd);
-	return rc;
+	return n;
 }
 
 /* Unsigned number, decimal or 0x hex, whole token. */
@@ -135,25 +177,13 @@ static bool num(const char *s, uint64_t *out)
 	return errno == 0 && *end == '\0';
 }
 
-/* May a caller with uid describe the memory of target? Root, or the owner of the process. */
-static bool may_describe(const struct agent_config *c, uid_t uid, pid_t target)
-{
-	char path[AGENT_PATH_MAX + 32];
-	struct stat st;
-
-	if (uid == 0)
-		return true;
-	snprintf(path, sizeof(path), "%s/proc/%d", c->sys_root, (int)target);
-	return stat(path, &st) == 0 && st.st_uid == uid;
-}
-
 int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, uid_t uid,
 		     struct agent_hint_req *req, char *err, size_t errlen)
 {
 	struct proto_hint *h = &req->head;
 	char buf[AGENT_HINT_LINE_MAX], *save = NULL, *verb, *a1, *a2, *a3, *extra;
 	uint64_t x, y, target;
-	int n;
+	int n, fd;
 
 	snprintf(buf, sizeof(buf), "%s", line);
 	verb = strtok_r(buf, " \t\r\n", &save);
@@ -177,6 +207,12 @@ int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, 
 				 PROTO_WITHIN_MAX_MS);
 			return -EINVAL;
 		}
+		if (uid != 0 && !c->hint_user_need) {
+			snprintf(err, errlen,
+				 "need is for root (the guest's admin allows every user with "
+				 "hint_user_need=true)");
+			return -EPERM;
+		}
 		h->kind = PROTO_HINT_NEED;
 		h->need_bytes = x;
 		h->within_ms = y;
@@ -195,21 +231,35 @@ int agent_hint_parse(const struct agent_config *c, const char *line, pid_t pid, 
 			snprintf(err, errlen, "bad PID '%s'", a3);
 			return -EINVAL;
 		}
-		if (!may_describe(c, uid, (pid_t)target)) {
-			snprintf(err, errlen, "pid %s is not yours", a3);
-			return -EPERM;
-		}
 		pid = (pid_t)target;
 		h->pid = (uint32_t)target;
 	}
+	/* root may describe any process's pages; anyone else a process of its own, and
+	 * only the pages that process alone maps */
+	fd = agent_pagemap_open(c, pid, uid);
+	if (fd < 0) {
+		if (fd == -EPERM)
+			snprintf(err, errlen, "pid %d is not yours", (int)pid);
+		else
+			snprintf(err, errlen, "pid %d: %s", (int)pid, strerror(-fd));
+		return fd;
+	}
 	req->ranges = calloc(AGENT_HINT_MAX_RANGES, sizeof(*req->ranges));
 	if (!req->ranges) {
+		close(fd);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	n = agent_pagemap_ranges(c, pid, x, y, req->ranges, AGENT_HINT_MAX_RANGES, &req->truncated);
+	n = agent_pagemap_read(fd, x, y, uid != 0, req->ranges, AGENT_HINT_MAX_RANGES,
+			       &req->truncated);
+	close(fd);
 	if (n <= 0) {
-		if (n < 0)
+		if (n == -EACCES)
+			snprintf(err, errlen,
+				 "no pages of your own in 0x%" PRIx64 "+0x%" PRIx64
+				 " (pages shared with other processes are for root to describe)",
+				 x, y);
+		else if (n < 0)
 			snprintf(err, errlen, "pagemap: %s", strerror(-n));
 		else
 			snprintf(err, errlen, "no resident pages in 0x%" PRIx64 "+0x%" PRIx64, x,
@@ -259,7 +309,8 @@ int agent_hint_listen(const char *path)
 		close(fd);
 		return -e;
 	}
-	/* any local process may describe its own memory (SO_PEERCRED says whose) */
+	/* any local process may connect; what it may then do is agent_hint_parse's rule (its
+	 * own pages only, need for root) and agent_hint_guard.c's (rate and slots per user) */
 	chmod(path, 0666);
 	return fd;
 }

@@ -27,6 +27,11 @@
  * bucket (send_rate) and the bounded writer; when either is full the report is dropped and
  * counted, never queued without bound.  Memory is bounded whatever the host sends: reader
  * <= 1 MiB + 4, writer 256 KiB, hint clients max_hint_clients x 256 bytes.
+ *
+ * Hint socket clients (any user in the guest): one request line per connection, due within
+ * AGENT_HINT_LINE_MS; slots and rates per user are agent_hint_guard.c's, what a user may
+ * describe is agent_hint.c's.  The growth watch has a token bucket of its own, so no caller
+ * can crowd out the need it sends before the guest runs out.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +49,8 @@
 
 #define HANDSHAKE_TIMEOUT_MS 10000
 #define SEND_BURST           40.0
-#define HINT_BURST           10.0
+#define WATCH_RATE           1.0 /* growth-watch needs/s (it sends one per horizon at most) */
+#define WATCH_BURST          2.0
 #define MAX_POLL_FDS         (3 + 64)
 
 enum conn_state { ST_DOWN, ST_HELLO, ST_READY };
@@ -53,6 +59,7 @@ struct hint_client {
 	int fd;    /* -1: free slot */
 	pid_t pid; /* SO_PEERCRED of the connecting process */
 	uid_t uid;
+	uint64_t deadline_ms; /* its line must be in by then (AGENT_HINT_LINE_MS) */
 	size_t len;
 	char buf[AGENT_HINT_LINE_MAX];
 };
@@ -84,7 +91,8 @@ struct agent {
 	uint64_t next_watch_ms;
 	struct agent_watch watch;
 	struct proto_rate send_rate;
-	struct proto_rate hint_rate;
+	struct agent_hint_guard hints; /* the hint socket's rates and slots per user */
+	struct proto_rate watch_rate;  /* the growth watch's needs: no caller can spend it */
 
 	/* hint socket */
 	int hint_fd;
@@ -93,6 +101,11 @@ struct agent {
 	pthread_mutex_t lock; /* protects ctr only (read by other threads) */
 	struct agent_counters ctr;
 };
+
+static uint64_t min_u64(uint64_t x, uint64_t y)
+{
+	return x < y ? x : y;
+}
 
 static void count(struct agent *a, uint64_t *field)
 {
@@ -499,8 +512,7 @@ static void on_hint_line(struct agent *a, struct hint_client *cl, uint64_t now_m
 	want = req.head.kind == PROTO_HINT_NEED
 		   ? 1
 		   : (req.nr_ranges + PROTO_MAX_HINT_RANGES - 1) / PROTO_MAX_HINT_RANGES;
-	while (granted < want && proto_rate_take(&a->hint_rate, now_ms))
-		granted++;
+	granted = agent_hint_guard_take(&a->hints, cl->uid, want, now_ms);
 	if (granted == 0) {
 		count(a, &a->ctr.rate_dropped);
 		client_reply(cl, "error rate limit, try later");
@@ -559,33 +571,73 @@ static void on_hint_client(struct agent *a, struct hint_client *cl, uint64_t now
 	client_close(cl);
 }
 
-static void on_hint_accept(struct agent *a)
+static void refuse(int fd, const char *why)
+{
+	char line[AGENT_HINT_LINE_MAX];
+	int n = snprintf(line, sizeof(line), "error %s\n", why);
+
+	if (send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+		/* gone already */
+	}
+	close(fd);
+}
+
+static void on_hint_accept(struct agent *a, uint64_t now_ms)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	int fd = accept4(a->hint_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct hint_client *slot = NULL;
+	uint32_t open_total = 0, open_by_uid = 0;
+	int rc;
 
 	if (fd < 0)
 		return;
-	for (uint32_t i = 0; i < a->cfg.max_hint_clients; i++)
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0) {
+		refuse(fd, "busy");
+		return;
+	}
+	for (uint32_t i = 0; i < a->cfg.max_hint_clients; i++) {
 		if (a->clients[i].fd < 0) {
-			slot = &a->clients[i];
-			break;
+			if (!slot)
+				slot = &a->clients[i];
+			continue;
 		}
-	if (!slot || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid <= 0) {
-		static const char busy[] = "error busy\n";
-
-		if (send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-			/* gone already */
-		}
-		close(fd);
+		open_total++;
+		open_by_uid += a->clients[i].uid == cred.uid;
+	}
+	rc = agent_hint_guard_admit(&a->hints, cred.uid, open_total, open_by_uid);
+	if (rc < 0 || !slot) {
+		refuse(fd,
+		       rc == -EUSERS ? "busy: too many connections of this user at once" : "busy");
+		agent_log(AGENT_DEBUG, "hint socket: refused a connection of uid %u (%s)",
+			  (unsigned)cred.uid, rc == -EUSERS ? "its share is taken" : "no slot");
 		return;
 	}
 	slot->fd = fd;
 	slot->pid = cred.pid;
 	slot->uid = cred.uid;
 	slot->len = 0;
+	slot->deadline_ms = now_ms + AGENT_HINT_LINE_MS;
+}
+
+/* Close every client that has not sent its line in time; return the next deadline. */
+static uint64_t expire_hint_clients(struct agent *a, uint64_t now_ms, uint64_t next)
+{
+	for (uint32_t i = 0; i < a->cfg.max_hint_clients; i++) {
+		struct hint_client *cl = &a->clients[i];
+
+		if (cl->fd < 0)
+			continue;
+		if (now_ms >= cl->deadline_ms) {
+			client_reply(cl, "error no request line within %u ms",
+				     (unsigned)AGENT_HINT_LINE_MS);
+			client_close(cl);
+			continue;
+		}
+		next = min_u64(next, cl->deadline_ms);
+	}
+	return next;
 }
 
 /* ======================================================================================
@@ -615,7 +667,8 @@ int agent_new(const struct agent_config *cfg, struct agent **out)
 	proto_writer_init(&a->wr, 0);
 	proto_backoff_init(&a->backoff, cfg->backoff_min_ms, cfg->backoff_max_ms);
 	proto_rate_init(&a->send_rate, cfg->send_rate_per_s, SEND_BURST);
-	proto_rate_init(&a->hint_rate, cfg->hint_rate_per_s, HINT_BURST);
+	agent_hint_guard_init(&a->hints, cfg);
+	proto_rate_init(&a->watch_rate, WATCH_RATE, WATCH_BURST);
 	/* defaults until the host sends config */
 	a->run.report_interval_ms = cfg->report_interval_ms;
 	a->run.wss_interval_ms = cfg->wss_interval_ms;
@@ -650,11 +703,6 @@ void agent_free(struct agent *a)
 	free(a);
 }
 
-static uint64_t min_u64(uint64_t x, uint64_t y)
-{
-	return x < y ? x : y;
-}
-
 /* The growth watch (agent_watch.c): read MemTotal and MemAvailable; when memory in use grows
  * fast enough to run out within the horizon, send the host a need for the projected growth. */
 static void run_watch(struct agent *a, uint64_t now_ms)
@@ -667,7 +715,7 @@ static void run_watch(struct agent *a, uint64_t now_ms)
 	need = agent_watch_step(&a->watch, &a->cfg, now_ms, total, avail);
 	if (!need || !(a->host_caps & PROTO_CAP_HOST_HINT))
 		return;
-	if (!proto_rate_take(&a->hint_rate, now_ms)) {
+	if (!proto_rate_take(&a->watch_rate, now_ms)) {
 		count(a, &a->ctr.rate_dropped);
 		return;
 	}
@@ -746,6 +794,8 @@ int agent_run(struct agent *a, volatile sig_atomic_t *stop)
 	a->next_connect_ms = agent_now_ms();
 	while (!(stop && *stop)) {
 		uint64_t now = agent_now_ms(), next = run_timers(a, now);
+
+		next = expire_hint_clients(a, now, next);
 		int nfds = 0, conn_i = -1, hint_i = -1, cl_base, timeout, rc;
 
 		pfd[nfds++] = (struct pollfd){a->stop_pipe[0], POLLIN, 0};
@@ -791,7 +841,7 @@ int agent_run(struct agent *a, volatile sig_atomic_t *stop)
 				disconnect(a, strerror(-f), now);
 		}
 		if (hint_i >= 0 && (pfd[hint_i].revents & POLLIN))
-			on_hint_accept(a);
+			on_hint_accept(a, now);
 		for (int i = cl_base; i < nfds; i++) {
 			struct hint_client *cl = &a->clients[i - cl_base];
 

@@ -101,6 +101,18 @@ int agent_lru_gen_parse(const char *text, struct agent_gen *gens, int max_gens,
 	return n;
 }
 
+/* Saturating: a wrapped sum would under-report the working set, and the host would take
+ * memory the guest uses (2^48 pages x 64 KiB wrapped to 0: tests/fuzz/fuzz_agent_mglru.c). */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t pages, uint32_t page_size)
+{
+	return page_size && pages > UINT64_MAX / page_size ? UINT64_MAX : pages * page_size;
+}
+
 static int by_age(const void *x, const void *y)
 {
 	const struct agent_gen *a = x, *b = y;
@@ -150,8 +162,10 @@ void agent_wss_fold(const struct agent_gen *gens, int n, bool complete, const ui
 
 		while (b + 1 < nr_edges && idle >= edges_ms[b + 1])
 			b++;
-		w->bins[b].anon_bytes += gens[i].anon_pages * page_size;
-		w->bins[b].file_bytes += gens[i].file_pages * page_size;
+		w->bins[b].anon_bytes =
+		    sat_add(w->bins[b].anon_bytes, sat_mul(gens[i].anon_pages, page_size));
+		w->bins[b].file_bytes =
+		    sat_add(w->bins[b].file_bytes, sat_mul(gens[i].file_pages, page_size));
 	}
 	for (uint32_t b = 0; b < nr_edges; b++) {
 		if (w->bins[b].anon_bytes > PROTO_BYTES_MAX)

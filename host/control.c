@@ -8,8 +8,9 @@
  * line and a send timeout mean no peer can make the daemon use unbounded memory or hang it.
  *
  * Everything a peer sends is untrusted: a line that is not a JSON object, a missing or
- * mistyped field, an unknown command or an over-long line gets an error reply that names
- * the problem, and the daemon carries on.
+ * mistyped field, a NUL or control character in a name, an unknown command or an over-long
+ * line gets an error reply that names the problem, and the daemon carries on.  The request
+ * parser is control_req.c (pure, fuzzed); this file dispatches and owns the connections.
  */
 #include "control.h"
 
@@ -99,28 +100,6 @@ static struct json_object *reply_ok(void)
 	return o;
 }
 
-/* A required string field: 0, or -EINVAL with *err set to the reply. */
-static int need_str(struct json_object *req, const char *key, const char **out, char **err)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(req, key, &v)) {
-		*err = reply_error("missing field '%s'", key);
-		return -EINVAL;
-	}
-	if (!json_object_is_type(v, json_type_string)) {
-		*err = reply_error("field '%s' must be a string", key);
-		return -EINVAL;
-	}
-	*out = json_object_get_string(v);
-	if (strlen(*out) >= MTD_NAME_MAX) {
-		*err =
-		    reply_error("field '%s' is longer than %d characters", key, MTD_NAME_MAX - 1);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 static char *errno_reply(int rc, const char *name)
 {
 	switch (rc) {
@@ -171,19 +150,13 @@ static char *cmd_status(struct mtd_daemon *d)
 	return reply_text(o);
 }
 
-static char *cmd_vm(struct mtd_daemon *d, struct json_object *req)
+static char *cmd_vm(struct mtd_daemon *d, const char *name)
 {
 	struct mtd_vm_status *st = malloc(sizeof(*st));
-	const char *name;
-	char *err = NULL;
 	int rc;
 
 	if (!st)
 		return reply_error("out of memory");
-	if (need_str(req, "name", &name, &err) < 0) {
-		free(st);
-		return err;
-	}
 	rc = mtd_daemon_get_vm(d, name, st);
 	if (rc < 0) {
 		free(st);
@@ -195,15 +168,10 @@ static char *cmd_vm(struct mtd_daemon *d, struct json_object *req)
 	return reply_text(o);
 }
 
-static char *cmd_attach(struct mtd_daemon *d, struct json_object *req, bool attach)
+static char *cmd_attach(struct mtd_daemon *d, const char *name, bool attach)
 {
-	const char *name;
-	char *err = NULL;
-	int rc;
+	int rc = attach ? mtd_daemon_attach(d, name) : mtd_daemon_detach(d, name);
 
-	if (need_str(req, "name", &name, &err) < 0)
-		return err;
-	rc = attach ? mtd_daemon_attach(d, name) : mtd_daemon_detach(d, name);
 	if (rc < 0)
 		return errno_reply(rc, name);
 	mtd_notice("%s: %s on request from the control socket", name,
@@ -215,16 +183,11 @@ static char *cmd_attach(struct mtd_daemon *d, struct json_object *req, bool atta
 	return reply_text(o);
 }
 
-static char *cmd_policy_get(struct mtd_daemon *d, struct json_object *req)
+static char *cmd_policy_get(struct mtd_daemon *d, const char *name)
 {
 	struct mtd_policy p;
-	const char *name;
-	char *err = NULL;
-	int rc;
+	int rc = mtd_daemon_policy_get(d, name, &p);
 
-	if (need_str(req, "name", &name, &err) < 0)
-		return err;
-	rc = mtd_daemon_policy_get(d, name, &p);
 	if (rc < 0)
 		return errno_reply(rc, name);
 	struct json_object *o = reply_ok();
@@ -232,33 +195,20 @@ static char *cmd_policy_get(struct mtd_daemon *d, struct json_object *req)
 	return reply_text(o);
 }
 
-static char *cmd_policy_set(struct mtd_daemon *d, struct json_object *req)
+static char *cmd_policy_set(struct mtd_daemon *d, const struct mtd_control_req *req)
 {
-	const char *name, *key, *value;
-	char *err = NULL, msg[240] = "";
-	int rc;
+	char msg[240] = "";
+	int rc = mtd_daemon_policy_set(d, req->name, req->key, req->value, msg, sizeof(msg));
 
-	if (need_str(req, "name", &name, &err) < 0 || need_str(req, "key", &key, &err) < 0 ||
-	    need_str(req, "value", &value, &err) < 0)
-		return err;
-	rc = mtd_daemon_policy_set(d, name, key, value, msg, sizeof(msg));
 	if (rc < 0)
-		return msg[0] ? reply_error("%s", msg) : errno_reply(rc, name);
+		return msg[0] ? reply_error("%s", msg) : errno_reply(rc, req->name);
 	return reply_text(reply_ok());
 }
 
-static char *cmd_hook(struct mtd_daemon *d, struct json_object *req)
+static char *cmd_hook(struct mtd_daemon *d, const struct mtd_control_req *req)
 {
-	const char *dom, *op, *subop = "-";
-	char *err = NULL;
-	struct json_object *v;
-
-	if (need_str(req, "domain", &dom, &err) < 0 || need_str(req, "op", &op, &err) < 0)
-		return err;
-	if (json_object_object_get_ex(req, "subop", &v) && need_str(req, "subop", &subop, &err) < 0)
-		return err;
-	if (mtd_daemon_hook_event(d, dom, op, subop) < 0)
-		return reply_error("cannot queue the hook's event for '%s'", dom);
+	if (mtd_daemon_hook_event(d, req->name, req->op, req->subop) < 0)
+		return reply_error("cannot queue the hook's event for '%s'", req->name);
 	return reply_text(reply_ok());
 }
 
@@ -279,24 +229,13 @@ static void add_release_entry(void *arg, const struct mtd_vm_status *st)
 
 /* release / resume: {"name": NAME} or {"all": true}.  The reply lists each VM with its size
  * now and its ceiling, and the host figures that bound the release's pace. */
-static char *cmd_release(struct mtd_daemon *d, struct json_object *req, bool release)
+static char *cmd_release(struct mtd_daemon *d, const struct mtd_control_req *req, bool release)
 {
-	struct json_object *all, *vms = json_object_new_array(), *o;
-	const char *name = NULL;
-	char *err = NULL;
-	bool every = json_object_object_get_ex(req, "all", &all);
+	struct json_object *vms = json_object_new_array(), *o;
+	const char *name = req->all ? NULL : req->name;
 	int rc;
 
-	if (every &&
-	    (!json_object_is_type(all, json_type_boolean) || !json_object_get_boolean(all))) {
-		json_object_put(vms);
-		return reply_error("field 'all' must be true (or give 'name')");
-	}
-	if (!every && need_str(req, "name", &name, &err) < 0) {
-		json_object_put(vms);
-		return err;
-	}
-	rc = mtd_daemon_release(d, every ? NULL : name, release, add_release_entry, vms);
+	rc = mtd_daemon_release(d, name, release, add_release_entry, vms);
 	if (rc < 0) {
 		json_object_put(vms);
 		return errno_reply(rc, name ? name : "");
@@ -320,64 +259,36 @@ static char *cmd_version(const char *version)
 
 char *mtd_control_handle(struct mtd_daemon *d, const char *version, const char *line, size_t len)
 {
-	struct json_tokener *tok = json_tokener_new_ex(16); /* requests are flat */
-	struct json_object *req, *cmdv;
-	const char *cmd;
-	char *out;
+	struct mtd_control_req req;
+	char err[300];
 
-	if (!tok)
-		return reply_error("out of memory");
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	req = json_tokener_parse_ex(tok, line, (int)len);
-	if (!req || json_tokener_get_error(tok) != json_tokener_success ||
-	    tok->char_offset != (int)len) {
-		enum json_tokener_error e = json_tokener_get_error(tok);
-
-		json_object_put(req);
-		json_tokener_free(tok);
-		return reply_error("not a JSON object: %s",
-				   e == json_tokener_success || e == json_tokener_continue
-				       ? "trailing or incomplete text"
-				       : json_tokener_error_desc(e));
+	if (mtd_control_parse(line, len, &req, err, sizeof(err)) < 0)
+		return reply_error("%s", err);
+	switch (req.cmd) {
+	case MTD_CTL_STATUS:
+		return cmd_status(d);
+	case MTD_CTL_VM:
+		return cmd_vm(d, req.name);
+	case MTD_CTL_ATTACH:
+		return cmd_attach(d, req.name, true);
+	case MTD_CTL_DETACH:
+		return cmd_attach(d, req.name, false);
+	case MTD_CTL_POLICY_GET:
+		return cmd_policy_get(d, req.name);
+	case MTD_CTL_POLICY_SET:
+		return cmd_policy_set(d, &req);
+	case MTD_CTL_HOOK:
+		return cmd_hook(d, &req);
+	case MTD_CTL_VERSION:
+		return cmd_version(version);
+	case MTD_CTL_RELEASE_VMS:
+		return cmd_release(d, &req, true);
+	case MTD_CTL_RESUME_VMS:
+		return cmd_release(d, &req, false);
+	case MTD_CTL_NONE:
+		break;
 	}
-	json_tokener_free(tok);
-	if (!json_object_is_type(req, json_type_object)) {
-		json_object_put(req);
-		return reply_error("a request is a JSON object with a \"cmd\" field");
-	}
-	if (!json_object_object_get_ex(req, "cmd", &cmdv) ||
-	    !json_object_is_type(cmdv, json_type_string)) {
-		json_object_put(req);
-		return reply_error("missing field 'cmd' (a string: status, vm, attach, detach, "
-				   "policy-get, policy-set, release, resume, hook, version)");
-	}
-	cmd = json_object_get_string(cmdv);
-	if (!strcmp(cmd, "status"))
-		out = cmd_status(d);
-	else if (!strcmp(cmd, "vm"))
-		out = cmd_vm(d, req);
-	else if (!strcmp(cmd, "attach"))
-		out = cmd_attach(d, req, true);
-	else if (!strcmp(cmd, "detach"))
-		out = cmd_attach(d, req, false);
-	else if (!strcmp(cmd, "policy-get"))
-		out = cmd_policy_get(d, req);
-	else if (!strcmp(cmd, "policy-set"))
-		out = cmd_policy_set(d, req);
-	else if (!strcmp(cmd, "hook"))
-		out = cmd_hook(d, req);
-	else if (!strcmp(cmd, "release"))
-		out = cmd_release(d, req, true);
-	else if (!strcmp(cmd, "resume"))
-		out = cmd_release(d, req, false);
-	else if (!strcmp(cmd, "version"))
-		out = cmd_version(version);
-	else
-		out = reply_error("unknown cmd '%.64s' (status, vm, attach, detach, policy-get, "
-				  "policy-set, release, resume, hook, version)",
-				  cmd);
-	json_object_put(req);
-	return out;
+	return reply_error("internal error: request %d has no handler", (int)req.cmd);
 }
 
 /* ---- the connection ----------------------------------------------------------------------- */
@@ -461,26 +372,17 @@ static int client_flush(struct client *c, uint64_t now)
 	return 0;
 }
 
-/* Is cmd one of the slow commands that run off the control thread? */
+/* Is the request one of the slow commands that run off the control thread?  Read by the
+ * same parser that answers it (control_req.c): a request it refuses is answered at once. */
 static bool line_is_slow(const char *line, size_t len)
 {
-	struct json_tokener *tok = json_tokener_new_ex(16);
-	struct json_object *req, *cmdv;
-	bool slow = false;
+	struct mtd_control_req req;
+	char err[300];
 
-	if (!tok)
+	if (mtd_control_parse(line, len, &req, err, sizeof(err)) < 0)
 		return false;
-	req = json_tokener_parse_ex(tok, line, (int)len);
-	if (req && json_object_is_type(req, json_type_object) &&
-	    json_object_object_get_ex(req, "cmd", &cmdv) &&
-	    json_object_is_type(cmdv, json_type_string)) {
-		const char *cmd = json_object_get_string(cmdv);
-		slow =
-		    !strcmp(cmd, "attach") || !strcmp(cmd, "detach") || !strcmp(cmd, "policy-set");
-	}
-	json_object_put(req);
-	json_tokener_free(tok);
-	return slow;
+	return req.cmd == MTD_CTL_ATTACH || req.cmd == MTD_CTL_DETACH ||
+	       req.cmd == MTD_CTL_POLICY_SET;
 }
 
 struct slow_job {

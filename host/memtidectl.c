@@ -245,7 +245,8 @@ static struct json_object *call_checked(struct json_object *req, int *rc)
 			printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
 		else
 			fprintf(stderr, "memtidectl: %s\n",
-				json_object_object_get_ex(rep, "error", &e)
+				json_object_object_get_ex(rep, "error", &e) &&
+					json_object_is_type(e, json_type_string)
 				    ? json_object_get_string(e)
 				    : "memtided refused the request");
 		json_object_put(rep);
@@ -278,7 +279,18 @@ static const char *get_s(struct json_object *o, const char *k)
 {
 	struct json_object *v;
 
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
+	/* memtided's replies are trusted more than a guest, but a null or non-string member
+	 * must not reach printf("%s") as NULL */
+	if (!json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
+		return "";
+	return json_object_get_string(v);
+}
+
+/* Length of an array member; 0 for null or anything else (json-c asserts on a non-array,
+ * and a reply with "vms": null must not abort memtidectl). */
+static size_t arr_len(struct json_object *a)
+{
+	return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
 }
 
 static bool get_b(struct json_object *o, const char *k)
@@ -331,13 +343,13 @@ static void print_status(struct json_object *rep)
 		       size_str(get_i(host, "swap_free_bytes"), a, sizeof(a)),
 		       size_str(get_i(host, "swap_total_bytes"), b, sizeof(b)),
 		       size_str(get_i(host, "swap_pool_bytes"), c, sizeof(c)));
-	if (!json_object_object_get_ex(rep, "vms", &vms) || json_object_array_length(vms) == 0) {
+	if (!json_object_object_get_ex(rep, "vms", &vms) || arr_len(vms) == 0) {
 		printf("no VMs managed\n");
 		return;
 	}
 	printf("%-24s %-16s %8s %8s %8s %8s %8s %9s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
 	       "ACTUAL", "WSS", "RETURNED", "UNTOUCHED", "REFAULT/m", "AGENT");
-	for (size_t i = 0; i < json_object_array_length(vms); i++) {
+	for (size_t i = 0; i < arr_len(vms); i++) {
 		struct json_object *v = json_object_array_get_idx(vms, i);
 		char m[16], u[16], state[40];
 
@@ -392,12 +404,11 @@ static void print_gens(struct json_object *vm)
 	int64_t total = 0, maxp = 1;
 	char a[16], b[16];
 
-	if (!json_object_object_get_ex(vm, "generations", &gens) ||
-	    json_object_array_length(gens) == 0) {
+	if (!json_object_object_get_ex(vm, "generations", &gens) || arr_len(gens) == 0) {
 		printf("  generations: none yet (the first aging round has not run)\n");
 		return;
 	}
-	for (size_t i = 0; i < json_object_array_length(gens); i++) {
+	for (size_t i = 0; i < arr_len(gens); i++) {
 		int64_t p = get_i(json_object_array_get_idx(gens, i), "pages");
 
 		total += p;
@@ -406,7 +417,7 @@ static void print_gens(struct json_object *vm)
 	}
 	printf("  generations (oldest first; %s resident in them):\n",
 	       size_str(total * 4096, a, sizeof(a)));
-	for (size_t i = 0; i < json_object_array_length(gens); i++) {
+	for (size_t i = 0; i < arr_len(gens); i++) {
 		struct json_object *g = json_object_array_get_idx(gens, i);
 		int64_t p = get_i(g, "pages");
 
@@ -443,7 +454,7 @@ static void print_source(struct json_object *vm)
 	if (!json_object_object_get_ex(vm, "source_not_taken", &nt) ||
 	    !json_object_is_type(nt, json_type_array))
 		return;
-	for (size_t i = 0; i < json_object_array_length(nt); i++) {
+	for (size_t i = 0; i < arr_len(nt); i++) {
 		struct json_object *x = json_object_array_get_idx(nt, i);
 		printf("    not %s: %s\n", get_s(x, "source"), get_s(x, "why"));
 	}
@@ -521,8 +532,12 @@ static void print_vm(struct json_object *vm)
 	print_source(vm);
 	if (json_object_object_get_ex(vm, "agent_caps", &caps)) {
 		printf("  agent can:");
-		for (size_t i = 0; i < json_object_array_length(caps); i++)
-			printf(" %s", json_object_get_string(json_object_array_get_idx(caps, i)));
+		for (size_t i = 0; i < arr_len(caps); i++) {
+			struct json_object *cap = json_object_array_get_idx(caps, i);
+
+			if (json_object_is_type(cap, json_type_string))
+				printf(" %s", json_object_get_string(cap));
+		}
 		printf("\n    so: %s\n", get_s(vm, "agent_caps_consequence"));
 	} else if (!get_b(vm, "agent_connected")) {
 		printf("  agent capabilities unknown: no agent has said hello on this attach\n");
@@ -555,7 +570,7 @@ static void print_vm(struct json_object *vm)
 	}
 	if (json_object_object_get_ex(vm, "working_set", &wss)) {
 		printf("  working set by idle age:");
-		for (size_t i = 0; i < json_object_array_length(wss); i++) {
+		for (size_t i = 0; i < arr_len(wss); i++) {
 			struct json_object *w = json_object_array_get_idx(wss, i);
 
 			printf("  <=%s: %s", age_str(get_i(w, "idle_age_ms"), a, sizeof(a)),
@@ -564,11 +579,11 @@ static void print_vm(struct json_object *vm)
 		printf("\n");
 	}
 	print_gens(vm);
-	if (json_object_object_get_ex(vm, "actions", &acts) && json_object_array_length(acts)) {
+	if (json_object_object_get_ex(vm, "actions", &acts) && arr_len(acts)) {
 		int64_t now = get_i(vm, "updated_ms");
 
 		printf("  last actions:\n");
-		for (size_t i = 0; i < json_object_array_length(acts); i++) {
+		for (size_t i = 0; i < arr_len(acts); i++) {
 			struct json_object *x = json_object_array_get_idx(acts, i);
 			int64_t at = get_i(x, "at_ms");
 
@@ -639,7 +654,7 @@ static int top_frame(bool tty)
 	printf("memtidectl top  %s  (q or Ctrl-C to quit)\n", when);
 	print_status(rep);
 	if (json_object_object_get_ex(rep, "vms", &vms)) {
-		for (size_t i = 0; i < json_object_array_length(vms); i++) {
+		for (size_t i = 0; i < arr_len(vms); i++) {
 			struct json_object *req = req_new("vm"), *one, *vm;
 
 			req_str(req, "name", get_s(json_object_array_get_idx(vms, i), "name"));
@@ -1038,8 +1053,10 @@ static int cmd_hook(const char *dom, const char *op, const char *subop)
 		rc = EXIT_UNREACHABLE;
 	} else if (!json_object_object_get_ex(rep, "ok", &ok) || !json_object_get_boolean(ok)) {
 		fprintf(stderr, "memtidectl hook: %s %s refused: %s\n", dom, op,
-			json_object_object_get_ex(rep, "error", &e) ? json_object_get_string(e)
-								    : "no reason given");
+			json_object_object_get_ex(rep, "error", &e) &&
+				json_object_is_type(e, json_type_string)
+			    ? json_object_get_string(e)
+			    : "no reason given");
 		rc = EXIT_DAEMON;
 	}
 	json_object_put(rep);

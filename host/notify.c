@@ -22,6 +22,8 @@ uint64_t mtd_notify_watchdog_ms(void)
 }
 
 static void send_status(const char *head, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void send_status(const char *head, const char *fmt, va_list ap)
 {
 	char msg[256];
 	int n = snprintf(msg, sizeof(msg), "%sSTATUS=", head);

@@ -90,6 +90,10 @@ int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port);
 int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, char *err,
 		    size_t errlen);
 
+/* The same over text already in memory (name is what err calls it).  0 or -EINVAL. */
+int mtd_config_load_text(struct mtd_config *cfg, const char *name, const char *text, char *err,
+			 size_t errlen);
+
 /* Set one [section] key from text (also used for command-line flags).  0 or -EINVAL. */
 int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key, const char *value,
 		   char *err, size_t errlen);

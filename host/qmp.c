@@ -1,10 +1,11 @@
 /*
  * qmp.c - QMP client over a unix socket (see qmp.h).
  *
- * Framing: QEMU writes one JSON object per line.  Bytes are read into a buffer of at most
- * MAX_MSG_BYTES; each complete line is parsed with json-c's tokener.  A line longer than the
- * buffer, or one that is not a JSON object, breaks the connection (-EPROTO): QMP never sends
- * either.  Every read waits with poll() up to the command's deadline (CLOCK_MONOTONIC).
+ * Framing: QEMU writes one JSON object per line.  Bytes are read into a buffer that grows to
+ * at most MTD_QMP_MAX_MSG_BYTES; each complete line goes to mtd_qmp_parse_line().  A line longer than
+ * the buffer, or one that is not a JSON object, breaks the connection (-EPROTO): QMP never
+ * sends either.  Every read waits with poll() up to the command's deadline (CLOCK_MONOTONIC).
+ * Everything QEMU says is read through the checked accessors of qmp_parse.c.
  *
  * A frozen QEMU (SIGSTOP, a stuck main loop) must cost its own VM's loop no more than the
  * deadline: the connect is non-blocking (a QMP socket whose backlog is full, which is what a
@@ -29,8 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_MSG_BYTES  (1u << 20)
 #define CMD_TIMEOUT_MS 5000
+/* QMP replies memtided asks for are under 1 KiB (qom-list ~200 B, guest-stats ~600 B): the
+ * buffer starts small and doubles only for a longer line, up to the 1 MiB bound. */
+#define QMP_BUF_START  4096
 #define HURRY_MS       1000 /* once the VM is stopping, a call gets at most this long */
 #define HURRY_SLICE_MS 100  /* how often a wait looks at the hurry flag */
 
@@ -39,8 +42,8 @@ struct mtd_qmp {
 	int timeout_ms;           /* per command */
 	const atomic_bool *hurry; /* the VM is stopping: cut waits to HURRY_MS (may be NULL) */
 	uint64_t hurry_until_ms;  /* set when hurry was first seen */
-	char *buf;                /* unparsed bytes, [0, len) */
-	size_t len;
+	char *buf;                /* unparsed bytes, [0, len) of cap */
+	size_t len, cap; /* cap grows by doubling from QMP_BUF_START to MTD_QMP_MAX_MSG_BYTES */
 	uint64_t last_balloon_event; /* BALLOON_CHANGE actual, bytes */
 };
 
@@ -66,23 +69,6 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* Parse exactly len bytes as one JSON value (NULL: blank or invalid). */
-static struct json_object *parse_line(const char *s, size_t len)
-{
-	struct json_tokener *t = json_tokener_new();
-	struct json_object *o;
-
-	if (!t)
-		return NULL;
-	o = json_tokener_parse_ex(t, s, (int)len);
-	if (json_tokener_get_error(t) != json_tokener_success) {
-		json_object_put(o);
-		o = NULL;
-	}
-	json_tokener_free(t);
-	return o;
-}
-
 /* The deadline, cut to HURRY_MS after the hurry flag was first seen. */
 static uint64_t effective_deadline(struct mtd_qmp *q, uint64_t deadline_ms, uint64_t now)
 {
@@ -102,22 +88,28 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 		char *nl = q->len ? memchr(q->buf, '\n', q->len) : NULL;
 		if (nl) {
 			size_t line = (size_t)(nl - q->buf) + 1;
-			struct json_object *o = parse_line(q->buf, line);
+			struct json_object *o = NULL;
+			int rc = mtd_qmp_parse_line(q->buf, line, &o);
 			memmove(q->buf, q->buf + line, q->len - line);
 			q->len -= line;
-			if (!o && line <= 2)
+			if (rc == 1)
 				continue; /* blank line ("\r\n") */
-			if (!o)
-				return -EPROTO;
-			if (!json_object_is_type(o, json_type_object)) {
-				json_object_put(o);
-				return -EPROTO;
-			}
+			if (rc < 0)
+				return rc;
 			*out = o;
 			return 0;
 		}
-		if (q->len == MAX_MSG_BYTES)
-			return -EPROTO;
+		if (q->len == q->cap) {
+			char *nb;
+
+			if (q->cap >= MTD_QMP_MAX_MSG_BYTES)
+				return -EPROTO;
+			nb = realloc(q->buf, q->cap ? q->cap * 2 : QMP_BUF_START);
+			if (!nb)
+				return -ENOMEM;
+			q->buf = nb;
+			q->cap = q->cap ? q->cap * 2 : QMP_BUF_START;
+		}
 		uint64_t now = now_ms();
 		uint64_t until = effective_deadline(q, deadline_ms, now);
 		if (now >= until)
@@ -131,7 +123,7 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 			return -errno;
 		if (r == 0)
 			continue; /* the deadline is checked at the top */
-		ssize_t n = recv(q->fd, q->buf + q->len, MAX_MSG_BYTES - q->len, 0);
+		ssize_t n = recv(q->fd, q->buf + q->len, q->cap - q->len, 0);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0)
@@ -140,55 +132,6 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 			return -EIO;
 		q->len += (size_t)n;
 	}
-}
-
-static void note_event(struct mtd_qmp *q, struct json_object *msg)
-{
-	struct json_object *ev, *data, *actual;
-
-	if (!json_object_object_get_ex(msg, "event", &ev) ||
-	    strcmp(json_object_get_string(ev), "BALLOON_CHANGE") != 0)
-		return;
-	if (json_object_object_get_ex(msg, "data", &data) &&
-	    json_object_object_get_ex(data, "actual", &actual) &&
-	    json_object_is_type(actual, json_type_int))
-		q->last_balloon_event = (uint64_t)json_object_get_int64(actual);
-}
-
-/* Split a reply into return / error; consumes nothing. */
-static int reply_result(struct json_object *msg, struct json_object **ret, char *err, size_t errlen)
-{
-	struct json_object *r, *e, *desc;
-
-	if (json_object_object_get_ex(msg, "return", &r)) {
-		if (ret)
-			*ret = json_object_get(r);
-		return 0;
-	}
-	if (json_object_object_get_ex(msg, "error", &e)) {
-		if (json_object_object_get_ex(e, "desc", &desc))
-			snprintf(err, errlen, "%s", json_object_get_string(desc));
-		else
-			snprintf(err, errlen, "QEMU returned an error without a description");
-		return -EREMOTEIO;
-	}
-	snprintf(err, errlen, "QMP reply has neither return nor error");
-	return -EPROTO;
-}
-
-int mtd_qmp_parse_reply(const char *text, struct json_object **ret, char *err, size_t errlen)
-{
-	struct json_object *msg = json_tokener_parse(text);
-	int rc;
-
-	if (!msg || !json_object_is_type(msg, json_type_object)) {
-		json_object_put(msg);
-		snprintf(err, errlen, "QMP reply is not a JSON object");
-		return -EPROTO;
-	}
-	rc = reply_result(msg, ret, err, errlen);
-	json_object_put(msg);
-	return rc;
 }
 
 int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args,
@@ -219,12 +162,14 @@ int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args
 		rc = read_msg(q, deadline, &msg);
 		if (rc < 0)
 			break;
-		if (json_object_object_get_ex(msg, "event", NULL)) {
-			note_event(q, msg);
+		if (mtd_qmp_is_event(msg)) {
+			uint64_t actual;
+			if (mtd_qmp_balloon_event(msg, &actual))
+				q->last_balloon_event = actual;
 			json_object_put(msg);
 			continue;
 		}
-		rc = reply_result(msg, ret, err, errlen);
+		rc = mtd_qmp_reply_result(msg, ret, err, errlen);
 		json_object_put(msg);
 		return rc;
 	}
@@ -256,28 +201,43 @@ int mtd_qmp_connect(const char *path, int timeout_ms, const atomic_bool *hurry,
 		    struct mtd_qmp **out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	rc = connect_now(fd, &sa, timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	return mtd_qmp_connect_fd(fd, timeout_ms, hurry, out);
+}
+
+int mtd_qmp_connect_fd(int fd, int timeout_ms, const atomic_bool *hurry, struct mtd_qmp **out)
+{
 	struct mtd_qmp *q;
 	struct json_object *greet = NULL;
 	char err[128];
 	int rc;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
 	q = calloc(1, sizeof(*q));
-	if (!q)
+	if (!q) {
+		close(fd);
 		return -ENOMEM;
-	q->buf = malloc(MAX_MSG_BYTES);
+	}
+	q->fd = fd;
+	q->buf = malloc(QMP_BUF_START);
+	q->cap = QMP_BUF_START;
 	q->timeout_ms = timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS;
 	q->hurry = hurry;
-	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (!q->buf || q->fd < 0) {
-		rc = q->buf ? -errno : -ENOMEM;
+	if (!q->buf) {
+		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = connect_now(q->fd, &sa, q->timeout_ms);
-	if (rc < 0)
-		goto fail;
 	rc = read_msg(q, now_ms() + (uint64_t)q->timeout_ms, &greet);
 	if (rc < 0)
 		goto fail;
@@ -324,19 +284,6 @@ int mtd_qmp_balloon(struct mtd_qmp *q, uint64_t target_bytes)
 	return rc;
 }
 
-static int get_u64(struct json_object *o, const char *key, uint64_t *out)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return -EPROTO;
-	int64_t x = json_object_get_int64(v);
-	if (x < 0)
-		return -EPROTO;
-	*out = (uint64_t)x;
-	return 0;
-}
-
 int mtd_qmp_query_balloon(struct mtd_qmp *q, uint64_t *actual_bytes)
 {
 	struct json_object *ret = NULL;
@@ -344,7 +291,7 @@ int mtd_qmp_query_balloon(struct mtd_qmp *q, uint64_t *actual_bytes)
 	int rc = mtd_qmp_execute(q, "query-balloon", NULL, &ret, err, sizeof(err));
 
 	if (rc == 0)
-		rc = get_u64(ret, "actual", actual_bytes);
+		rc = mtd_qmp_get_u64(ret, "actual", MTD_QMP_BYTES_MAX, actual_bytes);
 	json_object_put(ret);
 	return rc;
 }
@@ -360,22 +307,7 @@ static int qom_list_find(struct mtd_qmp *q, const char *dir, char *path, size_t 
 	json_object_put(args);
 	if (rc < 0)
 		return rc;
-	rc = -ENODEV;
-	if (json_object_is_type(ret, json_type_array)) {
-		size_t n = json_object_array_length(ret);
-		for (size_t i = 0; i < n; i++) {
-			struct json_object *e = json_object_array_get_idx(ret, i), *name, *type;
-			if (!json_object_object_get_ex(e, "name", &name) ||
-			    !json_object_object_get_ex(e, "type", &type))
-				continue;
-			if (strstr(json_object_get_string(type), "virtio-balloon")) {
-				int w =
-				    snprintf(path, len, "%s/%s", dir, json_object_get_string(name));
-				rc = w > 0 && (size_t)w < len ? 0 : -ENAMETOOLONG;
-				break;
-			}
-		}
-	}
+	rc = mtd_qmp_find_balloon_entry(ret, dir, path, len);
 	json_object_put(ret);
 	return rc;
 }
@@ -417,29 +349,6 @@ int mtd_qmp_set_stats_period(struct mtd_qmp *q, const char *path, unsigned secon
 	return rc;
 }
 
-int mtd_qmp_parse_guest_stats(struct json_object *ret, struct mtd_balloon_stats *out)
-{
-	struct json_object *stats;
-	struct mtd_balloon_stats s = {0};
-
-	if (!json_object_is_type(ret, json_type_object) ||
-	    !json_object_object_get_ex(ret, "stats", &stats) ||
-	    !json_object_is_type(stats, json_type_object))
-		return -EPROTO;
-	if (get_u64(ret, "last-update", &s.last_update_s) < 0)
-		return -EPROTO;
-	/* QEMU reports -1 for a statistic the guest never sent: get_u64 rejects those. */
-	s.has_available = get_u64(stats, "stat-available-memory", &s.available_bytes) == 0;
-	(void)get_u64(stats, "stat-free-memory", &s.free_bytes);
-	(void)get_u64(stats, "stat-total-memory", &s.total_bytes);
-	(void)get_u64(stats, "stat-major-faults", &s.major_faults);
-	(void)get_u64(stats, "stat-minor-faults", &s.minor_faults);
-	(void)get_u64(stats, "stat-swap-in", &s.swap_in_bytes);
-	s.valid = s.last_update_s != 0;
-	*out = s;
-	return 0;
-}
-
 int mtd_qmp_guest_stats(struct mtd_qmp *q, const char *path, struct mtd_balloon_stats *out)
 {
 	struct json_object *ret = NULL;
@@ -456,12 +365,8 @@ int mtd_qmp_fpr(struct mtd_qmp *q, const char *path, bool *on)
 	struct json_object *ret = NULL;
 	int rc = qom_get(q, path, "free-page-reporting", &ret);
 
-	if (rc == 0) {
-		if (json_object_is_type(ret, json_type_boolean))
-			*on = json_object_get_boolean(ret);
-		else
-			rc = -EPROTO;
-	}
+	if (rc == 0)
+		rc = mtd_qmp_parse_bool(ret, on);
 	json_object_put(ret);
 	return rc;
 }
@@ -542,7 +447,7 @@ static int qb_open(void *ctx, uint64_t *domain_bytes, char *err, size_t errlen)
 		return rc;
 	rc = mtd_qmp_execute(b->q, "query-memory-size-summary", NULL, &ret, err, errlen);
 	if (rc == 0)
-		rc = get_u64(ret, "base-memory", domain_bytes);
+		rc = mtd_qmp_get_u64(ret, "base-memory", MTD_QMP_BYTES_MAX, domain_bytes);
 	json_object_put(ret);
 	if (rc == -EPROTO)
 		snprintf(err, errlen, "QMP query-memory-size-summary: no base-memory");

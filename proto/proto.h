@@ -466,6 +466,20 @@ enum proto_status proto_encode(const struct proto_msg *m, void *buf, size_t cap,
 enum proto_status proto_decode(const void *json, size_t len, struct proto_msg *out,
 			       struct proto_error *err);
 
+/*
+ * The decoder's first half, public because memtided's control socket takes its requests
+ * through the same hardened intake: parse json[0..len) into *out, one JSON object, strict
+ * JSON, valid UTF-8 (overlong forms refused), no NUL byte and no single-quoted string outside
+ * or inside strings, depth <= PROTO_JSON_MAX_DEPTH, at most 8192 members and elements, no
+ * duplicate key at any level.  PROTO_OK with *out (caller releases it with json_object_put),
+ * or PROTO_E_JSON, _DEPTH, _UTF8, _NOT_OBJECT, _DUPLICATE_KEY, _TOO_LONG, _FRAME_TOO_LARGE,
+ * _NOMEM with err saying where; *out is then NULL.  Escapes such as \u0000 are valid JSON
+ * and pass: callers check the strings they take (proto_decode does, per field).
+ */
+struct json_object;
+enum proto_status proto_json_parse(const void *json, size_t len, struct json_object **out,
+				   struct proto_error *err);
+
 /* Highest version both [min,max] ranges contain: PROTO_OK and *out, or PROTO_E_VERSION. */
 enum proto_status proto_version_negotiate(uint32_t my_min, uint32_t my_max, uint32_t peer_min,
 					  uint32_t peer_max, uint32_t *out);

@@ -256,6 +256,28 @@ static void test_lru_gen_parse_fold(void **state)
 /* 64 characters: one more than port_name holds */
 #define LONG_PORT_LINE "port = 0123456789012345678901234567890123456789012345678901234567890123\n"
 
+/* Counts no kernel prints, but a parser must not wrap: 2^48 pages of 64 KiB is 2^64 bytes,
+ * which wrapped to 0 and reported an empty working set (found by fuzz_agent_mglru). */
+static void test_wss_fold_saturates(void **state)
+{
+	static const char text[] = "memcg 1 /\n node 0\n 7 0 281474976710656 281474976710656\n"
+				   " 8 100 10 10\n";
+	static const uint64_t edges[] = {0, 5000};
+	struct agent_gen g[4];
+	struct agent_lruvec v[2];
+	struct proto_wss w;
+	bool more;
+	int nv, n;
+	(void)state;
+
+	n = agent_lru_gen_parse(text, g, 4, v, 2, &nv, &more);
+	assert_int_equal(n, 2);
+	agent_wss_fold(g, n, true, edges, 2, 65536, &w);
+	assert_int_equal(w.nr_bins, 2);
+	assert_int_equal(w.bins[0].anon_bytes, PROTO_BYTES_MAX);
+	assert_int_equal(w.bins[0].file_bytes, PROTO_BYTES_MAX);
+}
+
 static void test_config_file(void **state)
 {
 	struct agent_config c;
@@ -480,6 +502,7 @@ int main(void)
 	    cmocka_unit_test(test_iomem),
 	    cmocka_unit_test(test_hello_encodes),
 	    cmocka_unit_test(test_lru_gen_parse_fold),
+	    cmocka_unit_test(test_wss_fold_saturates),
 	    cmocka_unit_test(test_config_file),
 	    cmocka_unit_test(test_reclaim_floor_and_methods),
 	    cmocka_unit_test(test_pagemap),

@@ -13,6 +13,7 @@
  * process's own memory; needs root for pfns, skipped otherwise).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -476,7 +478,7 @@ static void test_hints(void **state)
 	accept_host(lfd, &h);
 	handshake(&h);
 
-	/* a need needs no privilege */
+	/* a need from root (this test runs as root where hot/cold can run at all) */
 	rc = agent_hint_client(cfg.hint_socket, "need 1048576 3000", reply, sizeof(reply));
 	assert_int_equal(rc, 0);
 	assert_string_equal(reply, "ok 0");
@@ -539,6 +541,196 @@ out:
 	assert_true(c.hints_sent >= 1);
 }
 
+/* ---- the hint socket seen from an unprivileged user ----------------------------------------
+ * A child process drops to uid 65534 (nobody) and uses the socket the way any user in the
+ * guest can; it writes one line per step to a pipe ("step rc reply").  Needs root to drop
+ * privileges (skipped otherwise, saying so). */
+
+static void child_say(int out, const char *step, int rc, const char *reply)
+{
+	char line[AGENT_HINT_LINE_MAX + 64];
+	int n = snprintf(line, sizeof(line), "%s %d %s\n", step, rc, reply);
+
+	if (write(out, line, (size_t)n) != n)
+		_exit(3);
+}
+
+static int raw_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		_exit(4);
+	return fd;
+}
+
+/* Read one reply line from a raw connection (the agent answers, then closes). */
+static void raw_reply(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	struct pollfd p = {fd, POLLIN, 0};
+
+	while (got + 1 < cap && poll(&p, 1, WAIT_MS) == 1) {
+		ssize_t k = read(fd, buf + got, cap - 1 - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+		if (memchr(buf, '\n', got))
+			break;
+	}
+	buf[got] = '\0';
+	if (got && buf[got - 1] == '\n')
+		buf[got - 1] = '\0';
+}
+
+static void nobody_child(const char *sock, int out, uint8_t *shared, size_t shared_len)
+{
+	char reply[AGENT_HINT_LINE_MAX], line[128];
+	size_t len = 16 * 4096;
+	uint8_t *own;
+	int rc, c1, c2, c3;
+
+	if (setgid(65534) < 0 || setuid(65534) < 0)
+		_exit(2);
+	/* 1: need is root's */
+	rc = agent_hint_client(sock, "need 1048576 1000", reply, sizeof(reply));
+	child_say(out, "need", rc, reply);
+	/* 2: its own memory, allocated after fork, so mapped by it alone */
+	own = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (own == MAP_FAILED)
+		_exit(5);
+	memset(own, 1, len);
+	snprintf(line, sizeof(line), "cold %p %zu", (void *)own, len);
+	rc = agent_hint_client(sock, line, reply, sizeof(reply));
+	child_say(out, "own", rc, reply);
+	/* 3: memory it shares with its parent: not its alone (fork does not copy a shared
+	 * mapping's page tables: read each page so that it is mapped here too) */
+	{
+		volatile uint8_t sum = 0;
+
+		for (size_t i = 0; i < shared_len; i += 4096)
+			sum += shared[i];
+		(void)sum;
+	}
+	snprintf(line, sizeof(line), "cold %p %zu", (void *)shared, shared_len);
+	rc = agent_hint_client(sock, line, reply, sizeof(reply));
+	child_say(out, "shared", rc, reply);
+	/* 4: another user's process */
+	rc = agent_hint_client(sock, "hot 0x1000 4096 1", reply, sizeof(reply));
+	child_say(out, "pid1", rc, reply);
+	/* 5-7: its rate (0.1/s in this test, burst 3: one spent in step 2) */
+	snprintf(line, sizeof(line), "hot %p %zu", (void *)own, len);
+	rc = agent_hint_client(sock, line, reply, sizeof(reply));
+	child_say(out, "rate1", rc, reply);
+	rc = agent_hint_client(sock, line, reply, sizeof(reply));
+	child_say(out, "rate2", rc, reply);
+	rc = agent_hint_client(sock, line, reply, sizeof(reply));
+	child_say(out, "rate3", rc, reply);
+	/* 8: two idle connections are its share; a third is refused at once */
+	c1 = raw_connect(sock);
+	c2 = raw_connect(sock);
+	c3 = raw_connect(sock);
+	raw_reply(c3, reply, sizeof(reply));
+	child_say(out, "third", 0, reply);
+	/* 9: an idle connection is closed when its line is overdue */
+	raw_reply(c1, reply, sizeof(reply));
+	child_say(out, "idle", 0, reply);
+	close(c1);
+	close(c2);
+	close(c3);
+	_exit(0);
+}
+
+static void test_hint_socket_users(void **state)
+{
+	struct agent_config cfg;
+	struct agent_counters c;
+	struct proto_msg m;
+	struct host h;
+	struct run r;
+	char path[108], results[4096], reply[AGENT_HINT_LINE_MAX];
+	size_t shared_len = 8 * 4096, got = 0;
+	uint8_t *shared;
+	int lfd, pfd[2], status;
+	pid_t child;
+
+	(void)state;
+	if (geteuid() != 0) {
+		printf("# not root: cannot play an unprivileged user (test_agent_hint covers the "
+		       "rules without sockets)\n");
+		return;
+	}
+	unix_config(&cfg, path, sizeof(path), "users");
+	cfg.hint_user_rate_per_s = 0.1;
+	lfd = listen_unix(path);
+	start_agent(&r, &cfg);
+	accept_host(lfd, &h);
+	handshake(&h);
+	{
+		/* the socket is for every user, and only its rules say what they may do */
+		struct stat st;
+		assert_int_equal(stat(cfg.hint_socket, &st), 0);
+		assert_int_equal(st.st_mode & 0777, 0666);
+	}
+	shared = mmap(NULL, shared_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(shared != MAP_FAILED);
+	memset(shared, 7, shared_len);
+	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		close(pfd[0]);
+		nobody_child(cfg.hint_socket, pfd[1], shared, shared_len);
+	}
+	close(pfd[1]);
+	for (;;) {
+		struct pollfd p = {pfd[0], POLLIN, 0};
+		ssize_t k;
+
+		assert_int_equal(poll(&p, 1, 3 * WAIT_MS), 1);
+		k = read(pfd[0], results + got, sizeof(results) - 1 - got);
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	results[got] = '\0';
+	close(pfd[0]);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	printf("%s", results);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	assert_non_null(strstr(results, "need 1 error need is for root"));
+	assert_non_null(strstr(results, "own 0 ok "));
+	assert_non_null(strstr(results, "shared 1 error no pages of your own"));
+	assert_non_null(strstr(results, "pid1 1 error pid 1 is not yours"));
+	assert_non_null(strstr(results, "rate1 0 ok"));
+	assert_non_null(strstr(results, "rate2 0 ok"));
+	assert_non_null(strstr(results, "rate3 1 error rate limit"));
+	assert_non_null(strstr(results, "third 0 error busy: too many connections of this user"));
+	assert_non_null(strstr(results, "idle 0 error no request line within 2000 ms"));
+
+	/* what reached the host: the user's three hints, each about its own pid */
+	for (int i = 0; i < 3; i++) {
+		expect(&h, PROTO_MSG_HINT, &m);
+		assert_int_equal(m.u.hint.pid, (uint32_t)child);
+		assert_true(m.u.hint.nr_ranges >= 1);
+	}
+	/* and root, right after the user ran out, is still heard */
+	assert_int_equal(
+	    agent_hint_client(cfg.hint_socket, "need 1048576 1000", reply, sizeof(reply)), 0);
+	expect(&h, PROTO_MSG_HINT, &m);
+	assert_int_equal(m.u.hint.kind, PROTO_HINT_NEED);
+	assert_int_equal(m.u.hint.pid, (uint32_t)getpid());
+
+	munmap(shared, shared_len);
+	drop_host(&h);
+	stop_agent(&r, &c);
+	close(lfd);
+	unlink(path);
+}
+
 /* The real program: the memtide-agent binary (static, as a guest runs it) started as a
  * child process, connecting to this test host over a unix socket. */
 static void test_binary_over_unix(void **state)
@@ -592,6 +784,7 @@ int main(void)
 	    cmocka_unit_test(test_unix_reconnect_midframe),
 	    cmocka_unit_test(test_garbage_budget),
 	    cmocka_unit_test(test_hints),
+	    cmocka_unit_test(test_hint_socket_users),
 	    cmocka_unit_test(test_binary_over_unix),
 	};
 

@@ -160,6 +160,17 @@ static void test_policy_xml_round_trip(void **state)
 	assert_int_equal(q.headroom_bytes, p.headroom_bytes);
 	assert_int_equal(q.return_via, MTD_RETURN_BALLOON);
 	assert_true(q.target_refault_per_min > 0.00499 && q.target_refault_per_min < 0.00501);
+	assert_non_null(strstr(xml, "target_refault_per_min=\"0.005\""));
+	/* every digit survives the metadata (the fuzzer found "%.6g" dropping them) */
+	p.target_refault_per_min = 0.00123456789;
+	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
+	mtd_policy_default(&q);
+	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
+	assert_true(q.target_refault_per_min == p.target_refault_per_min);
+	p.target_refault_per_min = 0.1 + 0.2; /* needs 17 digits */
+	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
+	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
+	assert_true(q.target_refault_per_min == p.target_refault_per_min);
 
 	/* As libvirt returns it: with our namespace on the element; missing keys keep
 	 * the defaults. */
@@ -177,6 +188,21 @@ static void test_policy_xml_round_trip(void **state)
 static const char entities[] =
     "<!DOCTYPE l [<!ENTITY a 'aaaaaaaaaa'><!ENTITY b '&a;&a;&a;&a;&a;&a;&a;&a;'>"
     "<!ENTITY c '&b;&b;&b;&b;&b;&b;&b;&b;'>]><policy priority='&c;'/>";
+
+/* The defaults set every field, whatever the memory held before (observe was left as it
+ * was: on the stack a bool holding 253, found by tests/fuzz/fuzz_policy_xml.c under UBSan). */
+static void test_policy_default_whole(void **state)
+{
+	struct mtd_policy p;
+	char out[512];
+	(void)state;
+
+	memset(&p, 0xfd, sizeof(p));
+	mtd_policy_default(&p);
+	assert_false(p.observe);
+	assert_int_equal(mtd_policy_to_xml(&p, out, sizeof(out)), 0);
+	assert_non_null(strstr(out, " observe=\"no\""));
+}
 
 static void test_policy_xml_hostile(void **state)
 {
@@ -350,10 +376,15 @@ static void test_daemon_isolation_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_bytes),        cmocka_unit_test(test_parse_ms),
-	    cmocka_unit_test(test_policy_keys),        cmocka_unit_test(test_policy_xml_round_trip),
-	    cmocka_unit_test(test_policy_xml_hostile), cmocka_unit_test(test_config_file),
-	    cmocka_unit_test(test_metrics_listen),     cmocka_unit_test(test_daemon_isolation_keys),
+	    cmocka_unit_test(test_parse_bytes),
+	    cmocka_unit_test(test_parse_ms),
+	    cmocka_unit_test(test_policy_keys),
+	    cmocka_unit_test(test_policy_xml_round_trip),
+	    cmocka_unit_test(test_policy_xml_hostile),
+	    cmocka_unit_test(test_config_file),
+	    cmocka_unit_test(test_metrics_listen),
+	    cmocka_unit_test(test_daemon_isolation_keys),
+	    cmocka_unit_test(test_policy_default_whole),
 	};
 	return cmocka_run_group_tests_name("mtd_policy", tests, NULL, NULL);
 }
