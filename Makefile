@@ -42,9 +42,11 @@ PROTO_SRC  := $(wildcard proto/*.c)
 # guest agent: everything but main.c is a library, so tests can drive it.
 AGENT_MAIN := guest-agent/main.c
 AGENT_SRC  := $(filter-out $(AGENT_MAIN),$(wildcard guest-agent/*.c))
-# host: memtided.c and memtidectl.c hold main(); the rest is libmtd.
+# host: memtided.c and memtidectl.c hold main(); the rest is libmtd, with host/vhost/ (the
+# vhost-user-vsock back end: pure C, no library of its own).
 MTD_MAIN   := host/memtided.c host/memtidectl.c
-MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c))
+VHOST_SRC  := $(wildcard host/vhost/*.c)
+MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c)) $(VHOST_SRC)
 # policy lab: memtide-sim and memtide-trace.
 SIM_MAIN   := sim/memtide-sim.c sim/memtide-trace.c
 SIM_SRC    := $(filter-out $(SIM_MAIN),$(wildcard sim/*.c))
@@ -135,6 +137,11 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(wildcard proto/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iproto \
 		$(shell pkg-config --cflags json-c) -o $@ $< $(PROTO_SRC) $(shell pkg-config --libs json-c)
+# Targets over the vhost-user-vsock back end (host/vhost/: libc only).
+$(BUILD)/fuzz/fuzz_vhost_%: tests/fuzz/fuzz_vhost_%.c $(VHOST_SRC) $(wildcard host/vhost/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Ihost \
+		-o $@ $< $(VHOST_SRC)
 fuzz: $(FUZZ_BIN)
 
 # ---- test, bench, lint --------------------------------------------------------------------
