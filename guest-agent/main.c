@@ -54,7 +54,7 @@ static void usage(FILE *f)
 		   "  -V, --version       version\n"
 		   "\n"
 		   "Any setting of the file can be given as --KEY=VALUE, e.g.\n"
-		   "  --transport=vsock --vsock-port=5253\n"
+		   "  --transport=vsock --vsock-port=5253   (default: auto, vsock or virtio-serial)\n"
 		   "  --transport=unix --unix-path=/tmp/host.sock\n"
 		   "  --port=org.memtide.agent.0 --report-interval-ms=2000\n"
 		   "Settings and defaults (--dump-config prints them):\n");
@@ -388,6 +388,9 @@ int main(int argc, char **argv)
 	agent_log(AGENT_INFO, "memtide-agent %s starting (transport %s)", AGENT_VERSION,
 		  cfg.transport == AGENT_TR_VIRTIO  ? cfg.port_name
 		  : cfg.transport == AGENT_TR_VSOCK ? "vsock"
+		  : cfg.transport == AGENT_TR_AUTO  ? (agent_vsock_present(&cfg) ? "auto: vsock, "
+										   "then virtio-serial"
+									 : "auto: virtio-serial")
 						    : cfg.unix_path);
 	if (ready_fd >= 0) {
 		/* the parent waits for this byte: pidfile written, agent set up */

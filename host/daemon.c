@@ -9,6 +9,7 @@
  * RCU grace period, so a front end that found it a moment earlier still reads valid memory.
  */
 #include "daemon.h"
+#include "vsock_service.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -197,7 +198,8 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 		return -ENOMEM;
 	}
 	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", info.agent_path);
-	vm->agent_expected = info.agent_path[0] != '\0';
+	vm->vsock_expected = info.has_vsock && d->vsock;
+	vm->agent_expected = info.agent_path[0] != '\0' || vm->vsock_expected;
 	return start_vm(d, vm);
 }
 
@@ -214,7 +216,10 @@ static int attach_qmp(struct mtd_daemon *d)
 		mtd_vm_free(vm);
 		return -ENAMETOOLONG;
 	}
-	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", d->agent_path);
+	/* --agent vsock:PATH: the agent comes through the vsock service, no socket of its own */
+	vm->vsock_expected = !strncmp(d->agent_path, VSOCK_AGENT_PREFIX, strlen(VSOCK_AGENT_PREFIX));
+	if (!vm->vsock_expected)
+		snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", d->agent_path);
 	vm->agent_expected = d->agent_path[0] != '\0';
 	return start_vm(d, vm);
 }
@@ -277,11 +282,51 @@ static void attach_running(struct mtd_daemon *d)
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
+/* The vhost-user-vsock back end: a watched directory in libvirt mode, the one socket of
+ * --agent vsock:PATH in plain-QEMU mode.  0, or -errno when it was asked for and cannot
+ * run (plain-QEMU mode); libvirt mode goes on without it and says why. */
+static int start_vsock(struct mtd_daemon *d)
+{
+	struct mtd_vsock_config vc = {.guest_cid = d->cfg.vsock_cid, .port = d->cfg.vsock_port};
+	bool plain = !strncmp(d->agent_path, VSOCK_AGENT_PREFIX, strlen(VSOCK_AGENT_PREFIX));
+	int rc;
+
+	if (d->mode == MTD_MODE_QMP && !plain)
+		return 0;
+	if (d->mode == MTD_MODE_LIBVIRT) {
+		if (!strcmp(d->cfg.vsock_dir, "none"))
+			return 0;
+		snprintf(vc.dir, sizeof(vc.dir), "%s", d->cfg.vsock_dir);
+	}
+	rc = mtd_vsock_start(&vc, &d->vsock);
+	if (rc < 0) {
+		mtd_err("vsock: the vhost-user-vsock back end cannot start: %s%s", strerror(-rc),
+			plain ? "" : " (VMs keep their virtio-serial agent channel)");
+		return plain ? rc : 0;
+	}
+	if (plain) {
+		rc = mtd_vsock_add_endpoint(d->vsock, d->vm_name,
+					    d->agent_path + strlen(VSOCK_AGENT_PREFIX));
+		if (rc < 0) {
+			mtd_err("vsock: %s: %s", d->agent_path, strerror(-rc));
+			return rc;
+		}
+	}
+	mtd_notice("vsock: serving vhost-user-vsock devices (%s%s), guest cid %llu, agent port %u",
+		   plain ? "QEMU socket " : "QEMU sockets in ",
+		   plain ? d->agent_path + strlen(VSOCK_AGENT_PREFIX) : vc.dir,
+		   (unsigned long long)vc.guest_cid, vc.port);
+	return 0;
+}
+
 int mtd_daemon_start(struct mtd_daemon *d)
 {
 	char err[256];
 	int rc;
 
+	rc = start_vsock(d);
+	if (rc < 0)
+		return rc;
 	if (d->mode == MTD_MODE_QMP) {
 		pthread_mutex_lock(&d->lock);
 		rc = attach_qmp(d);
@@ -546,6 +591,9 @@ void mtd_daemon_stop(struct mtd_daemon *d)
 	pthread_mutex_unlock(&d->lock);
 	mtd_libvirt_close(d->lv);
 	d->lv = NULL;
+	/* After the VMs: their links are closed, the guests' connections get their resets. */
+	mtd_vsock_stop(d->vsock);
+	d->vsock = NULL;
 	rcu_unregister_thread();
 	/* Every VM was handed to call_rcu: wait for the frees before the registry goes. */
 	rcu_barrier();

@@ -307,6 +307,14 @@ int mtd_libvirt_parse_domain_xml(const char *xml, struct mtd_domain_info *info)
 			"[target/@type='virtio'][target/@name='" MTD_AGENT_CHANNEL_NAME "']"
 			"/source/@path)",
 			info->agent_path, sizeof(info->agent_path));
+	/* libvirt has no element for vhost-user-vsock: memtidectl domxml-patch adds it as
+	 * <qemu:commandline> arguments (any namespace prefix: matched by local name). */
+	char vs[128] = "";
+	(void)xpath_str(ctx,
+			"string(/domain/*[local-name()='commandline']/*[local-name()='arg']"
+			"[starts-with(@value,'vhost-user-vsock-pci')]/@value)",
+			vs, sizeof(vs));
+	info->has_vsock = vs[0] != '\0';
 	xmlXPathFreeContext(ctx);
 	xmlFreeDoc(doc);
 	return 0;
@@ -510,6 +518,34 @@ static int lvb_qemu_pid(void *ctx, int *pid)
 	return 0;
 }
 
+/* QMP through libvirt's monitor passthrough (the domain is marked "tainted", as for the
+ * balloon's qom-get; libvirt tracks the stop/cont such a command may be). */
+static int lvb_qmp(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
+		   char *err, size_t errlen)
+{
+	struct lv_balloon *b = ctx;
+	struct json_object *req = json_object_new_object();
+	char *reply = NULL;
+	int rc;
+
+	if (!req)
+		return -ENOMEM;
+	json_object_object_add(req, "execute", json_object_new_string(cmd));
+	if (args)
+		json_object_object_add(req, "arguments", json_object_get(args));
+	rc = virDomainQemuMonitorCommand(
+	    b->dom, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &reply, 0);
+	json_object_put(req);
+	if (rc < 0) {
+		virErrorPtr e = virGetLastError();
+		snprintf(err, errlen, "libvirt QMP %s: %s", cmd, e && e->message ? e->message : "failed");
+		return -EIO;
+	}
+	rc = mtd_qmp_parse_reply(reply, ret, err, errlen);
+	free(reply);
+	return rc;
+}
+
 static void lvb_destroy(void *ctx)
 {
 	struct lv_balloon *b = ctx;
@@ -527,5 +563,6 @@ const struct mtd_balloon_ops mtd_libvirt_balloon_ops = {
     .read = lvb_read,
     .fpr = lvb_fpr,
     .qemu_pid = lvb_qemu_pid,
+    .qmp = lvb_qmp,
     .destroy = lvb_destroy,
 };

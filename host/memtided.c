@@ -9,7 +9,9 @@
  *
  * Two modes:
  *   libvirt    (default) every running domain with a virtio balloon on --uri;
- *   plain QEMU --qmp PATH [--agent PATH]: one VM, its QMP socket and its agent channel.
+ *   plain QEMU --qmp PATH [--agent PATH]: one VM, its QMP socket and its agent channel (a
+ *              virtio-serial socket, or vsock:PATH: memtided is the back end of the VM's
+ *              vhost-user-vsock-pci on QEMU's socket PATH; host/vsock_service.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -43,6 +45,8 @@ static void usage(FILE *f)
 		   "  --uri URI              libvirt connection (default qemu:///system)\n"
 		   "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
 		   "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
+		   "  --agent vsock:PATH     plain-QEMU mode: the agent over vsock, memtided being the\n"
+		   "                         back end of QEMU's vhost-user-vsock-pci on socket PATH\n"
 		   "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
 		   "\n"
 		   "Options:\n"
@@ -59,6 +63,7 @@ static void usage(FILE *f)
 		   "\n"
 		   "Flags override the config file.  Its sections and keys:\n"
 		   "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
+		   "               vsock_dir vsock_cid vsock_port agent_ping\n"
 		   "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
 		   "               mem_available_low agent_silence hold_after_deflate hold_max\n"
 		   "               min_change\n"
@@ -193,6 +198,11 @@ int main(int argc, char **argv)
 	if (agent && !qmp) {
 		fprintf(stderr, "memtided: --agent needs --qmp (in libvirt mode the agent channel "
 				"comes from the domain XML)\n");
+		return 2;
+	}
+	if (agent && !strncmp(agent, "vsock:", 6) && (strlen(agent) == 6 || strlen(agent) - 6 >= 108)) {
+		fprintf(stderr, "memtided: --agent vsock:PATH needs QEMU's vhost-user socket path "
+				"(at most 107 characters)\n");
 		return 2;
 	}
 	if (qmp && (strlen(name) == 0 || strlen(name) >= MTD_NAME_MAX)) {

@@ -54,6 +54,12 @@ struct mtd_config {
 	char meminfo_path[MTD_PATH_MAX]; /* [host] meminfo: the host's /proc/meminfo (tests
 					  * and containers point it at another file) */
 	struct mtd_policy defaults;      /* [defaults]: per-domain policy unless metadata says */
+	char vsock_dir[108];             /* [daemon] vsock_dir: QEMUs' vhost-user-vsock sockets
+					  * (libvirt mode; "none": no vsock service) */
+	uint64_t vsock_cid;              /* [daemon] vsock_cid: the guests' CID (3) */
+	uint32_t vsock_port;             /* [daemon] vsock_port: the agent's port (5253) */
+	uint64_t agent_ping_ms;          /* [daemon] agent_ping: ping the agent this often (10 s;
+					  * 0: never) */
 };
 
 void mtd_config_default(struct mtd_config *cfg);

@@ -547,6 +547,17 @@ static int qb_qemu_pid(void *ctx, int *pid)
 	return 0;
 }
 
+static int qb_qmp(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
+		  char *err, size_t errlen)
+{
+	struct qmp_balloon *b = ctx;
+	int rc = qb_connect(b, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	return qb_check(b, mtd_qmp_execute(b->q, cmd, args, ret, err, errlen));
+}
+
 static void qb_destroy(void *ctx)
 {
 	struct qmp_balloon *b = ctx;
@@ -564,5 +575,6 @@ const struct mtd_balloon_ops mtd_qmp_balloon_ops = {
     .read = qb_read,
     .fpr = qb_fpr,
     .qemu_pid = qb_qemu_pid,
+    .qmp = qb_qmp,
     .destroy = qb_destroy,
 };

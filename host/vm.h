@@ -34,6 +34,8 @@
 
 struct mtd_daemon;
 struct mtd_agent_link;
+struct mtd_vsock_claim;
+struct json_object;
 
 /*
  * The balloon and what the hypervisor knows about the guest: libvirt (libvirt_conn.c) or a
@@ -50,6 +52,10 @@ struct mtd_balloon_ops {
 	int (*fpr)(void *ctx, bool *on);
 	/* The QEMU process, for the guest RAM's resident size.  -ENOTSUP when unknown. */
 	int (*qemu_pid)(void *ctx, int *pid);
+	/* One QMP command, passed through (libvirt: its monitor passthrough).  *ret as for
+	 * mtd_qmp_execute.  NULL when the actuator has no monitor. */
+	int (*qmp)(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
+		   char *err, size_t errlen);
 	void (*destroy)(void *ctx);
 };
 
@@ -85,6 +91,7 @@ struct mtd_vm {
 	void *balloon_ctx;
 	char agent_path[256]; /* unix socket of the agent channel ("" : none) */
 	bool agent_expected;
+	bool vsock_expected; /* the VM has memtided's vhost-user-vsock device */
 
 	/* ---- loop-private ---- */
 	pthread_t thread;
@@ -112,6 +119,10 @@ struct mtd_vm {
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
+	struct mtd_vsock_claim *vsock; /* our claim on the vsock service's endpoint */
+	uint64_t vsock_restart_session; /* the session a device restart was asked for */
+	unsigned vsock_restarts;
+	uint64_t layout_checked_gen; /* the memory table last checked against QMP */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */
@@ -132,6 +143,12 @@ void mtd_vm_action(struct mtd_vm *vm, uint64_t now_ms, const char *fmt, ...)
 void mtd_vm_wake(struct mtd_vm *vm);
 /* Hand the loop a new policy (validated by the caller). */
 void mtd_vm_set_policy(struct mtd_vm *vm, const struct mtd_policy *p);
+
+/* memtided's vhost-user-vsock back end, the VM loop's side (vm_vsock.c): restart the device
+ * after memtided reconnected to a running QEMU, publish and check the memory table. */
+void mtd_vm_vsock_step(struct mtd_vm *vm);
+/* Fill st's agent-channel and vsock fields. */
+void mtd_vm_channel_status(struct mtd_vm *vm, struct mtd_vm_status *st);
 
 /* The loop (vm_loop.c). */
 int mtd_vm_loop_start(struct mtd_vm *vm);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "agent_link.h"
+#include "vsock_service.h"
 #include "daemon.h"
 #include "log.h"
 #include "vm.h"
@@ -110,10 +111,24 @@ static int attach(struct mtd_vm *vm)
 	vm->draft.last_error[0] = '\0';
 	vm->draft.max_bytes = vm->domain_bytes;
 
-	if (vm->agent_path[0]) {
+	/* The agent's channel: virtio-serial (a socket to connect to), vsock (streams from the
+	 * vsock service), or both (the agent picks: vsock when its guest has one). */
+	if (vm->vsock_expected && vm->d->vsock) {
+		rc = mtd_vsock_claim(vm->d->vsock, vm->name, vm->wake_fd, &vm->vsock);
+		if (rc < 0)
+			return rc;
+		vm->draft.ram_layout_check = -1;
+	}
+	if (vm->agent_path[0] || vm->vsock) {
+		char label[MTD_NAME_MAX + 8];
+
 		rc = mtd_agent_link_new(vm->agent_path, cfg->ctl.interval_ms, &vm->agent);
 		if (rc < 0)
 			return rc;
+		snprintf(label, sizeof(label), "vsock:%s", vm->name);
+		if (vm->vsock)
+			mtd_agent_link_set_fd_source(vm->agent, mtd_vsock_take_fd, vm->vsock, label);
+		mtd_agent_link_set_ping(vm->agent, cfg->agent_ping_ms);
 	}
 	if (cfg->source == MTD_SOURCE_SIM)
 		rc = mtd_source_sim_new(vm->domain_bytes, cfg->sim_hot_percent, name_seed(vm->name),
@@ -173,7 +188,7 @@ static int attach(struct mtd_vm *vm)
 	    "%s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u headroom %" PRIu64 " MiB",
 	    vm->name, vm->domain_bytes / MiB, vm->balloon->name,
 	    vm->source.ops ? vm->source.ops->name : "none",
-	    vm->agent_path[0] ? vm->agent_path : "none",
+	    vm->agent_path[0] ? vm->agent_path : vm->vsock ? "vsock" : "none",
 	    vm->policy.enabled ? "enabled" : "disabled", vm->policy.min_bytes / MiB,
 	    vm->policy.max_bytes / MiB, vm->policy.priority, vm->policy.headroom_bytes / MiB);
 	return 0;
@@ -537,6 +552,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->working_set_bytes = t->wss_bytes;
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);
+	mtd_vm_channel_status(vm, st);
 	st->fpr_on = vm->fpr_on;
 	const struct proto_stats *as = vm->agent ? mtd_agent_link_stats(vm->agent, &seq) : NULL;
 	if (as) {
@@ -651,6 +667,7 @@ static void *loop_main(void *arg)
 				/* already drained */
 			}
 		}
+		mtd_vm_vsock_step(vm);
 		if (vm->agent) {
 			now = mono_ms();
 			mtd_agent_link_service(vm->agent, now);
@@ -672,6 +689,8 @@ out:
 	mtd_source_destroy(&vm->source);
 	mtd_agent_link_free(vm->agent);
 	vm->agent = NULL;
+	mtd_vsock_release(vm->vsock);
+	vm->vsock = NULL;
 	rcu_unregister_thread();
 	return NULL;
 }

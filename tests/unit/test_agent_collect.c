@@ -429,7 +429,7 @@ static void test_virtio_port_lookup(void **state)
 {
 	struct agent_config c;
 	char root[] = "/tmp/memtide-vport-XXXXXX", p[512], out[AGENT_PATH_MAX + 64];
-	bool used = false;
+	struct agent_transport_state used = {0};
 	int fd;
 
 	(void)state;
