@@ -31,6 +31,7 @@
 #include <libxml/parser.h>
 
 #include "domxml.h"
+#include "vsock_service.h"
 
 #define VERSION        "0.1.0"
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
@@ -61,10 +62,13 @@ static void usage(FILE *f)
 	    "                                target_refault_per_min headroom return\n"
 	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain\n"
 	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
-	    "  domxml-patch DOMAIN [--yes] [--uri URI]\n"
+	    "  domxml-patch DOMAIN [--yes] [--uri URI] [--vsock [--vsock-dir DIR]]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
-	    "                                channel), after showing the diff\n"
+	    "                                channel), after showing the diff; --vsock adds the\n"
+	    "                                agent's vsock (vhost-user-vsock served by memtided,\n"
+	    "                                shared memfd guest RAM; the domain then starts only\n"
+	    "                                while memtided runs)\n"
 	    "  version                       memtidectl's and memtided's versions\n\n"
 	    "Options:\n"
 	    "  --socket PATH   memtided's control socket (default " DEFAULT_SOCKET ")\n"
@@ -258,6 +262,39 @@ static const char *age_str(int64_t ms, char *buf, size_t len)
 
 /* ---- status / vm show / top --------------------------------------------------------------- */
 
+/* The agent's round trips, memtided's vsock device and the guest RAM layout it gives. */
+static void print_channel(struct json_object *vm)
+{
+	struct json_object *rtt, *dev, *lay, *regs, *m;
+
+	if (json_object_object_get_ex(vm, "agent_rtt", &rtt) && get_i(rtt, "samples") > 0)
+		printf("  agent round trip: median %.2f ms, p99 %.2f ms (last %" PRId64 " pings)\n",
+		       (double)get_i(rtt, "p50_us") / 1000.0, (double)get_i(rtt, "p99_us") / 1000.0,
+		       get_i(rtt, "samples"));
+	if (json_object_object_get_ex(vm, "vsock_device", &dev))
+		printf("  vsock: memtided's vhost-user device %s; %" PRId64
+		       " restart(s) asked of QEMU\n",
+		       get_b(dev, "connected") ? "connected to QEMU" : "NOT connected to QEMU",
+		       get_i(dev, "restarts"));
+	if (!json_object_object_get_ex(vm, "ram_layout", &lay))
+		return;
+	json_object_object_get_ex(lay, "regions", &regs);
+	printf("  guest RAM layout (vhost-user memory table): %zu region(s);",
+	       regs ? json_object_array_length(regs) : 0);
+	if (!json_object_object_get_ex(lay, "matches_qmp", &m) || !m)
+		printf(" not checked yet\n");
+	else
+		printf(" %s QMP: %s\n", json_object_get_boolean(m) ? "matches" : "DOES NOT match",
+		       get_s(lay, "detail"));
+	for (size_t i = 0; regs && i < json_object_array_length(regs); i++) {
+		struct json_object *r = json_object_array_get_idx(regs, i);
+		char a[32];
+
+		printf("    gpa 0x%09" PRIx64 " %9s at QEMU 0x%" PRIx64 "\n", get_i(r, "gpa"),
+		       size_str(get_i(r, "bytes"), a, sizeof(a)), get_i(r, "qemu_va"));
+	}
+}
+
 static void print_status(struct json_object *rep)
 {
 	struct json_object *host, *vms;
@@ -370,9 +407,10 @@ static void print_vm(struct json_object *vm)
 		   : " (the balloon)",
 	       get_i(vm, "guest_used_bytes") ? size_str(get_i(vm, "guest_used_bytes"), b, sizeof(b))
 					     : "unknown");
-	printf("  agent %s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
+	printf("  agent %s%s%s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
 	       "%.1f%%\n",
 	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",
+	       *get_s(vm, "agent_transport") ? " over " : "", get_s(vm, "agent_transport"),
 	       get_b(vm, "fpr_on") ? "on" : "OFF or unknown",
 	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
 	       get_d(vm, "guest_psi_some_avg10"));
@@ -383,6 +421,7 @@ static void print_vm(struct json_object *vm)
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
+	print_channel(vm);
 	if (get_i(vm, "hold_left_ms") > 0)
 		printf("  holding: no inflation for another %s (%" PRId64
 		       " steps in a row given back at once; each doubles the hold)\n",
@@ -704,6 +743,7 @@ static void quiet_libvirt(void *arg, virErrorPtr e)
 static int cmd_domxml_patch(int argc, char **argv)
 {
 	const char *name = NULL, *uri = "qemu:///system";
+	struct mtd_domxml_opts opts = {.vsock = false, .vsock_dir = MTD_VSOCK_DIR};
 	bool yes = false;
 	char err[300];
 	int rc = EXIT_OK;
@@ -711,6 +751,10 @@ static int cmd_domxml_patch(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))
 			yes = true;
+		else if (!strcmp(argv[i], "--vsock"))
+			opts.vsock = true;
+		else if (!strcmp(argv[i], "--vsock-dir") && i + 1 < argc && argv[i + 1][0] == '/')
+			opts.vsock_dir = argv[++i];
 		else if (!strcmp(argv[i], "--uri") && i + 1 < argc)
 			uri = argv[++i];
 		else if (!name && argv[i][0] != '-')
@@ -721,7 +765,8 @@ static int cmd_domxml_patch(int argc, char **argv)
 		}
 	}
 	if (!name) {
-		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI]\n");
+		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--vsock "
+				"[--vsock-dir DIR]]\n");
 		return EXIT_USAGE;
 	}
 	virSetErrorFunc(NULL, quiet_libvirt); /* we print libvirt's message once, ourselves */
@@ -753,7 +798,7 @@ static int cmd_domxml_patch(int argc, char **argv)
 		rc = EXIT_LIBVIRT;
 		goto out;
 	}
-	int n = mtd_domxml_patch(xml, &before, &after, &changes, err, sizeof(err));
+	int n = mtd_domxml_patch_opts(xml, &opts, &before, &after, &changes, err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "memtidectl: %s: %s\n", name, err);
 		rc = EXIT_LIBVIRT;

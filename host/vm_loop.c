@@ -649,6 +649,8 @@ static void *loop_main(void *arg)
 			if (next_tick <= now) /* fell behind (slow call): skip, do not burst */
 				next_tick = now + cfg->ctl.interval_ms;
 		}
+		/* The vsock device first: a session memtided just got may need a restart. */
+		mtd_vm_vsock_step(vm);
 		uint64_t deadline = next_tick;
 		if (vm->agent && mtd_agent_link_deadline(vm->agent) < deadline)
 			deadline = mtd_agent_link_deadline(vm->agent);
@@ -667,7 +669,6 @@ static void *loop_main(void *arg)
 				/* already drained */
 			}
 		}
-		mtd_vm_vsock_step(vm);
 		if (vm->agent) {
 			now = mono_ms();
 			mtd_agent_link_service(vm->agent, now);

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -542,9 +543,15 @@ static void *thread_main(void *arg)
 
 /* ---- API ----------------------------------------------------------------------------- */
 
-static int mkdir_p(const char *dir)
+/*
+ * The watched directory, made when missing: QEMU creates its sockets there, and libvirt runs
+ * QEMU as libvirt-qemu in group kvm (Debian), so the directory is root:kvm 0770.  An existing
+ * directory is left as the operator made it.
+ */
+static int make_dir(const char *dir)
 {
 	char tmp[108];
+	struct group *g;
 
 	snprintf(tmp, sizeof(tmp), "%s", dir);
 	for (char *s = tmp + 1; *s; s++) {
@@ -555,7 +562,12 @@ static int mkdir_p(const char *dir)
 			return -errno;
 		*s = '/';
 	}
-	return mkdir(tmp, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	if (mkdir(tmp, 0700) < 0)
+		return errno == EEXIST ? 0 : -errno;
+	g = getgrnam("kvm");
+	if (g && chown(tmp, 0, g->gr_gid) == 0)
+		return chmod(tmp, 0770) < 0 ? -errno : 0;
+	return chmod(tmp, 0755) < 0 ? -errno : 0;
 }
 
 int mtd_vsock_start(const struct mtd_vsock_config *cfg, struct mtd_vsock **out)
@@ -575,7 +587,7 @@ int mtd_vsock_start(const struct mtd_vsock_config *cfg, struct mtd_vsock **out)
 	}
 	if (cfg->dir[0]) {
 		/* QEMU (as libvirt's qemu user) creates its sockets here. */
-		rc = mkdir_p(cfg->dir);
+		rc = make_dir(cfg->dir);
 		if (rc < 0) {
 			mtd_err("vsock: cannot create %s: %s", cfg->dir, strerror(-rc));
 			goto fail;
