@@ -75,9 +75,11 @@ PROGRAMS := $(if $(wildcard host/memtided.c),$(BIN)/memtided) \
             $(patsubst bench/%.c,$(BIN)/%,$(BENCH_SRC)) \
             $(patsubst tests/e2e/workloads/%.c,$(BUILD)/guest/bin/%,$(WORKLOAD_SRC))
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
+# host-side helpers of the e2e harness (tests/e2e/*.c), linked like the unit tests
+E2E_HOST := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(wildcard tests/e2e/*.c))
 
 .PHONY: all check check-unit bench lint sanitize demo install clean deps fuzz
-all: $(PROGRAMS) $(TESTS)
+all: $(PROGRAMS) $(TESTS) $(E2E_HOST)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -125,6 +127,9 @@ $(BUILD)/guest/bin/%: tests/e2e/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -O2 -static -D_GNU_SOURCE -o $@ $<
 
+$(BUILD)/tests/e2e/%: $(BUILD)/obj/tests/e2e/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL) $(CMOCKA_LIBS)

@@ -564,7 +564,8 @@ static bool handle_frame(struct mtd_agent_link *l, const char *json, size_t len,
 	return true;
 }
 
-/* One ping in flight: the next goes an interval after the last answer (or loss). */
+/* At most one ping in flight: the next goes one interval after the previous one was sent,
+ * or at once when the previous answer (or its loss) came later than that. */
 static void maybe_ping(struct mtd_agent_link *l, uint64_t now_ms)
 {
 	struct proto_msg m;
