@@ -191,11 +191,11 @@ static void disconnect(struct mtd_vsock *v, struct ep *e, const char *why)
 	wake_claim(v, e->name);
 }
 
-static void remove_ep(struct mtd_vsock *v, unsigned i)
+static void remove_ep(struct mtd_vsock *v, unsigned i, const char *why)
 {
 	struct ep *e = v->eps[i];
 
-	disconnect(v, e, "endpoint removed");
+	disconnect(v, e, why);
 	free(e);
 	v->eps[i] = v->eps[--v->n];
 }
@@ -303,7 +303,7 @@ static void rescan(struct mtd_vsock *v)
 	/* A socket that went away with no session on it: its QEMU is gone. */
 	for (unsigned i = 0; i < v->n;) {
 		if (!v->eps[i]->seen && v->eps[i]->sock < 0)
-			remove_ep(v, i);
+			remove_ep(v, i, "its socket is gone");
 		else
 			i++;
 	}
@@ -635,7 +635,7 @@ void mtd_vsock_stop(struct mtd_vsock *v)
 		process(e);
 	}
 	while (v->n)
-		remove_ep(v, v->n - 1);
+		remove_ep(v, v->n - 1, "memtided stops");
 	while (v->claims) {
 		struct mtd_vsock_claim *c = v->claims;
 		v->claims = c->next;
