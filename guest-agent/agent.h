@@ -273,10 +273,10 @@ int agent_hint_client(const char *sock_path, const char *line, char *reply, size
 int agent_find_virtio_port(const struct agent_config *c, char *out, size_t cap);
 /* What the transport remembers between connections. */
 struct agent_transport_state {
-	bool fd_used;                 /* AGENT_TR_FD: the inherited fd was taken */
-	enum agent_transport used;    /* what the last open used (auto: vsock or virtio) */
-	bool prefer_virtio;           /* auto: vsock did not reach the host last time */
-	bool said_unprivileged;       /* the privileged-port warning was logged */
+	bool fd_used;              /* AGENT_TR_FD: the inherited fd was taken */
+	enum agent_transport used; /* what the last open used (auto: vsock or virtio) */
+	bool prefer_virtio;        /* auto: vsock did not reach the host last time */
+	bool said_unprivileged;    /* the privileged-port warning was logged */
 };
 /* Open the configured transport, non-blocking.  Returns the fd, or -errno (-ENOENT: no such
  * port yet, or the inherited fd was used already (ts->fd_used); -ECONNREFUSED: host not

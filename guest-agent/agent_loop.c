@@ -70,11 +70,11 @@ struct agent {
 	struct proto_backoff backoff;
 	uint64_t next_connect_ms;
 	uint64_t hello_sent_ms;
-	uint32_t next_id;   /* our request ids, 1.. */
-	uint32_t host_caps; /* from the host's hello */
-	uint32_t version;   /* negotiated */
+	uint32_t next_id;                /* our request ids, 1.. */
+	uint32_t host_caps;              /* from the host's hello */
+	uint32_t version;                /* negotiated */
 	struct agent_transport_state ts; /* which transport, and how the last one went */
-	const char *why;    /* reason on_frame() gave for closing */
+	const char *why;                 /* reason on_frame() gave for closing */
 
 	/* what we report, and when */
 	uint32_t caps;           /* ours, sent in hello */
@@ -216,8 +216,9 @@ static void try_connect(struct agent *a, uint64_t now_ms)
 	a->caps = m.u.hello.caps;
 	send_msg(a, &m, now_ms);
 	agent_log(AGENT_DEBUG, "transport %s open, hello queued (caps 0x%x)",
-		  a->ts.used == AGENT_TR_VSOCK ? "vsock" : a->ts.used == AGENT_TR_VIRTIO ? "virtio-serial"
-											 : "stream",
+		  a->ts.used == AGENT_TR_VSOCK    ? "vsock"
+		  : a->ts.used == AGENT_TR_VIRTIO ? "virtio-serial"
+						  : "stream",
 		  a->caps);
 }
 

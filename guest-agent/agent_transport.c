@@ -133,9 +133,10 @@ static void bind_privileged(int fd, struct agent_transport_state *ts)
 			return;
 		if (errno == EACCES || errno == EPERM) {
 			if (!ts->said_unprivileged)
-				agent_log(AGENT_WARN, "vsock: cannot bind a privileged port (%s): "
-						      "memtided accepts the agent only from one "
-						      "(run the agent as root)",
+				agent_log(AGENT_WARN,
+					  "vsock: cannot bind a privileged port (%s): "
+					  "memtided accepts the agent only from one "
+					  "(run the agent as root)",
 					  strerror(errno));
 			ts->said_unprivileged = true;
 			return;

@@ -354,7 +354,8 @@ static void take_from_source(struct mtd_agent_link *l, uint64_t now_ms)
 		bool was_vsock = l->fd_from_source;
 
 		link_down(l, now_ms,
-			  was_vsock ? "a new vsock connection replaces it" : "the agent moved to vsock");
+			  was_vsock ? "a new vsock connection replaces it"
+				    : "the agent moved to vsock");
 	}
 	proto_backoff_reset(&l->backoff);
 	mtd_info("agent %s: a vsock stream from the agent", l->path);

@@ -217,7 +217,8 @@ static int attach_qmp(struct mtd_daemon *d)
 		return -ENAMETOOLONG;
 	}
 	/* --agent vsock:PATH: the agent comes through the vsock service, no socket of its own */
-	vm->vsock_expected = !strncmp(d->agent_path, VSOCK_AGENT_PREFIX, strlen(VSOCK_AGENT_PREFIX));
+	vm->vsock_expected =
+	    !strncmp(d->agent_path, VSOCK_AGENT_PREFIX, strlen(VSOCK_AGENT_PREFIX));
 	if (!vm->vsock_expected)
 		snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", d->agent_path);
 	vm->agent_expected = d->agent_path[0] != '\0';

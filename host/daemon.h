@@ -55,9 +55,9 @@ struct mtd_daemon {
 					* agent over memtided's vhost-user-vsock on QEMU's PATH) */
 	char vm_name[MTD_NAME_MAX];    /* plain-QEMU mode: the name shown for the VM */
 
-	struct cds_lfht *vms;   /* the registry: struct mtd_vm by name (registry.c) */
-	pthread_mutex_t lock;   /* serialises attach / detach / policy set */
-	struct mtd_libvirt *lv; /* libvirt mode */
+	struct cds_lfht *vms;    /* the registry: struct mtd_vm by name (registry.c) */
+	pthread_mutex_t lock;    /* serialises attach / detach / policy set */
+	struct mtd_libvirt *lv;  /* libvirt mode */
 	struct mtd_vsock *vsock; /* the vhost-user-vsock back end (NULL: none) */
 
 	pthread_mutex_t work_lock; /* guards work_head / work_tail */

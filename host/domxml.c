@@ -255,7 +255,8 @@ static int patch_vsock_device(xmlNodePtr root, xmlNodePtr devices, const char *d
 		return 0;
 	}
 	for (xmlNodePtr c = root->children; c; c = c->next)
-		if (c->type == XML_ELEMENT_NODE && c->ns && !xmlStrcmp(c->ns->href, BAD_CAST MTD_QEMU_NS) &&
+		if (c->type == XML_ELEMENT_NODE && c->ns &&
+		    !xmlStrcmp(c->ns->href, BAD_CAST MTD_QEMU_NS) &&
 		    !xmlStrcmp(c->name, BAD_CAST "commandline"))
 			cl = c;
 	if (has_vsock_arg(cl))
@@ -276,8 +277,9 @@ static int patch_vsock_device(xmlNodePtr root, xmlNodePtr devices, const char *d
 		xmlFree(dom);
 		return -EINVAL;
 	}
-	snprintf(chardev, sizeof(chardev), "socket,id=" MTD_VSOCK_CHARDEV ",path=%s/%s.sock,server=on",
-		 dir, (const char *)dom);
+	snprintf(chardev, sizeof(chardev),
+		 "socket,id=" MTD_VSOCK_CHARDEV ",path=%s/%s.sock,server=on", dir,
+		 (const char *)dom);
 	xmlFree(dom);
 	if (!ns)
 		ns = xmlNewNs(root, BAD_CAST MTD_QEMU_NS, BAD_CAST "qemu");

@@ -538,7 +538,8 @@ static int lvb_qmp(void *ctx, const char *cmd, struct json_object *args, struct 
 	json_object_put(req);
 	if (rc < 0) {
 		virErrorPtr e = virGetLastError();
-		snprintf(err, errlen, "libvirt QMP %s: %s", cmd, e && e->message ? e->message : "failed");
+		snprintf(err, errlen, "libvirt QMP %s: %s", cmd,
+			 e && e->message ? e->message : "failed");
 		return -EIO;
 	}
 	rc = mtd_qmp_parse_reply(reply, ret, err, errlen);

@@ -765,8 +765,9 @@ static int cmd_domxml_patch(int argc, char **argv)
 		}
 	}
 	if (!name) {
-		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--vsock "
-				"[--vsock-dir DIR]]\n");
+		fprintf(stderr,
+			"usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--vsock "
+			"[--vsock-dir DIR]]\n");
 		return EXIT_USAGE;
 	}
 	virSetErrorFunc(NULL, quiet_libvirt); /* we print libvirt's message once, ourselves */

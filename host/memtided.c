@@ -36,42 +36,44 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: memtided [OPTIONS]\n"
-		   "memtide host daemon: hands VMs' cold memory back to the host through\n"
-		   "virtio-balloon and free page reporting, with the guest agent's help.\n"
-		   "\n"
-		   "Modes:\n"
-		   "  (default)              manage every running libvirt domain with a balloon\n"
-		   "  --uri URI              libvirt connection (default qemu:///system)\n"
-		   "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
-		   "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
-		   "  --agent vsock:PATH     plain-QEMU mode: the agent over vsock, memtided being the\n"
-		   "                         back end of QEMU's vhost-user-vsock-pci on socket PATH\n"
-		   "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
-		   "\n"
-		   "Options:\n"
-		   "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
-		   "  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
-		   "  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
-		   "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
-		   "  --syslog               log to syslog instead of stderr\n"
-		   "  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
-		   "  --no-metrics           no metrics endpoint\n"
-		   "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
-		   "  --foreground           do not detach from the terminal\n"
-		   "  --help, --version\n"
-		   "\n"
-		   "Flags override the config file.  Its sections and keys:\n"
-		   "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
-		   "               vsock_dir vsock_cid vsock_port agent_ping\n"
-		   "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
-		   "               mem_available_low agent_silence hold_after_deflate hold_max\n"
-		   "               min_change\n"
-		   "  [host]       low_mark high_mark interval settle meminfo\n"
-		   "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-		   "               return (balloon or reclaim)\n"
-		   "               (per-domain policy unless the domain's memtide metadata says)\n"
-		   "  [sim]        hot_percent\n");
+	fprintf(
+	    f,
+	    "Usage: memtided [OPTIONS]\n"
+	    "memtide host daemon: hands VMs' cold memory back to the host through\n"
+	    "virtio-balloon and free page reporting, with the guest agent's help.\n"
+	    "\n"
+	    "Modes:\n"
+	    "  (default)              manage every running libvirt domain with a balloon\n"
+	    "  --uri URI              libvirt connection (default qemu:///system)\n"
+	    "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
+	    "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
+	    "  --agent vsock:PATH     plain-QEMU mode: the agent over vsock, memtided being the\n"
+	    "                         back end of QEMU's vhost-user-vsock-pci on socket PATH\n"
+	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
+	    "\n"
+	    "Options:\n"
+	    "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
+	    "  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
+	    "  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
+	    "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
+	    "  --syslog               log to syslog instead of stderr\n"
+	    "  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
+	    "  --no-metrics           no metrics endpoint\n"
+	    "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
+	    "  --foreground           do not detach from the terminal\n"
+	    "  --help, --version\n"
+	    "\n"
+	    "Flags override the config file.  Its sections and keys:\n"
+	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
+	    "               vsock_dir vsock_cid vsock_port agent_ping\n"
+	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
+	    "               mem_available_low agent_silence hold_after_deflate hold_max\n"
+	    "               min_change\n"
+	    "  [host]       low_mark high_mark interval settle meminfo\n"
+	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
+	    "               return (balloon or reclaim)\n"
+	    "               (per-domain policy unless the domain's memtide metadata says)\n"
+	    "  [sim]        hot_percent\n");
 }
 
 enum {
@@ -200,7 +202,8 @@ int main(int argc, char **argv)
 				"comes from the domain XML)\n");
 		return 2;
 	}
-	if (agent && !strncmp(agent, "vsock:", 6) && (strlen(agent) == 6 || strlen(agent) - 6 >= 108)) {
+	if (agent && !strncmp(agent, "vsock:", 6) &&
+	    (strlen(agent) == 6 || strlen(agent) - 6 >= 108)) {
 		fprintf(stderr, "memtided: --agent vsock:PATH needs QEMU's vhost-user socket path "
 				"(at most 107 characters)\n");
 		return 2;

@@ -175,7 +175,8 @@ int mtd_ram_layout_check(const struct vu_layout_region *r, unsigned n, const cha
 
 			if (!t) {
 				snprintf(why, whylen,
-					 "QEMU maps '%s' at gpa 0x%" PRIx64 " that the memory table "
+					 "QEMU maps '%s' at gpa 0x%" PRIx64
+					 " that the memory table "
 					 "lacks",
 					 m[i].name, gpa);
 				ok = 0;

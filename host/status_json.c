@@ -97,10 +97,9 @@ static struct json_object *ram_layout(const struct mtd_vm_status *st)
 	}
 	json_object_object_add(o, "regions", a);
 	/* null until checked */
-	json_object_object_add(o, "matches_qmp",
-			       st->ram_layout_check < 0
-				   ? NULL
-				   : json_object_new_boolean(st->ram_layout_check == 1));
+	json_object_object_add(
+	    o, "matches_qmp",
+	    st->ram_layout_check < 0 ? NULL : json_object_new_boolean(st->ram_layout_check == 1));
 	put_str(o, "detail", st->ram_layout_detail);
 	return o;
 }
@@ -158,7 +157,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	if (st->vsock) {
 		struct json_object *v = json_object_new_object();
 
-		json_object_object_add(v, "connected", json_object_new_boolean(st->vsock_connected));
+		json_object_object_add(v, "connected",
+				       json_object_new_boolean(st->vsock_connected));
 		put_u64(v, "restarts", st->vsock_restarts);
 		json_object_object_add(o, "vsock_device", v);
 	}

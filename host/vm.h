@@ -119,10 +119,10 @@ struct mtd_vm {
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
-	struct mtd_vsock_claim *vsock; /* our claim on the vsock service's endpoint */
+	struct mtd_vsock_claim *vsock;  /* our claim on the vsock service's endpoint */
 	uint64_t vsock_restart_session; /* the session a device restart was asked for */
 	unsigned vsock_restarts;
-	uint64_t layout_checked_gen; /* the memory table last checked against QMP */
+	uint64_t layout_checked_gen;              /* the memory table last checked against QMP */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */

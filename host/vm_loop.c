@@ -127,7 +127,8 @@ static int attach(struct mtd_vm *vm)
 			return rc;
 		snprintf(label, sizeof(label), "vsock:%s", vm->name);
 		if (vm->vsock)
-			mtd_agent_link_set_fd_source(vm->agent, mtd_vsock_take_fd, vm->vsock, label);
+			mtd_agent_link_set_fd_source(vm->agent, mtd_vsock_take_fd, vm->vsock,
+						     label);
 		mtd_agent_link_set_ping(vm->agent, cfg->agent_ping_ms);
 	}
 	if (cfg->source == MTD_SOURCE_SIM)
@@ -188,7 +189,9 @@ static int attach(struct mtd_vm *vm)
 	    "%s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u headroom %" PRIu64 " MiB",
 	    vm->name, vm->domain_bytes / MiB, vm->balloon->name,
 	    vm->source.ops ? vm->source.ops->name : "none",
-	    vm->agent_path[0] ? vm->agent_path : vm->vsock ? "vsock" : "none",
+	    vm->agent_path[0] ? vm->agent_path
+	    : vm->vsock       ? "vsock"
+			      : "none",
 	    vm->policy.enabled ? "enabled" : "disabled", vm->policy.min_bytes / MiB,
 	    vm->policy.max_bytes / MiB, vm->policy.priority, vm->policy.headroom_bytes / MiB);
 	return 0;

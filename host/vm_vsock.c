@@ -63,8 +63,8 @@ static void restart_device(struct mtd_vm *vm)
 		mtd_warn("%s: vsock: cannot restart the device: %s", vm->name, err);
 		return;
 	}
-	bool is_running = json_object_object_get_ex(ret, "running", &running) &&
-			  json_object_get_boolean(running);
+	bool is_running =
+	    json_object_object_get_ex(ret, "running", &running) && json_object_get_boolean(running);
 	json_object_put(ret);
 	if (!is_running) {
 		mtd_notice("%s: vsock: the VM is paused; its vsock device restarts when it resumes",
@@ -81,7 +81,8 @@ static void restart_device(struct mtd_vm *vm)
 		rc = qmp(vm, "cont", NULL, NULL, err, sizeof(err));
 		if (rc == 0)
 			break;
-		mtd_err("%s: vsock: QMP cont failed (%s): retrying, the VM is paused", vm->name, err);
+		mtd_err("%s: vsock: QMP cont failed (%s): retrying, the VM is paused", vm->name,
+			err);
 	}
 	vm->vsock_restarts++;
 	mtd_notice("%s: vsock: restarted the device in QEMU (QMP stop/cont, %" PRIu64
@@ -154,8 +155,8 @@ static void check_layout(struct mtd_vm *vm, const struct mtd_vsock_state *s)
 	st->ram_layout_check = rc == 1 ? 1 : 0;
 	json_object_put(ret);
 	free(maps);
-	mtd_log(rc == 1 ? MTD_LOG_NOTICE : MTD_LOG_WARNING, "%s: guest RAM layout from vhost-user: %s",
-		vm->name, st->ram_layout_detail);
+	mtd_log(rc == 1 ? MTD_LOG_NOTICE : MTD_LOG_WARNING,
+		"%s: guest RAM layout from vhost-user: %s", vm->name, st->ram_layout_detail);
 }
 
 void mtd_vm_vsock_step(struct mtd_vm *vm)

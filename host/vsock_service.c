@@ -326,7 +326,8 @@ static void sync_stream(struct mtd_vsock *v, struct ep *e)
 		/* A new connection from the agent: a new stream for the VM's link. */
 		close_stream(e);
 		e->sp_gen = cv.gen;
-		if (!c || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+		if (!c ||
+		    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
 			vsock_dev_host_close(e->dev);
 			return;
 		}
@@ -383,8 +384,9 @@ static void process(struct ep *e)
 {
 	e->more = false;
 	for (int i = 0; i < PROCESS_CALLS; i++) {
-		e->more = vsock_dev_process(e->dev, vu_session_ring(e->s, 0), vu_session_ring(e->s, 1),
-					    vu_session_mem(e->s), CHAINS_PER_CALL);
+		e->more =
+		    vsock_dev_process(e->dev, vu_session_ring(e->s, 0), vu_session_ring(e->s, 1),
+				      vu_session_mem(e->s), CHAINS_PER_CALL);
 		if (!e->more)
 			break;
 	}
@@ -412,15 +414,17 @@ static void serve(struct mtd_vsock *v, struct ep *e, const short *rev)
 			if (vu_session_error_seq(e->s) != e->err_seq) {
 				e->err_seq = vu_session_error_seq(e->s);
 				if (say_nth(++e->errors))
-					mtd_warn("%s: vsock: refused a message from QEMU: %s (#%llu)",
-						 e->name, vu_session_error(e->s),
-						 (unsigned long long)e->errors);
+					mtd_warn(
+					    "%s: vsock: refused a message from QEMU: %s (#%llu)",
+					    e->name, vu_session_error(e->s),
+					    (unsigned long long)e->errors);
 			}
 			if (rc == -EAGAIN)
 				break;
 			if (rc < 0) {
-				disconnect(v, e, rc == -EPIPE ? "QEMU closed the connection"
-							      : vu_session_error(e->s));
+				disconnect(v, e,
+					   rc == -EPIPE ? "QEMU closed the connection"
+							: vu_session_error(e->s));
 				return;
 			}
 			changed |= was_started != vu_session_started(e->s);
@@ -593,8 +597,8 @@ int mtd_vsock_start(const struct mtd_vsock_config *cfg, struct mtd_vsock **out)
 			goto fail;
 		}
 		v->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-		if (v->ino_fd < 0 ||
-		    inotify_add_watch(v->ino_fd, cfg->dir, IN_CREATE | IN_DELETE | IN_MOVED_TO) < 0) {
+		if (v->ino_fd < 0 || inotify_add_watch(v->ino_fd, cfg->dir,
+						       IN_CREATE | IN_DELETE | IN_MOVED_TO) < 0) {
 			rc = -errno;
 			mtd_err("vsock: cannot watch %s: %s", cfg->dir, strerror(errno));
 			goto fail;
@@ -751,7 +755,8 @@ void mtd_vsock_state(struct mtd_vsock_claim *c, struct mtd_vsock_state *out)
 		vsock_dev_counters(e->dev, &out->dev);
 		vu_session_counters(e->s, &sc);
 		out->refused_messages = sc.refused;
-		out->ring_broken = vu_session_ring(e->s, 0)->broken || vu_session_ring(e->s, 1)->broken;
+		out->ring_broken =
+		    vu_session_ring(e->s, 0)->broken || vu_session_ring(e->s, 1)->broken;
 	}
 	pthread_mutex_unlock(&v->lock);
 }

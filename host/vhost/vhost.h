@@ -34,9 +34,9 @@ struct vu_mem;
 
 /* What the device tells the session: its rings, features and config space. */
 struct vu_device_ops {
-	unsigned nr_queues;     /* rings the back end serves */
-	uint64_t features;      /* virtio device feature bits offered beyond VERSION_1 */
-	uint32_t config_bytes;  /* size of the device's config space */
+	unsigned nr_queues;    /* rings the back end serves */
+	uint64_t features;     /* virtio device feature bits offered beyond VERSION_1 */
+	uint32_t config_bytes; /* size of the device's config space */
 	/* Fill len bytes of the config space from off (already checked to lie inside
 	 * config_bytes).  0 or -errno. */
 	int (*get_config)(void *dev, uint32_t off, uint8_t *buf, uint32_t len);
@@ -45,10 +45,10 @@ struct vu_device_ops {
 struct vu_session;
 
 struct vu_session_counters {
-	uint64_t messages;  /* every message read */
-	uint64_t refused;   /* failed vu_msg_check or a handler: answered with a failure */
+	uint64_t messages;   /* every message read */
+	uint64_t refused;    /* failed vu_msg_check or a handler: answered with a failure */
 	uint64_t mem_tables; /* SET_MEM_TABLE applied */
-	uint64_t kicks;     /* kick eventfds drained */
+	uint64_t kicks;      /* kick eventfds drained */
 };
 
 /* A session on a connected socket; dev is passed back to ops.  0 or -ENOMEM. */
@@ -82,15 +82,15 @@ void vu_session_counters(const struct vu_session *s, struct vu_session_counters 
 
 /* One region of the guest's RAM as QEMU described it. */
 struct vu_layout_region {
-	uint64_t gpa;         /* guest-physical start */
-	uint64_t bytes;       /* length */
-	uint64_t qemu_va;     /* where QEMU maps it in its own address space */
-	uint64_t fd_offset;   /* offset in QEMU's memory backend (memfd) */
+	uint64_t gpa;       /* guest-physical start */
+	uint64_t bytes;     /* length */
+	uint64_t qemu_va;   /* where QEMU maps it in its own address space */
+	uint64_t fd_offset; /* offset in QEMU's memory backend (memfd) */
 };
 /* The memory table in force: up to max regions into out; returns how many (0: none yet),
  * and *generation (moves with each new table). */
-unsigned vu_session_layout(const struct vu_session *s, struct vu_layout_region *out,
-			   unsigned max, uint64_t *generation);
+unsigned vu_session_layout(const struct vu_session *s, struct vu_layout_region *out, unsigned max,
+			   uint64_t *generation);
 
 /* ======================================================================================
  * The virtio-vsock device (vsock_dev.c)
@@ -129,8 +129,8 @@ struct vsock_dev_counters {
 	uint64_t connects;               /* connections accepted */
 	uint64_t refused;                /* requests answered with a reset */
 	uint64_t resets_sent;
-	uint64_t bad_packets;   /* failed vsock_hdr_check or came on a broken chain */
-	uint64_t ctrl_dropped;  /* control packets dropped with the queue full */
+	uint64_t bad_packets;  /* failed vsock_hdr_check or came on a broken chain */
+	uint64_t ctrl_dropped; /* control packets dropped with the queue full */
 	uint64_t credit_violations;
 };
 
@@ -149,17 +149,17 @@ void vsock_dev_set_accepting(struct vsock_dev *d, bool on);
  * guest's credit).  Signals the guest through the rings' call fds.  Returns true when work
  * is left (the budget ran out): call again without waiting for a kick.
  */
-bool vsock_dev_process(struct vsock_dev *d, struct vq *rx, struct vq *tx,
-		       const struct vu_mem *m, unsigned budget);
+bool vsock_dev_process(struct vsock_dev *d, struct vq *rx, struct vq *tx, const struct vu_mem *m,
+		       unsigned budget);
 
 /* The connection as the host side sees it. */
 struct vsock_conn_view {
-	uint64_t gen;       /* moves with each new connection (0: none ever) */
-	bool open;          /* a connection exists (possibly closing) */
-	bool guest_done;    /* the guest sends no more: EOF once in_bytes is drained */
+	uint64_t gen;    /* moves with each new connection (0: none ever) */
+	bool open;       /* a connection exists (possibly closing) */
+	bool guest_done; /* the guest sends no more: EOF once in_bytes is drained */
 	uint32_t guest_port;
-	uint32_t in_bytes;  /* guest -> host bytes waiting for the host */
-	uint32_t out_room;  /* bytes the host may queue for the guest now */
+	uint32_t in_bytes; /* guest -> host bytes waiting for the host */
+	uint32_t out_room; /* bytes the host may queue for the guest now */
 };
 void vsock_dev_conn(const struct vsock_dev *d, struct vsock_conn_view *v);
 /* The longest contiguous run of guest -> host bytes (*p), and its length. */

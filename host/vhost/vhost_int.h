@@ -69,10 +69,10 @@ enum vu_request {
 	VU_REQUEST_MAX = 41, /* first value past the table */
 };
 
-#define VU_VERSION         0x1u
-#define VU_VERSION_MASK    0x3u
-#define VU_FLAG_REPLY      (1u << 2)
-#define VU_FLAG_NEED_REPLY (1u << 3)
+#define VU_VERSION          0x1u
+#define VU_VERSION_MASK     0x3u
+#define VU_FLAG_REPLY       (1u << 2)
+#define VU_FLAG_NEED_REPLY  (1u << 3)
 /* In SET_VRING_KICK/CALL/ERR's u64: bits 0-7 the ring, bit 8 "no fd attached". */
 #define VU_VRING_IDX_MASK   0xffull
 #define VU_VRING_NOFD_MASK  (1ull << 8)
@@ -84,9 +84,9 @@ enum vu_request {
 #define VU_F_PROTOCOL_FEATURES 30 /* VHOST_USER_F_PROTOCOL_FEATURES: a reused reserved bit */
 #define VU_F_VERSION_1         32 /* VIRTIO_F_VERSION_1 */
 /* Protocol feature bits. */
-#define VU_PF_MQ        0
-#define VU_PF_REPLY_ACK 3
-#define VU_PF_CONFIG    9
+#define VU_PF_MQ               0
+#define VU_PF_REPLY_ACK        3
+#define VU_PF_CONFIG           9
 
 struct vu_hdr {
 	uint32_t request;
@@ -214,8 +214,8 @@ void *vu_mem_gpa(const struct vu_mem *m, uint64_t gpa, uint64_t len);
 void *vu_mem_uva(const struct vu_mem *m, uint64_t uva, uint64_t len);
 /* [gpa, gpa + len) as iovecs (split where regions meet), appended at iov[*n] with at most
  * max entries in all.  0, -EFAULT (a byte outside every region), -E2BIG (too many pieces). */
-int vu_mem_iov(const struct vu_mem *m, uint64_t gpa, uint32_t len, struct iovec *iov,
-	       unsigned *n, unsigned max);
+int vu_mem_iov(const struct vu_mem *m, uint64_t gpa, uint32_t len, struct iovec *iov, unsigned *n,
+	       unsigned max);
 
 /* ======================================================================================
  * Split virtqueue, device side (vring.c)
@@ -238,9 +238,9 @@ int vu_mem_iov(const struct vu_mem *m, uint64_t gpa, uint32_t len, struct iovec 
 #define VQ_MAX_CHAIN 64    /* descriptors followed per chain, whatever num says */
 
 struct vq {
-	uint16_t num;       /* 0: not set up */
+	uint16_t num; /* 0: not set up */
 	uint64_t desc_uva, avail_uva, used_uva;
-	uint8_t *desc;      /* our pointers into guest memory (NULL until translated) */
+	uint8_t *desc; /* our pointers into guest memory (NULL until translated) */
 	uint8_t *avail;
 	uint8_t *used;
 	uint16_t last_avail; /* next available entry we take */

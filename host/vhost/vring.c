@@ -105,8 +105,8 @@ uint16_t vq_avail_pending(const struct vq *vr)
 {
 	if (!vq_ready(vr))
 		return 0;
-	uint16_t idx = __atomic_load_n((const uint16_t *)(const void *)(vr->avail + 2),
-				       __ATOMIC_ACQUIRE);
+	uint16_t idx =
+	    __atomic_load_n((const uint16_t *)(const void *)(vr->avail + 2), __ATOMIC_ACQUIRE);
 	uint16_t n = (uint16_t)(idx - vr->last_avail);
 
 	return n > vr->num ? 0 : n;
@@ -162,8 +162,8 @@ int vq_pop(struct vq *vr, const struct vu_mem *m, struct vq_chain *c)
 	}
 	sync_indexes(vr);
 	/* Step 1: how far the guest has gone. */
-	avail_idx = __atomic_load_n((const uint16_t *)(const void *)(vr->avail + 2),
-				    __ATOMIC_ACQUIRE);
+	avail_idx =
+	    __atomic_load_n((const uint16_t *)(const void *)(vr->avail + 2), __ATOMIC_ACQUIRE);
 	if (avail_idx == vr->last_avail)
 		return 0;
 	if ((uint16_t)(avail_idx - vr->last_avail) > vr->num) {

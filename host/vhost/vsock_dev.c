@@ -169,8 +169,9 @@ static void guest_gone(struct vsock_dev *d, bool send_rst)
 static void open_conn(struct vsock_dev *d, const struct vsock_hdr *h)
 {
 	if (d->st == CONN_OPEN || d->st == CONN_HOST_CLOSING) {
-		dlog(d, VSOCK_LOG_NOTICE, "vsock: a new agent connection from port %u replaces "
-					  "the one from port %u",
+		dlog(d, VSOCK_LOG_NOTICE,
+		     "vsock: a new agent connection from port %u replaces "
+		     "the one from port %u",
 		     h->src_port, d->guest_port);
 		queue_ctrl(d, VIRTIO_VSOCK_OP_RST, d->guest_port, 0);
 	}
@@ -193,8 +194,9 @@ static void refuse(struct vsock_dev *d, const struct vsock_hdr *h, const char *w
 	d->ctr.refused++;
 	queue_ctrl(d, VIRTIO_VSOCK_OP_RST, h->src_port, 0);
 	if (say_nth(d->ctr.refused))
-		dlog(d, VSOCK_LOG_INFO, "vsock: refused a connection from guest port %u to port %u: "
-					"%s (refusal #%llu)",
+		dlog(d, VSOCK_LOG_INFO,
+		     "vsock: refused a connection from guest port %u to port %u: "
+		     "%s (refusal #%llu)",
 		     h->src_port, h->dst_port, why, (unsigned long long)d->ctr.refused);
 }
 
@@ -205,7 +207,8 @@ static void on_request(struct vsock_dev *d, const struct vsock_hdr *h)
 	else if (!d->accepting)
 		refuse(d, h, "memtided is not managing this VM");
 	else if (h->src_port >= VSOCK_PRIV_PORTS)
-		refuse(d, h, "not from a privileged port (only root in the guest may be the agent)");
+		refuse(d, h,
+		       "not from a privileged port (only root in the guest may be the agent)");
 	else
 		open_conn(d, h);
 }
@@ -241,8 +244,8 @@ static void on_packet(struct vsock_dev *d, const struct vsock_hdr *h, const stru
 		}
 		/* The guest sends no more: it is closing; the reset completes its close. */
 		if (h->flags & VIRTIO_VSOCK_SHUTDOWN_SEND) {
-			dlog(d, VSOCK_LOG_INFO, "vsock: the guest closed the connection from port %u",
-			     d->guest_port);
+			dlog(d, VSOCK_LOG_INFO,
+			     "vsock: the guest closed the connection from port %u", d->guest_port);
 			guest_gone(d, true);
 		}
 		return;
@@ -255,8 +258,9 @@ static void on_packet(struct vsock_dev *d, const struct vsock_hdr *h, const stru
 		}
 		if (h->len > VSOCK_CONN_BUF - d->in_len) {
 			d->ctr.credit_violations++;
-			dlog(d, VSOCK_LOG_WARN, "vsock: the guest sent %u bytes with %u of credit: "
-						"connection reset",
+			dlog(d, VSOCK_LOG_WARN,
+			     "vsock: the guest sent %u bytes with %u of credit: "
+			     "connection reset",
 			     h->len, VSOCK_CONN_BUF - d->in_len);
 			guest_gone(d, true);
 			return;
@@ -420,8 +424,8 @@ static void say_broken(struct vsock_dev *d, const struct vq *vr, int i, const ch
 	     name);
 }
 
-bool vsock_dev_process(struct vsock_dev *d, struct vq *rx, struct vq *tx,
-		       const struct vu_mem *m, unsigned budget)
+bool vsock_dev_process(struct vsock_dev *d, struct vq *rx, struct vq *tx, const struct vu_mem *m,
+		       unsigned budget)
 {
 	struct vq_chain c;
 	bool more = false;

@@ -40,7 +40,8 @@ static int check_regions(const struct vu_memory_wire *w, char *why, size_t whyle
 		const struct vu_region_wire *r = &w->r[i];
 
 		if (r->size == 0 || r->gpa + r->size < r->gpa || r->uva + r->size < r->uva ||
-		    r->mmap_offset + r->size < r->mmap_offset || r->mmap_offset + r->size > SIZE_MAX) {
+		    r->mmap_offset + r->size < r->mmap_offset ||
+		    r->mmap_offset + r->size > SIZE_MAX) {
 			snprintf(why, whylen,
 				 "region %u: size 0x%llx at gpa 0x%llx, uva 0x%llx, offset 0x%llx "
 				 "(empty or wrapping)",
@@ -191,8 +192,8 @@ void *vu_mem_uva(const struct vu_mem *m, uint64_t uva, uint64_t len)
 	return NULL;
 }
 
-int vu_mem_iov(const struct vu_mem *m, uint64_t gpa, uint32_t len, struct iovec *iov,
-	       unsigned *n, unsigned max)
+int vu_mem_iov(const struct vu_mem *m, uint64_t gpa, uint32_t len, struct iovec *iov, unsigned *n,
+	       unsigned max)
 {
 	/* Each round moves gpa into the next region or ends: at most VU_MAX_REGIONS rounds,
 	 * since the regions do not overlap. */

@@ -116,8 +116,10 @@ static int read_msg(int fd, struct vu_msg *m)
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = {.iov_base = &m->hdr, .iov_len = sizeof(m->hdr)};
-	struct msghdr mh = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf)};
 	ssize_t n;
 
 	memset(m, 0, sizeof(*m));
@@ -364,8 +366,9 @@ static int h_set_vring_fd(struct vu_session *s, struct vu_msg *m, union vu_paylo
 	(void)rep;
 	(void)rep_size;
 	if (m->hdr.request == VU_SET_VRING_KICK && nofd)
-		return refuse(s, -EINVAL, "SET_VRING_KICK: ring %u without a kick fd (polling "
-					  "mode is not supported)",
+		return refuse(s, -EINVAL,
+			      "SET_VRING_KICK: ring %u without a kick fd (polling "
+			      "mode is not supported)",
 			      q);
 	m->nr_fds = 0; /* the ring owns it now */
 	switch (m->hdr.request) {
@@ -598,8 +601,8 @@ void vu_session_counters(const struct vu_session *s, struct vu_session_counters 
 	*c = s->ctr;
 }
 
-unsigned vu_session_layout(const struct vu_session *s, struct vu_layout_region *out,
-			   unsigned max, uint64_t *generation)
+unsigned vu_session_layout(const struct vu_session *s, struct vu_layout_region *out, unsigned max,
+			   uint64_t *generation)
 {
 	unsigned n = s->mem.n < max ? s->mem.n : max;
 

@@ -118,8 +118,7 @@ static int check_size(const struct vu_msg *m, const char *name, uint32_t want, c
 	return 0;
 }
 
-static int check_fds(const struct vu_msg *m, const char *name, unsigned want, char *why,
-		     size_t len)
+static int check_fds(const struct vu_msg *m, const char *name, unsigned want, char *why, size_t len)
 {
 	if (m->nr_fds != want)
 		return fail(-EINVAL, why, len, "%s: %u file descriptors, expected %u", name,
@@ -127,8 +126,7 @@ static int check_fds(const struct vu_msg *m, const char *name, unsigned want, ch
 	return 0;
 }
 
-static int check_ring(const char *name, uint64_t index, unsigned nr_queues, char *why,
-		      size_t len)
+static int check_ring(const char *name, uint64_t index, unsigned nr_queues, char *why, size_t len)
 {
 	if (index >= nr_queues)
 		return fail(-EINVAL, why, len, "%s: ring %llu, the device has %u", name,
@@ -145,8 +143,7 @@ static int check_mem(const struct vu_msg *m, const char *name, char *why, size_t
 			    name, m->hdr.size);
 	n = m->p.mem.nregions;
 	if (n == 0 || n > VU_MAX_REGIONS)
-		return fail(-EINVAL, why, len, "%s: %u regions (1 to %d)", name, n,
-			    VU_MAX_REGIONS);
+		return fail(-EINVAL, why, len, "%s: %u regions (1 to %d)", name, n, VU_MAX_REGIONS);
 	int rc = check_size(m, name, 8 + n * (uint32_t)sizeof(struct vu_region_wire), why, len);
 	return rc < 0 ? rc : check_fds(m, name, n, why, len);
 }
@@ -174,8 +171,8 @@ int vu_msg_check(const struct vu_msg *m, unsigned nr_queues, char *why, size_t w
 
 	/* Step 1: the envelope. */
 	if ((m->hdr.flags & VU_VERSION_MASK) != VU_VERSION || (m->hdr.flags & VU_FLAG_REPLY))
-		return fail(-EPROTO, why, whylen, "%s: flags 0x%x (version 1, no reply bit)",
-			    name, m->hdr.flags);
+		return fail(-EPROTO, why, whylen, "%s: flags 0x%x (version 1, no reply bit)", name,
+			    m->hdr.flags);
 	if (m->hdr.size > VU_PAYLOAD_MAX)
 		return fail(-EPROTO, why, whylen, "%s: payload of %u bytes (at most %zu)", name,
 			    m->hdr.size, VU_PAYLOAD_MAX);
@@ -209,7 +206,8 @@ int vu_msg_check(const struct vu_msg *m, unsigned nr_queues, char *why, size_t w
 			rc = fail(-EINVAL, why, whylen, "%s: %u entries (a power of 2 up to %d)",
 				  name, m->p.state.num, VQ_MAX_NUM);
 		if (rc == 0 && req == VU_SET_VRING_BASE && m->p.state.num > UINT16_MAX)
-			rc = fail(-EINVAL, why, whylen, "%s: base %u (16 bits)", name, m->p.state.num);
+			rc = fail(-EINVAL, why, whylen, "%s: base %u (16 bits)", name,
+				  m->p.state.num);
 		return rc;
 	case PL_ADDR:
 		rc = check_size(m, name, sizeof(struct vu_vring_addr), why, whylen);
@@ -230,7 +228,8 @@ int vu_msg_check(const struct vu_msg *m, unsigned nr_queues, char *why, size_t w
 			return fail(-EINVAL, why, whylen, "%s: reserved bits in 0x%llx", name,
 				    (unsigned long long)v);
 		rc = check_fds(m, name, (v & VU_VRING_NOFD_MASK) ? 0 : 1, why, whylen);
-		return rc < 0 ? rc : check_ring(name, v & VU_VRING_IDX_MASK, nr_queues, why, whylen);
+		return rc < 0 ? rc
+			      : check_ring(name, v & VU_VRING_IDX_MASK, nr_queues, why, whylen);
 	}
 	case PL_MEM:
 		return check_mem(m, name, why, whylen);

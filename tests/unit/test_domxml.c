@@ -149,7 +149,8 @@ static void test_vsock_device_and_shared_ram(void **state)
 	assert_non_null(strstr(after, "<qemu:arg value=\"-chardev\"/>"));
 	assert_non_null(strstr(after, "<qemu:arg value=\"socket,id=memtide-vsock,path=/run/memtide/"
 				      "vsock/web1.sock,server=on\"/>"));
-	assert_non_null(strstr(after, "<qemu:arg value=\"vhost-user-vsock-pci,chardev=memtide-vsock\"/>"));
+	assert_non_null(
+	    strstr(after, "<qemu:arg value=\"vhost-user-vsock-pci,chardev=memtide-vsock\"/>"));
 	assert_non_null(strstr(changes, "vsock"));
 	/* Idempotent. */
 	assert_int_equal(patch_vsock(after, &again, &changes2, err), 0);
@@ -184,8 +185,7 @@ static void test_vsock_device_and_shared_ram(void **state)
 
 	/* A name that makes too long a socket path. */
 	char longname[256];
-	snprintf(longname, sizeof(longname),
-		 "<domain><name>%090d</name><devices/></domain>", 7);
+	snprintf(longname, sizeof(longname), "<domain><name>%090d</name><devices/></domain>", 7);
 	assert_int_equal(patch_vsock(longname, &after, &changes, err), -EINVAL);
 	assert_non_null(strstr(err, "107"));
 

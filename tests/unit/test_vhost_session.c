@@ -192,14 +192,17 @@ static void start_device(struct fq *f, uint32_t base)
 
 		assert_int_equal(fq_do(f, VU_SET_VRING_NUM, VU_VERSION, &num, 8, NULL, 0), 0);
 		assert_int_equal(fq_do(f, VU_SET_VRING_BASE, VU_VERSION, &b, 8, NULL, 0), 0);
-		assert_int_equal(fq_do(f, VU_SET_VRING_ADDR, VU_VERSION, &a, sizeof(a), NULL, 0), 0);
-		assert_int_equal(fq_do(f, VU_SET_VRING_KICK, VU_VERSION, &idx, 8, &f->kick[q], 1), 0);
+		assert_int_equal(fq_do(f, VU_SET_VRING_ADDR, VU_VERSION, &a, sizeof(a), NULL, 0),
+				 0);
+		assert_int_equal(fq_do(f, VU_SET_VRING_KICK, VU_VERSION, &idx, 8, &f->kick[q], 1),
+				 0);
 	}
 	for (uint32_t q = 0; q < 2; q++) {
 		struct vu_vring_state en = {q, 1};
 		uint64_t idx = q;
 		assert_int_equal(fq_do(f, VU_SET_VRING_ENABLE, VU_VERSION, &en, 8, NULL, 0), 0);
-		assert_int_equal(fq_do(f, VU_SET_VRING_CALL, VU_VERSION, &idx, 8, &f->call[q], 1), 0);
+		assert_int_equal(fq_do(f, VU_SET_VRING_CALL, VU_VERSION, &idx, 8, &f->call[q], 1),
+				 0);
 	}
 	assert_true(fq_no_reply(f));
 }
@@ -379,47 +382,43 @@ static void test_hostile_messages(void **state)
 	assert_int_equal(fq_ack(&f, VU_SET_MEM_TABLE), 1);
 	/* fds on a request that takes none; a kick without its fd */
 	uint64_t feat = 1ull << VU_F_VERSION_1;
-	assert_int_equal(fq_do(&f, VU_SET_FEATURES, VU_VERSION | VU_FLAG_NEED_REPLY, &feat, 8,
-			       &small, 1),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_FEATURES, VU_VERSION | VU_FLAG_NEED_REPLY, &feat, 8, &small, 1), 0);
 	assert_int_equal(fq_ack(&f, VU_SET_FEATURES), 1);
 	v = 0;
-	assert_int_equal(fq_do(&f, VU_SET_VRING_KICK, VU_VERSION | VU_FLAG_NEED_REPLY, &v, 8, NULL, 0),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_VRING_KICK, VU_VERSION | VU_FLAG_NEED_REPLY, &v, 8, NULL, 0), 0);
 	assert_int_equal(fq_ack(&f, VU_SET_VRING_KICK), 1);
 	/* a ring the device does not have; reserved bits */
 	v = 5;
-	assert_int_equal(fq_do(&f, VU_SET_VRING_CALL, VU_VERSION | VU_FLAG_NEED_REPLY, &v, 8,
-			       &small, 1),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_VRING_CALL, VU_VERSION | VU_FLAG_NEED_REPLY, &v, 8, &small, 1), 0);
 	assert_int_equal(fq_ack(&f, VU_SET_VRING_CALL), 1);
 	v = 1ull << 20;
-	assert_int_equal(fq_do(&f, VU_SET_VRING_CALL, VU_VERSION | VU_FLAG_NEED_REPLY, &v, 8,
-			       &small, 1),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_VRING_CALL, VU_VERSION | VU_FLAG_NEED_REPLY, &v, 8, &small, 1), 0);
 	assert_int_equal(fq_ack(&f, VU_SET_VRING_CALL), 1);
 	struct vu_vring_state st = {7, 0};
 	assert_int_equal(fq_do(&f, VU_GET_VRING_BASE, VU_VERSION, &st, 8, NULL, 0), 0);
 	assert_int_equal(fq_reply(&f, VU_GET_VRING_BASE, &st, sizeof(st)), 0); /* empty: error */
 	st = (struct vu_vring_state){0, 100}; /* not a power of two */
-	assert_int_equal(fq_do(&f, VU_SET_VRING_NUM, VU_VERSION | VU_FLAG_NEED_REPLY, &st, 8, NULL, 0),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_VRING_NUM, VU_VERSION | VU_FLAG_NEED_REPLY, &st, 8, NULL, 0), 0);
 	assert_int_equal(fq_ack(&f, VU_SET_VRING_NUM), 1);
 	/* ring addresses outside the table */
 	struct vu_vring_addr a = {.index = 0, .desc_uva = 16, .used_uva = 4096, .avail_uva = 8192};
-	assert_int_equal(fq_do(&f, VU_SET_VRING_ADDR, VU_VERSION | VU_FLAG_NEED_REPLY, &a, sizeof(a),
-			       NULL, 0),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_VRING_ADDR, VU_VERSION | VU_FLAG_NEED_REPLY, &a, sizeof(a), NULL, 0),
+	    0);
 	assert_int_equal(fq_ack(&f, VU_SET_VRING_ADDR), 1);
 	assert_true(vq_ready(vu_session_ring(f.s, 0))); /* the ring is as it was */
 	/* features never offered; a feature request never offered; unknown requests */
 	feat = 1ull << 28; /* INDIRECT_DESC */
-	assert_int_equal(fq_do(&f, VU_SET_FEATURES, VU_VERSION | VU_FLAG_NEED_REPLY, &feat, 8, NULL, 0),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_FEATURES, VU_VERSION | VU_FLAG_NEED_REPLY, &feat, 8, NULL, 0), 0);
 	assert_int_equal(fq_ack(&f, VU_SET_FEATURES), 1);
-	assert_int_equal(fq_do(&f, VU_SET_LOG_BASE, VU_VERSION | VU_FLAG_NEED_REPLY, &feat, 8, &small,
-			       1),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_LOG_BASE, VU_VERSION | VU_FLAG_NEED_REPLY, &feat, 8, &small, 1), 0);
 	assert_int_equal(fq_ack(&f, VU_SET_LOG_BASE), 1);
 	assert_int_equal(fq_do(&f, 30, VU_VERSION | VU_FLAG_NEED_REPLY, NULL, 0, NULL, 0), 0);
 	assert_int_equal(fq_ack(&f, 30), 1);
@@ -433,8 +432,8 @@ static void test_hostile_messages(void **state)
 	assert_int_equal(fq_do(&f, VU_GET_CONFIG, VU_VERSION, &cfg, 20, NULL, 0), 0);
 	assert_int_equal(fq_reply(&f, VU_GET_CONFIG, &cfg, sizeof(cfg)), 0);
 	cfg = (struct vu_config_wire){.offset = 0, .size = 8};
-	assert_int_equal(fq_do(&f, VU_SET_CONFIG, VU_VERSION | VU_FLAG_NEED_REPLY, &cfg, 20, NULL, 0),
-			 0);
+	assert_int_equal(
+	    fq_do(&f, VU_SET_CONFIG, VU_VERSION | VU_FLAG_NEED_REPLY, &cfg, 20, NULL, 0), 0);
 	assert_int_equal(fq_ack(&f, VU_SET_CONFIG), 1);
 	assert_non_null(strstr(vu_session_error(f.s), "read-only"));
 

@@ -74,7 +74,8 @@ static void test_mem_table_rules(void **state)
 	w.r[1].gpa = 4096; /* overlaps region 0 */
 	assert_int_equal(vu_mem_set_raw(&m, &w, host, why, sizeof(why)), -EINVAL);
 	assert_non_null(strstr(why, "overlap"));
-	w.r[1] = (struct vu_region_wire){.gpa = 8192, .size = 8192, .uva = 0x10100}; /* uva overlap */
+	w.r[1] =
+	    (struct vu_region_wire){.gpa = 8192, .size = 8192, .uva = 0x10100}; /* uva overlap */
 	assert_int_equal(vu_mem_set_raw(&m, &w, host, why, sizeof(why)), -EINVAL);
 	w.r[1] = (struct vu_region_wire){.gpa = UINT64_MAX - 100, .size = 8192, .uva = 0x20000};
 	assert_int_equal(vu_mem_set_raw(&m, &w, host, why, sizeof(why)), -EINVAL);
@@ -98,7 +99,8 @@ static void test_mem_table_short_file_refused(void **state)
 	int fd = memfd_create("guest", MFD_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, 8192), 0);
-	w.r[0] = (struct vu_region_wire){.gpa = 0, .size = 8192, .uva = 0x1000, .mmap_offset = 4096};
+	w.r[0] =
+	    (struct vu_region_wire){.gpa = 0, .size = 8192, .uva = 0x1000, .mmap_offset = 4096};
 	assert_int_equal(vu_mem_set(&m, &w, &fd, why, sizeof(why)), -EINVAL);
 	assert_int_equal(m.n, 0);
 	w.r[0].mmap_offset = 0;
@@ -122,8 +124,9 @@ static void test_fair_chain(void **state)
 	(void)state;
 
 	g_init(&g, 16);
-	struct gdesc d[3] = {
-	    {g_alloc(&g, 44), 44, false}, {g_alloc(&g, 100), 100, false}, {g_alloc(&g, 4096), 4096, true}};
+	struct gdesc d[3] = {{g_alloc(&g, 44), 44, false},
+			     {g_alloc(&g, 100), 100, false},
+			     {g_alloc(&g, 4096), 4096, true}};
 	uint16_t head = g_add_chain(&g, 1, d, 3);
 	assert_int_equal(vq_avail_pending(&g.vq[1]), 1);
 	assert_int_equal(vq_pop(&g.vq[1], &g.mem, &c), 1);
