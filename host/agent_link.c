@@ -35,8 +35,7 @@
 enum link_state { LINK_DOWN, LINK_HELLO_WAIT, LINK_READY };
 
 struct mtd_agent_link {
-	char path[108];  /* the virtio-serial socket; or the name logs use when there is none */
-	bool has_socket; /* path is a socket to connect to */
+	char path[108]; /* the virtio-serial socket; or the name logs use when there is none */
 	uint64_t interval_ms;
 	enum link_state state;
 	int fd;
@@ -47,7 +46,9 @@ struct mtd_agent_link {
 	uint64_t next_connect_ms;
 	uint32_t next_id;
 	uint32_t version;
-	bool logged_down; /* one NOTICE per outage, not one per retry */
+	bool logged_down;    /* one NOTICE per outage, not one per retry */
+	bool has_socket;     /* path is a socket to connect to */
+	bool fd_from_source; /* the current fd came from take_fd */
 
 	struct proto_hello hello;
 	uint64_t last_heard_ms;
@@ -68,7 +69,6 @@ struct mtd_agent_link {
 	/* the vsock back end's streams (NULL: virtio-serial only) */
 	int (*take_fd)(void *ctx);
 	void *take_ctx;
-	bool fd_from_source; /* the current fd came from take_fd */
 
 	/* pings: one in flight at a time; round trips in a ring of the last RTT_SAMPLES */
 	uint64_t ping_interval_ms;

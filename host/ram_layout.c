@@ -25,29 +25,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A hex number at *p (no 0x), moving *p past it.  false when there is none. */
+static bool hex(const char **p, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(*p, &end, 16);
+	if (end == *p || errno)
+		return false;
+	*p = end;
+	return true;
+}
+
 /* One flat-view line: "  START-END (prio P, KIND): NAME[ @OFFSET]".  1: a ram/rom piece. */
 static int parse_piece(const char *line, size_t len, struct mtd_mtree_range *out)
 {
-	char buf[256], kind[32];
-	unsigned long long a, b;
-	int prio, pos = 0;
+	char buf[256];
+	const char *p = buf, *kind, *name;
+	uint64_t a, b;
 
 	if (len >= sizeof(buf))
 		return 0;
 	memcpy(buf, line, len);
 	buf[len] = '\0';
-	if (sscanf(buf, " %llx-%llx (prio %d, %31[^)]): %n", &a, &b, &prio, kind, &pos) != 4 ||
-	    !pos || b < a)
+	while (*p == ' ')
+		p++;
+	if (!hex(&p, &a) || *p++ != '-' || !hex(&p, &b) || b < a || strncmp(p, " (prio ", 7) != 0)
 		return 0;
-	if (strcmp(kind, "ram") != 0 && strcmp(kind, "rom") != 0)
+	kind = strstr(p, ", ");
+	name = strstr(p, "): ");
+	if (!kind || !name || name < kind)
 		return 0;
-	char *name = buf + pos, *at = strstr(name, " @");
+	kind += 2;
+	if (!((name - kind == 3 && !strncmp(kind, "ram", 3)) ||
+	      (name - kind == 3 && !strncmp(kind, "rom", 3))))
+		return 0;
+	name += 3;
+	char *at = strstr(name, " @");
 	out->start = a;
 	out->end = b;
 	out->offset = 0;
 	if (at) {
+		const char *o = at + 2;
+
 		*at = '\0';
-		out->offset = strtoull(at + 2, NULL, 16);
+		if (!hex(&o, &out->offset))
+			return 0;
 	}
 	snprintf(out->name, sizeof(out->name), "%s", name);
 	return 1;
@@ -96,9 +120,10 @@ static const struct vu_layout_region *in_table(const struct vu_layout_region *r,
 static bool mapped(const char *maps, uint64_t va, uint64_t len)
 {
 	for (const char *p = maps; p && *p;) {
-		unsigned long long a, b;
+		const char *q = p;
+		uint64_t a, b;
 
-		if (sscanf(p, "%llx-%llx", &a, &b) == 2 && va >= a && va + len <= b)
+		if (hex(&q, &a) && *q++ == '-' && hex(&q, &b) && va >= a && va + len <= b)
 			return true;
 		p = strchr(p, '\n');
 		p = p ? p + 1 : NULL;

@@ -283,7 +283,8 @@ static void rescan(struct mtd_vsock *v)
 		struct stat st;
 		struct ep *e;
 
-		if (len <= 5 || strcmp(de->d_name + len - 5, ".sock") || len - 5 >= sizeof(name))
+		if (len <= 5 || strcmp(de->d_name + len - 5, ".sock") != 0 ||
+		    len - 5 >= sizeof(name))
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", v->cfg.dir, de->d_name) >=
 			(int)sizeof(path) ||

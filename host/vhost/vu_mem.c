@@ -108,7 +108,7 @@ int vu_mem_set(struct vu_mem *m, const struct vu_memory_wire *w, const int *fds,
 			snprintf(why, whylen,
 				 "region %u: its file holds %lld bytes, the region needs %llu", i,
 				 (long long)st.st_size,
-				 (unsigned long long)(r->mmap_offset + r->size));
+				 (unsigned long long)r->mmap_offset + r->size);
 			rc = -EINVAL;
 			goto fail;
 		}

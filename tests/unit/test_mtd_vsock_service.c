@@ -104,7 +104,8 @@ static int accept_qemu(int lfd)
 /* QEMU 7.2's realize and device start, as recorded (see test_vhost_session.c). */
 static void qemu_setup(int fd, int memfd, const int kick[2], const int call[2])
 {
-	uint64_t v, pf = (1ull << VU_PF_MQ) | (1ull << VU_PF_REPLY_ACK) | (1ull << VU_PF_CONFIG);
+	uint64_t v = 0,
+		 pf = (1ull << VU_PF_MQ) | (1ull << VU_PF_REPLY_ACK) | (1ull << VU_PF_CONFIG);
 	uint64_t feat = (1ull << VU_F_VERSION_1) | (1ull << VU_F_PROTOCOL_FEATURES);
 	struct vu_config_wire cfg = {.offset = 0, .size = 8};
 	struct vu_memory_wire mem = {.nregions = 1};

@@ -210,7 +210,7 @@ static void start_device(struct fq *f, uint32_t base)
 /* QEMU's vhost_dev_init part: negotiation, owner, call/err fds, config. */
 static void init_device(struct fq *f)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	uint64_t pf = (1ull << VU_PF_MQ) | (1ull << VU_PF_REPLY_ACK) | (1ull << VU_PF_CONFIG);
 	struct vu_config_wire cfg = {.offset = 0, .size = 8};
 

@@ -176,6 +176,7 @@ static inline uint16_t g_used_idx(struct fake_guest *g, unsigned q)
 /* The next used element the device returned: true and {id, len}, or false. */
 static inline bool g_take_used(struct fake_guest *g, unsigned q, uint32_t *id, uint32_t *len)
 {
+	*id = *len = 0;
 	if (g_used_idx(g, q) == g->used_seen[q])
 		return false;
 	const uint8_t *e = g->ram + g_ring_off(q, 2) + 4 + 8 * (size_t)(g->used_seen[q] % g->num);
@@ -241,6 +242,7 @@ static inline bool g_recv(struct fake_guest *g, struct vsock_hdr *h, void *paylo
 	uint32_t id, len;
 	struct virtio_vsock_hdr w;
 
+	memset(h, 0, sizeof(*h));
 	if (!g_take_used(g, 0, &id, &len))
 		return false;
 	if (len < sizeof(w))
