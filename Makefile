@@ -32,7 +32,7 @@ CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 LDFLAGS  += -fsanitize=address,undefined
 endif
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -MMD -MP \
-	-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(PKG_CFLAGS)
+	-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(PKG_CFLAGS)
 
 # ---- components --------------------------------------------------------------------------
 # libvmm: pure, no I/O; links with nothing but libc and libm.
@@ -46,7 +46,7 @@ AGENT_SRC  := $(filter-out $(AGENT_MAIN),$(wildcard guest-agent/*.c))
 # vhost-user-vsock back end: pure C, no library of its own).
 MTD_MAIN   := host/memtided.c host/memtidectl.c
 VHOST_SRC  := $(wildcard host/vhost/*.c)
-MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c)) $(VHOST_SRC)
+MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c host/access/*.c)) $(VHOST_SRC)
 # policy lab: memtide-sim and memtide-trace.
 SIM_MAIN   := sim/memtide-sim.c sim/memtide-trace.c
 SIM_SRC    := $(filter-out $(SIM_MAIN),$(wildcard sim/*.c))
@@ -77,9 +77,11 @@ PROGRAMS := $(if $(wildcard host/memtided.c),$(BIN)/memtided) \
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
 # host-side helpers of the e2e harness (tests/e2e/*.c), linked like the unit tests
 E2E_HOST := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(wildcard tests/e2e/*.c))
+# The QEMU TCG plugin behind the ept access source: a shared object QEMU loads (-plugin).
+EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
 .PHONY: all check check-unit bench lint sanitize demo install clean deps fuzz
-all: $(PROGRAMS) $(TESTS) $(E2E_HOST)
+all: $(PROGRAMS) $(TESTS) $(E2E_HOST) $(EPT_PLUGIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -121,6 +123,12 @@ AGENT_STATIC := $(if $(filter 1,$(SAN)),,-static)
 $(BIN)/memtide-agent: $(call obj,$(AGENT_MAIN)) $(LIBAGENT) $(LIBPROTO)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(AGENT_STATIC) -o $@ $^ $(shell pkg-config --libs --static json-c inih) -lm
+
+# No sanitizers in the plugin: it runs inside QEMU, which is not built with them.
+$(EPT_PLUGIN): host/access/qemu_plugin/memtide_ept.c host/access/ept_table.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE -Ihost/access \
+		-o $@ $<
 
 # Guest workloads: small static programs copied into the e2e guest's initramfs.
 $(BUILD)/guest/bin/%: tests/e2e/workloads/%.c
@@ -179,9 +187,9 @@ lint:
 	clang-format --dry-run --Werror $(LINT_FILES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -D_GNU_SOURCE \
-		-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(filter %.c,$(LINT_FILES))
+		-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(filter %.c,$(LINT_FILES))
 	clang-tidy --quiet $(filter %.c,$(LINT_FILES)) -- -std=gnu11 -D_GNU_SOURCE \
-		-Ivmm/include -Iproto -Iguest-agent -Ihost -Isim $(PKG_CFLAGS) \
+		-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(PKG_CFLAGS) \
 		$(shell pkg-config --cflags cmocka)
 
 install: all
@@ -189,6 +197,8 @@ install: all
 	install -m 0755 $(BIN)/memtidectl $(BIN)/memtide-sim $(BIN)/memtide-trace \
 		$(BIN)/memtide-agent $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BIN)/memtided $(DESTDIR)$(PREFIX)/sbin/
+	install -d $(DESTDIR)$(PREFIX)/lib/memtide
+	install -m 0644 $(EPT_PLUGIN) $(DESTDIR)$(PREFIX)/lib/memtide/
 	DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) sh contrib/install.sh
 
 clean:

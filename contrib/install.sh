@@ -18,6 +18,12 @@ install -d "$DESTDIR$UNITDIR" "$DESTDIR/etc/libvirt/hooks/qemu.d" "$DESTDIR/etc/
 	"$DESTDIR$DOCDIR"
 subst "$SRC/systemd/memtided.service" >"$DESTDIR$UNITDIR/memtided.service"
 chmod 0644 "$DESTDIR$UNITDIR/memtided.service"
+# Host swap for host-side eviction (return=pageout/auto): enable it with
+# `systemctl enable --now memtide-zram-swap` (docs/operations.md, "Host swap").
+install -d "$DESTDIR$SBINDIR"
+install -m 0755 "$SRC/memtide-zram-swap" "$DESTDIR$SBINDIR/memtide-zram-swap"
+subst "$SRC/systemd/memtide-zram-swap.service" >"$DESTDIR$UNITDIR/memtide-zram-swap.service"
+chmod 0644 "$DESTDIR$UNITDIR/memtide-zram-swap.service"
 subst "$SRC/libvirt/hooks/qemu.d/memtide" >"$DESTDIR/etc/libvirt/hooks/qemu.d/memtide"
 chmod 0755 "$DESTDIR/etc/libvirt/hooks/qemu.d/memtide"
 if [ -e "$DESTDIR/etc/memtide/memtided.conf" ]; then

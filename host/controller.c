@@ -191,15 +191,24 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 		    uint64_t step, uint64_t floor, uint64_t ceiling, uint64_t prev_target,
 		    struct mtd_ctl_output *out)
 {
-	bool soft = policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed &&
+	/* With host-side eviction (pageout, auto) the balloon is only a cap, even under a
+	 * squeeze: the squeeze shortens the cold age instead, and an agentless guest's balloon
+	 * could only be met by its OOM killer (/work/shared/README.md). */
+	bool hostside =
+	    policy->return_via == MTD_RETURN_PAGEOUT || policy->return_via == MTD_RETURN_AUTO;
+	bool soft = (hostside ||
+		     (policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed)) &&
 		    policy->enabled && !in->exiting && in->inputs_fresh;
+	/* The agent is asked to reclaim under reclaim, and under auto when it can. */
+	bool ask_guest = policy->return_via == MTD_RETURN_RECLAIM ||
+			 (policy->return_via == MTD_RETURN_AUTO && in->can_reclaim);
 	uint64_t from = clamp_u64(st->balloon_bytes, floor, ceiling);
 	uint64_t goal = soft ? ceiling : st->target_bytes;
 	uint64_t next = goal >= from ? goal : from - goal > step ? from - step : goal;
 
 	if (!soft && next < st->balloon_bytes)
 		out->reclaim_bytes = st->balloon_bytes - next;
-	if (soft && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
+	if (soft && ask_guest && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
 		uint64_t cut = prev_target > st->target_bytes ? prev_target - st->target_bytes : 0;
 		uint64_t over = 0;
 		if (in->used_known &&

@@ -23,7 +23,10 @@
  * target; with `reclaim` the agent is asked to reclaim what the guest uses beyond the
  * target, at most one step per interval, and the balloon stays at the ceiling unless the
  * host arbiter squeezes the VM or the guest cannot reclaim (then it is `balloon` again,
- * stepping down from where it is).
+ * stepping down from where it is).  With `pageout` and `auto` (host-side eviction,
+ * pageout_hand.h) the balloon stays at the ceiling whatever happens; `auto` asks the agent to
+ * reclaim as `reclaim` does when it can, `pageout` never asks it.  The caller passes the
+ * policy with `return` resolved (mtd_return_resolve).
  *
  * Thread context: the state belongs to one VM loop thread; nothing here is shared.
  */
@@ -102,7 +105,7 @@ struct mtd_ctl_output {
 	uint64_t target_bytes;  /* memory the guest should keep */
 	uint64_t balloon_bytes; /* balloon target to set */
 	bool changed;           /* balloon differs from the previous by >= min_change_bytes */
-	bool soft;              /* return=reclaim in force: the balloon is only a cap */
+	bool soft;              /* reclaim, pageout or auto in force: the balloon is only a cap */
 	uint64_t reclaim_bytes; /* ask the agent to reclaim this much first (0: none) */
 	enum mtd_ctl_reason reason;
 	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING or DISABLED */

@@ -29,6 +29,7 @@
 #include "arbiter.h"
 #include "libvirt_conn.h"
 #include "log.h"
+#include "swap_stat.h"
 #include "qmp.h"
 #include "vm.h"
 
@@ -465,7 +466,13 @@ static void arbitrate(struct mtd_daemon *d)
 	free(av);
 	free(vp);
 
+	/* Host swap and the compressed pools, for status and metrics (swap_stat.h). */
+	struct mtd_swap_stat sw = {0};
+	(void)mtd_swap_read(NULL, NULL, &sw);
 	pthread_mutex_lock(&d->host_lock);
+	d->host.swap_total_bytes = sw.total_bytes;
+	d->host.swap_free_bytes = sw.free_bytes;
+	d->host.swap_pool_bytes = mtd_swap_pool(&sw);
 	bool was = d->host.under_pressure;
 	/* Pressure starts under the low mark and ends over the high mark (hysteresis). */
 	d->host.under_pressure = res.under_pressure || (was && avail <= res.high_mark_bytes);

@@ -518,8 +518,8 @@ static int lvb_qemu_pid(void *ctx, int *pid)
 	return 0;
 }
 
-/* QMP through libvirt's monitor passthrough (the domain is marked "tainted", as for the
- * balloon's qom-get; libvirt tracks the stop/cont such a command may be). */
+/* QMP passed through libvirt (libvirt marks the domain "custom-monitor" tainted, as for the
+ * free page reporting query above). */
 static int lvb_qmp(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
 		   char *err, size_t errlen)
 {
@@ -533,13 +533,11 @@ static int lvb_qmp(void *ctx, const char *cmd, struct json_object *args, struct 
 	json_object_object_add(req, "execute", json_object_new_string(cmd));
 	if (args)
 		json_object_object_add(req, "arguments", json_object_get(args));
-	rc = virDomainQemuMonitorCommand(
-	    b->dom, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &reply, 0);
+	rc = virDomainQemuMonitorCommand(b->dom, json_object_to_json_string(req), &reply, 0);
 	json_object_put(req);
 	if (rc < 0) {
-		virErrorPtr e = virGetLastError();
-		snprintf(err, errlen, "libvirt QMP %s: %s", cmd,
-			 e && e->message ? e->message : "failed");
+		const char *m = virGetLastErrorMessage();
+		snprintf(err, errlen, "libvirt QMP %s: %s", cmd, m ? m : "failed");
 		return -EIO;
 	}
 	rc = mtd_qmp_parse_reply(reply, ret, err, errlen);

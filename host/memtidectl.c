@@ -32,6 +32,7 @@
 
 #include "domxml.h"
 #include "vsock_service.h"
+#include "ept_cli.h"
 
 #define VERSION        "0.1.0"
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
@@ -62,6 +63,11 @@ static void usage(FILE *f)
 	    "                                target_refault_per_min headroom return\n"
 	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain\n"
 	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
+	    "  ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
+	    "                                the -plugin argument for a TCG guest (ept source)\n"
+	    "  ept-status TABLE              the ept plugin's table file: windows, cost\n"
+	    "  ept-mode TABLE off|always|window MS\n"
+	    "                                switch its instrumentation by hand\n"
 	    "  domxml-patch DOMAIN [--yes] [--uri URI] [--vsock [--vsock-dir DIR]]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
@@ -297,7 +303,7 @@ static void print_channel(struct json_object *vm)
 
 static void print_status(struct json_object *rep)
 {
-	struct json_object *host, *vms;
+	struct json_object *host = NULL, *vms;
 	char a[16], b[16], c[16], e[16], f[16];
 
 	if (json_object_object_get_ex(rep, "host", &host))
@@ -308,6 +314,11 @@ static void print_status(struct json_object *rep)
 		       get_b(host, "under_pressure") ? " (UNDER PRESSURE)" : "",
 		       (long long)get_i(host, "nr_vms"),
 		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)));
+	if (host && get_i(host, "swap_total_bytes") > 0)
+		printf("host swap: %s free of %s; compressed pools hold %s of RAM\n",
+		       size_str(get_i(host, "swap_free_bytes"), a, sizeof(a)),
+		       size_str(get_i(host, "swap_total_bytes"), b, sizeof(b)),
+		       size_str(get_i(host, "swap_pool_bytes"), c, sizeof(c)));
 	if (!json_object_object_get_ex(rep, "vms", &vms) || json_object_array_length(vms) == 0) {
 		printf("no VMs managed\n");
 		return;
@@ -385,6 +396,57 @@ static void print_policy(struct json_object *p, const char *sep)
 	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"));
 }
 
+/* Which access-bit source, and why not each other one (host/access/choose.c). */
+static void print_source(struct json_object *vm)
+{
+	struct json_object *nt;
+
+	printf("  access source: %s%s%s\n", get_s(vm, "source"),
+	       *get_s(vm, "source_detail") ? ": " : "", get_s(vm, "source_detail"));
+	if (!json_object_object_get_ex(vm, "source_not_taken", &nt) ||
+	    !json_object_is_type(nt, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(nt); i++) {
+		struct json_object *x = json_object_array_get_idx(nt, i);
+		printf("    not %s: %s\n", get_s(x, "source"), get_s(x, "why"));
+	}
+}
+
+/* How memory goes back, in words, for each `return_in_force`. */
+static const char *return_how(const char *r)
+{
+	if (strcmp(r, "reclaim") == 0)
+		return " (the agent's reclaim + free page reporting; the balloon is a cap)";
+	if (strcmp(r, "pageout") == 0)
+		return " (memtided pages cold memory out to host swap; the balloon is a cap)";
+	if (strcmp(r, "auto") == 0)
+		return " (the agent's reclaim first, host pageout for the rest; the balloon is a "
+		       "cap)";
+	return " (the balloon)";
+}
+
+/* Host-side eviction: its state and why, the RSS it freed, the pool's share, swap-ins. */
+static void print_pageout(struct json_object *vm)
+{
+	struct json_object *p;
+	char a[16], b[16], c[16], d[16], e[16];
+
+	if (!json_object_object_get_ex(vm, "pageout", &p))
+		return;
+	if (strcmp(get_s(p, "state"), "off") == 0 && get_i(p, "swapped_bytes") == 0)
+		return;
+	printf("  host pageout %s%s%s\n", get_s(p, "state"), *get_s(p, "why") ? ": " : "",
+	       get_s(p, "why"));
+	printf("    in host swap %s (resident drop) - compressed pool %s = %s saved; %s sent out "
+	       "in all, %s evictable; swap-ins %.1f pages/s, %" PRId64 " refaults in all\n",
+	       size_str(get_i(p, "swapped_bytes"), a, sizeof(a)),
+	       size_str(get_i(p, "pool_bytes"), b, sizeof(b)),
+	       size_str(get_i(p, "net_bytes"), c, sizeof(c)),
+	       size_str(get_i(p, "out_total_bytes"), d, sizeof(d)),
+	       size_str(get_i(p, "evictable_bytes"), e, sizeof(e)), get_d(p, "swapin_pages_per_s"),
+	       get_i(p, "refaults_total"));
+}
+
 static void print_vm(struct json_object *vm)
 {
 	struct json_object *pol, *wss, *acts;
@@ -402,11 +464,10 @@ static void print_vm(struct json_object *vm)
 	       size_str(get_i(vm, "saved_bytes"), e, sizeof(e)));
 	printf("  target %s, returned by %s%s; guest uses %s (MemTotal - MemFree)\n",
 	       size_str(get_i(vm, "target_bytes"), a, sizeof(a)), get_s(vm, "return_in_force"),
-	       strcmp(get_s(vm, "return_in_force"), "reclaim") == 0
-		   ? " (the agent's reclaim + free page reporting; the balloon is a cap)"
-		   : " (the balloon)",
+	       return_how(get_s(vm, "return_in_force")),
 	       get_i(vm, "guest_used_bytes") ? size_str(get_i(vm, "guest_used_bytes"), b, sizeof(b))
 					     : "unknown");
+	print_pageout(vm);
 	printf("  agent %s%s%s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
 	       "%.1f%%\n",
 	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",
@@ -414,6 +475,7 @@ static void print_vm(struct json_object *vm)
 	       get_b(vm, "fpr_on") ? "on" : "OFF or unknown",
 	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
 	       get_d(vm, "guest_psi_some_avg10"));
+	print_source(vm);
 	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
 	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
@@ -907,6 +969,8 @@ int main(int argc, char **argv)
 		xmlCleanupParser();
 		return rc;
 	}
+	if (!strncmp(cmd, "ept-", 4))
+		return mtd_ept_cli(argc, argv, json_out);
 	if (!strcmp(cmd, "version") && argc == 1)
 		return cmd_version();
 	if (!strcmp(cmd, "help")) {

@@ -25,6 +25,7 @@
 #include <libxml/parser.h>
 #include <urcu.h>
 
+#include "choose.h"
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
@@ -54,7 +55,8 @@ static void usage(FILE *f)
 	    "Options:\n"
 	    "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
 	    "  --interval DURATION    control interval, e.g. 5s, 500ms (default 5s)\n"
-	    "  --source agent|sim     access-bit source (sim: libvmm's simulated hardware)\n"
+	    "  --source live|sim      access-bit sources: live (per VM: ept, idle, damon or the\n"
+	    "                         agent, as its policy says) or sim (simulated hardware)\n"
 	    "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
 	    "  --syslog               log to syslog instead of stderr\n"
 	    "  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
@@ -66,13 +68,15 @@ static void usage(FILE *f)
 	    "Flags override the config file.  Its sections and keys:\n"
 	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
 	    "               vsock_dir vsock_cid vsock_port agent_ping\n"
+	    "               ept_dir young_dump_dir\n"
 	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
 	    "               mem_available_low agent_silence hold_after_deflate hold_max\n"
 	    "               min_change\n"
 	    "  [host]       low_mark high_mark interval settle meminfo\n"
 	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-	    "               return (balloon or reclaim)\n"
+	    "               return (balloon, reclaim, pageout or auto)\n"
 	    "               (per-domain policy unless the domain's memtide metadata says)\n"
+	    "  [pageout]    swap_reserve max_step requery (host-side eviction)\n"
 	    "  [sim]        hot_percent\n");
 }
 
@@ -296,7 +300,9 @@ int main(int argc, char **argv)
 	}
 	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
-		   cfg.source == MTD_SOURCE_SIM ? "sim" : "agent");
+		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)");
+	if (cfg.source != MTD_SOURCE_SIM)
+		mtd_access_daemon_start(cfg.ept_dir);
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
 		mtd_metrics_stop(metrics);

@@ -140,7 +140,21 @@ SAMPLER(s_rtt50, "%.6f", (double)st->agent_rtt_p50_us / 1e6)
 SAMPLER(s_rtt99, "%.6f", (double)st->agent_rtt_p99_us / 1e6)
 SAMPLER(s_avail, "%" PRIu64, st->guest_mem_available_bytes)
 SAMPLER(s_psi, "%.2f", st->guest_psi_some_avg10)
+SAMPLER(s_po_swapped, "%" PRIu64, st->pageout.swapped_bytes)
+SAMPLER(s_po_pool, "%" PRIu64, st->pageout.pool_bytes)
+SAMPLER(s_po_out, "%" PRIu64, st->pageout.out_total_bytes)
+SAMPLER(s_po_refaults, "%" PRIu64, st->pageout.refaults_total)
+SAMPLER(s_po_swapin, "%.3f", st->pageout.swapin_pages_per_s)
 #undef SAMPLER
+
+static void s_po_state(struct buf *b, const char *metric, const struct mtd_vm_status *st)
+{
+	for (int s = MTD_PAGEOUT_OFF; s <= MTD_PAGEOUT_REFUSED; s++) {
+		dom(b, metric, st);
+		put(b, ",state=\"%s\"} %d\n", mtd_pageout_state_name((enum mtd_pageout_state)s),
+		    (int)st->pageout.state == s);
+	}
+}
 
 static void s_wss_age(struct buf *b, const char *metric, const struct mtd_vm_status *st)
 {
@@ -190,8 +204,15 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	family(&b, "memtide_vms", "gauge", "VMs managed.");
 	put(&b, "memtide_vms %u\n", h.nr_vms);
 	family(&b, "memtide_host_saved_bytes", "gauge",
-	       "Memory handed back to the host by every VM (balloon).");
+	       "Memory handed back to the host by every VM (net of the compressed swap pool).");
 	put(&b, "memtide_host_saved_bytes %" PRIu64 "\n", h.saved_bytes);
+	family(&b, "memtide_host_swap_total_bytes", "gauge", "Host SwapTotal.");
+	put(&b, "memtide_host_swap_total_bytes %" PRIu64 "\n", h.swap_total_bytes);
+	family(&b, "memtide_host_swap_free_bytes", "gauge", "Host SwapFree.");
+	put(&b, "memtide_host_swap_free_bytes %" PRIu64 "\n", h.swap_free_bytes);
+	family(&b, "memtide_host_swap_pool_bytes", "gauge",
+	       "RAM the compressed swap pools hold (zram devices, zswap).");
+	put(&b, "memtide_host_swap_pool_bytes %" PRIu64 "\n", h.swap_pool_bytes);
 
 	per_vm(d, &b, "memtide_vm_state", "gauge", "The VM's state (1 for the current one).",
 	       s_state);
@@ -240,6 +261,20 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       s_avail);
 	per_vm(d, &b, "memtide_vm_guest_psi_some_avg10", "gauge",
 	       "Guest PSI memory some avg10, percent.", s_psi);
+	per_vm(d, &b, "memtide_vm_pageout_state", "gauge",
+	       "Host-side eviction's state (1 for the current one).", s_po_state);
+	per_vm(d, &b, "memtide_vm_pageout_swapped_bytes", "gauge",
+	       "Guest memory memtided paged out that is in host swap now (its RSS drop).",
+	       s_po_swapped);
+	per_vm(d, &b, "memtide_vm_pageout_pool_bytes", "gauge",
+	       "Its share of the compressed swap pool: saved = swapped - pool.", s_po_pool);
+	per_vm(d, &b, "memtide_vm_pageout_out_bytes_total", "counter",
+	       "Guest memory sent to host swap.", s_po_out);
+	per_vm(d, &b, "memtide_vm_pageout_refaults_total", "counter",
+	       "Guest pages read back from host swap (refaults).", s_po_refaults);
+	per_vm(d, &b, "memtide_vm_swapin_pages_per_second", "gauge",
+	       "Guest pages read back from host swap per second, over the last interval.",
+	       s_po_swapin);
 	if (b.oom) {
 		free(b.p);
 		return NULL;

@@ -21,6 +21,7 @@
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
 #define MTD_RAM_REGIONS  8 /* vhost-user's memory table holds at most 8 */
+#define MTD_SOURCE_NOTES 4 /* sources a VM could use besides the one it does */
 
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
@@ -45,13 +46,33 @@ const char *mtd_vm_state_name(enum mtd_vm_state s);
  *            memory back in 2 MiB blocks, so the host's huge pages over the rest stay
  *            whole; the balloon stays at the ceiling and is used only as a cap: when the
  *            host arbiter squeezes the VM, or the agent cannot reclaim (no agent, no
- *            reclaim capability, or free page reporting off), it falls back to `balloon`.
+ *            reclaim capability, or free page reporting off), it falls back to `balloon`,
+ *            or to `pageout` for a VM without an agent that has a live access source.
+ *   pageout  memtided evicts the guest's cold pages itself (oldest generations, past the
+ *            cold age) into host swap with process_madvise(MADV_PAGEOUT); nothing is
+ *            asked of the guest and the balloon stays at the ceiling (host/pageout_hand.c).
+ *   auto     the agent's reclaim for what the guest will give, host pageout for the rest.
  */
 enum mtd_return_via {
 	MTD_RETURN_BALLOON = 0,
 	MTD_RETURN_RECLAIM,
+	MTD_RETURN_PAGEOUT,
+	MTD_RETURN_AUTO,
 };
 const char *mtd_return_via_name(enum mtd_return_via r);
+
+/*
+ * Where a VM's page-access information comes from (policy key `source`; host/access/):
+ * auto picks the first available of ept, idle, damon, then the agent's amounts.
+ */
+enum mtd_access_pref {
+	MTD_ACCESS_AUTO = 0,
+	MTD_ACCESS_EPT,
+	MTD_ACCESS_IDLE,
+	MTD_ACCESS_DAMON,
+	MTD_ACCESS_AGENT,
+};
+const char *mtd_access_pref_name(enum mtd_access_pref p);
 
 /* Per-domain policy (daemon defaults, overridden from the domain's libvirt metadata). */
 struct mtd_policy {
@@ -61,7 +82,32 @@ struct mtd_policy {
 	unsigned priority;              /* host arbitration weight: lower is reclaimed first */
 	double target_refault_per_min;  /* fraction of resident pages per minute (0.002) */
 	uint64_t headroom_bytes;        /* added to the working set to form the target */
-	enum mtd_return_via return_via; /* key `return`: balloon or reclaim */
+	enum mtd_return_via return_via; /* key `return`: balloon, reclaim, pageout or auto */
+	enum mtd_access_pref source;    /* key `source`: auto, ept, idle, damon, agent */
+	uint64_t ept_window_ms;         /* key `ept_window`: the ept source's sampling window */
+};
+
+/* Host-side eviction (return=pageout or auto), as the pageout hand last saw it. */
+enum mtd_pageout_state {
+	MTD_PAGEOUT_OFF = 0, /* not in force (return=balloon or reclaim) */
+	MTD_PAGEOUT_ACTIVE,  /* evicting pages past the cold age */
+	MTD_PAGEOUT_PAUSED,  /* in force, not now (swap full, VM not active, guest reclaiming) */
+	MTD_PAGEOUT_REFUSED, /* cannot (map unsure, memory pinned or locked, no live source) */
+};
+const char *mtd_pageout_state_name(enum mtd_pageout_state s);
+
+struct mtd_vm_pageout {
+	enum mtd_pageout_state state;
+	char why[240];             /* refused or paused: why; else what is kept out, or "" */
+	uint64_t evictable_bytes;  /* guest RAM the map allows to page out */
+	uint64_t swapped_bytes;    /* evicted pages in host swap now: the RSS they freed */
+	uint64_t pool_bytes;       /* their share of the compressed pools (zram, zswap) */
+	uint64_t out_total_bytes;  /* sent to swap, cumulative */
+	uint64_t refaults_total;   /* pages read back from swap for the guest, cumulative */
+	uint64_t collapsed_total;  /* pages khugepaged read back into huge pages, cumulative */
+	double swapin_pages_per_s; /* refaults over the last interval */
+	uint64_t last_out_bytes;   /* the last batch sent to swap */
+	uint64_t last_out_ms;      /* how long it took (process_madvise and the checks) */
 };
 
 struct mtd_action {
@@ -84,7 +130,10 @@ struct mtd_vm_status {
 	uint64_t balloon_target_bytes; /* what we asked for */
 	uint64_t balloon_actual_bytes; /* what the balloon reports */
 	uint64_t host_rss_bytes;       /* guest RAM resident on the host, when known (0: unknown) */
-	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns */
+	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns,
+					* minus the compressed pool's share of pageout */
+	enum mtd_return_via return_in_force; /* how memory goes back now (policy resolved) */
+	struct mtd_vm_pageout pageout;
 
 	uint64_t working_set_bytes; /* at the cold age threshold: what the target is built on */
 	uint64_t wss_age_ms[MTD_WSS_BINS];
@@ -112,7 +161,7 @@ struct mtd_vm_status {
 	 * address, the layout host-side eviction works on; checked against QMP and QEMU's maps
 	 * (ram_layout_check: 1 they agree, 0 they do not, -1 not checked yet). */
 	unsigned nr_ram_regions;
-	struct mtd_ram_region {
+	struct mtd_vm_ram_region {
 		uint64_t gpa, bytes, qemu_va;
 	} ram_regions[MTD_RAM_REGIONS];
 	int ram_layout_check;
@@ -120,6 +169,16 @@ struct mtd_vm_status {
 	bool fpr_on; /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
+
+	/* the access-bit source in use ("none" without one), a line about it, and why each
+	 * other source was not taken (host/access/choose.c) */
+	char source[16];
+	char source_detail[160];
+	unsigned nr_source_not_taken;
+	struct {
+		char name[8];
+		char why[152];
+	} source_not_taken[MTD_SOURCE_NOTES];
 
 	unsigned nr_actions;
 	struct mtd_action actions[MTD_LAST_ACTIONS]; /* newest last */
@@ -161,6 +220,8 @@ struct mtd_host_status {
 	bool under_pressure;
 	unsigned nr_vms;
 	uint64_t saved_bytes;
+	uint64_t swap_total_bytes, swap_free_bytes; /* host swap */
+	uint64_t swap_pool_bytes;                   /* RAM of the compressed pools (zram, zswap) */
 };
 void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out);
 

@@ -13,7 +13,8 @@
  *   <metadata>
  *     <memtide:policy xmlns:memtide="https://memtide.org/xmlns/policy/1"
  *        enabled="yes" min="256M" max="0" priority="100"
- *        target_refault_per_min="0.002" headroom="128M" return="balloon"/>
+ *        target_refault_per_min="0.002" headroom="128M" return="balloon"
+ *        source="auto" ept_window="200ms"/>
  *   </metadata>
  *
  * Attributes left out take the daemon's [defaults].  Sizes take K, M, G, T (powers of 1024,
@@ -29,37 +30,41 @@
 #include "arbiter.h"
 #include "controller.h"
 #include "mtd.h"
+#include "pageout_hand.h"
 
 #define MTD_POLICY_XMLNS        "https://memtide.org/xmlns/policy/1"
 #define MTD_POLICY_XMLNS_PREFIX "memtide"
 #define MTD_PATH_MAX            256
 
 enum mtd_source_kind {
-	MTD_SOURCE_AGENT = 0, /* the guest agent's wss reports and hints */
+	MTD_SOURCE_AGENT = 0, /* live guests: per VM, the source its policy picks */
 	MTD_SOURCE_SIM,       /* libvmm's simulated hardware (tests, demos) */
 };
 
 /* Daemon settings: memtided.conf, then command-line flags on top. */
 struct mtd_config {
-	char uri[MTD_PATH_MAX];          /* [daemon] uri */
-	char socket_path[MTD_PATH_MAX];  /* [daemon] socket */
-	int metrics_port;                /* [daemon] metrics_port, 0: off */
-	char log_level[16];              /* [daemon] log_level */
-	enum mtd_source_kind source;     /* [daemon] source = agent | sim */
-	unsigned sim_hot_percent;        /* [sim] hot_percent: share of RAM the sim touches */
-	unsigned stats_period_s;         /* [daemon] stats_period: balloon stats polling, s */
-	struct mtd_ctl_config ctl;       /* [controller] */
-	struct mtd_arbiter_config arb;   /* [host] */
-	uint64_t arbiter_interval_ms;    /* [host] interval */
-	char meminfo_path[MTD_PATH_MAX]; /* [host] meminfo: the host's /proc/meminfo (tests
+	char uri[MTD_PATH_MAX];            /* [daemon] uri */
+	char socket_path[MTD_PATH_MAX];    /* [daemon] socket */
+	int metrics_port;                  /* [daemon] metrics_port, 0: off */
+	char log_level[16];                /* [daemon] log_level */
+	enum mtd_source_kind source;       /* [daemon] source = live | sim */
+	char ept_dir[MTD_PATH_MAX];        /* [daemon] ept_dir: the ept plugin's table files */
+	char young_dump_dir[MTD_PATH_MAX]; /* [daemon] young_dump_dir: "" off (diagnostic) */
+	unsigned sim_hot_percent;          /* [sim] hot_percent: share of RAM the sim touches */
+	unsigned stats_period_s;           /* [daemon] stats_period: balloon stats polling, s */
+	struct mtd_ctl_config ctl;         /* [controller] */
+	struct mtd_arbiter_config arb;     /* [host] */
+	uint64_t arbiter_interval_ms;      /* [host] interval */
+	char meminfo_path[MTD_PATH_MAX];   /* [host] meminfo: the host's /proc/meminfo (tests
 					  * and containers point it at another file) */
-	struct mtd_policy defaults;      /* [defaults]: per-domain policy unless metadata says */
-	char vsock_dir[108];             /* [daemon] vsock_dir: QEMUs' vhost-user-vsock sockets
+	char vsock_dir[108];               /* [daemon] vsock_dir: QEMUs' vhost-user-vsock sockets
 					  * (libvirt mode; "none": no vsock service) */
-	uint64_t vsock_cid;              /* [daemon] vsock_cid: the guests' CID (3) */
-	uint32_t vsock_port;             /* [daemon] vsock_port: the agent's port (5253) */
-	uint64_t agent_ping_ms;          /* [daemon] agent_ping: ping the agent this often (10 s;
+	uint64_t vsock_cid;                /* [daemon] vsock_cid: the guests' CID (3) */
+	uint32_t vsock_port;               /* [daemon] vsock_port: the agent's port (5253) */
+	uint64_t agent_ping_ms;            /* [daemon] agent_ping: ping the agent this often (10 s;
 					  * 0: never) */
+	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */
+	struct mtd_pageout_config pageout; /* [pageout]: host-side eviction (pageout_hand.h) */
 };
 
 void mtd_config_default(struct mtd_config *cfg);
@@ -77,7 +82,8 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		   char *err, size_t errlen);
 
 void mtd_policy_default(struct mtd_policy *p);
-/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return) from
+/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return,
+ * source, ept_window) from
  * text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
 		      size_t errlen);

@@ -33,6 +33,8 @@ struct json_object *mtd_json_policy(const struct mtd_policy *p)
 			       json_object_new_double(p->target_refault_per_min));
 	put_u64(o, "headroom_bytes", p->headroom_bytes);
 	put_str(o, "return", mtd_return_via_name(p->return_via));
+	put_str(o, "source", mtd_access_pref_name(p->source));
+	put_u64(o, "ept_window_ms", p->ept_window_ms);
 	return o;
 }
 
@@ -125,7 +127,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "max_bytes", st->max_bytes);
 	put_u64(o, "balloon_target_bytes", st->balloon_target_bytes);
 	put_u64(o, "target_bytes", st->target_bytes);
-	put_str(o, "return_in_force", st->soft ? "reclaim" : "balloon");
+	put_str(o, "return_in_force", mtd_return_via_name(st->return_in_force));
+	json_object_object_add(o, "pageout", mtd_json_pageout(&st->pageout));
 	put_u64(o, "guest_used_bytes", st->guest_used_bytes);
 	put_u64(o, "balloon_actual_bytes", st->balloon_actual_bytes);
 	put_u64(o, "host_rss_bytes", st->host_rss_bytes);
@@ -142,8 +145,18 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	json_object_object_add(o, "vsock", json_object_new_boolean(st->vsock));
 	json_object_object_add(o, "fpr_on", json_object_new_boolean(st->fpr_on));
 	put_str(o, "last_error", st->last_error);
+	put_str(o, "source", st->source[0] ? st->source : "none");
 	if (!full)
 		return o;
+	put_str(o, "source_detail", st->source_detail);
+	struct json_object *nt = json_object_new_array();
+	for (unsigned i = 0; i < st->nr_source_not_taken && i < MTD_SOURCE_NOTES; i++) {
+		struct json_object *x = json_object_new_object();
+		put_str(x, "source", st->source_not_taken[i].name);
+		put_str(x, "why", st->source_not_taken[i].why);
+		json_object_array_add(nt, x);
+	}
+	json_object_object_add(o, "source_not_taken", nt);
 	json_object_object_add(o, "policy", mtd_json_policy(&st->policy));
 	json_object_object_add(o, "controller_output",
 			       json_object_new_double(st->controller_output));
@@ -177,5 +190,6 @@ struct json_object *mtd_json_host(const struct mtd_host_status *h)
 	json_object_object_add(o, "under_pressure", json_object_new_boolean(h->under_pressure));
 	put_u64(o, "nr_vms", h->nr_vms);
 	put_u64(o, "saved_bytes", h->saved_bytes);
+	mtd_json_host_swap(o, h);
 	return o;
 }

@@ -35,6 +35,7 @@
 struct mtd_daemon;
 struct mtd_agent_link;
 struct mtd_vsock_claim;
+struct mtd_pageout_hand;
 struct json_object;
 
 /*
@@ -123,6 +124,7 @@ struct mtd_vm {
 	uint64_t vsock_restart_session; /* the session a device restart was asked for */
 	unsigned vsock_restarts;
 	uint64_t layout_checked_gen;              /* the memory table last checked against QMP */
+	struct mtd_pageout_hand *hand;            /* host-side eviction (pageout_hand.h) */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */

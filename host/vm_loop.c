@@ -19,7 +19,8 @@
  *   Step 5  actuate: agent reclaim request, then the balloon target (policy `return`:
  *           the balloon follows the target, or stays a cap while reclaim and free page
  *           reporting return the memory); libvmm learns which pages left (eviction hand)
- *           or came back;
+ *           or came back; with return=pageout or auto, the eviction hand's cold runs go
+ *           to host swap (pageout_hand.h, Step 5b; its refault scan is Step 2a);
  *   Step 6  publish the status snapshot (RCU).
  */
 #include <errno.h>
@@ -33,8 +34,10 @@
 
 #include "agent_link.h"
 #include "vsock_service.h"
+#include "choose.h"
 #include "daemon.h"
 #include "log.h"
+#include "pageout_hand.h"
 #include "vm.h"
 
 #define MiB                 ((uint64_t)1 << 20)
@@ -86,6 +89,68 @@ static bool wait_wake(struct mtd_vm *vm, int timeout_ms)
 
 /* ---- attach ----------------------------------------------------------------------------- */
 
+/* Does the source report the guest's own accesses page by page (not amounts, not a
+ * simulation)?  Host-side eviction needs that. */
+static bool live_source(const struct mtd_vm *vm)
+{
+	return vm->source.ops && vm->source.ops->per_page && vm->d->cfg.source != MTD_SOURCE_SIM;
+}
+
+/* How memory goes back for this VM now: its policy's `return`, resolved for its agent and
+ * source (pageout_hand.h). */
+static enum mtd_return_via return_mode(const struct mtd_vm *vm)
+{
+	return mtd_return_resolve(vm->policy.return_via, vm->agent_expected, live_source(vm));
+}
+
+/* Host-side eviction's hand: it asks QEMU for the memory map the first time pageout is in
+ * force. */
+static int attach_pageout(struct mtd_vm *vm)
+{
+	struct mtd_hand_env env = {
+	    .vm_name = vm->name,
+	    .qmp = vm->balloon->qmp,
+	    .qmp_ctx = vm->balloon_ctx,
+	    .live_source = live_source(vm),
+	    .source_name = vm->source.ops ? vm->source.ops->name : "none",
+	};
+	int pid;
+
+	if (vm->balloon->qemu_pid && vm->balloon->qemu_pid(vm->balloon_ctx, &pid) == 0)
+		env.qemu_pid = pid;
+	return mtd_hand_new(&vm->d->cfg.pageout, &env, &vm->hand);
+}
+
+/* The access-bit source, chosen per VM by its policy (host/access/choose.c). */
+static int choose_source(struct mtd_vm *vm)
+{
+	const struct mtd_config *cfg = &vm->d->cfg;
+	struct mtd_access_env env;
+	struct mtd_access_choice ch;
+	int pid = 0;
+
+	mtd_access_env_default(&env);
+	if (vm->balloon->qemu_pid && vm->balloon->qemu_pid(vm->balloon_ctx, &pid) < 0)
+		pid = 0;
+	env.vm_name = vm->name;
+	env.guest_bytes = vm->domain_bytes;
+	env.qemu_pid = pid;
+	env.agent = vm->agent;
+	env.interval_ms = cfg->ctl.interval_ms;
+	env.agent_silence_ms = cfg->ctl.agent_silence_ms;
+	env.pref = vm->policy.source;
+	env.ept_window_ms = vm->policy.ept_window_ms;
+	env.ept_dir = cfg->ept_dir;
+	env.young_dump_dir = cfg->young_dump_dir;
+	int rc = mtd_access_choose(&env, &vm->source, &ch);
+	if (rc < 0)
+		return rc;
+	mtd_access_choice_to_status(&ch, &vm->draft);
+	for (unsigned i = 0; i < ch.nr_notes; i++)
+		mtd_info("%s: source %s not used: %s", vm->name, ch.notes[i].name, ch.notes[i].why);
+	return 0;
+}
+
 static int attach(struct mtd_vm *vm)
 {
 	const struct mtd_config *cfg = &vm->d->cfg;
@@ -131,14 +196,13 @@ static int attach(struct mtd_vm *vm)
 						     label);
 		mtd_agent_link_set_ping(vm->agent, cfg->agent_ping_ms);
 	}
-	if (cfg->source == MTD_SOURCE_SIM)
+	if (cfg->source == MTD_SOURCE_SIM) {
 		rc = mtd_source_sim_new(vm->domain_bytes, cfg->sim_hot_percent, name_seed(vm->name),
 					&vm->source);
-	else if (vm->agent)
-		rc = mtd_source_agent_new(vm->agent, vm->domain_bytes, cfg->ctl.interval_ms,
-					  cfg->ctl.agent_silence_ms, &vm->source);
-	else
-		rc = 0; /* no source: the VM is watched and kept safe, never inflated */
+		snprintf(vm->draft.source, sizeof(vm->draft.source), "sim");
+	} else {
+		rc = choose_source(vm); /* none at all: watched and kept safe, never inflated */
+	}
 	if (rc < 0)
 		return rc;
 	if (vm->source.ops) {
@@ -170,6 +234,9 @@ static int attach(struct mtd_vm *vm)
 	if (rc < 0)
 		return rc;
 	vm->cold_age_ms = vm->reclaim.age_ms;
+	rc = attach_pageout(vm);
+	if (rc < 0)
+		return rc;
 
 	/* Free page reporting returns what the agent's reclaim frees: without it the guest
 	 * keeps those pages, so say so once, loudly. */
@@ -310,6 +377,8 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 
 	if (!vm->guest)
 		return;
+	/* Step 2a: pages read back from host swap are refaults, before the source ages. */
+	mtd_hand_feedback(vm->hand, vm->guest, t->now_ms);
 	int rc = vm->source.ops->age(vm->source.ctx, vm->guest, t->now_ms);
 	if (rc == 0)
 		vm->rounds++;
@@ -450,7 +519,10 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 
 	enum mtd_ctl_reason before = vm->ctl.reason;
 	uint64_t prev = vm->draft.balloon_target_bytes, prev_target = vm->draft.target_bytes;
-	mtd_ctl_step(&cfg->ctl, &vm->policy, &in, &vm->ctl, out);
+	struct mtd_policy pol = vm->policy;
+	pol.return_via = return_mode(vm);
+	bool hostside = pol.return_via == MTD_RETURN_PAGEOUT || pol.return_via == MTD_RETURN_AUTO;
+	mtd_ctl_step(&cfg->ctl, &pol, &in, &vm->ctl, out);
 	vm->draft.target_bytes = out->target_bytes;
 	vm->draft.soft = out->soft;
 	vm->draft.guest_used_bytes = in.used_known ? in.guest_used_bytes : 0;
@@ -458,10 +530,18 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	/* What the host arbiter could still take here: down to the working set, never below
 	 * the floor; nothing without an estimate or while the VM is not steerable. */
 	uint64_t keep = t->wss_bytes > out->floor_bytes ? t->wss_bytes : out->floor_bytes;
-	atomic_store(&vm->reclaimable_bytes,
-		     t->wss_valid && vm->policy.enabled && out->target_bytes > keep
-			 ? out->target_bytes - keep
-			 : 0);
+	uint64_t reclaimable = t->wss_valid && vm->policy.enabled && out->target_bytes > keep
+				   ? out->target_bytes - keep
+				   : 0;
+	/* Host-side eviction takes resident pages beyond the working set, within the room in
+	 * swap and net of the compressed pool. */
+	if (hostside)
+		reclaimable = mtd_hand_reclaimable(
+		    vm->hand, t->wss_valid && vm->policy.enabled &&
+				      (t->gs.resident_pages << VMM_PAGE_SHIFT) > keep
+				  ? (t->gs.resident_pages << VMM_PAGE_SHIFT) - keep
+				  : 0);
+	atomic_store(&vm->reclaimable_bytes, reclaimable);
 	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
 	atomic_store(&vm->pending_bytes, holds > out->target_bytes ? holds - out->target_bytes : 0);
 
@@ -488,15 +568,16 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	}
 	/* libvmm follows the target, whichever actuator carries it out; with the balloon a
 	 * cap, the target moves alone, and the log says so. */
-	if (out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
+	if (!hostside && out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
 		account_target(vm, t->now_ms, prev_target ? prev_target : vm->balloon_actual,
 			       out->target_bytes);
 	if (out->soft && prev_target && out->target_bytes != prev_target &&
 	    (out->target_bytes > prev_target ||
 	     prev_target - out->target_bytes >= cfg->ctl.min_change_bytes))
-		mtd_vm_action(
-		    vm, t->now_ms, "target %" PRIu64 "->%" PRIu64 " MiB (%s, return=reclaim)",
-		    prev_target / MiB, out->target_bytes / MiB, mtd_ctl_reason_name(out->reason));
+		mtd_vm_action(vm, t->now_ms, "target %" PRIu64 "->%" PRIu64 " MiB (%s, return=%s)",
+			      prev_target / MiB, out->target_bytes / MiB,
+			      mtd_ctl_reason_name(out->reason),
+			      mtd_return_via_name(pol.return_via));
 	if (!out->changed && !first)
 		return;
 	if (vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err)) < 0) {
@@ -513,6 +594,35 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		mtd_vm_action(vm, t->now_ms, "%s %" PRIu64 "->%" PRIu64 " MiB (%s)",
 			      out->balloon_bytes < prev ? "inflate" : "deflate", prev / MiB,
 			      out->balloon_bytes / MiB, mtd_ctl_reason_name(out->reason));
+}
+
+/* Step 5b: host-side eviction, once the controller has spoken (pageout_hand.h). */
+static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out)
+{
+	uint64_t seq = 0;
+	const struct proto_reclaim_reply *r =
+	    vm->agent ? mtd_agent_link_reclaim_reply(vm->agent, &seq) : NULL;
+	struct mtd_hand_input in = {
+	    .mode = return_mode(vm),
+	    /* Memory is taken only while the controller takes it: not under pressure, a need,
+	     * a hold, a silent source, on exit or opt-out. */
+	    .may_take = out->state == MTD_VM_ACTIVE &&
+			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE),
+	    .why_not = mtd_ctl_reason_name(out->reason),
+	    .agent_asked = out->reclaim_bytes && vm->agent,
+	    .reply_seq = r ? seq : 0,
+	    .reply_done = r && r->freed_bytes >= r->requested_bytes,
+	    .interval_ms = vm->d->cfg.ctl.interval_ms,
+	    .watched_ms = t->now_ms - vm->first_tick_ms,
+	    .cold_age_ms = vm->cold_age_ms,
+	    .floor_bytes = vm->policy.min_bytes,
+	    .now_ms = t->now_ms,
+	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
+	    .evicted_ctx = vm->source.ctx,
+	};
+
+	if (t->have_gs)
+		mtd_hand_step(vm->hand, vm->guest, &in);
 }
 
 /* Step 6: the snapshot. */
@@ -534,6 +644,10 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 		st->saved_bytes = vm->domain_bytes > st->host_rss_bytes
 				      ? vm->domain_bytes - st->host_rss_bytes
 				      : 0;
+	/* Host-side eviction's share of the compressed pool is not saved (pageout_hand.h). */
+	enum mtd_return_via mode = return_mode(vm);
+	st->return_in_force = mode == MTD_RETURN_RECLAIM && !st->soft ? MTD_RETURN_BALLOON : mode;
+	mtd_hand_publish(vm->hand, st);
 	if (t->have_gs) {
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 		for (unsigned i = 0; i < st->nr_gens; i++) {
@@ -603,6 +717,8 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool exiting, bool age,
 	if (age)
 		run_libvmm(vm, t);
 	control(vm, t, exiting, &out);
+	if (age)
+		evict_host(vm, t, &out);
 	publish(vm, t, &out);
 	free(t);
 }
@@ -687,6 +803,8 @@ static void *loop_main(void *arg)
 out:
 	vm->draft.state = MTD_VM_DETACHED;
 	(void)mtd_vm_publish(vm);
+	mtd_hand_free(vm->hand);
+	vm->hand = NULL;
 	if (vm->guest)
 		vmm_guest_free(vm->guest);
 	vm->guest = NULL;

@@ -8,7 +8,6 @@
  * (mtd_vm_channel_status).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +20,9 @@
 #include "agent_link.h"
 #include "log.h"
 #include "ram_layout.h"
+#include "vhost_layout.h"
 #include "vm.h"
 #include "vsock_service.h"
-
-#define MAPS_MAX_BYTES (4u << 20) /* /proc/PID/maps of a QEMU: a few hundred lines */
 
 static uint64_t mono_ms(void)
 {
@@ -90,73 +88,35 @@ static void restart_device(struct mtd_vm *vm)
 		   vm->name, mono_ms() - t0);
 }
 
-/* QEMU's mappings, read whole (bounded). */
-static char *read_maps(int pid)
-{
-	char path[64];
-	size_t len = 0, cap = 65536;
-	char *buf = malloc(cap);
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || !buf) {
-		if (fd >= 0)
-			close(fd);
-		free(buf);
-		return NULL;
-	}
-	for (;;) {
-		if (len + 1 == cap) {
-			char *n = cap * 2 <= MAPS_MAX_BYTES ? realloc(buf, cap * 2) : NULL;
-			if (!n)
-				break;
-			buf = n;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + len, cap - 1 - len);
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(fd);
-	buf[len] = '\0';
-	return buf;
-}
-
-/* The memory table against QMP's flat view and QEMU's maps (ram_layout.c). */
+/* The memory table against the layout QMP gives (ram_layout.h, vhost_layout.h). */
 static void check_layout(struct mtd_vm *vm, const struct mtd_vsock_state *s)
 {
 	struct mtd_vm_status *st = &vm->draft;
-	struct json_object *args = json_object_new_object(), *ret = NULL;
-	char err[200], *maps = NULL;
+	struct mtd_ram_layout *l = calloc(1, sizeof(*l));
 	int pid = 0, rc;
 
 	st->ram_layout_check = 0;
-	json_object_object_add(args, "command-line", json_object_new_string("info mtree -f"));
-	rc = qmp(vm, "human-monitor-command", args, &ret, err, sizeof(err));
-	json_object_put(args);
-	if (rc < 0 || !json_object_is_type(ret, json_type_string)) {
+	if (!l || !vm->balloon->qmp || !vm->balloon->qemu_pid ||
+	    vm->balloon->qemu_pid(vm->balloon_ctx, &pid) < 0) {
 		snprintf(st->ram_layout_detail, sizeof(st->ram_layout_detail),
-			 "cannot read QEMU's memory tree: %.120s", rc < 0 ? err : "not a string");
-		json_object_put(ret);
+			 "cannot ask QEMU for its RAM map (%s)",
+			 l ? "no QMP or no pid" : "no memory");
+		free(l);
 		return;
 	}
-	if (vm->balloon->qemu_pid(vm->balloon_ctx, &pid) == 0)
-		maps = read_maps(pid);
-	if (!maps) {
+	rc = mtd_ram_layout_query(vm->balloon->qmp, vm->balloon_ctx, pid, "/proc", l);
+	if (rc < 0)
 		snprintf(st->ram_layout_detail, sizeof(st->ram_layout_detail),
-			 "cannot read QEMU's mappings (pid %d)", pid);
-		json_object_put(ret);
-		return;
-	}
-	rc = mtd_ram_layout_check(s->regions, s->nr_regions, json_object_get_string(ret), maps,
-				  st->ram_layout_detail, sizeof(st->ram_layout_detail));
-	st->ram_layout_check = rc == 1 ? 1 : 0;
-	json_object_put(ret);
-	free(maps);
-	mtd_log(rc == 1 ? MTD_LOG_NOTICE : MTD_LOG_WARNING,
-		"%s: guest RAM layout from vhost-user: %s", vm->name, st->ram_layout_detail);
+			 "cannot read QEMU's RAM map: %.120s", l->why);
+	else
+		st->ram_layout_check =
+		    mtd_vhost_layout_check(s->regions, s->nr_regions, l, st->ram_layout_detail,
+					   sizeof(st->ram_layout_detail));
+	free(l);
+	mtd_log(st->ram_layout_check == 1 ? MTD_LOG_NOTICE : MTD_LOG_WARNING,
+		"%s: guest RAM layout from vhost-user: %s %s", vm->name,
+		st->ram_layout_check == 1 ? "matches QMP:" : "DOES NOT match QMP:",
+		st->ram_layout_detail);
 }
 
 void mtd_vm_vsock_step(struct mtd_vm *vm)
@@ -180,7 +140,7 @@ void mtd_vm_vsock_step(struct mtd_vm *vm)
 		vm->layout_checked_gen = s.layout_gen;
 		vm->draft.nr_ram_regions = s.nr_regions;
 		for (unsigned i = 0; i < s.nr_regions && i < MTD_RAM_REGIONS; i++)
-			vm->draft.ram_regions[i] = (struct mtd_ram_region){
+			vm->draft.ram_regions[i] = (struct mtd_vm_ram_region){
 			    s.regions[i].gpa, s.regions[i].bytes, s.regions[i].qemu_va};
 		check_layout(vm, &s);
 	}

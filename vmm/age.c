@@ -63,6 +63,7 @@ static void stats_add(struct vmm_walk_stats *sum, const struct vmm_walk_stats *s
 	sum->dirty_pages += s->dirty_pages;
 	sum->next_gpa = s->next_gpa;
 	sum->errors += s->errors;
+	sum->subtrees_skipped_nonleaf += s->subtrees_skipped_nonleaf;
 }
 
 int vmm_age_walk(struct vmm_guest *g, const struct vmm_pt *pt, uint64_t now_ms,
@@ -86,6 +87,9 @@ int vmm_age_walk(struct vmm_guest *g, const struct vmm_pt *pt, uint64_t now_ms,
 		    .bloom = g->bloom,
 		    .seq = g->max_seq,
 		    .clear_dirty = true,
+		    /* only where the tree vouches for its upper A bits (VMM_PT_NONLEAF_ACCESSED):
+		     * measured in docs/walker.md */
+		    .use_nonleaf_accessed = true,
 		    .fn = age_young,
 		    .arg = &a,
 		};

@@ -372,3 +372,35 @@ int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
 {
 	return apply(g, gpa, npages, restore_piece);
 }
+
+int vmm_young_runs(const struct vmm_guest *g, unsigned ngens, vmm_run_fn fn, void *arg)
+{
+	uint64_t from;
+
+	if (!g || !fn || ngens == 0)
+		return -EINVAL;
+	from = g->max_seq + 1 >= ngens && g->max_seq + 1 - ngens > g->min_seq
+		   ? g->max_seq + 1 - ngens
+		   : g->min_seq;
+	for (size_t r = 0; r < g->nr_ranges; r++) {
+		const struct guest_range *gr = &g->ranges[r];
+		uint64_t run = 0, start = 0;
+
+		for (uint64_t pfn = gr->start_pfn; pfn <= gr->end_pfn; pfn++) {
+			bool young = false;
+			if (pfn < gr->end_pfn) {
+				uint8_t b = g->pages[gr->first_page + pfn - gr->start_pfn];
+				young = !(b & PB_EVICTED) && guest_page_seq(g, b) >= from;
+			}
+			if (young) {
+				if (!run)
+					start = pfn;
+				run++;
+			} else if (run) {
+				fn(arg, start << VMM_PAGE_SHIFT, run);
+				run = 0;
+			}
+		}
+	}
+	return 0;
+}

@@ -41,11 +41,18 @@
 #define EPT_D       (1ULL << 9)           /* dirty: leaves only */
 #define EPT_PA_MASK 0x000FFFFFFFFFF000ULL /* bits 51:12 */
 
-/* An EPT entry is present when any of R/W/X (bits 2:0) is set.  (With mode-based execute
- * control bit 10 alone would also do; memtide does not enable it.) */
+/*
+ * An EPT entry the walker may use: R (bit 0) set.  The SDM calls an entry present when any
+ * of R/W/X is set, but W without R is an EPT misconfiguration, and KVM builds exactly such
+ * entries on purpose for MMIO (W|X, no R, with an MMIO generation number in bits 3-10, so
+ * bits 8 and 9 there are not A and D): reporting them young or clearing "A" would corrupt
+ * KVM's MMIO cache.  Execute-only leaves (X alone, legal on CPUs with that capability) are
+ * skipped too: KVM never maps guest RAM execute-only.  Such entries are never reported,
+ * never descended into and never written.
+ */
 static inline bool ept_present(uint64_t e)
 {
-	return (e & EPT_RWX) != 0;
+	return (e & EPT_R) != 0;
 }
 
 /* A leaf: every present PT entry; a PDPTE/PDE with bit 7.  Bit 7 of a PML4E is reserved. */

@@ -58,8 +58,6 @@
 
 #include "pt_format.h"
 
-#define GPA_LIMIT (1ULL << 48) /* 4 levels of 9 bits + 12 */
-
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #define SCAN_SSE2 1
@@ -101,6 +99,8 @@ struct walker {
 	uint64_t budget_left; /* loads still allowed; UINT64_MAX when unlimited */
 	bool stopped;         /* the budget ran out; st->next_gpa is set */
 	bool filtering;       /* skip leaf tables the bloom filter does not hold */
+	bool nonleaf;         /* use and clear upper entries' accessed bits (EPT, exact tree) */
+	bool partial;         /* some table below the current subtree was not read whole */
 	struct batch bt;
 };
 
@@ -266,9 +266,10 @@ static inline __attribute__((always_inline)) uint64_t
 scan64_sse2(enum fmt_kind kind, const uint64_t *p, uint64_t *leaves)
 {
 	const __m128i zero = _mm_setzero_si128();
-	/* EPT: present = (e & 7) != 0, counted as 4 - "not present"; stage-2: (e & 3) == 3. */
-	const __m128i lmask = _mm_set1_epi32(kind == KIND_EPT ? 0x7 : 0x3);
-	const __m128i lval = kind == KIND_EPT ? zero : lmask;
+	/* EPT: present = R (bit 0) set, so a W|X misconfiguration is not counted; stage-2:
+	 * (e & 3) == 3. */
+	const __m128i lmask = _mm_set1_epi32(kind == KIND_EPT ? 0x1 : 0x3);
+	const __m128i lval = lmask;
 	const __m128i ymask =
 	    _mm_set1_epi32(kind == KIND_EPT ? (int)(EPT_A | EPT_D) : (int)(S2_AF | S2AP_W));
 	__m128i cnt = zero;
@@ -294,8 +295,7 @@ scan64_sse2(enum fmt_kind kind, const uint64_t *p, uint64_t *leaves)
 	/* horizontal sum of the four lane counts */
 	cnt = _mm_add_epi32(cnt, _mm_shuffle_epi32(cnt, _MM_SHUFFLE(1, 0, 3, 2)));
 	cnt = _mm_add_epi32(cnt, _mm_shuffle_epi32(cnt, _MM_SHUFFLE(2, 3, 0, 1)));
-	uint64_t n = (uint64_t)(uint32_t)_mm_cvtsi128_si32(cnt);
-	*leaves += kind == KIND_EPT ? 64 - n : n;
+	*leaves += (uint64_t)(uint32_t)_mm_cvtsi128_si32(cnt);
 	return ~quiet;
 }
 #endif
@@ -420,17 +420,44 @@ static void walk_leaf_table(struct walker *w, uint64_t table_pa, uint64_t start,
 		vmm_bloom_add(w->o->bloom, w->o->seq + 1, table_pa);
 }
 
-/* A table at level 0..2 mapping [start, end) (within its own span). */
+/*
+ * The subtree under upper entry *slot (value e), with non-leaf accessed bits in use.
+ * Steps: 1. A clear: nothing below was used since its A was last cleared (the tree sets A
+ * on the way down whenever it sets a leaf's): skip it.  2. Clear A *before* reading the
+ * subtree, so an access racing with the walk either finds its leaf's A already cleared
+ * (and sets both again) or is reported by this walk.  3. If some table below was not read
+ * whole (bloom filter, budget), set A again: a leaf left young there must stay reachable.
+ * Returns false when the subtree was skipped.
+ */
+static bool nonleaf_enter(struct walker *w, uint64_t *slot, uint64_t e)
+{
+	if (!(e & EPT_A)) {
+		w->st->subtrees_skipped_nonleaf++;
+		return false;
+	}
+	__atomic_fetch_and(slot, ~EPT_A, __ATOMIC_RELAXED);
+	return true;
+}
+
+static void nonleaf_leave(struct walker *w, uint64_t *slot, bool partial_before)
+{
+	if (w->partial || w->stopped)
+		__atomic_fetch_or(slot, EPT_A, __ATOMIC_RELAXED);
+	w->partial = w->partial || partial_before;
+}
+
+/* A table at level start_level..2 mapping [start, end) (within its own span). */
 static void walk_table(struct walker *w, uint64_t table_pa, int level, uint64_t start, uint64_t end)
 {
 	const struct vmm_pt_format *f = w->fmt;
 	uint64_t *t = w->pt->table(w->pt->mem_ctx, table_pa);
 	uint64_t size = 1ULL << PT_LEVEL_SHIFT(level);
-	uint64_t table_gpa = level == 0 ? 0 : start & ~(size * PT_ENTRIES - 1);
+	uint64_t table_gpa = start & ~(size * PT_ENTRIES - 1);
 	unsigned lo = pt_index(start, level), hi = pt_index(end - 1, level);
 
 	if (!t) {
 		w->st->errors++;
+		w->partial = true;
 		return;
 	}
 	for (unsigned i = lo; i <= hi && !w->stopped; i++) {
@@ -464,14 +491,70 @@ static void walk_table(struct walker *w, uint64_t table_pa, int level, uint64_t 
 			continue;
 		}
 		if (level + 1 < PT_LAST_LEVEL) {
+			if (!w->nonleaf) {
+				walk_table(w, f->addr(e), level + 1, s, en);
+				continue;
+			}
+			bool partial_before = w->partial;
+			if (!nonleaf_enter(w, &t[i], e))
+				continue;
+			w->partial = false;
 			walk_table(w, f->addr(e), level + 1, s, en);
+			nonleaf_leave(w, &t[i], partial_before);
 			continue;
 		}
 		if (w->filtering && !vmm_bloom_test(w->o->bloom, w->o->seq, f->addr(e))) {
 			w->st->tables_skipped++;
+			w->partial = true; /* its leaves keep their bits: the entry keeps A too */
 			continue;
 		}
+		if (!w->nonleaf) {
+			walk_leaf_table(w, f->addr(e), s, en);
+			continue;
+		}
+		bool partial_before = w->partial;
+		if (!nonleaf_enter(w, &t[i], e))
+			continue;
+		w->partial = false;
 		walk_leaf_table(w, f->addr(e), s, en);
+		nonleaf_leave(w, &t[i], partial_before);
+	}
+}
+
+/* Where the tree's root sits: its level and how much GPA it resolves.  0 or -EINVAL. */
+static int pt_root_geometry(const struct vmm_pt *pt, int *start_level, unsigned *root_tables,
+			    uint64_t *gpa_limit)
+{
+	int levels = pt->levels ? pt->levels : 4;
+	unsigned n = pt->root_tables ? pt->root_tables : 1;
+	bool s2 = pt->fmt == &vmm_pt_format_s2;
+
+	/* EPT: 4 or 5 levels, one root table.  Stage 2 (4 KiB granule): 2..4 levels (start at
+	 * level 2, 1 or 0), up to 16 concatenated root tables (Arm ARM, "Concatenated
+	 * translation tables").  Other formats: the 4-level shape only. */
+	if (pt->fmt == &vmm_pt_format_ept ? (levels != 4 && levels != 5) || n != 1
+	    : s2                          ? levels < 2 || levels > 4 || n > 16 || (n & (n - 1))
+					  : levels != 4 || n != 1)
+		return -EINVAL;
+	*start_level = PT_LAST_LEVEL + 1 - levels;
+	*root_tables = n;
+	*gpa_limit = (1ULL << (PT_LEVEL_SHIFT(*start_level) + 9)) * n;
+	return 0;
+}
+
+/* The root: root_tables tables at consecutive addresses, table k resolving the k-th slice
+ * of the GPA space. */
+static void walk_root(struct walker *w, int level, unsigned nroot, uint64_t start, uint64_t end)
+{
+	uint64_t slice = 1ULL << (PT_LEVEL_SHIFT(level) + 9);
+
+	for (unsigned k = start / slice; k < nroot && !w->stopped; k++) {
+		uint64_t s = k * slice > start ? k * slice : start;
+		uint64_t e = (k + 1) * slice < end ? (k + 1) * slice : end;
+
+		if (s >= e)
+			break;
+		walk_table(w, w->pt->root_pa + (uint64_t)k * VMM_PAGE_SIZE, level, s, e);
 	}
 }
 
@@ -490,9 +573,13 @@ int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
 	if (!stats)
 		stats = &local;
 	memset(stats, 0, sizeof(*stats));
-	if (!pt_valid(pt) || !opts)
+	int start_level;
+	unsigned nroot;
+	uint64_t gpa_limit;
+
+	if (!pt_valid(pt) || !opts || pt_root_geometry(pt, &start_level, &nroot, &gpa_limit) < 0)
 		return -EINVAL;
-	if (opts->gpa_start > opts->gpa_end || opts->gpa_end > GPA_LIMIT ||
+	if (opts->gpa_start > opts->gpa_end || opts->gpa_end > gpa_limit ||
 	    (opts->gpa_start | opts->gpa_end) & (VMM_PAGE_SIZE - 1))
 		return -EINVAL;
 	stats->next_gpa = opts->gpa_end;
@@ -505,9 +592,11 @@ int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
 	    .st = stats,
 	    .budget_left = opts->budget_entries ? opts->budget_entries : UINT64_MAX,
 	    .filtering = opts->bloom && vmm_bloom_filtering(opts->bloom, opts->seq),
+	    .nonleaf = opts->use_nonleaf_accessed && (pt->flags & VMM_PT_NONLEAF_ACCESSED) &&
+		       pt->fmt == &vmm_pt_format_ept,
 	    .bt = {.fn = opts->fn, .arg = opts->arg},
 	};
-	walk_table(&w, pt->root_pa, 0, opts->gpa_start, opts->gpa_end);
+	walk_root(&w, start_level, nroot, opts->gpa_start, opts->gpa_end);
 	batch_flush(&w.bt);
 	return stats->errors ? -EFAULT : 0;
 }
@@ -535,13 +624,19 @@ int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_youn
 	unsigned idx, lo, hi;
 	int young = 0;
 
-	if (!pt_valid(pt) || gpa >= GPA_LIMIT)
+	int start_level;
+	unsigned nroot;
+	uint64_t gpa_limit;
+
+	if (!pt_valid(pt) || pt_root_geometry(pt, &start_level, &nroot, &gpa_limit) < 0 ||
+	    gpa >= gpa_limit)
 		return -EINVAL;
 	f = pt->fmt;
 	gpa &= ~(VMM_PAGE_SIZE - 1);
-	table_pa = pt->root_pa;
+	/* the root table of gpa's slice, when the root is concatenated */
+	table_pa = pt->root_pa + (gpa >> (PT_LEVEL_SHIFT(start_level) + 9)) * VMM_PAGE_SIZE;
 	/* Steps 1-3: descend to the leaf table, or stop at a huge leaf or a hole. */
-	for (int level = 0; level < PT_LAST_LEVEL; level++) {
+	for (int level = start_level; level < PT_LAST_LEVEL; level++) {
 		uint64_t size = 1ULL << PT_LEVEL_SHIFT(level);
 		uint64_t e;
 

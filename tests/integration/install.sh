@@ -24,6 +24,7 @@ ok=0
 for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 usr/bin/memtide-agent:755 \
 	usr/bin/memtide-sim:755 lib/systemd/system/memtided.service:644 \
 	etc/libvirt/hooks/qemu.d/memtide:755 etc/memtide/memtided.conf:644 \
+	usr/sbin/memtide-zram-swap:755 lib/systemd/system/memtide-zram-swap.service:644 \
 	usr/share/doc/memtide/operations.md:644; do
 	m=$(stat -c %a "$dest/${f%:*}" 2>/dev/null)
 	[ "$m" = "${f#*:}" ] || { echo "# ${f%:*}: mode '${m:-missing}', want ${f#*:}"; ok=1; }
@@ -31,7 +32,9 @@ done
 check $ok "binaries, unit, hook, config and docs installed with their modes"
 
 grep -qx 'ExecStart=/usr/sbin/memtided --foreground --syslog' "$dest/lib/systemd/system/memtided.service" &&
-	! grep -q '@[A-Z]*@' "$dest/lib/systemd/system/memtided.service" "$dest/etc/libvirt/hooks/qemu.d/memtide" &&
+	! grep -q '@[A-Z]*@' "$dest/lib/systemd/system/memtided.service" "$dest/etc/libvirt/hooks/qemu.d/memtide" \
+		"$dest/lib/systemd/system/memtide-zram-swap.service" &&
+	grep -qx 'ExecStart=/usr/sbin/memtide-zram-swap start' "$dest/lib/systemd/system/memtide-zram-swap.service" &&
 	grep -qx 'MEMTIDECTL=/usr/bin/memtidectl' "$dest/etc/libvirt/hooks/qemu.d/memtide"
 check $? "the unit and the hook point at the installed programs (no placeholder left)"
 

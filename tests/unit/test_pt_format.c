@@ -82,8 +82,11 @@ static const struct dec_case dec_cases[] = {
     {VMM_PT_EPT, 0x0000000123456037ULL, 3, true, true, false, 0x123456000},
     {VMM_PT_EPT, 0x0000000123456337ULL, 3, true, true, true, 0x123456000},  /* A|D */
     {VMM_PT_EPT, 0x0000000123456137ULL, 3, true, true, false, 0x123456000}, /* A only */
-    {VMM_PT_EPT, 0x0000000000000004ULL, 3, true, true, false, 0},           /* X only */
-    {VMM_PT_EPT, 0x0000000000000080ULL, 3, false, false, false, 0},         /* no R/W/X */
+    /* X only (execute-only) and W|X with bits 3-10 set (KVM's MMIO SPTE, the generation
+     * number in 3-10): no R, so not an entry the walker may use (pt_format.h) */
+    {VMM_PT_EPT, 0x0000000000000004ULL, 3, false, false, false, 0},
+    {VMM_PT_EPT, 0x00000000000007FEULL, 3, false, false, false, 0},
+    {VMM_PT_EPT, 0x0000000000000080ULL, 3, false, false, false, 0}, /* no R/W/X */
     {VMM_PT_EPT, 0x0000000123456000ULL, 3, false, false, false, 0x123456000},
     {VMM_PT_EPT, 0x00000000402000B7ULL, 2, true, true, false, 0x40200000},   /* PS: 2M */
     {VMM_PT_EPT, 0x00000000800000B5ULL, 1, true, true, false, 0x80000000},   /* PS: 1G */

@@ -106,7 +106,44 @@ struct vmm_pt {
 	uint64_t root_pa;
 	uint64_t *(*table)(void *mem_ctx, uint64_t table_pa);
 	void *mem_ctx;
+	/* Levels from the root to the 4 KiB leaves: 0 or 4 (the default), 5 for 5-level EPT
+	 * (a PML5 above the PML4), 3 or 2 for a stage-2 walk that starts at level 1 or 2 (KVM's
+	 * default 40-bit IPA starts at level 1).  Levels keep their names from the leaf up:
+	 * level 3 maps 4 KiB, 2 MiB, 1 1 GiB, 0 512 GiB, -1 256 TiB. */
+	int levels;
+	/* Concatenated root tables (stage 2 only): 0 or 1, or up to 16 physically contiguous
+	 * tables at root_pa read as one root of root_tables * 512 entries. */
+	unsigned root_tables;
+	unsigned flags; /* VMM_PT_* */
 };
+/* The tree's non-leaf accessed bits are exact: set in every upper entry whenever a leaf
+ * below gets A, with no paging-structure cache that could skip that (memtide's emulated EPT
+ * for TCG).  vmm_walk may then skip a subtree whose entry has A clear (opts
+ * use_nonleaf_accessed).  Never set it for hardware tables: docs/walker.md says why. */
+#define VMM_PT_NONLEAF_ACCESSED 0x1
+
+/*
+ * A tree from an x86 EPT pointer (VMCS field EPTP): root = bits 51:12, page-walk length - 1
+ * in bits 5:3 (3: 4 levels, 4: 5 levels), accessed/dirty flags enabled by bit 6.  Fills pt
+ * (fmt, root_pa, levels; table and mem_ctx as given).  Returns 0, -EINVAL (a walk length
+ * other than 4 or 5, reserved bits 11:7 set), or -EOPNOTSUPP (bit 6 clear: the CPU sets no
+ * accessed bits in these tables, there is nothing to age).
+ */
+int vmm_pt_from_eptp(struct vmm_pt *pt, uint64_t eptp,
+		     uint64_t *(*table)(void *mem_ctx, uint64_t table_pa), void *mem_ctx);
+/*
+ * A tree from arm64 VTTBR_EL2 (root: BADDR, bits 47:1, VMID ignored) and VTCR_EL2 (T0SZ
+ * 5:0, SL0 7:6, TG0 15:14, HA bit 21, DS bit 32).  Only the 4 KiB granule (TG0 = 0): the
+ * walk starts at level 2, 1 or 0 (SL0 = 0, 1, 2) with up to 16 concatenated root tables
+ * when the IPA is wider than one root table resolves (KVM's default 40-bit IPA: level 1,
+ * two tables).  Returns 0, or -EINVAL for what it cannot walk: another granule, SL0 = 3 or
+ * DS = 1 (level -1, FEAT_LPA2), an IPA wider than 16 concatenated tables reach, or a root not
+ * aligned to its concatenated size.  HA clear is accepted: the access flag is then managed
+ * by software (an access to a page whose AF the walker cleared takes an access-flag fault
+ * that KVM handles by setting AF), so aging still works, at the price of a fault per page.
+ */
+int vmm_pt_from_vtcr(struct vmm_pt *pt, uint64_t vttbr, uint64_t vtcr,
+		     uint64_t *(*table)(void *mem_ctx, uint64_t table_pa), void *mem_ctx);
 
 /*
  * One leaf the walker reports: young (accessed since the last walk), dirty, or both; flags
@@ -147,6 +184,10 @@ struct vmm_walk_opts {
 	 * an entry boundary and stats->next_gpa says where to resume (resuming re-reads at most
 	 * 3 upper-level entries).  A huge leaf is never split between two calls. */
 	uint64_t budget_entries;
+	/* Skip subtrees whose upper entry has A clear, and clear the A of upper entries whose
+	 * subtree the walk reads whole; only when pt->flags has VMM_PT_NONLEAF_ACCESSED and the
+	 * format is EPT (stage 2 has no access flag in table descriptors). */
+	bool use_nonleaf_accessed;
 };
 
 struct vmm_walk_stats {
@@ -159,13 +200,17 @@ struct vmm_walk_stats {
 	uint64_t dirty_pages;       /* 4 KiB pages covered by dirty leaves */
 	uint64_t next_gpa;          /* where a budget-limited walk stopped (gpa_end when done) */
 	int errors;                 /* tables that could not be mapped */
+	uint64_t subtrees_skipped_nonleaf; /* subtrees skipped because their upper A was clear */
 };
 
 /*
  * Walk [gpa_start, gpa_end) of a tree, test-and-clear the accessed bit of every present
  * leaf atomically (an accessed bit that hardware sets during the walk is either reported
- * now or left set for the next walk; it is never lost), and report young and dirty leaves
- * in batches.  A huge leaf is one entry: reported once, with its own first GPA and size,
+ * now or left set for the next walk: the race with the MMU loses nothing; what a TLB that
+ * still caches the translation may keep the MMU from setting again is in docs/walker.md),
+ * and report young and dirty leaves in batches.  EPT entries without the read bit (W or X
+ * alone: misconfigurations, which KVM uses for MMIO with a generation number in bits 3-10)
+ * are never reported, never descended into and never written.  A huge leaf is one entry: reported once, with its own first GPA and size,
  * even when the range covers only part of it.
  * Cost: one load per entry visited, one atomic read-modify-write per young (or, with
  * clear_dirty, dirty) leaf; at most budget_entries loads.  stats (may be NULL) is filled
@@ -173,7 +218,8 @@ struct vmm_walk_stats {
  * Thread context: any thread; the entries may be set concurrently by hardware or by
  * vmm_simhw_access, but the tree's structure must not change during the walk.
  * Returns 0, -EINVAL (NULL pt/opts/table callback, unaligned or reversed range, gpa_end
- * above 2^48), or -EFAULT when a table could not be mapped (the rest is still walked).
+ * above what the tree's levels and root tables resolve, levels or root_tables the format
+ * does not have), or -EFAULT when a table could not be mapped (the rest is still walked).
  */
 int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
 	     struct vmm_walk_stats *stats);
@@ -436,6 +482,12 @@ struct vmm_guest_stats {
 	bool tier_protected[VMM_MAX_NR_TIERS];  /* what the next vmm_evict would keep back */
 	uint64_t metadata_bytes;                /* everything libvmm allocated for this guest */
 };
+
+/* The resident pages in the ngens youngest generations (ngens 2: what the guest used in
+ * the last two aging rounds), as runs in ascending GPA order.  O(ram pages).  Returns 0 or
+ * -EINVAL (NULL, ngens 0). */
+typedef void (*vmm_run_fn)(void *arg, uint64_t gpa, uint64_t npages);
+int vmm_young_runs(const struct vmm_guest *g, unsigned ngens, vmm_run_fn fn, void *arg);
 
 /* A snapshot; O(nr_gens + nr_tiers).  g and st must not be NULL. */
 void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st);

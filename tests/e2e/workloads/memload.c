@@ -28,10 +28,20 @@
  *                          pages swapped out so far>", then rewrite one page
  *                          in eight with the next generation so that dirty pages keep going
  *                          through swap.  Ends with "WL-INTEGRITY <passes> <bad pages in total>".
+ *   hotpages HOT COLD SECONDS [SCATTER]
+ *                          map HOT and COLD MiB of anonymous memory (separate mappings), write
+ *                          every page of both once, then print where they are in guest-physical
+ *                          memory (from /proc/self/pagemap: "WL-PAGES hot|cold <gpa hex>
+ *                          <pages>", one line per run of consecutive frames) and "WL-PAGES-END",
+ *                          and for SECONDS seconds write one word in each hot page, round after
+ *                          round, printing "WL-RATE <s> <pages/s>" once a second.  With SCATTER
+ *                          = N > 1, only every N-th page of the hot mapping is hot (a scattered
+ *                          hot set; the rest of it counts as cold).  Ends with "WL-DONE".
  * Layout: one mmap per region, 4 KiB pages, one word per page written per touch (a touch is what
  * makes the page young; its content is not the point).  Exit status 0 unless a check failed or a
  * mapping could not be made.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +321,79 @@ static int integrity(unsigned long mib, unsigned long seconds)
 	return bad_total ? 1 : 0;
 }
 
+/* Print the guest-physical runs of the pages i < n of p with i % step == 0 (rest = 0) or
+ * != 0 (rest = 1), from /proc/self/pagemap: PFN in bits 0-54, present bit 63 (root only). */
+static int print_gpas(const char *kind, const unsigned char *p, unsigned long n, unsigned long step,
+		      int rest)
+{
+	FILE *f = fopen("/proc/self/pagemap", "re");
+	uint64_t run_start = 0, run_len = 0;
+
+	if (!f) {
+		printf("WL-ERROR pagemap\n");
+		return -1;
+	}
+	for (unsigned long i = 0; i <= n; i++) {
+		uint64_t e = 0, pfn = 0;
+		bool take = i < n && (step <= 1 || (rest ? i % step != 0 : i % step == 0));
+		if (take) {
+			uintptr_t va = (uintptr_t)p + i * PAGE_BYTES;
+			if (fseek(f, (long)(va / PAGE_BYTES * 8), SEEK_SET) == 0 &&
+			    fread(&e, 8, 1, f) == 1 && (e >> 63))
+				pfn = e & ((1ULL << 55) - 1);
+		}
+		if (pfn && run_len && pfn == run_start + run_len) {
+			run_len++;
+			continue;
+		}
+		if (run_len)
+			printf("WL-PAGES %s %llx %llu\n", kind,
+			       (unsigned long long)(run_start * PAGE_BYTES),
+			       (unsigned long long)run_len);
+		run_start = pfn;
+		run_len = pfn ? 1 : 0;
+	}
+	fclose(f);
+	return 0;
+}
+
+static int hotpages(unsigned long hot_mib, unsigned long cold_mib, unsigned long seconds,
+		    unsigned long scatter)
+{
+	unsigned char *hot = map_mib(hot_mib), *cold = map_mib(cold_mib);
+	unsigned long hot_pages = hot_mib * MIB_BYTES / PAGE_BYTES;
+	unsigned long step = scatter > 1 ? scatter : 1;
+
+	if (!hot || !cold)
+		return 1;
+	touch_all(hot, hot_mib * MIB_BYTES);
+	touch_all(cold, cold_mib * MIB_BYTES);
+	/* hot: pages i with i % step == 0; the rest of the hot mapping is cold */
+	if (print_gpas("hot", hot, hot_pages, step, 0) < 0 ||
+	    (step > 1 && print_gpas("cold", hot, hot_pages, step, 1) < 0) ||
+	    print_gpas("cold", cold, cold_mib * MIB_BYTES / PAGE_BYTES, 1, 0) < 0)
+		return 1;
+	printf("WL-PAGES-END\n");
+	fflush(stdout);
+	double t0 = now_s(), next = t0 + 1;
+	unsigned long done = 0, round = 0;
+	while (now_s() - t0 < (double)seconds) {
+		for (unsigned long i = 0; i < hot_pages; i += step)
+			hot[i * PAGE_BYTES + (round % 64) * 8] = (unsigned char)round;
+		done += (hot_pages + step - 1) / step;
+		round++;
+		double t = now_s();
+		if (t >= next) {
+			printf("WL-RATE %.0f %.0f\n", t - t0, done / (t - next + 1));
+			fflush(stdout);
+			done = 0;
+			next = t + 1;
+		}
+	}
+	printf("WL-DONE\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -322,10 +405,14 @@ int main(int argc, char **argv)
 			       argc >= 8 ? strtoul(argv[6], NULL, 0) : 0,
 			       argc >= 8 ? strtoul(argv[7], NULL, 0) : 0,
 			       argc == 9 ? strtoul(argv[8], NULL, 0) : 0);
+	if ((argc == 5 || argc == 6) && !strcmp(argv[1], "hotpages"))
+		return hotpages(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
+				strtoul(argv[4], NULL, 0),
+				argc == 6 ? strtoul(argv[5], NULL, 0) : 1);
 	if (argc == 4 && !strcmp(argv[1], "integrity"))
 		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
 			"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
-			"integrity MIB SECONDS\n");
+			"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER]\n");
 	return 2;
 }

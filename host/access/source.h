@@ -7,13 +7,18 @@
  * (page-table walks, or reports that stand in for them).  Everything after this stage (the
  * working-set estimate, the reclaim controller, the balloon) is the same whatever the source.
  *
- * Sources today:
+ * Sources (one file each in host/access/; choose.c picks one per VM, policy key `source`):
+ *   ept    a TCG guest's emulated EPT, kept by memtide's QEMU plugin (qemu_plugin/) in a
+ *          shared file, aged by libvmm's walker and bloom filter in sampling windows.
+ *   idle   the host's idle page tracking (page_idle bitmap) over the frames backing guest
+ *          RAM (pagemap of QEMU): the usual path on KVM hosts with the option built in.
+ *   damon  Linux DAMON in physical-address mode over those frames, through its sysfs.
+ *   agent  the guest agent's reports (proto): its working-set histogram and access/cold
+ *          hints, fed through vmm_age_begin / vmm_mark_young / vmm_hint_access / _cold.
+ *          Amounts, not pages: the fallback when no page-level source is available.
  *   sim    libvmm's simulated hardware: real EPT tables in memory, a synthetic workload
  *          touching a fixed hot share of RAM each round, vmm_age_walk over the tables.
  *          For tests and demos (host arbitration across several VMs without real guests).
- *   agent  the guest agent's reports (proto): its working-set histogram and access/cold
- *          hints, fed through vmm_age_begin / vmm_mark_young / vmm_hint_access / _cold.
- * A source that walks a live guest's EPT plugs in with the same ops.
  *
  * Thread context: a source belongs to its VM's loop thread; ops are never called
  * concurrently for one source.
@@ -69,6 +74,37 @@ struct mtd_agent_link;
  * round; fresh while the agent spoke within silence_ms.  0, -EINVAL, -ENOMEM. */
 int mtd_source_agent_new(struct mtd_agent_link *link, uint64_t guest_bytes, uint64_t interval_ms,
 			 uint64_t silence_ms, struct mtd_source *out);
+
+/*
+ * The ept source over the plugin's table file at path (ept_file.h), which must belong to
+ * QEMU process qemu_pid (0: not checked).  guest_bytes: the guest's RAM, used for the layout
+ * when the plugin was not told it.  window_ms: each round's sampling window.  0, or -errno
+ * with a sentence in why (-ENOENT: QEMU runs without the plugin; -ESRCH, -EBUSY, -EINVAL).
+ */
+int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uint64_t window_ms,
+		       struct mtd_source *out, char *why, size_t whylen);
+/* One line about an ept source's windows and last walk, for status.  0 or -EINVAL. */
+int mtd_source_ept_describe(const struct mtd_source *src, char *buf, size_t len);
+
+/*
+ * The idle source over QEMU process qemu_pid's guest-RAM frames (proc_dir/PID/{maps,
+ * pagemap,cmdline}) and the page_idle bitmap file.  0, or -errno with why (-ENOENT: the
+ * kernel has no idle page tracking).
+ */
+int mtd_source_idle_new(const char *proc_dir, const char *bitmap, int qemu_pid,
+			uint64_t guest_bytes, struct mtd_source *out, char *why, size_t whylen);
+/*
+ * The damon source: DAMON (paddr) under admin (/sys/kernel/mm/damon/admin), its ownership
+ * record in run_dir.  0, or -errno with why (-ENOENT: no DAMON sysfs; -EBUSY: another
+ * tool's kdamond, or memtided's one kdamond serves another VM; -EOPNOTSUPP: no paddr).
+ */
+int mtd_source_damon_new(const char *admin, const char *run_dir, const char *proc_dir, int qemu_pid,
+			 uint64_t guest_bytes, struct mtd_source *out, char *why, size_t whylen);
+/* Could the damon source start now?  0, or -errno with why; no side effect but removing
+ * a crashed memtided's kdamond. */
+int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t whylen);
+/* Switch off and remove a kdamond a crashed memtided left behind (at daemon start). */
+void mtd_damon_cleanup(const char *admin, const char *run_dir);
 
 static inline void mtd_source_destroy(struct mtd_source *s)
 {

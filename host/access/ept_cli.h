@@ -1,0 +1,22 @@
+/*
+ * ept_cli.h - memtidectl's ept-* commands (ept_cli.c) and the -plugin argument they share
+ * with domxml-patch.
+ */
+#ifndef MEMTIDE_HOST_EPT_CLI_H
+#define MEMTIDE_HOST_EPT_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* memtide-ept.so beside this program's install (BIN/../lib/memtide/), else /usr/lib/memtide.
+ * 0, or -ENOENT when not found (out still holds the default path). */
+int mtd_ept_plugin_path(char *out, size_t len);
+/* "PLUGIN,table=DIR/NAME.ept,ram=NM[,lowmem=NM]" for a guest of ram bytes on the pc or q35
+ * machine.  0, -ENAMETOOLONG or -ENOSPC. */
+int mtd_ept_plugin_arg(const char *plugin, const char *dir, const char *name, uint64_t ram,
+		       bool q35, char *out, size_t len);
+/* argv[0] is the command (ept-plugin, ept-status, ept-mode).  Returns an exit code. */
+int mtd_ept_cli(int argc, char **argv, bool json);
+
+#endif /* MEMTIDE_HOST_EPT_CLI_H */

@@ -1,0 +1,78 @@
+/*
+ * ept_file.h - the controller's side of the emulated EPT file (format: ept_table.h).
+ *
+ * memtided's ept source, memtide-trace and memtidectl open the file the QEMU plugin keeps,
+ * check it describes a live QEMU, claim it (one controller at a time), tell the plugin the
+ * guest RAM layout, and ask for sampling windows.  The tables are handed to libvmm as a
+ * `struct vmm_pt` whose "physical addresses" are file offsets; every table pointer libvmm
+ * asks for is bounds-checked against the file, so a corrupt or hostile file (the plugin runs
+ * in QEMU, which a guest may have compromised) can make a walk report nonsense for that VM,
+ * never read or write outside the mapping.
+ *
+ * Interface for host-side eviction (issue 12): mtd_ept_file_zap clears leaves, as KVM's MMU
+ * notifier zaps EPT entries when the host takes a page; the guest's next access makes the
+ * leaf present again, which libvmm's next aging walk counts as a refault.
+ */
+#ifndef MEMTIDE_HOST_EPT_FILE_H
+#define MEMTIDE_HOST_EPT_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ept_table.h"
+#include "vmm.h"
+
+struct mtd_ept_file {
+	int fd;
+	uint8_t *map;
+	uint64_t map_bytes;
+	struct mtd_ept_header *h; /* inside map */
+	struct vmm_pt pt;         /* the tables, for vmm_walk / vmm_age_walk */
+	int claimed_by;           /* our pid while we hold the controller claim, else 0 */
+	/* our copies of what was checked at open: the header stays writable by QEMU */
+	uint64_t span_bytes, root_off, pt_off;
+	char path[256];
+};
+
+/*
+ * Open and map path.  expect_pid > 0: the file must belong to that QEMU process.  0, or
+ * -errno with one sentence in why: -ENOENT (no file: QEMU runs without the plugin), -EINVAL
+ * (not a table file, bad header or sizes), -ESRCH (its QEMU is gone, or another QEMU's).
+ */
+int mtd_ept_file_open(const char *path, int expect_pid, struct mtd_ept_file *f, char *why,
+		      size_t whylen);
+/* Give up the claim (mode OFF), unmap, close.  Safe on a zeroed or failed-open struct. */
+void mtd_ept_file_close(struct mtd_ept_file *f);
+
+/* Become the file's controller: 0, or -EBUSY with the holder's pid in why (a live process
+ * other than us).  A holder that died is replaced. */
+int mtd_ept_file_claim(struct mtd_ept_file *f, char *why, size_t whylen);
+
+/*
+ * The guest RAM layout (ept_table.h, mtd_ept_gpa): taken from the plugin's args when it had
+ * them, else set from ram_bytes here.  Fills ranges (up to 2) for vmm_guest_new.  Returns the
+ * number of ranges, or -EINVAL with a sentence when RAM may sit above 4 GiB and the plugin
+ * was not told where (ram_bytes above 2 GiB without the plugin's ram= and lowmem=).
+ */
+int mtd_ept_file_layout(struct mtd_ept_file *f, uint64_t ram_bytes, struct vmm_range *ranges,
+			char *why, size_t whylen);
+
+/* Ask for one sampling window of window_ms (mode WINDOWS), or instrumentation always / off. */
+void mtd_ept_file_request_window(struct mtd_ept_file *f, uint64_t window_ms);
+void mtd_ept_file_set_mode(struct mtd_ept_file *f, enum mtd_ept_mode mode);
+
+/* Is the QEMU that owns the file still running? */
+bool mtd_ept_file_alive(const struct mtd_ept_file *f);
+
+/* Clear the leaves of [gpa, gpa + npages * 4 KiB) (host-side eviction).  Returns how many
+ * were present, or -ERANGE outside the span. */
+int64_t mtd_ept_file_zap(struct mtd_ept_file *f, uint64_t gpa, uint64_t npages);
+
+/* The table path memtided and memtidectl use for a VM: DIR/NAME.ept, with any '/' in the
+ * name replaced.  0 or -ENAMETOOLONG. */
+int mtd_ept_path(const char *dir, const char *vm_name, char *out, size_t len);
+
+#define MTD_EPT_DIR_DEFAULT "/run/memtide/ept"
+
+#endif /* MEMTIDE_HOST_EPT_FILE_H */

@@ -1,0 +1,542 @@
+/*
+ * source_damon.c - the damon access-bit source: Linux DAMON in physical-address mode over
+ * the host frames that back a guest's RAM, through DAMON's sysfs interface
+ * (Documentation/admin-guide/mm/damon/usage.rst).
+ *
+ * DAMON samples one random page per region every sample interval (checking and clearing
+ * the accessed bits of every mapping of it through the rmap, so on a KVM host the MMU
+ * notifiers harvest the guest's EPT / stage-2 accessed bits too), counts per region how
+ * many samples found it accessed (nr_accesses) in each aggregation interval and for how
+ * many intervals that count held (age), and splits and merges regions so that each holds
+ * memory of one temperature.  A DAMOS scheme with action "stat" and an access pattern that
+ * matches everything lets memtided read every region through tried_regions.
+ *
+ * One round (age): 1. vmm_age_begin; 2. re-read QEMU's pagemap (frames move) and, when
+ * the set of frame ranges changed, give DAMON the new target regions (commit); 3. ask for
+ * the regions (update_schemes_tried_regions) and read them; 4. a region is young when it was
+ * accessed in the last aggregation (nr_accesses > 0) or its idle time (age * aggregation
+ * interval) is shorter than the time since the last round; every guest page whose frame
+ * lies in a young region is marked young (a reverse map, frames sorted, binary search).
+ *
+ * Sharing DAMON politely: DAMON's sysfs adds kdamonds only while none runs (writing
+ * nr_kdamonds is refused with EBUSY then, and when none runs it rebuilds every kdamond
+ * directory, erasing their settings).  So memtided uses DAMON only where no other tool has
+ * a kdamond configured, takes kdamond 0, and records that in RUN_DIR/damon.owner (its pid).
+ * A kdamond whose owner record names a memtided that is gone is memtided's own leftover
+ * after a crash: it is switched off and removed before anything else.  On detach and exit
+ * memtided switches its kdamond off and sets nr_kdamonds back to 0.  One kdamond serves one
+ * VM: a second VM on the same host is told DAMON is taken and uses another source.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "choose.h"
+#include "source.h"
+
+/* Paths here are the admin directory (at most 255 bytes) plus fixed names and numbers:
+ * every buffer is sized for that; GCC cannot see the bound through the chained snprintfs. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define PM_PFN_MASK ((1ULL << 55) - 1)
+#define PM_PRESENT  (1ULL << 63)
+#define SAMPLE_US   5000   /* DAMON's default */
+#define AGGR_US     100000 /* DAMON's default */
+#define MAX_REGIONS 4096
+
+static atomic_bool damon_taken; /* one kdamond, one VM per memtided */
+
+struct rev {
+	uint64_t pfn;
+	uint64_t page; /* RAM-block page index */
+};
+
+struct damon_src {
+	char kd[300];    /* ADMIN/kdamonds/0 */
+	char owner[300]; /* RUN_DIR/damon.owner */
+	char admin[256];
+	int pagemap_fd;
+	uint64_t hva, ram, lowmem, pages;
+	struct vmm_range ram_ranges[2];
+	size_t nr_ram;
+	struct rev *rev; /* present pages by frame */
+	uint64_t nr_rev;
+	uint64_t *pm;
+	uint64_t (*targets)[2]; /* frame ranges given to DAMON, bytes */
+	size_t nr_targets;
+	uint64_t last_round_ms;
+	bool on;
+};
+
+/* ---- sysfs -------------------------------------------------------------------------------- */
+
+static int put(const char *dir, const char *file, const char *val)
+{
+	char path[512];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) != (ssize_t)strlen(val))
+		rc = -errno ? -errno : -EIO;
+	close(fd);
+	return rc;
+}
+
+static int putu(const char *dir, const char *file, uint64_t v)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
+	return put(dir, file, b);
+}
+
+static int get(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[512];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static uint64_t getu(const char *dir, const char *file)
+{
+	char b[64];
+	return get(dir, file, b, sizeof(b)) == 0 ? strtoull(b, NULL, 10) : 0;
+}
+
+/* A directory the kernel creates on its own; in a test tree we make it. */
+static void dir_of(char *out, size_t len, const char *base, const char *sub)
+{
+	snprintf(out, len, "%s/%s", base, sub);
+	(void)mkdir(out, 0755);
+}
+
+/* ---- ownership ---------------------------------------------------------------------------- */
+
+static int owner_pid(const char *owner)
+{
+	char b[32];
+	FILE *f = fopen(owner, "re");
+	int pid = 0;
+
+	if (!f)
+		return 0;
+	if (fgets(b, sizeof(b), f))
+		pid = (int)strtol(b, NULL, 10);
+	fclose(f);
+	return pid;
+}
+
+static void kdamond_off(const char *admin)
+{
+	char kd[300];
+
+	snprintf(kd, sizeof(kd), "%s/kdamonds/0", admin);
+	(void)put(kd, "state", "off");
+	(void)put(admin, "kdamonds/nr_kdamonds", "0");
+}
+
+/*
+ * May memtided take kdamond 0?  0, or -EBUSY with why.  Cleans up its own leftover first.
+ */
+static int damon_free(const char *admin, const char *owner, char *why, size_t whylen)
+{
+	char kds[300], st[16];
+	uint64_t n;
+	int pid = owner_pid(owner);
+
+	snprintf(kds, sizeof(kds), "%s/kdamonds", admin);
+	n = getu(kds, "nr_kdamonds");
+	if (pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH && n >= 1) {
+		/* Step 0: memtided's own kdamond, left running by a memtided that died. */
+		kdamond_off(admin);
+		unlink(owner);
+		n = getu(kds, "nr_kdamonds");
+	}
+	if (n == 0)
+		return 0;
+	for (uint64_t i = 0; i < n; i++) {
+		char kd[320];
+		snprintf(kd, sizeof(kd), "%s/%llu", kds, (unsigned long long)i);
+		if (get(kd, "state", st, sizeof(st)) == 0 && !strcmp(st, "on")) {
+			snprintf(why, whylen,
+				 "another tool runs kdamond %llu (pid %llu); DAMON adds kdamonds "
+				 "only while none runs, and memtided never takes over another's",
+				 (unsigned long long)i, (unsigned long long)getu(kd, "pid"));
+			return -EBUSY;
+		}
+	}
+	snprintf(why, whylen,
+		 "another tool has %llu kdamond(s) configured (not running); adding one would "
+		 "erase their settings",
+		 (unsigned long long)n);
+	return -EBUSY;
+}
+
+/* ---- frames ------------------------------------------------------------------------------- */
+
+static int cmp_rev(const void *a, const void *b)
+{
+	const struct rev *x = a, *y = b;
+	return x->pfn < y->pfn ? -1 : x->pfn > y->pfn;
+}
+
+/* Step 2: frames of every present page, sorted; returns 1 when the ranges changed. */
+static int read_frames(struct damon_src *s)
+{
+	const uint64_t chunk = 4096;
+	uint64_t(*t)[2] = NULL;
+	size_t nt = 0;
+
+	s->nr_rev = 0;
+	for (uint64_t p = 0; p < s->pages; p += chunk) {
+		uint64_t n = s->pages - p < chunk ? s->pages - p : chunk;
+		ssize_t got = pread(s->pagemap_fd, s->pm, n * 8,
+				    (off_t)(((s->hva >> VMM_PAGE_SHIFT) + p) * 8));
+		if (got < 0)
+			return -errno;
+		for (uint64_t i = 0; i < n && i * 8 < (uint64_t)got; i++)
+			if ((s->pm[i] & PM_PRESENT) && (s->pm[i] & PM_PFN_MASK))
+				s->rev[s->nr_rev++] =
+				    (struct rev){.pfn = s->pm[i] & PM_PFN_MASK, .page = p + i};
+	}
+	qsort(s->rev, s->nr_rev, sizeof(*s->rev), cmp_rev);
+	/* contiguous frames make one target range; at most MAX_REGIONS (gaps merged) */
+	t = calloc(MAX_REGIONS, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < s->nr_rev; i++) {
+		uint64_t a = s->rev[i].pfn << VMM_PAGE_SHIFT;
+		if (nt && t[nt - 1][1] > a)
+			continue; /* a frame mapped twice */
+		/* contiguous, or out of regions: extend the last (gaps merged) */
+		if (nt && (t[nt - 1][1] == a || nt == MAX_REGIONS))
+			t[nt - 1][1] = a + VMM_PAGE_SIZE;
+		else {
+			t[nt][0] = a;
+			t[nt++][1] = a + VMM_PAGE_SIZE;
+		}
+	}
+	int changed = nt != s->nr_targets || (nt && memcmp(t, s->targets, nt * sizeof(*t)) != 0);
+	free(s->targets);
+	s->targets = t;
+	s->nr_targets = nt;
+	return changed;
+}
+
+static int write_targets(struct damon_src *s)
+{
+	char ctx[400], tg[420], rg[440], r[460];
+	int rc;
+
+	snprintf(ctx, sizeof(ctx), "%s/contexts/0", s->kd);
+	dir_of(tg, sizeof(tg), ctx, "targets");
+	rc = putu(tg, "nr_targets", 1);
+	dir_of(tg, sizeof(tg), ctx, "targets/0");
+	dir_of(rg, sizeof(rg), tg, "regions");
+	if (rc == 0)
+		rc = putu(rg, "nr_regions", s->nr_targets);
+	for (size_t i = 0; i < s->nr_targets && rc == 0; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "%zu", i);
+		dir_of(r, sizeof(r), rg, name);
+		rc = putu(r, "start", s->targets[i][0]);
+		if (rc == 0)
+			rc = putu(r, "end", s->targets[i][1]);
+	}
+	return rc;
+}
+
+static int setup(struct damon_src *s)
+{
+	char d[400], a[420], sc[420], p[440];
+	int rc;
+
+	rc = put(s->admin, "kdamonds/nr_kdamonds", "1");
+	dir_of(d, sizeof(d), s->admin, "kdamonds/0");
+	dir_of(d, sizeof(d), s->kd, "contexts");
+	if (rc == 0)
+		rc = putu(d, "nr_contexts", 1);
+	dir_of(d, sizeof(d), s->kd, "contexts/0");
+	if (rc == 0)
+		rc = put(d, "operations", "paddr");
+	dir_of(a, sizeof(a), d, "monitoring_attrs");
+	dir_of(a, sizeof(a), d, "monitoring_attrs/intervals");
+	if (rc == 0)
+		rc = putu(a, "sample_us", SAMPLE_US);
+	if (rc == 0)
+		rc = putu(a, "aggr_us", AGGR_US);
+	dir_of(a, sizeof(a), d, "monitoring_attrs/nr_regions");
+	/* about one region per 2 MiB frame range, so a hot huge page can stand alone */
+	uint64_t min = s->nr_targets > 10 ? s->nr_targets : 10;
+	if (min > MAX_REGIONS)
+		min = MAX_REGIONS;
+	if (rc == 0)
+		rc = putu(a, "max", min * 2);
+	if (rc == 0)
+		rc = putu(a, "min", min);
+	if (rc == 0)
+		rc = write_targets(s);
+	dir_of(sc, sizeof(sc), d, "schemes");
+	if (rc == 0)
+		rc = putu(sc, "nr_schemes", 1);
+	dir_of(sc, sizeof(sc), d, "schemes/0");
+	if (rc == 0)
+		rc = put(sc, "action", "stat");
+	static const char *const pat[][2] = {
+	    {"sz", "18446744073709551615"}, {"nr_accesses", "4294967295"}, {"age", "4294967295"}};
+	dir_of(p, sizeof(p), sc, "access_pattern");
+	for (size_t i = 0; i < 3 && rc == 0; i++) {
+		char q[480];
+		snprintf(q, sizeof(q), "%s/access_pattern/%s", sc, pat[i][0]);
+		(void)mkdir(q, 0755);
+		rc = put(q, "min", "0");
+		if (rc == 0)
+			rc = put(q, "max", pat[i][1]);
+	}
+	if (rc == 0)
+		rc = put(s->kd, "state", "on");
+	return rc;
+}
+
+/* ---- one round ---------------------------------------------------------------------------- */
+
+static uint64_t gpa_of(const struct damon_src *s, uint64_t page)
+{
+	uint64_t off = page << VMM_PAGE_SHIFT;
+	return s->lowmem && off >= s->lowmem ? off - s->lowmem + (1ULL << 32) : off;
+}
+
+/* Step 4 for one young region [start, end) of physical bytes. */
+static void mark_region(struct damon_src *s, struct vmm_guest *g, uint64_t start, uint64_t end)
+{
+	uint64_t lo = 0, hi = s->nr_rev;
+
+	while (lo < hi) {
+		uint64_t mid = (lo + hi) / 2;
+		if (s->rev[mid].pfn < start >> VMM_PAGE_SHIFT)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint64_t i = lo; i < s->nr_rev && s->rev[i].pfn < end >> VMM_PAGE_SHIFT; i++)
+		(void)vmm_mark_young(g, gpa_of(s, s->rev[i].page), 1, false);
+}
+
+static int damon_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
+{
+	struct damon_src *s = ctx;
+	char tr[480];
+	uint64_t since_ms = s->last_round_ms && now_ms > s->last_round_ms
+				? now_ms - s->last_round_ms
+				: AGGR_US / 1000;
+	int rc;
+
+	/* Step 1 */
+	rc = vmm_age_begin(g, now_ms);
+	if (rc < 0)
+		return rc;
+	s->last_round_ms = now_ms;
+	/* Step 2 */
+	rc = read_frames(s);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && (write_targets(s) < 0 || put(s->kd, "state", "commit") < 0))
+		return -EIO;
+	/* Step 3 */
+	if (put(s->kd, "state", "update_schemes_tried_regions") < 0)
+		return -EIO;
+	snprintf(tr, sizeof(tr), "%s/contexts/0/schemes/0/tried_regions", s->kd);
+	DIR *d = opendir(tr);
+	if (!d)
+		return -errno;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char r[760];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(r, sizeof(r), "%s/%s", tr, de->d_name);
+		uint64_t start = getu(r, "start"), end = getu(r, "end");
+		uint64_t acc = getu(r, "nr_accesses"), age = getu(r, "age");
+		/* Step 4 */
+		if (end > start && (acc > 0 || age * (AGGR_US / 1000) < since_ms))
+			mark_region(s, g, start, end);
+	}
+	closedir(d);
+	return 0;
+}
+
+static bool damon_fresh(void *ctx, uint64_t now_ms)
+{
+	struct damon_src *s = ctx;
+	char st[16];
+
+	(void)now_ms;
+	return get(s->kd, "state", st, sizeof(st)) == 0 && !strcmp(st, "on");
+}
+
+static void damon_destroy(void *ctx)
+{
+	struct damon_src *s = ctx;
+
+	if (!s)
+		return;
+	if (s->on) {
+		kdamond_off(s->admin);
+		unlink(s->owner);
+		atomic_store(&damon_taken, false);
+	}
+	if (s->pagemap_fd >= 0)
+		close(s->pagemap_fd);
+	free(s->rev);
+	free(s->pm);
+	free(s->targets);
+	free(s);
+}
+
+static const struct mtd_source_ops damon_ops = {
+    .name = "damon",
+    .per_page = true,
+    .age = damon_age,
+    .evicted = NULL, /* the guest picks what the balloon takes (see source_ept.c) */
+    .fresh = damon_fresh,
+    .destroy = damon_destroy,
+};
+
+int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t whylen)
+{
+	char owner[300], path[300];
+
+	snprintf(path, sizeof(path), "%s/kdamonds", admin);
+	if (access(path, F_OK) != 0) {
+		snprintf(why, whylen, "this kernel has no DAMON sysfs interface (%s missing)",
+			 admin);
+		return -ENOENT;
+	}
+	if (atomic_load(&damon_taken)) {
+		snprintf(why, whylen, "memtided's one kdamond already serves another VM");
+		return -EBUSY;
+	}
+	snprintf(owner, sizeof(owner), "%s/damon.owner", run_dir);
+	return damon_free(admin, owner, why, whylen);
+}
+
+void mtd_damon_cleanup(const char *admin, const char *run_dir)
+{
+	char owner[300], why[200];
+
+	snprintf(owner, sizeof(owner), "%s/damon.owner", run_dir);
+	(void)damon_free(admin, owner, why, sizeof(why));
+}
+
+int mtd_source_damon_new(const char *admin, const char *run_dir, const char *proc_dir, int qemu_pid,
+			 uint64_t guest_bytes, struct mtd_source *out, char *why, size_t whylen)
+{
+	struct damon_src *s;
+	char path[300], ops[64];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/kdamonds", admin);
+	if (access(path, F_OK) != 0) {
+		snprintf(why, whylen, "this kernel has no DAMON sysfs interface (%s missing)",
+			 admin);
+		return -ENOENT;
+	}
+	if (qemu_pid <= 0) {
+		snprintf(why, whylen, "QEMU's pid is not known");
+		return -ESRCH;
+	}
+	bool expected = false;
+	if (!atomic_compare_exchange_strong(&damon_taken, &expected, true)) {
+		snprintf(why, whylen, "memtided's one kdamond already serves another VM");
+		return -EBUSY;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		atomic_store(&damon_taken, false);
+		return -ENOMEM;
+	}
+	s->pagemap_fd = -1;
+	snprintf(s->admin, sizeof(s->admin), "%s", admin);
+	snprintf(s->kd, sizeof(s->kd), "%s/kdamonds/0", admin);
+	snprintf(s->owner, sizeof(s->owner), "%s/damon.owner", run_dir);
+	rc = damon_free(admin, s->owner, why, whylen);
+	if (rc < 0)
+		goto fail;
+	rc = mtd_guest_layout(proc_dir, qemu_pid, guest_bytes, s->ram_ranges, &s->lowmem);
+	if (rc < 0) {
+		snprintf(why, whylen, "guest RAM has no layout");
+		goto fail;
+	}
+	s->nr_ram = (size_t)rc;
+	s->ram = guest_bytes & ~(VMM_SIZE_2M - 1);
+	s->pages = s->ram >> VMM_PAGE_SHIFT;
+	rc = mtd_guest_ram_hva(proc_dir, qemu_pid, s->ram, &s->hva);
+	if (rc < 0) {
+		snprintf(why, whylen, "no mapping of guest RAM in QEMU's maps");
+		goto fail;
+	}
+	snprintf(path, sizeof(path), "%s/%d/pagemap", proc_dir, qemu_pid);
+	s->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	s->rev = calloc(s->pages, sizeof(*s->rev));
+	s->pm = calloc(4096, sizeof(*s->pm));
+	if (s->pagemap_fd < 0 || !s->rev || !s->pm) {
+		rc = s->pagemap_fd < 0 ? -errno : -ENOMEM;
+		snprintf(why, whylen, "cannot read %s", path);
+		goto fail;
+	}
+	rc = read_frames(s);
+	if (rc >= 0 && s->nr_rev == 0) {
+		rc = -EPERM;
+		snprintf(why, whylen, "QEMU's pagemap shows no frames (needs CAP_SYS_ADMIN)");
+	}
+	if (rc < 0)
+		goto fail;
+	/* The owner record first: a crash from here on leaves a kdamond we will recognise. */
+	FILE *f = fopen(s->owner, "we");
+	if (!f) {
+		rc = -errno;
+		snprintf(why, whylen, "cannot write %s", s->owner);
+		goto fail;
+	}
+	fprintf(f, "%d\n", (int)getpid());
+	fclose(f);
+	s->on = true;
+	rc = setup(s);
+	if (rc == 0 && (get(s->kd, "contexts/0/operations", ops, sizeof(ops)) < 0 ||
+			strcmp(ops, "paddr") != 0))
+		rc = -EOPNOTSUPP;
+	if (rc < 0) {
+		snprintf(why, whylen, "DAMON refused the paddr setup (%s): no DAMON_PADDR?",
+			 strerror(-rc));
+		goto fail;
+	}
+	*out = (struct mtd_source){
+	    .ops = &damon_ops, .ctx = s, .ram = s->ram_ranges, .nr_ram = s->nr_ram};
+	return 0;
+fail:
+	if (!s->on)
+		atomic_store(&damon_taken, false);
+	damon_destroy(s);
+	return rc;
+}

@@ -1,0 +1,396 @@
+/*
+ * test_access_sources.c - the host-side access sources on recorded and stand-in kernel files
+ * (host/access/source_idle.c, source_damon.c, choose.c, guest_layout.c).
+ *
+ * This machine's kernel has no idle page tracking, and its DAMON runs another tool's kdamond
+ * (which memtided must not touch), so neither can be driven live here.  These tests say so:
+ *   - idle: QEMU's pagemap is *recorded* from a real mapping of this test process
+ *     (/proc/self/pagemap, real PFNs: the test runs as root), laid into a stand-in /proc tree
+ *     with a maps line and a cmdline; the page_idle bitmap is a plain file whose bits the test
+ *     sets and clears as the kernel would (1 = idle, cleared by an access).
+ *   - damon: a stand-in sysfs tree; the test plays the kernel's part (tried_regions).
+ * What is checked: which pages come out young, the bitmap being re-marked idle, DAMON's
+ * setup written as usage.rst says, politeness (another tool's kdamond, running or not,
+ * is refused and left untouched; a crashed memtided's is cleaned up), and cleanup on exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "choose.h"
+#include "source.h"
+#include "vmm.h"
+
+#define GUEST_MIB 4
+#define HVA       0x40000000ULL /* where the stand-in QEMU maps guest RAM */
+#define PID       4242
+
+static char root[128];
+
+static void put_file(const char *rel, const void *data, size_t len)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(data, 1, len, f), len);
+	fclose(f);
+}
+
+static void put_str(const char *rel, const char *s)
+{
+	put_file(rel, s, strlen(s));
+}
+
+static void get_str(const char *rel, char *buf, size_t len)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+static void mk(const char *rel)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_true(mkdir(p, 0755) == 0 || errno == EEXIST);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/memtide-test-access.XXXXXX");
+	assert_non_null(mkdtemp(root));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[256];
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd);
+}
+
+/* A stand-in /proc/PID for a QEMU with GUEST_MIB of RAM at HVA: maps, cmdline, and a
+ * pagemap recorded from a real mapping of this process.  Returns the PFNs (0: absent). */
+static uint64_t *fake_qemu(void)
+{
+	size_t pages = GUEST_MIB << 8;
+	uint64_t *pfn = calloc(pages, sizeof(*pfn)), *pm = calloc(pages, sizeof(*pm));
+	unsigned char *mem = mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	char line[128];
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	assert_true(mem != MAP_FAILED);
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < pages; i++)
+		mem[i * 4096] = 1;
+	/* recorded: the kernel's own pagemap entries for those pages */
+	assert_int_equal(pread(fd, pm, pages * 8, (off_t)((uintptr_t)mem / 4096 * 8)),
+			 (ssize_t)(pages * 8));
+	close(fd);
+	for (size_t i = 0; i < pages; i++)
+		pfn[i] = (pm[i] >> 63) ? pm[i] & ((1ULL << 55) - 1) : 0;
+	if (!pfn[0]) {
+		free(pm);
+		munmap(mem, pages * 4096);
+		return pfn; /* not root: the caller skips */
+	}
+	mk("proc");
+	snprintf(line, sizeof(line), "proc/%d", PID);
+	mk(line);
+	snprintf(line, sizeof(line), "%llx-%llx rw-p 00000000 00:00 0\n", (unsigned long long)HVA,
+		 (unsigned long long)(HVA + pages * 4096));
+	char rel[64];
+	snprintf(rel, sizeof(rel), "proc/%d/maps", PID);
+	put_str(rel, line);
+	snprintf(rel, sizeof(rel), "proc/%d/cmdline", PID);
+	put_file(rel, "qemu-system-x86_64\0-machine\0pc-i440fx-7.2\0", 42);
+	/* the pagemap: a sparse file with the recorded entries at the stand-in HVA */
+	char p[512];
+	snprintf(p, sizeof(p), "%s/proc/%d/pagemap", root, PID);
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(pwrite(fd, pm, pages * 8, (off_t)(HVA / 4096 * 8)), (ssize_t)(pages * 8));
+	close(fd);
+	free(pm);
+	munmap(mem, pages * 4096);
+	return pfn;
+}
+
+static const char *why_of(const struct mtd_access_choice *ch, const char *name)
+{
+	for (unsigned i = 0; i < ch->nr_notes; i++)
+		if (!strcmp(ch->notes[i].name, name))
+			return ch->notes[i].why;
+	return "";
+}
+
+static void env_for(struct mtd_access_env *env, char *proc, char *bitmap, char *admin, char *run)
+{
+	mtd_access_env_default(env);
+	snprintf(proc, 256, "%s/proc", root);
+	snprintf(bitmap, 256, "%s/page_idle_bitmap", root);
+	snprintf(admin, 256, "%s/damon", root);
+	snprintf(run, 256, "%s/run", root);
+	env->proc_dir = proc;
+	env->idle_bitmap = bitmap;
+	env->damon_admin = admin;
+	env->run_dir = run;
+	env->ept_dir = root;
+	env->vm_name = "vm1";
+	env->qemu_pid = PID;
+	env->guest_bytes = GUEST_MIB << 20;
+	env->interval_ms = 5000;
+	env->ept_window_ms = 200;
+}
+
+static struct vmm_guest *guest_for(const struct mtd_source *s)
+{
+	struct vmm_guest_config gc;
+	struct vmm_guest *g;
+	vmm_guest_config_default(&gc);
+	gc.ram = s->ram;
+	gc.nr_ram = s->nr_ram;
+	assert_int_equal(vmm_guest_new(&gc, &g), 0);
+	return g;
+}
+
+struct young_set {
+	uint64_t pages;
+	uint8_t young[GUEST_MIB << 8];
+};
+
+static void collect(void *arg, uint64_t gpa, uint64_t n)
+{
+	struct young_set *y = arg;
+	for (uint64_t i = 0; i < n; i++)
+		y->young[(gpa >> 12) + i] = 1;
+	y->pages += n;
+}
+
+/* idle: pages whose bit the "kernel" cleared come out young, the others not; every frame is
+ * marked idle again after each round. */
+static void test_idle_recorded(void **state)
+{
+	char proc[256], bitmap[256], admin[256], run[256];
+	struct mtd_access_env env;
+	struct mtd_access_choice ch;
+	struct mtd_source src;
+	uint64_t *pfn = fake_qemu();
+	size_t pages = GUEST_MIB << 8;
+
+	(void)state;
+	if (!pfn[0]) {
+		free(pfn);
+		skip(); /* pagemap shows no PFNs without CAP_SYS_ADMIN */
+		return;
+	}
+	env_for(&env, proc, bitmap, admin, run);
+	/* without the bitmap: not chosen, and the reason names the kernel option */
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_equal(ch.chosen, "none");
+	bool said = false;
+	for (unsigned i = 0; i < ch.nr_notes; i++)
+		said = said || (!strcmp(ch.notes[i].name, "idle") &&
+				strstr(ch.notes[i].why, "no idle page tracking"));
+	assert_true(said);
+	/* the bitmap: a file as large as the highest frame needs, all zero (not idle) */
+	uint64_t maxpfn = 0;
+	for (size_t i = 0; i < pages; i++)
+		maxpfn = pfn[i] > maxpfn ? pfn[i] : maxpfn;
+	int fd = open(bitmap, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_int_equal(ftruncate(fd, (off_t)((maxpfn / 64 + 1) * 8)), 0);
+	env.pref = MTD_ACCESS_IDLE;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	if (strcmp(ch.chosen, "idle") != 0)
+		fail_msg("idle not chosen: %s", why_of(&ch, "idle"));
+	/* the constructor marked every frame idle */
+	for (size_t i = 0; i < pages; i++) {
+		uint64_t w = 0;
+		assert_int_equal(pread(fd, &w, 8, (off_t)(pfn[i] / 64 * 8)), 8);
+		assert_true(w & (1ULL << (pfn[i] % 64)));
+	}
+	/* the guest touches every 3rd page: the kernel clears those frames' idle bits */
+	for (size_t i = 0; i < pages; i += 3) {
+		uint64_t w;
+		assert_int_equal(pread(fd, &w, 8, (off_t)(pfn[i] / 64 * 8)), 8);
+		w &= ~(1ULL << (pfn[i] % 64));
+		assert_int_equal(pwrite(fd, &w, 8, (off_t)(pfn[i] / 64 * 8)), 8);
+	}
+	struct vmm_guest *g = guest_for(&src);
+	assert_int_equal(src.ops->age(src.ctx, g, 1000), 0);
+	struct young_set *y = calloc(1, sizeof(*y));
+	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
+	for (size_t i = 0; i < pages; i++)
+		assert_int_equal(y->young[i], i % 3 == 0);
+	/* all idle again: the next round finds nothing young */
+	assert_int_equal(src.ops->age(src.ctx, g, 2000), 0);
+	memset(y, 0, sizeof(*y));
+	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
+	assert_int_equal(y->pages, 0);
+	mtd_source_destroy(&src);
+	vmm_guest_free(g);
+	free(y);
+	free(pfn);
+	close(fd);
+}
+
+/* A kdamond tree as the kernel shows it with n kdamonds, kdamond 0 in `state`. */
+static void fake_damon(unsigned n, const char *state0)
+{
+	char v[16];
+	mk("damon");
+	mk("damon/kdamonds");
+	snprintf(v, sizeof(v), "%u\n", n);
+	put_str("damon/kdamonds/nr_kdamonds", v);
+	if (n) {
+		mk("damon/kdamonds/0");
+		put_str("damon/kdamonds/0/state", state0);
+		put_str("damon/kdamonds/0/pid", "84\n");
+	}
+}
+
+static void test_damon_polite(void **state)
+{
+	char proc[256], bitmap[256], admin[256], run[256], buf[64];
+	struct mtd_access_env env;
+	struct mtd_access_choice ch;
+	struct mtd_source src;
+	uint64_t *pfn = fake_qemu();
+
+	(void)state;
+	if (!pfn[0]) {
+		free(pfn);
+		skip();
+		return;
+	}
+	env_for(&env, proc, bitmap, admin, run);
+	mk("run");
+	env.pref = MTD_ACCESS_DAMON;
+	/* 1. another tool's kdamond runs: refused, untouched */
+	fake_damon(1, "on\n");
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_equal(ch.chosen, "none");
+	assert_non_null(strstr(why_of(&ch, "damon"), "another tool runs kdamond 0 (pid 84)"));
+	get_str("damon/kdamonds/0/state", buf, sizeof(buf));
+	assert_string_equal(buf, "on");
+	get_str("damon/kdamonds/nr_kdamonds", buf, sizeof(buf));
+	assert_string_equal(buf, "1");
+	/* 2. configured but not running: refused too (adding one would erase it) */
+	fake_damon(1, "off\n");
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_equal(ch.chosen, "none");
+	assert_non_null(strstr(why_of(&ch, "damon"), "configured"));
+	get_str("damon/kdamonds/nr_kdamonds", buf, sizeof(buf));
+	assert_string_equal(buf, "1");
+	/* 3. a crashed memtided's kdamond (owner pid gone): cleaned up, then taken */
+	fake_damon(1, "on\n");
+	put_str("run/damon.owner", "999999\n");
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_equal(ch.chosen, "damon");
+	get_str("damon/kdamonds/0/contexts/0/operations", buf, sizeof(buf));
+	assert_string_equal(buf, "paddr");
+	get_str("damon/kdamonds/0/state", buf, sizeof(buf));
+	assert_string_equal(buf, "on");
+	get_str("run/damon.owner", buf, sizeof(buf));
+	assert_int_equal(strtol(buf, NULL, 10), getpid());
+	get_str("damon/kdamonds/0/contexts/0/schemes/0/action", buf, sizeof(buf));
+	assert_string_equal(buf, "stat");
+	/* a second VM: memtided's one kdamond is taken */
+	struct mtd_source src2;
+	struct mtd_access_choice ch2;
+	assert_int_equal(mtd_access_choose(&env, &src2, &ch2), 0);
+	assert_string_equal(ch2.chosen, "none");
+	/* 4. a round: the "kernel" reports two regions, one accessed, one idle for long */
+	uint64_t hot = pfn[10] << 12, cold = pfn[700] << 12;
+	mk("damon/kdamonds/0/contexts/0/schemes/0/tried_regions");
+	mk("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0");
+	mk("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1");
+	char v[32];
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)hot);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/start", v);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)hot + 4096);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/end", v);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/nr_accesses", "5");
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/age", "1");
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)cold);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/start", v);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)cold + 4096);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/end", v);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/nr_accesses", "0");
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/age", "500");
+	struct vmm_guest *g = guest_for(&src);
+	assert_int_equal(src.ops->age(src.ctx, g, 1000), 0);
+	assert_int_equal(src.ops->age(src.ctx, g, 6000), 0);
+	get_str("damon/kdamonds/0/state", buf, sizeof(buf));
+	assert_string_equal(buf, "update_schemes_tried_regions");
+	struct young_set *y = calloc(1, sizeof(*y));
+	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
+	assert_true(y->young[10]);
+	assert_false(y->young[700]);
+	/* 5. exit: switched off and nr_kdamonds back to 0, the record gone */
+	mtd_source_destroy(&src);
+	get_str("damon/kdamonds/0/state", buf, sizeof(buf));
+	assert_string_equal(buf, "off");
+	get_str("damon/kdamonds/nr_kdamonds", buf, sizeof(buf));
+	assert_string_equal(buf, "0");
+	assert_int_equal(access("run/damon.owner", F_OK), -1);
+	vmm_guest_free(g);
+	free(y);
+	free(pfn);
+}
+
+/* The pc / q35 RAM splits (QEMU 7.2). */
+static void test_layout(void **state)
+{
+	struct vmm_range r[2];
+	uint64_t low;
+	char rel[64];
+
+	(void)state;
+	mk("proc");
+	mk("proc/77");
+	snprintf(rel, sizeof(rel), "proc/77/cmdline");
+	put_file(rel, "qemu\0-machine\0pc-q35-7.2,accel=tcg\0", 35);
+	assert_int_equal(mtd_guest_layout(root, 0, 2ULL << 30, r, &low), 1); /* no cmdline: pc */
+	char proc[256];
+	snprintf(proc, sizeof(proc), "%s/proc", root);
+	assert_int_equal(mtd_guest_layout(proc, 77, 2560ULL << 20, r, &low), 1);
+	assert_int_equal(mtd_guest_layout(proc, 77, 4ULL << 30, r, &low), 2);
+	assert_int_equal(low, 2ULL << 30);
+	assert_int_equal(r[1].start, 4ULL << 30);
+	assert_int_equal(r[1].end, 6ULL << 30);
+	assert_int_equal(mtd_guest_ram_offset(5ULL << 30, 4ULL << 30, low), 3ULL << 30);
+	put_file(rel, "qemu\0-M\0pc\0", 11);
+	assert_int_equal(mtd_guest_layout(proc, 77, 3ULL << 30, r, &low), 1);
+	assert_int_equal(mtd_guest_layout(proc, 77, 4ULL << 30, r, &low), 2);
+	assert_int_equal(low, 3ULL << 30);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_idle_recorded),
+	    cmocka_unit_test(test_damon_polite),
+	    cmocka_unit_test(test_layout),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
