@@ -34,8 +34,10 @@ line=$(e2e_wait_file "$log" 'silent: giving memory back' 45)
 dt=$(($(e2e_now_ms) - t0))
 e2e_fig react_ms "$dt"
 e2e_fig action "$line"
-kill -0 "$E2E_QEMU_PID" 2>/dev/null && ! grep -q 'disconnected' "$log" && [ -n "$line" ] &&
-	echo "$line" | grep -q 'target 1024 MiB'
+# Over vsock the guest kernel resets the dead agent's connection, so memtided logs the agent's
+# own disconnect at once; any other disconnect (the QEMU side going away) must not have come.
+kill -0 "$E2E_QEMU_PID" 2>/dev/null && ! grep 'disconnected' "$log" | grep -qv 'agent vsock:' &&
+	[ -n "$line" ] && echo "$line" | grep -q 'target 1024 MiB'
 e2e_check $? "agent lost: memtided returns the guest to 1024 MiB (after $dt ms)"
 # Everything memtided logged after the loss: no inflation may follow it.
 after=$(sed -n '/silent: giving memory back/,$p' "$log")
