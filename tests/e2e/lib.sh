@@ -17,7 +17,8 @@
 #   e2e_start CMD...         starts a host process in the background and remembers its PID.
 #   e2e_memtided_conf RETURN writes a memtided.conf whose [defaults] set policy `return`
 #                            (reclaim or balloon) and prints its path, for --config.
-#   e2e_ok / e2e_not_ok      TAP lines; e2e_fig KEY VALUE records a figure (printed and JSON).
+#   e2e_ok / e2e_not_ok      TAP lines; e2e_fig KEY VALUE records a figure (printed and JSON:
+#                            numbers and true/false as such, anything else as a string).
 # Data: $E2E_DIR holds console.log, qmp.sock, agent.sock; $E2E_PIDS lists started PIDs.
 #
 # The agent's channel, E2E_TRANSPORT (the guest agent's default "auto" finds either):
@@ -88,7 +89,11 @@ e2e_write_json() {
 	s+="\"scenario\":\"$E2E_NAME\""
 	for k in "${E2E_FIG_KEYS[@]}"; do
 		local v=${E2E_FIGS[$k]}
-		if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; then s+=",\"$k\":$v"; else s+=",\"$k\":\"$v\""; fi
+		if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || [ "$v" = true ] || [ "$v" = false ]; then
+			s+=",\"$k\":$v"
+		else
+			s+=",\"$k\":\"$v\""
+		fi
 	done
 	s+="$sep}"
 	echo "$s" >"$E2E_JSON"

@@ -51,7 +51,11 @@ start_memtided "$E2E_DIR/memtided.log"
 e2e_boot 512 "sleep 600" ""
 line=$(e2e_wait_file "$E2E_DIR/memtided.log" 'agent vsock:qemu: connected' 120)
 connected=false
-[ -n "$line" ] && [ "$(field "v['agent_transport']")" = vsock ] && connected=true
+# The status is published every control interval (2 s): wait for the one after the hello.
+for _ in $(seq 50); do
+	[ -n "$line" ] && [ "$(field "v['agent_transport']")" = vsock ] && connected=true && break
+	sleep 0.2
+done
 e2e_fig connected "$connected"
 [ $connected = true ]
 e2e_check $? "the agent connected over vsock (no virtio-serial port in this guest)"
