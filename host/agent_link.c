@@ -31,6 +31,7 @@
 #define READS_PER_SERVICE 16 /* bound one service call: at most 16 reads of <= 64 KiB */
 #define RTT_SAMPLES       256
 #define PING_LOST_MS      10000 /* a ping unanswered this long is lost, the next may go */
+#define PING_WAIT_MS      50    /* the VM loop holds its tick this long for a pong */
 
 enum link_state { LINK_DOWN, LINK_HELLO_WAIT, LINK_READY };
 
@@ -144,6 +145,11 @@ void mtd_agent_link_rtt(const struct mtd_agent_link *l, uint64_t *p50_us, uint64
 	/* nearest rank: the smallest sample with at least p% of them at or below it */
 	*p50_us = s[(l->rtt_n * 50 + 99) / 100 - 1];
 	*p99_us = s[(l->rtt_n * 99 + 99) / 100 - 1];
+}
+
+uint64_t mtd_agent_link_ping_due_back(const struct mtd_agent_link *l)
+{
+	return l->ping_id && l->state == LINK_READY ? l->ping_sent_ms + PING_WAIT_MS : 0;
 }
 
 const char *mtd_agent_link_transport(const struct mtd_agent_link *l)

@@ -338,9 +338,11 @@ static void test_fd_source_replaces_and_pings(void **state)
 
 	/* Pings: one per interval, one at a time; pongs make round trips. */
 	mtd_agent_link_set_ping(l, 100);
+	assert_int_equal(mtd_agent_link_ping_due_back(l), 0);
 	mtd_agent_link_service(l, now);
 	peer_read(sv[0], &m);
 	assert_int_equal(m.type, PROTO_MSG_PING);
+	assert_int_equal(mtd_agent_link_ping_due_back(l), now + 50); /* the loop's tick waits */
 	uint32_t pid = m.id;
 	mtd_agent_link_service(l, now + 200); /* no second ping while one is out */
 	struct pollfd pf = {.fd = sv[0], .events = POLLIN};
