@@ -12,7 +12,8 @@
 # needs no edit here.  Unit tests are tests/unit/test_*.c, one program each, linked against
 # every library (the linker takes only what a test uses).
 #
-# Targets: all (default), check, bench, lint, sanitize, demo, install, clean.
+# Targets: all (default), check, soak, bench, lint, sanitize, demo, install (install-agent,
+# install-lab), uninstall, deb, check-packaging, clean.
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -20,7 +21,8 @@ DESTDIR  ?=
 CC       ?= gcc
 SAN      ?=
 
-PKGS     := json-c liburcu liburcu-cds libvirt libvirt-qemu inih libmicrohttpd libzstd libxml-2.0
+PKGS     := json-c liburcu liburcu-cds libvirt libvirt-qemu inih libmicrohttpd libzstd libxml-2.0 \
+            libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
@@ -31,7 +33,7 @@ ifeq ($(SAN),1)
 CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -D_GNU_SOURCE -MMD -MP \
+ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -MMD -MP \
 	-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(PKG_CFLAGS)
 
 # ---- components --------------------------------------------------------------------------
@@ -80,7 +82,8 @@ E2E_HOST := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(wildcard tests/e2e/*
 # The QEMU TCG plugin behind the ept access source: a shared object QEMU loads (-plugin).
 EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
-.PHONY: all check check-unit bench lint sanitize demo install clean deps fuzz
+.PHONY: all check check-unit bench lint sanitize demo install install-agent install-lab uninstall \
+	programs deb check-packaging clean deps fuzz soak
 all: $(PROGRAMS) $(TESTS) $(E2E_HOST) $(EPT_PLUGIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -127,8 +130,8 @@ $(BIN)/memtide-agent: $(call obj,$(AGENT_MAIN)) $(LIBAGENT) $(LIBPROTO)
 # No sanitizers in the plugin: it runs inside QEMU, which is not built with them.
 $(EPT_PLUGIN): host/access/qemu_plugin/memtide_ept.c host/access/ept_table.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE -Ihost/access \
-		-o $@ $<
+	$(CC) -std=gnu11 $(WARN) -O2 -g $(CPPFLAGS) -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE \
+		-Ihost/access $(if $(filter 1,$(SAN)),,$(LDFLAGS)) -o $@ $<
 
 # Guest workloads: small static programs copied into the e2e guest's initramfs.
 $(BUILD)/guest/bin/%: tests/e2e/workloads/%.c
@@ -170,6 +173,12 @@ check: deps
 check-unit: all
 	@BUILD=$(BUILD) tests/run.sh unit
 
+# `make soak` runs the long scenarios (10 minutes or more each: e.g. scenario 12's 12-minute
+# creep run) that `make check` runs in short; they write the same build/e2e/*.json files.
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/run.sh soak
+
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) scripts/bench.sh
@@ -180,7 +189,7 @@ sanitize:
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@BUILD=$(BUILD) DEMO_JSON=$(DEMO_JSON) scripts/demo.sh
+	@BUILD=$(BUILD) DEMO_JSON=$(DEMO_JSON) DEMO_AGENT=$(DEMO_AGENT) scripts/demo.sh
 
 LINT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 lint:
@@ -192,14 +201,37 @@ lint:
 		-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(PKG_CFLAGS) \
 		$(shell pkg-config --cflags cmocka)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
-	install -m 0755 $(BIN)/memtidectl $(BIN)/memtide-sim $(BIN)/memtide-trace \
-		$(BIN)/memtide-agent $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(BIN)/memtided $(DESTDIR)$(PREFIX)/sbin/
-	install -d $(DESTDIR)$(PREFIX)/lib/memtide
-	install -m 0644 $(EPT_PLUGIN) $(DESTDIR)$(PREFIX)/lib/memtide/
-	DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) sh contrib/install.sh
+# install: what a host needs (memtided, memtidectl, QEMU's memtide-ept plugin, unit, hook,
+# config, man pages, bash completion, docs), binaries stripped.  The guest agent and the lab tools are not put on a
+# host's PATH: install-agent (into a guest image, DESTDIR=...) and install-lab for those.
+# STRIP= installs unstripped (debian/rules does: dh_strip makes the -dbgsym packages).
+HOST_PROGRAMS := $(BIN)/memtided $(BIN)/memtidectl
+STRIP ?= -s
+INSTALL_ENV = DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) BIN=$(abspath $(BIN)) STRIP=$(STRIP) \
+	EPT_PLUGIN=$(abspath $(EPT_PLUGIN))
+programs: $(HOST_PROGRAMS) $(EPT_PLUGIN) $(BIN)/memtide-agent $(BIN)/memtide-sim $(BIN)/memtide-trace
+install: $(HOST_PROGRAMS) $(EPT_PLUGIN)
+	$(INSTALL_ENV) sh contrib/install.sh install host
+install-agent: $(BIN)/memtide-agent
+	$(INSTALL_ENV) sh contrib/install.sh install agent
+install-lab: $(BIN)/memtide-sim $(BIN)/memtide-trace
+	$(INSTALL_ENV) sh contrib/install.sh install lab
+uninstall:
+	$(INSTALL_ENV) sh contrib/install.sh uninstall
+
+# Debian packages (memtide, memtide-agent, memtide-lab) from this tree, into $(BUILD)/deb/.
+# dpkg-buildpackage builds a copy of the tree (git ls-files, plus what is not yet committed),
+# so the work tree's build/ is not touched.  Lintian runs on the result.
+deb:
+	@BUILD=$(BUILD) scripts/deb.sh
+
+# What CI runs beside make check: the packages with their contents and lintian, the unit's
+# sandbox, and the Prometheus rules and dashboard (promtool comes with Debian's prometheus
+# package, ~100 MB, so it is installed for this target only: scripts/deps.sh packaging).
+check-packaging:
+	@scripts/deps.sh packaging
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) PACKAGING=1 tests/run.sh packaging
 
 clean:
 	rm -rf $(BUILD) build/san

@@ -31,10 +31,10 @@
 #include "swap_stat.h"
 #include "vmm.h"
 
-#define MiB        ((uint64_t)1 << 20)
-#define CHILD_MIB  256
-#define GPA_BASE   ((uint64_t)1 << 32)
-#define TOUCHES    4096
+#define MiB       ((uint64_t)1 << 20)
+#define CHILD_MIB 256
+#define GPA_BASE  ((uint64_t)1 << 32)
+#define TOUCHES   4096
 
 static double now_s(void)
 {
@@ -54,8 +54,8 @@ struct child {
 static void child_main(int cmd, int ack)
 {
 	size_t sz = CHILD_MIB * MiB;
-	char *raw = mmap(NULL, sz + 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
+	char *raw =
+	    mmap(NULL, sz + 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *p = (char *)(((uintptr_t)raw + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
 	uint64_t a = (uintptr_t)p;
 	char c;
@@ -96,8 +96,13 @@ static unsigned long majflt(pid_t pid)
 		char *s = strrchr(buf, ')');
 		/* fields after the command: state ppid pgrp session tty tpgid flags minflt
 		 * cminflt majflt */
-		if (s)
-			sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %lu", &v);
+		char *p = s ? s + 2 : NULL;
+		for (int i = 0; p && i < 9; i++) {
+			p = strchr(p, ' ');
+			p = p ? p + 1 : NULL;
+		}
+		if (p)
+			v = strtoul(p, NULL, 10);
 	}
 	fclose(f);
 	return v;
@@ -154,8 +159,12 @@ int main(void)
 		return 1;
 	l.nr = 1;
 	l.sure = true;
-	l.r[0] = (struct mtd_ram_region){.gpa = GPA_BASE, .bytes = CHILD_MIB * MiB, .hva = ch.hva,
-					 .backing = MTD_RAM_ANON, .page_bytes = 4096, .thp = true,
+	l.r[0] = (struct mtd_ram_region){.gpa = GPA_BASE,
+					 .bytes = CHILD_MIB * MiB,
+					 .hva = ch.hva,
+					 .backing = MTD_RAM_ANON,
+					 .page_bytes = 4096,
+					 .thp = true,
 					 .evictable = true};
 	l.ram_bytes = l.evictable_bytes = CHILD_MIB * MiB;
 	if (mtd_pageout_open(ch.pid, &l, NULL, &po, err, sizeof(err)) < 0) {
@@ -172,8 +181,9 @@ int main(void)
 	       scan_ns_per_page(po, half, &refaults), half);
 
 	if (mtd_swap_read(NULL, NULL, &sw) < 0 || sw.free_bytes < CHILD_MIB * MiB) {
-		printf("{\"name\":\"pageout_throughput\",\"skipped\":\"no room in host swap (set up "
-		       "zram first)\"}\n");
+		printf(
+		    "{\"name\":\"pageout_throughput\",\"skipped\":\"no room in host swap (set up "
+		    "zram first)\"}\n");
 		goto out;
 	}
 	/* The sequential-read bound of this machine, in the same run. */

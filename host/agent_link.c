@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent_caps.h"
 #include "log.h"
 
 #define BACKOFF_MIN_MS    500
@@ -416,8 +417,11 @@ static enum proto_status on_hello(struct mtd_agent_link *l, const struct proto_m
 	l->state = LINK_READY;
 	l->logged_down = false;
 	proto_backoff_reset(&l->backoff);
-	mtd_notice("agent %s: connected: %.63s on %.64s, protocol %u", l->path, h->software,
-		   h->kernel, l->version);
+	char names[160], means[400];
+	mtd_agent_caps_names(h->caps, names, sizeof(names));
+	mtd_agent_caps_consequence(h->caps, means, sizeof(means));
+	mtd_notice("agent %s: connected: %.63s on %.64s, protocol %u; can: %s; so: %s", l->path,
+		   h->software, h->kernel, l->version, names, means);
 	return PROTO_OK;
 }
 

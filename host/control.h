@@ -17,6 +17,8 @@
 
 #define MTD_CONTROL_MAX_REQUEST (64 * 1024) /* bytes per request line */
 #define MTD_CONTROL_MAX_CLIENTS 16
+#define MTD_CONTROL_MAX_SLOW    8     /* attach/detach/policy-set running at once */
+#define MTD_CONTROL_IDLE_MS     30000 /* a connection with no request this long is closed */
 
 struct mtd_control;
 

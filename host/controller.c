@@ -65,6 +65,16 @@ void mtd_ctl_config_default(struct mtd_ctl_config *cfg)
 	cfg->min_change_bytes = 4 * MiB;
 }
 
+int mtd_ctl_config_finish(struct mtd_ctl_config *cfg, char *err, size_t errlen)
+{
+	/* The agent must be heard within the silence window: at least two intervals.  Raised
+	 * before the checks, so that a long interval (60 s over the 30 s default silence) is
+	 * accepted rather than refused for a window the daemon would have widened anyway. */
+	if (cfg->interval_ms <= 3600 * 1000 && cfg->agent_silence_ms < 2 * cfg->interval_ms)
+		cfg->agent_silence_ms = 2 * cfg->interval_ms;
+	return mtd_ctl_config_validate(cfg, err, errlen);
+}
+
 int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t errlen)
 {
 	if (cfg->interval_ms < 100 || cfg->interval_ms > 3600 * 1000) {
@@ -287,7 +297,7 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	/* Step 5: nobody is telling us about the guest: back to the safe size. */
 	if (!in->inputs_fresh) {
 		deflate_to(cfg, in, st, ceiling, MTD_CTL_SILENT, out);
-		out->state = MTD_VM_HOLD;
+		out->state = MTD_VM_AGENT_SILENT;
 		goto out;
 	}
 	/* Step 6: no estimate yet: keep the target, take nothing. */

@@ -53,6 +53,9 @@ struct mtd_ctl_config {
 
 void mtd_ctl_config_default(struct mtd_ctl_config *cfg);
 /* Returns 0, or -EINVAL with a sentence in err when a setting is out of its range. */
+/* Settings as the daemon runs them: agent_silence raised to two intervals when shorter,
+ * then validated.  0 or -EINVAL with a sentence in err. */
+int mtd_ctl_config_finish(struct mtd_ctl_config *cfg, char *err, size_t errlen);
 int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t errlen);
 
 /* Why the target is what it is; named for logs and `memtidectl vm show`. */

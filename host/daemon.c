@@ -4,14 +4,21 @@
  *
  * The main thread owns every attach and detach (libvirt events and hook news arrive as
  * queued work; front-end calls take d->lock and do the work on their own thread).  A VM is
- * removed in three steps: its loop is stopped and joined (leaving the VM at its safe size
- * when the domain still runs), it is unlinked from the registry, and it is freed after an
- * RCU grace period, so a front end that found it a moment earlier still reads valid memory.
+ * removed in three steps: its loop is asked to stop (leaving the VM at its safe size when
+ * the domain still runs) and, when it has finished, queues MTD_WORK_REAP; the main thread
+ * then joins it (at once: it has returned), unlinks it from the registry, and frees it after
+ * an RCU grace period, so a front end that found it a moment earlier still reads valid
+ * memory.  Nobody waits on a loop that is still inside a QMP or libvirt call: a detach
+ * returns as soon as it is asked for, and the status shows the VM as detaching meanwhile.
+ * The one exception is the daemon's stop, which waits for every loop together, up to
+ * STOP_WAIT_MS (calls are cut to 1 s once a loop is stopping, qmp.c and bounded_call.c),
+ * and leaves a loop stuck past that behind rather than hang the stop.
  */
 #include "daemon.h"
 #include "vsock_service.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -29,6 +36,7 @@
 #include "arbiter.h"
 #include "libvirt_conn.h"
 #include "log.h"
+#include "notify.h"
 #include "swap_stat.h"
 #include "qmp.h"
 #include "vm.h"
@@ -36,6 +44,7 @@
 #define MiB             ((uint64_t)1 << 20)
 #define MAX_QUEUED_WORK 4096 /* a flood of events is cut here (rescan recovers) */
 #define RECONNECT_MS    5000
+#define STOP_WAIT_MS    5000 /* the daemon's stop waits this long for every loop together */
 
 static uint64_t mono_ms(void)
 {
@@ -67,6 +76,13 @@ void mtd_daemon_free(struct mtd_daemon *d)
 {
 	if (!d)
 		return;
+	if (d->nr_abandoned) {
+		/* A loop left inside a call still points at d: the process is ending, so the
+		 * memory goes with it rather than from under that thread. */
+		mtd_warn("%u VM loop(s) left behind at exit; not freeing the daemon's state",
+			 d->nr_abandoned);
+		return;
+	}
 	while (d->work_head) {
 		struct mtd_work *w = d->work_head;
 		d->work_head = w->next;
@@ -107,6 +123,30 @@ int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *
 	d->work_tail = w;
 	pthread_mutex_unlock(&d->work_lock);
 	uint64_t one = 1;
+	if (write(d->work_fd, &one, sizeof(one)) < 0) {
+		/* counter already set: the main thread wakes anyway */
+	}
+	return 0;
+}
+
+int mtd_daemon_queue_reap(struct mtd_daemon *d, const char *name, uint64_t serial)
+{
+	struct mtd_work *w = calloc(1, sizeof(*w));
+	uint64_t one = 1;
+
+	/* Never refused for a full queue: a finished loop must be reaped. */
+	if (!w)
+		return -ENOMEM;
+	w->kind = MTD_WORK_REAP;
+	w->serial = serial;
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	pthread_mutex_lock(&d->work_lock);
+	if (d->work_tail)
+		d->work_tail->next = w;
+	else
+		d->work_head = w;
+	d->work_tail = w;
+	pthread_mutex_unlock(&d->work_lock);
 	if (write(d->work_fd, &one, sizeof(one)) < 0) {
 		/* counter already set: the main thread wakes anyway */
 	}
@@ -164,6 +204,10 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	rcu_read_unlock();
 	if (known)
 		return -EBUSY;
+	if (fnmatch(d->cfg.domains, name, 0) != 0) {
+		mtd_debug("%s: not attached: not in [daemon] domains = %s", name, d->cfg.domains);
+		return -EPERM;
+	}
 	rc = mtd_libvirt_domain(d->lv, name, &dom, &info, err, sizeof(err));
 	if (rc < 0) {
 		mtd_info("%s: not attached: %s", name, err);
@@ -192,7 +236,8 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	if (rc == 0 && !pol.enabled)
 		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error), "%.150s", err);
 	vm->balloon = &mtd_libvirt_balloon_ops;
-	vm->balloon_ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s);
+	vm->balloon_ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s,
+						  (int)d->cfg.call_timeout_ms, &vm->stop);
 	if (!vm->balloon_ctx) {
 		mtd_libvirt_domain_put(dom);
 		mtd_vm_free(vm);
@@ -204,65 +249,146 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	return start_vm(d, vm);
 }
 
-static int attach_qmp(struct mtd_daemon *d)
+/* --agent vsock:PATH (the agent over memtided's vhost-user-vsock back end on PATH)? */
+static bool is_vsock_agent(const char *agent_path)
+{
+	return !strncmp(agent_path, VSOCK_AGENT_PREFIX, strlen(VSOCK_AGENT_PREFIX));
+}
+
+static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qmp_path,
+			  const char *agent_path)
 {
 	struct mtd_vm *vm;
-	int rc = mtd_vm_new(d, d->vm_name, NULL, &d->cfg.defaults, &vm);
+	int rc = mtd_vm_new(d, name, NULL, &d->cfg.defaults, &vm);
 
 	if (rc < 0)
 		return rc;
 	vm->balloon = &mtd_qmp_balloon_ops;
-	vm->balloon_ctx = mtd_qmp_balloon_new(d->qmp_path, d->cfg.stats_period_s);
+	vm->balloon_ctx = mtd_qmp_balloon_new(qmp_path, d->cfg.stats_period_s,
+					      (int)d->cfg.call_timeout_ms, &vm->stop);
 	if (!vm->balloon_ctx) {
 		mtd_vm_free(vm);
 		return -ENAMETOOLONG;
 	}
 	/* --agent vsock:PATH: the agent comes through the vsock service, no socket of its own */
-	vm->vsock_expected =
-	    !strncmp(d->agent_path, VSOCK_AGENT_PREFIX, strlen(VSOCK_AGENT_PREFIX));
+	vm->vsock_expected = is_vsock_agent(agent_path);
 	if (!vm->vsock_expected)
-		snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", d->agent_path);
-	vm->agent_expected = d->agent_path[0] != '\0';
+		snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", agent_path);
+	vm->agent_expected = agent_path[0] != '\0';
 	return start_vm(d, vm);
 }
 
-static int detach_locked(struct mtd_daemon *d, const char *name, bool exit_safe)
+/*
+ * The host line's VM count and saving, from the VMs in the registry now.  The arbiter's tick
+ * sets them too, every [host] interval; attach and detach call this so that `status` right
+ * after a detach no longer counts the VM it let go (the balloon it leaves is not memtide's
+ * saving any more).  A VM whose loop has ended (DETACHED) is not counted either.
+ */
+static void refresh_host_totals(struct mtd_daemon *d)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *vnode;
+	uint64_t saved = 0;
+	unsigned n = 0;
+
+	rcu_read_lock();
+	cds_lfht_for_each(d->vms, &it, vnode)
+	{
+		struct mtd_vm *vm = caa_container_of(vnode, struct mtd_vm, node);
+		const struct mtd_vm_status *st = rcu_dereference(vm->status);
+		if (!st || st->state == MTD_VM_DETACHED)
+			continue;
+		saved += st->saved_bytes;
+		n++;
+	}
+	rcu_read_unlock();
+	pthread_mutex_lock(&d->host_lock);
+	d->host.nr_vms = n;
+	d->host.saved_bytes = saved;
+	pthread_mutex_unlock(&d->host_lock);
+}
+
+/* Plain-QEMU mode: the VM of each --qmp (each loop connects on its own). */
+static int attach_qmp(struct mtd_daemon *d)
+{
+	int rc = attach_qmp_one(d, d->vm_name, d->qmp_path, d->agent_path);
+
+	for (unsigned i = 0; rc == 0 && i < d->nr_more_qmp; i++)
+		rc = attach_qmp_one(d, d->more_qmp[i].name, d->more_qmp[i].qmp_path,
+				    d->more_qmp[i].agent_path);
+	return rc;
+}
+
+/* Ask a VM's loop to leave; it queues MTD_WORK_REAP when it has.  Never waits.  0,
+ * -ENOENT, or -EALREADY (a detach is already under way). */
+static int detach_request(struct mtd_daemon *d, const char *name, bool exit_safe)
+{
+	int rc = -ENOENT;
+
+	rcu_read_lock();
+	struct mtd_vm *vm = mtd_registry_find(d, name);
+	if (vm && atomic_load(&vm->detaching)) {
+		rc = -EALREADY;
+	} else if (vm) {
+		mtd_vm_loop_request_stop(vm, exit_safe, true);
+		mtd_info("%s: detach asked%s", name, exit_safe ? " (to its safe size)" : "");
+		rc = 0;
+	}
+	rcu_read_unlock();
+	return rc;
+}
+
+/* The loop of a VM being detached has finished: join, unlink, free.  d->lock held. */
+static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 {
 	rcu_read_lock();
 	struct mtd_vm *vm = mtd_registry_find(d, name);
 	rcu_read_unlock();
 	/* Still valid: only d->lock holders unlink and free, and we hold it. */
-	if (!vm)
-		return -ENOENT;
-	mtd_vm_loop_stop(vm, exit_safe);
+	if (!vm || vm->serial != serial)
+		return; /* already reaped (a stop or a reconnect joined it) */
+	if (mtd_vm_loop_join(vm, mono_ms() + STOP_WAIT_MS) < 0) {
+		mtd_err("%s: its loop said it finished but did not end", name);
+		return;
+	}
 	(void)mtd_registry_del(d, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);
-	mtd_notice("%s: detached%s", name, exit_safe ? " (left at its safe size)" : "");
-	return 0;
+	refresh_host_totals(d);
+	mtd_notice("%s: detached%s", name,
+		   atomic_load(&vm->exiting) ? " (left at its safe size)" : "");
 }
 
+/*
+ * Stop every loop and wait for them together, up to STOP_WAIT_MS: the exit steps run in
+ * parallel, and every call a stopping loop makes is cut to 1 s.  A loop still inside a call
+ * after that is left behind (said in the log) and its VM stays registered, never freed.
+ */
 static void detach_all(struct mtd_daemon *d, bool exit_safe)
 {
 	struct mtd_vm *vms[512];
-	size_t n;
+	size_t n, left = 0;
+	uint64_t deadline = mono_ms() + STOP_WAIT_MS;
 
-	/* Stop every loop first, then join: the exit steps run in parallel. */
-	do {
-		n = mtd_registry_list(d, vms, 512);
-		if (n > 512)
-			n = 512;
-		for (size_t i = 0; i < n; i++) {
-			if (exit_safe)
-				atomic_store(&vms[i]->exiting, true);
-			atomic_store(&vms[i]->stop, true);
-			mtd_vm_wake(vms[i]);
+	n = mtd_registry_list(d, vms, 512);
+	if (n > 512)
+		n = 512;
+	for (size_t i = 0; i < n; i++)
+		mtd_vm_loop_request_stop(vms[i], exit_safe, false);
+	for (size_t i = 0; i < n; i++) {
+		if (mtd_vm_loop_join(vms[i], deadline) < 0) {
+			mtd_err("%s: its loop is still inside a QMP or libvirt call after %d s; "
+				"left behind",
+				vms[i]->name, STOP_WAIT_MS / 1000);
+			left++;
+			continue;
 		}
-		for (size_t i = 0; i < n; i++) {
-			char name[MTD_NAME_MAX];
-			memcpy(name, vms[i]->name, sizeof(name));
-			(void)detach_locked(d, name, exit_safe);
-		}
-	} while (n > 0);
+		(void)mtd_registry_del(d, vms[i]);
+		call_rcu(&vms[i]->rcu, free_vm_rcu);
+		mtd_notice("%s: detached%s", vms[i]->name,
+			   exit_safe ? " (left at its safe size)" : "");
+	}
+	d->nr_abandoned += (unsigned)left;
+	refresh_host_totals(d);
 }
 
 static void attach_running(struct mtd_daemon *d)
@@ -284,15 +410,31 @@ static void attach_running(struct mtd_daemon *d)
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
-/* The vhost-user-vsock back end: a watched directory in libvirt mode, the one socket of
+/* Plain-QEMU mode: the vsock endpoint of one VM whose agent path is vsock:PATH (others:
+ * nothing to add).  0 or -errno, logged. */
+static int add_vsock_endpoint(struct mtd_daemon *d, const char *name, const char *agent_path)
+{
+	int rc;
+
+	if (!is_vsock_agent(agent_path))
+		return 0;
+	rc = mtd_vsock_add_endpoint(d->vsock, name, agent_path + strlen(VSOCK_AGENT_PREFIX));
+	if (rc < 0)
+		mtd_err("vsock: %s (%s): %s", agent_path, name, strerror(-rc));
+	return rc;
+}
+
+/* The vhost-user-vsock back end: a watched directory in libvirt mode, the socket of each
  * --agent vsock:PATH in plain-QEMU mode.  0, or -errno when it was asked for and cannot
  * run (plain-QEMU mode); libvirt mode goes on without it and says why. */
 static int start_vsock(struct mtd_daemon *d)
 {
 	struct mtd_vsock_config vc = {.guest_cid = d->cfg.vsock_cid, .port = d->cfg.vsock_port};
-	bool plain = !strncmp(d->agent_path, VSOCK_AGENT_PREFIX, strlen(VSOCK_AGENT_PREFIX));
+	bool plain = is_vsock_agent(d->agent_path);
 	int rc;
 
+	for (unsigned i = 0; i < d->nr_more_qmp; i++)
+		plain = plain || is_vsock_agent(d->more_qmp[i].agent_path);
 	if (d->mode == MTD_MODE_QMP && !plain)
 		return 0;
 	if (d->mode == MTD_MODE_LIBVIRT) {
@@ -307,16 +449,14 @@ static int start_vsock(struct mtd_daemon *d)
 		return plain ? rc : 0;
 	}
 	if (plain) {
-		rc = mtd_vsock_add_endpoint(d->vsock, d->vm_name,
-					    d->agent_path + strlen(VSOCK_AGENT_PREFIX));
-		if (rc < 0) {
-			mtd_err("vsock: %s: %s", d->agent_path, strerror(-rc));
+		rc = add_vsock_endpoint(d, d->vm_name, d->agent_path);
+		for (unsigned i = 0; rc == 0 && i < d->nr_more_qmp; i++)
+			rc = add_vsock_endpoint(d, d->more_qmp[i].name, d->more_qmp[i].agent_path);
+		if (rc < 0)
 			return rc;
-		}
 	}
-	mtd_notice("vsock: serving vhost-user-vsock devices (%s%s), guest cid %llu, agent port %u",
-		   plain ? "QEMU socket " : "QEMU sockets in ",
-		   plain ? d->agent_path + strlen(VSOCK_AGENT_PREFIX) : vc.dir,
+	mtd_notice("vsock: serving vhost-user-vsock devices (%s), guest cid %llu, agent port %u",
+		   plain ? "the --agent vsock: sockets" : vc.dir,
 		   (unsigned long long)vc.guest_cid, vc.port);
 	return 0;
 }
@@ -402,8 +542,11 @@ static void do_work(struct mtd_daemon *d, struct mtd_work *w)
 		}
 		break;
 	case MTD_WORK_DETACH:
+		(void)detach_request(d, w->name, false);
+		break;
+	case MTD_WORK_REAP:
 		pthread_mutex_lock(&d->lock);
-		(void)detach_locked(d, w->name, false);
+		reap(d, w->name, w->serial);
 		pthread_mutex_unlock(&d->lock);
 		break;
 	case MTD_WORK_POLICY:
@@ -457,7 +600,8 @@ static void arbitrate(struct mtd_daemon *d)
 		    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
 		};
 		vp[n++] = vm;
-		saved += st->saved_bytes;
+		if (st->state != MTD_VM_DETACHED)
+			saved += st->saved_bytes;
 	}
 	mtd_arbiter_run(&d->cfg.arb, &d->arb_state, mono_ms(), total, avail, av, n, &res);
 	for (size_t i = 0; i < n; i++)
@@ -479,8 +623,16 @@ static void arbitrate(struct mtd_daemon *d)
 	d->host.mem_total_bytes = total;
 	d->host.mem_available_bytes = avail;
 	d->host.low_mark_bytes = res.low_mark_bytes;
+	d->host.high_mark_bytes = res.high_mark_bytes;
+	if (d->host.under_pressure && !was)
+		d->host.pressure_episodes++;
 	d->host.nr_vms = (unsigned)n;
 	d->host.saved_bytes = saved;
+	d->host.libvirt_connected =
+	    d->mode == MTD_MODE_LIBVIRT ? (d->lv && !mtd_libvirt_broken(d->lv)) : -1;
+	d->host.updated_ms = mono_ms();
+	d->host.interval_ms = d->cfg.arbiter_interval_ms;
+	d->host.observe_only = d->cfg.observe_only;
 	pthread_mutex_unlock(&d->host_lock);
 	if (d->host.under_pressure && !was)
 		mtd_notice("host under pressure: MemAvailable %" PRIu64 " MiB < low mark %" PRIu64
@@ -539,9 +691,35 @@ static void reload(struct mtd_daemon *d)
 	free(n);
 }
 
+/* Do every queued work item; a rescan at most every RECONNECT_MS. */
+static void drain(struct mtd_daemon *d, uint64_t *next_rescan)
+{
+	struct mtd_work *w;
+
+	while ((w = dequeue(d))) {
+		if (w->kind == MTD_WORK_RESCAN && mono_ms() < *next_rescan) {
+			/* too soon after the last attempt: try again at the next tick */
+			free(w);
+			(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
+			break;
+		}
+		if (w->kind == MTD_WORK_RESCAN)
+			*next_rescan = mono_ms() + RECONNECT_MS;
+		do_work(d, w);
+		free(w);
+	}
+}
+
+void mtd_daemon_drain_work(struct mtd_daemon *d)
+{
+	uint64_t next_rescan = 0;
+
+	drain(d, &next_rescan);
+}
+
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 {
-	uint64_t next_arb = 0, next_rescan = 0;
+	uint64_t next_arb = 0, next_rescan = 0, next_ping = 0;
 
 	rcu_register_thread();
 	for (;;) {
@@ -550,9 +728,19 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 			arbitrate(d);
 			next_arb = now + d->cfg.arbiter_interval_ms;
 		}
+		/* The watchdog says this loop turns: a main thread stuck (on d->lock, in libvirt)
+		 * for a whole WatchdogSec is restarted by systemd. */
+		uint64_t wake = next_arb;
+		if (d->watchdog_ms) {
+			if (now >= next_ping) {
+				mtd_notify_watchdog();
+				next_ping = now + d->watchdog_ms / 2;
+			}
+			wake = next_ping < wake ? next_ping : wake;
+		}
 		struct pollfd p[2] = {{.fd = signal_fd, .events = POLLIN},
 				      {.fd = d->work_fd, .events = POLLIN}};
-		int timeout = (int)(next_arb > now ? next_arb - now : 0);
+		int timeout = (int)(wake > now ? wake - now : 0);
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents & POLLIN) {
@@ -572,19 +760,7 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 				/* drained */
 			}
 		}
-		struct mtd_work *w;
-		while ((w = dequeue(d))) {
-			if (w->kind == MTD_WORK_RESCAN && mono_ms() < next_rescan) {
-				/* too soon after the last attempt: try again at the next tick */
-				free(w);
-				(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
-				break;
-			}
-			if (w->kind == MTD_WORK_RESCAN)
-				next_rescan = mono_ms() + RECONNECT_MS;
-			do_work(d, w);
-			free(w);
-		}
+		drain(d, &next_rescan);
 	}
 	rcu_unregister_thread();
 	return 0;
@@ -629,9 +805,7 @@ int mtd_daemon_detach(struct mtd_daemon *d, const char *name)
 
 	if (!name || !*name || strlen(name) >= MTD_NAME_MAX)
 		return -EINVAL;
-	pthread_mutex_lock(&d->lock);
-	rc = detach_locked(d, name, true);
-	pthread_mutex_unlock(&d->lock);
+	rc = detach_request(d, name, true); /* under RCU: needs no d->lock, waits on nothing */
 	return rc;
 }
 

@@ -39,12 +39,23 @@ enum mtd_work_kind {
 	MTD_WORK_DETACH,
 	MTD_WORK_RESCAN, /* re-list running domains (libvirtd reconnect) */
 	MTD_WORK_POLICY, /* the domain's memtide metadata changed: reload it */
+	MTD_WORK_REAP,   /* a detached VM's loop finished: join it, unlink, free */
 };
 
 struct mtd_work {
 	enum mtd_work_kind kind;
 	char name[MTD_NAME_MAX];
+	uint64_t serial; /* MTD_WORK_REAP: which VM of that name (mtd_vm.serial) */
 	struct mtd_work *next;
+};
+
+/* Plain-QEMU mode manages one VM per --qmp given; the first is qmp_path/agent_path/vm_name
+ * below, the others are here. */
+#define MTD_MAX_QMP_VMS 64
+struct mtd_qmp_vm {
+	char qmp_path[MTD_PATH_MAX];
+	char agent_path[MTD_PATH_MAX]; /* "" : no agent */
+	char name[MTD_NAME_MAX];
 };
 
 struct mtd_daemon {
@@ -54,6 +65,9 @@ struct mtd_daemon {
 	char agent_path[MTD_PATH_MAX]; /* plain-QEMU mode ("" : no agent; "vsock:PATH": the
 					* agent over memtided's vhost-user-vsock on QEMU's PATH) */
 	char vm_name[MTD_NAME_MAX];    /* plain-QEMU mode: the name shown for the VM */
+	struct mtd_qmp_vm more_qmp[MTD_MAX_QMP_VMS - 1]; /* plain-QEMU mode: VMs 2..N */
+	unsigned nr_more_qmp;
+	unsigned nr_abandoned; /* loops still stuck in a call when the daemon stopped */
 
 	struct cds_lfht *vms;    /* the registry: struct mtd_vm by name (registry.c) */
 	pthread_mutex_t lock;    /* serialises attach / detach / policy set */
@@ -64,6 +78,8 @@ struct mtd_daemon {
 	struct mtd_work *work_head, *work_tail;
 	int work_fd; /* eventfd: wakes the main thread */
 	atomic_bool exiting;
+
+	uint64_t watchdog_ms; /* systemd's WatchdogSec= (0: none): main loop pings at half */
 
 	char config_path[MTD_PATH_MAX]; /* re-read on SIGHUP */
 	bool config_missing_ok;         /* the default path: a missing file means defaults */
@@ -79,11 +95,15 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out);
 int mtd_daemon_start(struct mtd_daemon *d);
 /* Run the main thread's loop until *stop_fd is readable (a signalfd).  0 or -errno. */
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd);
+/* Do the queued work now, as the main thread's loop would (tests; main thread only). */
+void mtd_daemon_drain_work(struct mtd_daemon *d);
 /* Leave every VM at its safe size, stop every loop, disconnect.  Then free. */
 void mtd_daemon_stop(struct mtd_daemon *d);
 void mtd_daemon_free(struct mtd_daemon *d);
 /* Queue work for the main thread (any thread, never blocks on libvirt). */
 int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *name);
+/* A VM's loop that was asked to detach has finished: the main thread reaps it. */
+int mtd_daemon_queue_reap(struct mtd_daemon *d, const char *name, uint64_t serial);
 
 /* Registry (registry.c). */
 int mtd_registry_init(struct mtd_daemon *d);

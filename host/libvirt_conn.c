@@ -14,7 +14,9 @@
  * virDomainMemoryStats gives actual and the driver's stats (period set once at open with
  * virDomainSetMemoryStatsPeriod); free page reporting is read from QEMU itself with QMP
  * qom-get through virDomainQemuMonitorCommand (libvirt marks the domain "tainted" for
- * custom monitor use, once), falling back to the XML attribute when that fails.
+ * custom monitor use, once), falling back to the XML attribute when that fails.  Each of
+ * those calls is bounded per VM (bounded_call.h): a frozen QEMU stalls only its own VM's
+ * loop, and only for the call timeout.
  */
 #include "libvirt_conn.h"
 
@@ -32,6 +34,7 @@
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
 
+#include "bounded_call.h"
 #include "daemon.h"
 #include "log.h"
 #include "policy.h"
@@ -366,64 +369,244 @@ void mtd_libvirt_domain_put(struct _virDomain *dom)
 
 /* ---- balloon actuator ------------------------------------------------------------------- */
 
+/*
+ * Every libvirt call of the actuator runs as a bounded call (bounded_call.h): a frozen QEMU
+ * makes libvirtd wait on its monitor without a limit, and the VM's loop must not wait with
+ * it.  A job carries its own reference to the domain (virDomainRef), so a timed-out call can
+ * outlive the actuator, and copies libvirt's error text on the worker (libvirt keeps the
+ * last error per thread).
+ */
+enum lv_call {
+	LV_OPEN = 0,
+	LV_SET_TARGET,
+	LV_READ,
+	LV_FPR,
+};
+
+static const char *const lv_call_names[] = {
+    [LV_OPEN] = "virDomainGetMaxMemory",
+    [LV_SET_TARGET] = "virDomainSetMemoryFlags",
+    [LV_READ] = "virDomainMemoryStats",
+    [LV_FPR] = "virDomainQemuMonitorCommand",
+};
+
+struct lv_job {
+	struct mtd_bjob base; /* first: the bounded call's view */
+	enum lv_call call;
+	virDomainPtr dom; /* the job's own reference */
+	unsigned stats_period_s;
+	uint64_t target_bytes;                                      /* LV_SET_TARGET */
+	uint64_t domain_bytes;                                      /* LV_OPEN */
+	virDomainMemoryStatStruct stats[VIR_DOMAIN_MEMORY_STAT_NR]; /* LV_READ */
+	int nr_stats;
+	bool fpr_on; /* LV_FPR */
+	char err[200];
+};
+
 struct lv_balloon {
 	virDomainPtr dom;
 	unsigned stats_period_s;
+	int timeout_ms;
+	const atomic_bool *hurry;
+	struct mtd_bcall *bcall;
 };
 
-void *mtd_libvirt_balloon_new(struct _virDomain *dom, unsigned stats_period_s)
+void *mtd_libvirt_balloon_new(struct _virDomain *dom, unsigned stats_period_s, int timeout_ms,
+			      const atomic_bool *hurry)
 {
 	struct lv_balloon *b = calloc(1, sizeof(*b));
 
 	if (!b)
 		return NULL;
+	b->bcall = mtd_bcall_new();
+	if (!b->bcall) {
+		free(b);
+		return NULL;
+	}
 	b->dom = dom;
 	b->stats_period_s = stats_period_s;
+	b->timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
+	b->hurry = hurry;
 	return b;
+}
+
+/* Free page reporting, from QEMU itself, else from the XML.  On the worker. */
+static int lv_fpr_now(virDomainPtr dom, bool *on)
+{
+	struct json_object *ret = NULL;
+	char *reply = NULL, err[160];
+	int rc;
+
+	rc = virDomainQemuMonitorCommand(dom,
+					 "{\"execute\":\"qom-get\",\"arguments\":{\"path\":"
+					 "\"/machine/peripheral/balloon0\",\"property\":"
+					 "\"free-page-reporting\"}}",
+					 &reply, 0);
+	if (rc == 0) {
+		rc = mtd_qmp_parse_reply(reply, &ret, err, sizeof(err));
+		if (rc == 0 && json_object_is_type(ret, json_type_boolean))
+			*on = json_object_get_boolean(ret);
+		else if (rc == 0)
+			rc = -EPROTO;
+		json_object_put(ret);
+		free(reply);
+		if (rc == 0)
+			return 0;
+	}
+	/* Fall back to what the XML says. */
+	char *xml = virDomainGetXMLDesc(dom, 0);
+	struct mtd_domain_info info;
+	if (!xml)
+		return -ENOTSUP;
+	rc = mtd_libvirt_parse_domain_xml(xml, &info);
+	free(xml);
+	if (rc < 0)
+		return -ENOTSUP;
+	*on = info.fpr_attr;
+	return 0;
+}
+
+/* The blocking part of each call, on the bounded call's worker. */
+static int lv_job_run(struct mtd_bjob *base)
+{
+	struct lv_job *j = (struct lv_job *)base;
+	unsigned long max_kib;
+
+	switch (j->call) {
+	case LV_OPEN:
+		max_kib = virDomainGetMaxMemory(j->dom);
+		if (max_kib == 0) {
+			lv_err(j->err, sizeof(j->err), "reading the domain's memory size");
+			return -EIO;
+		}
+		j->domain_bytes = (uint64_t)max_kib * 1024;
+		if (virDomainSetMemoryStatsPeriod(j->dom, (int)j->stats_period_s,
+						  VIR_DOMAIN_AFFECT_LIVE) < 0)
+			mtd_info("%s: cannot set the balloon stats period: %s",
+				 virDomainGetName(j->dom), virGetLastErrorMessage());
+		return 0;
+	case LV_SET_TARGET:
+		if (virDomainSetMemoryFlags(j->dom, (unsigned long)(j->target_bytes / 1024),
+					    VIR_DOMAIN_AFFECT_LIVE) < 0) {
+			lv_err(j->err, sizeof(j->err), "setting the balloon");
+			return -EIO;
+		}
+		return 0;
+	case LV_READ:
+		j->nr_stats = virDomainMemoryStats(j->dom, j->stats, VIR_DOMAIN_MEMORY_STAT_NR, 0);
+		if (j->nr_stats < 0) {
+			lv_err(j->err, sizeof(j->err), "reading the balloon");
+			return -EIO;
+		}
+		return 0;
+	case LV_FPR:
+		return lv_fpr_now(j->dom, &j->fpr_on);
+	}
+	return -EINVAL;
+}
+
+static void lv_job_destroy(struct mtd_bjob *base)
+{
+	struct lv_job *j = (struct lv_job *)base;
+
+	virDomainFree(j->dom);
+	free(j);
+}
+
+/* Run one call bounded.  *out is the finished job (put it with mtd_bjob_put) when the
+ * return is the call's own result; NULL after a timeout or when it could not run. */
+static int lv_call(struct lv_balloon *b, struct lv_job *j, struct lv_job **out, char *err,
+		   size_t errlen)
+{
+	int rc;
+
+	*out = NULL;
+	j->base.run = lv_job_run;
+	j->base.destroy = lv_job_destroy;
+	j->stats_period_s = b->stats_period_s;
+	if (virDomainRef(b->dom) < 0) {
+		free(j);
+		snprintf(err, errlen, "libvirt: cannot reference the domain");
+		return -EIO;
+	}
+	j->dom = b->dom;
+	enum lv_call call = j->call;
+	rc = mtd_bcall_run(b->bcall, &j->base, b->timeout_ms, b->hurry);
+	if (rc == -ETIMEDOUT) {
+		snprintf(err, errlen, "libvirt %s did not return within %d ms", lv_call_names[call],
+			 b->timeout_ms);
+		return rc;
+	}
+	if (rc == -EBUSY) {
+		snprintf(err, errlen, "an earlier libvirt call has not returned yet");
+		mtd_bjob_put(b->bcall, &j->base);
+		return rc;
+	}
+	if (rc == -EAGAIN) {
+		snprintf(err, errlen, "cannot start the libvirt call thread");
+		mtd_bjob_put(b->bcall, &j->base);
+		return rc;
+	}
+	if (rc < 0)
+		snprintf(err, errlen, "%s", j->err);
+	*out = j;
+	return rc;
 }
 
 static int lvb_open(void *ctx, uint64_t *domain_bytes, char *err, size_t errlen)
 {
 	struct lv_balloon *b = ctx;
-	unsigned long max_kib = virDomainGetMaxMemory(b->dom);
+	struct lv_job *j = calloc(1, sizeof(*j)), *done;
+	int rc;
 
-	if (max_kib == 0) {
-		lv_err(err, errlen, "reading the domain's memory size");
-		return -EIO;
-	}
-	*domain_bytes = (uint64_t)max_kib * 1024;
-	if (virDomainSetMemoryStatsPeriod(b->dom, (int)b->stats_period_s, VIR_DOMAIN_AFFECT_LIVE) <
-	    0)
-		mtd_info("%s: cannot set the balloon stats period: %s", virDomainGetName(b->dom),
-			 virGetLastErrorMessage());
-	return 0;
+	if (!j)
+		return -ENOMEM;
+	j->call = LV_OPEN;
+	rc = lv_call(b, j, &done, err, errlen);
+	if (rc == 0)
+		*domain_bytes = done->domain_bytes;
+	if (done)
+		mtd_bjob_put(b->bcall, &done->base);
+	return rc;
 }
 
 static int lvb_set_target(void *ctx, uint64_t target_bytes, char *err, size_t errlen)
 {
 	struct lv_balloon *b = ctx;
+	struct lv_job *j = calloc(1, sizeof(*j)), *done;
+	int rc;
 
-	if (virDomainSetMemoryFlags(b->dom, (unsigned long)(target_bytes / 1024),
-				    VIR_DOMAIN_AFFECT_LIVE) < 0) {
-		lv_err(err, errlen, "setting the balloon");
-		return -EIO;
-	}
-	return 0;
+	if (!j)
+		return -ENOMEM;
+	j->call = LV_SET_TARGET;
+	j->target_bytes = target_bytes;
+	rc = lv_call(b, j, &done, err, errlen);
+	if (done)
+		mtd_bjob_put(b->bcall, &done->base);
+	return rc;
 }
 
 static int lvb_read(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats *st)
 {
 	struct lv_balloon *b = ctx;
-	virDomainMemoryStatStruct s[VIR_DOMAIN_MEMORY_STAT_NR];
-	int n = virDomainMemoryStats(b->dom, s, VIR_DOMAIN_MEMORY_STAT_NR, 0);
+	struct lv_job *j = calloc(1, sizeof(*j)), *done;
 	bool have_actual = false;
+	char err[200];
+	int rc;
 
 	memset(st, 0, sizeof(*st));
-	if (n < 0)
-		return -EIO;
-	for (int i = 0; i < n; i++) {
-		uint64_t v = s[i].val;
-		switch (s[i].tag) {
+	if (!j)
+		return -ENOMEM;
+	j->call = LV_READ;
+	rc = lv_call(b, j, &done, err, sizeof(err));
+	if (rc < 0) {
+		if (done)
+			mtd_bjob_put(b->bcall, &done->base);
+		return rc;
+	}
+	for (int i = 0; i < done->nr_stats; i++) {
+		uint64_t v = done->stats[i].val;
+		switch (done->stats[i].tag) {
 		case VIR_DOMAIN_MEMORY_STAT_ACTUAL_BALLOON:
 			*actual_bytes = v * 1024;
 			have_actual = true;
@@ -454,6 +637,7 @@ static int lvb_read(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats 
 			break;
 		}
 	}
+	mtd_bjob_put(b->bcall, &done->base);
 	st->valid = st->last_update_s != 0;
 	return have_actual ? 0 : -ENODATA;
 }
@@ -461,37 +645,19 @@ static int lvb_read(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats 
 static int lvb_fpr(void *ctx, bool *on)
 {
 	struct lv_balloon *b = ctx;
-	struct json_object *ret = NULL;
-	char *reply = NULL, err[160];
+	struct lv_job *j = calloc(1, sizeof(*j)), *done;
+	char err[200];
 	int rc;
 
-	rc = virDomainQemuMonitorCommand(b->dom,
-					 "{\"execute\":\"qom-get\",\"arguments\":{\"path\":"
-					 "\"/machine/peripheral/balloon0\",\"property\":"
-					 "\"free-page-reporting\"}}",
-					 &reply, 0);
-	if (rc == 0) {
-		rc = mtd_qmp_parse_reply(reply, &ret, err, sizeof(err));
-		if (rc == 0 && json_object_is_type(ret, json_type_boolean))
-			*on = json_object_get_boolean(ret);
-		else if (rc == 0)
-			rc = -EPROTO;
-		json_object_put(ret);
-		free(reply);
-		if (rc == 0)
-			return 0;
-	}
-	/* Fall back to what the XML says. */
-	char *xml = virDomainGetXMLDesc(b->dom, 0);
-	struct mtd_domain_info info;
-	if (!xml)
-		return -ENOTSUP;
-	rc = mtd_libvirt_parse_domain_xml(xml, &info);
-	free(xml);
-	if (rc < 0)
-		return -ENOTSUP;
-	*on = info.fpr_attr;
-	return 0;
+	if (!j)
+		return -ENOMEM;
+	j->call = LV_FPR;
+	rc = lv_call(b, j, &done, err, sizeof(err));
+	if (rc == 0)
+		*on = done->fpr_on;
+	if (done)
+		mtd_bjob_put(b->bcall, &done->base);
+	return rc == -ETIMEDOUT || rc == -EBUSY ? rc : rc < 0 ? -ENOTSUP : 0;
 }
 
 /* libvirt's QEMU driver keeps the pid in /run/libvirt/qemu/NAME.pid (system instance). */
@@ -551,6 +717,7 @@ static void lvb_destroy(void *ctx)
 
 	if (!b)
 		return;
+	mtd_bcall_free(b->bcall); /* a call still running keeps its own domain reference */
 	virDomainFree(b->dom);
 	free(b);
 }

@@ -10,6 +10,7 @@
 #ifndef MEMTIDE_HOST_LIBVIRT_CONN_H
 #define MEMTIDE_HOST_LIBVIRT_CONN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,7 +57,12 @@ int mtd_libvirt_parse_domain_xml(const char *xml, struct mtd_domain_info *info);
 
 /* The libvirt balloon actuator for dom (takes over the reference). */
 extern const struct mtd_balloon_ops mtd_libvirt_balloon_ops;
-void *mtd_libvirt_balloon_new(struct _virDomain *dom, unsigned stats_period_s);
+/* The actuator takes dom's reference.  Each libvirt call is bounded by timeout_ms on a
+ * worker thread of the VM's own (bounded_call.h); once *hurry (the VM is stopping; may be
+ * NULL) reads true, by 1 s.  A call that outlives its bound is -ETIMEDOUT, and the next
+ * one -EBUSY until it returns. */
+void *mtd_libvirt_balloon_new(struct _virDomain *dom, unsigned stats_period_s, int timeout_ms,
+			      const atomic_bool *hurry);
 
 /* The agent channel's target name memtide looks for (virtio-serial port name). */
 #define MTD_AGENT_CHANNEL_NAME "org.memtide.agent.0"

@@ -33,8 +33,11 @@
 #include "domxml.h"
 #include "vsock_service.h"
 #include "ept_cli.h"
+#include "ept_file.h"
+#include "history.h"
+#include "mtd.h"
 
-#define VERSION        "0.1.0"
+#define VERSION        MTD_VERSION
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
 #define MiB            (1024.0 * 1024.0)
 
@@ -53,14 +56,18 @@ static void usage(FILE *f)
 	    "Watch and steer memtided, the memtide host daemon.\n\n"
 	    "Commands:\n"
 	    "  status                        one line per VM: state, balloon target and actual,\n"
-	    "                                working set, memory saved, refault rate\n"
+	    "                                working set, memory returned, refault rate\n"
 	    "  vm show DOMAIN                one VM in detail: generations, working set by idle\n"
-	    "                                age, controller, last actions, last error\n"
+	    "                                age, controller, agent capabilities, last actions\n"
+	    "  vm history DOMAIN [--last N] [--state-dir DIR]\n"
+	    "                                every change memtided made to the VM, from its\n"
+	    "                                history file (works with memtided stopped)\n"
 	    "  top [--interval S] [--count N]  status and generations, refreshed (q or Ctrl-C)\n"
 	    "  policy get DOMAIN             the domain's memtide policy\n"
 	    "  policy set DOMAIN KEY=VALUE...  change it (stored in the domain's libvirt\n"
 	    "                                metadata); keys: enabled min max priority\n"
-	    "                                target_refault_per_min headroom return\n"
+	    "                                target_refault_per_min headroom return source\n"
+	    "                                ept_window observe\n"
 	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain\n"
 	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
 	    "  ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
@@ -69,16 +76,20 @@ static void usage(FILE *f)
 	    "  ept-mode TABLE off|always|window MS\n"
 	    "                                switch its instrumentation by hand\n"
 	    "  domxml-patch DOMAIN [--yes] [--uri URI] [--vsock [--vsock-dir DIR]]\n"
+	    "               [--ept [--ept-dir DIR] [--plugin SO]]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
 	    "                                channel), after showing the diff; --vsock adds the\n"
 	    "                                agent's vsock (vhost-user-vsock served by memtided,\n"
 	    "                                shared memfd guest RAM; the domain then starts only\n"
-	    "                                while memtided runs)\n"
+	    "                                while memtided runs); --ept: the ept plugin for a\n"
+	    "                                TCG guest\n"
 	    "  version                       memtidectl's and memtided's versions\n\n"
 	    "Options:\n"
 	    "  --socket PATH   memtided's control socket (default " DEFAULT_SOCKET ")\n"
 	    "  --json          print memtided's reply as JSON\n"
+	    "  --timeout DUR   give up on memtided after this long (default 10s; hook: 2s at\n"
+	    "                  most), e.g. 3s or 500ms\n"
 	    "  --help, --version\n\n"
 	    "Exit codes: 0 ok, 1 memtided refused (see the message), 2 usage,\n"
 	    "3 memtided unreachable, 4 libvirt error.\n");
@@ -86,54 +97,83 @@ static void usage(FILE *f)
 
 /* ---- the control socket ------------------------------------------------------------------- */
 
-static int ctl_connect(char *err, size_t errlen)
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Connect by deadline_ms.  An AF_UNIX connect to a listener whose backlog is full blocks in
+ * the kernel until a slot frees, with no limit of its own (four `memtidectl hook`s hung for
+ * 30 s that way): connect without blocking, and retry EAGAIN every 20 ms until the deadline.
+ */
+static int ctl_connect(int64_t deadline_ms, char *err, size_t errlen)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd;
+	int fd, rc;
 
 	if (strlen(sock_path) >= sizeof(addr.sun_path)) {
 		snprintf(err, errlen, "socket path too long: %s", sock_path);
 		return -1;
 	}
 	memcpy(addr.sun_path, sock_path, strlen(sock_path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	while ((rc = connect(fd, (struct sockaddr *)&addr, sizeof(addr))) < 0 &&
+	       (errno == EAGAIN || errno == EINTR) && mono_ms() < deadline_ms) {
+		struct timespec ts = {.tv_nsec = 20 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	if (rc < 0) {
 		if (errno == EACCES)
 			snprintf(err, errlen,
 				 "permission denied on %s: memtided's control socket is for root "
 				 "(run memtidectl with sudo)",
 				 sock_path);
+		else if (errno == EAGAIN)
+			snprintf(err, errlen,
+				 "memtided at %s does not accept connections (its backlog is "
+				 "full) within %d ms",
+				 sock_path, timeout_ms);
 		else
 			snprintf(err, errlen,
 				 "cannot reach memtided at %s: %s (is it running? systemctl "
 				 "status memtided)",
 				 sock_path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
 /* One request, one reply line.  NULL with err set when memtided cannot be reached or does
- * not answer within timeout_ms. */
+ * not answer within timeout_ms, all told (connect, send, reply). */
 static struct json_object *ctl_call(struct json_object *req, char *err, size_t errlen)
 {
 	const char *line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 	size_t cap = 1 << 16, len = 0;
 	char *buf = NULL;
 	struct json_object *rep = NULL;
-	int fd = ctl_connect(err, errlen);
+	int64_t deadline = mono_ms() + timeout_ms;
+	int fd = ctl_connect(deadline, err, errlen);
 
 	if (fd < 0)
 		return NULL;
+	/* A request line is small: it fits an empty socket buffer, so a non-blocking send
+	 * takes it whole or the peer is gone. */
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
 		/* A refused peer is told why before the close: read that first. */
 	}
 	buf = malloc(cap);
 	while (buf) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int r = poll(&p, 1, timeout_ms);
+		int64_t left = deadline - mono_ms();
+		int r = left > 0 ? poll(&p, 1, (int)left) : 0;
 		ssize_t n;
 
 		if (r == 0) {
@@ -216,6 +256,8 @@ static struct json_object *call_checked(struct json_object *req, int *rc)
 }
 
 /* ---- reading replies ---------------------------------------------------------------------- */
+
+static void print_health(struct json_object *v, const char *indent);
 
 static int64_t get_i(struct json_object *o, const char *k)
 {
@@ -307,13 +349,15 @@ static void print_status(struct json_object *rep)
 	char a[16], b[16], c[16], e[16], f[16];
 
 	if (json_object_object_get_ex(rep, "host", &host))
-		printf("host: %s available of %s, low mark %s%s; %lld VMs, %s saved\n",
+		printf("host: %s available of %s, low mark %s%s; %lld VMs, %s returned by "
+		       "memtide%s\n",
 		       size_str(get_i(host, "mem_available_bytes"), a, sizeof(a)),
 		       size_str(get_i(host, "mem_total_bytes"), b, sizeof(b)),
 		       size_str(get_i(host, "low_mark_bytes"), c, sizeof(c)),
 		       get_b(host, "under_pressure") ? " (UNDER PRESSURE)" : "",
 		       (long long)get_i(host, "nr_vms"),
-		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)));
+		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)),
+		       get_b(host, "observe_only") ? "; OBSERVE-ONLY: no VM is changed" : "");
 	if (host && get_i(host, "swap_total_bytes") > 0)
 		printf("host swap: %s free of %s; compressed pools hold %s of RAM\n",
 		       size_str(get_i(host, "swap_free_bytes"), a, sizeof(a)),
@@ -323,23 +367,47 @@ static void print_status(struct json_object *rep)
 		printf("no VMs managed\n");
 		return;
 	}
-	printf("%-24s %-10s %8s %8s %8s %8s %8s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
-	       "ACTUAL", "WSS", "SAVED", "REFAULT/m", "AGENT");
+	printf("%-24s %-16s %8s %8s %8s %8s %8s %9s %10s %s\n", "DOMAIN", "STATE", "MAX", "TARGET",
+	       "ACTUAL", "WSS", "RETURNED", "UNTOUCHED", "REFAULT/m", "AGENT");
 	for (size_t i = 0; i < json_object_array_length(vms); i++) {
 		struct json_object *v = json_object_array_get_idx(vms, i);
-		char m[16];
+		char m[16], u[16], state[40];
 
-		printf("%-24.24s %-10s %8s %8s %8s %8s %8s %9.3f%% %s\n", get_s(v, "name"),
-		       get_s(v, "state"), size_str(get_i(v, "max_bytes"), m, sizeof(m)),
+		/* An observed VM says so in its state: nothing in its row was done. */
+		snprintf(state, sizeof(state), "%s%s", get_b(v, "observe") ? "observe:" : "",
+			 get_s(v, "state"));
+		printf("%-24.24s %-16s %8s %8s %8s %8s %8s %9s %9.3f%% %s\n", get_s(v, "name"),
+		       state, size_str(get_i(v, "max_bytes"), m, sizeof(m)),
 		       size_str(get_i(v, "target_bytes"), a, sizeof(a)),
 		       size_str(get_i(v, "balloon_actual_bytes"), b, sizeof(b)),
 		       size_str(get_i(v, "working_set_bytes"), c, sizeof(c)),
-		       size_str(get_i(v, "saved_bytes"), f, sizeof(f)),
+		       size_str(get_i(v, "returned_bytes"), f, sizeof(f)),
+		       get_i(v, "host_rss_bytes")
+			   ? size_str(get_i(v, "untouched_bytes"), u, sizeof(u))
+			   : "?",
 		       100.0 * get_d(v, "refault_rate_per_min"),
 		       get_b(v, "agent_connected") ? "yes" : "no");
 		if (*get_s(v, "last_error"))
 			printf("  ! %s\n", get_s(v, "last_error"));
+		print_health(v, "  ! ");
 	}
+}
+
+/* What the loop says about its peer and its timing, when something is off. */
+static void print_health(struct json_object *v, const char *indent)
+{
+	int64_t since = get_i(v, "peer_unresponsive_since_ms");
+
+	if (since)
+		printf("%s%s unresponsive for %" PRId64 " s (%s timed out); figures are as of "
+		       "then, nothing is actuated\n",
+		       indent, "QMP/libvirt", (mono_ms() - since) / 1000, get_s(v, "peer_call"));
+	if (get_b(v, "behind"))
+		printf("%sfalling behind its interval: last tick gap %" PRId64 " ms, %" PRId64
+		       " late ticks\n",
+		       indent, get_i(v, "tick_gap_ms"), get_i(v, "ticks_late"));
+	if (get_b(v, "detaching"))
+		printf("%sdetaching\n", indent);
 }
 
 static void bar(double share, int width)
@@ -388,12 +456,13 @@ static void print_policy(struct json_object *p, const char *sep)
 	char a[16], b[16], c[16];
 
 	printf("enabled=%s%smin=%s%smax=%s%spriority=%lld%starget_refault_per_min=%g%sheadroom=%s%s"
-	       "return=%s\n",
+	       "return=%s%sobserve=%s\n",
 	       get_b(p, "enabled") ? "true" : "false", sep,
 	       size_str(get_i(p, "min_bytes"), a, sizeof(a)), sep,
 	       get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b)) : "0", sep,
 	       (long long)get_i(p, "priority"), sep, get_d(p, "target_refault_per_min"), sep,
-	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"));
+	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"), sep,
+	       get_b(p, "observe") ? "true" : "false");
 }
 
 /* Which access-bit source, and why not each other one (host/access/choose.c). */
@@ -449,19 +518,26 @@ static void print_pageout(struct json_object *vm)
 
 static void print_vm(struct json_object *vm)
 {
-	struct json_object *pol, *wss, *acts;
+	struct json_object *pol, *wss, *acts, *caps;
 	char a[16], b[16], c[16], d[16], e[16];
 
 	printf("%s%s%s%s  state %s\n", get_s(vm, "name"), *get_s(vm, "uuid") ? " (" : "",
 	       get_s(vm, "uuid"), *get_s(vm, "uuid") ? ")" : "", get_s(vm, "state"));
-	printf("  balloon: target %s, actual %s of %s; guest RAM resident on the host %s; "
-	       "saved %s\n",
+	if (get_b(vm, "observe"))
+		printf(
+		    "  OBSERVE-ONLY: memtided computes what it would do (the targets and \"would\" "
+		    "actions below) and changes nothing\n");
+	printf("  balloon: target %s, actual %s of %s; guest RAM resident on the host %s\n",
 	       size_str(get_i(vm, "balloon_target_bytes"), a, sizeof(a)),
 	       size_str(get_i(vm, "balloon_actual_bytes"), b, sizeof(b)),
 	       size_str(get_i(vm, "max_bytes"), c, sizeof(c)),
 	       get_i(vm, "host_rss_bytes") ? size_str(get_i(vm, "host_rss_bytes"), d, sizeof(d))
-					   : "unknown",
-	       size_str(get_i(vm, "saved_bytes"), e, sizeof(e)));
+					   : "unknown");
+	printf("  returned to the host by memtide %s; not resident without memtide's doing "
+	       "(never touched, or freed by the guest itself) %s\n",
+	       size_str(get_i(vm, "returned_bytes"), e, sizeof(e)),
+	       get_i(vm, "host_rss_bytes") ? size_str(get_i(vm, "untouched_bytes"), d, sizeof(d))
+					   : "unknown (no resident size)");
 	printf("  target %s, returned by %s%s; guest uses %s (MemTotal - MemFree)\n",
 	       size_str(get_i(vm, "target_bytes"), a, sizeof(a)), get_s(vm, "return_in_force"),
 	       return_how(get_s(vm, "return_in_force")),
@@ -476,6 +552,15 @@ static void print_vm(struct json_object *vm)
 	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
 	       get_d(vm, "guest_psi_some_avg10"));
 	print_source(vm);
+	if (json_object_object_get_ex(vm, "agent_caps", &caps)) {
+		printf("  agent can:");
+		for (size_t i = 0; i < json_object_array_length(caps); i++)
+			printf(" %s", json_object_get_string(json_object_array_get_idx(caps, i)));
+		printf("\n    so: %s\n", get_s(vm, "agent_caps_consequence"));
+	} else if (!get_b(vm, "agent_connected")) {
+		printf("  agent capabilities unknown: no agent has said hello on this attach\n");
+	}
+	print_health(vm, "  ");
 	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
 	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
@@ -485,7 +570,7 @@ static void print_vm(struct json_object *vm)
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
 	print_channel(vm);
 	if (get_i(vm, "hold_left_ms") > 0)
-		printf("  holding: no inflation for another %s (%" PRId64
+		printf("  backing-off: no inflation for another %s (%" PRId64
 		       " steps in a row given back at once; each doubles the hold)\n",
 		       age_str(get_i(vm, "hold_left_ms"), a, sizeof(a)),
 		       get_i(vm, "refused_steps"));
@@ -594,6 +679,107 @@ static int top_frame(bool tty)
 	printf("\n");
 	fflush(stdout);
 	json_object_put(rep);
+	return EXIT_OK;
+}
+
+/* ---- vm history: the audit trail, read from memtided's state directory ---------------- */
+
+#define HISTORY_MAX_LAST 10000
+
+static void print_history_line(const char *line)
+{
+	struct json_object *e = json_tokener_parse(line);
+	char a[16], b[16];
+
+	if (!e) {
+		printf("(unreadable line) %s\n", line);
+		return;
+	}
+	printf("%-24s %-10s %8s -> %-8s %-12s %s%s\n", get_s(e, "time"), get_s(e, "what"),
+	       size_str(get_i(e, "before_bytes"), a, sizeof(a)),
+	       size_str(get_i(e, "after_bytes"), b, sizeof(b)), get_s(e, "reason"),
+	       get_s(e, "source"), get_b(e, "observe") ? " (observe-only: not done)" : "");
+	json_object_put(e);
+}
+
+/* Keep the last `last` lines of a file in ring (lines are malloc'd). */
+static void history_read(const char *path, char **ring, size_t last, size_t *n)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	if (!f)
+		return;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		free(ring[*n % last]);
+		ring[*n % last] = strdup(line);
+		(*n)++;
+	}
+	free(line);
+	fclose(f);
+}
+
+static int cmd_vm_history(int argc, char **argv)
+{
+	const char *name = NULL, *dir = "/var/lib/memtide";
+	size_t last = 50, n = 0;
+	char path[600], older[610];
+
+	for (int i = 0; i < argc; i++) {
+		char *end;
+		if (!strcmp(argv[i], "--last") && i + 1 < argc) {
+			unsigned long v = strtoul(argv[++i], &end, 10);
+			if (*end || v == 0 || v > HISTORY_MAX_LAST) {
+				fprintf(stderr, "memtidectl: --last must be 1..%d\n",
+					HISTORY_MAX_LAST);
+				return EXIT_USAGE;
+			}
+			last = v;
+		} else if (!strcmp(argv[i], "--state-dir") && i + 1 < argc) {
+			dir = argv[++i];
+		} else if (!name && argv[i][0] != '-') {
+			name = argv[i];
+		} else {
+			fprintf(stderr, "usage: memtidectl vm history DOMAIN [--last N] "
+					"[--state-dir DIR]\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (!name || mtd_history_path(dir, name, path, sizeof(path)) < 0) {
+		fprintf(stderr,
+			"usage: memtidectl vm history DOMAIN [--last N] [--state-dir DIR]\n");
+		return EXIT_USAGE;
+	}
+	snprintf(older, sizeof(older), "%s.1", path);
+	if (access(path, R_OK) != 0 && access(older, R_OK) != 0) {
+		fprintf(stderr,
+			"memtidectl: no history for '%s' in %s: memtided has changed nothing on it "
+			"(or [daemon] state_dir is elsewhere: --state-dir DIR)\n",
+			name, path);
+		return EXIT_DAEMON;
+	}
+	char **ring = calloc(last, sizeof(*ring));
+	if (!ring)
+		return EXIT_DAEMON;
+	history_read(older, ring, last, &n);
+	history_read(path, ring, last, &n);
+	size_t first = n > last ? n - last : 0;
+	if (!json_out)
+		printf("%-24s %-10s %8s    %-8s %-12s %s\n", "TIME (UTC)", "WHAT", "BEFORE",
+		       "AFTER", "REASON", "SOURCE");
+	for (size_t i = first; i < n; i++) {
+		if (json_out)
+			printf("%s\n", ring[i % last]);
+		else
+			print_history_line(ring[i % last]);
+	}
+	for (size_t i = 0; i < last; i++)
+		free(ring[i]);
+	free(ring);
 	return EXIT_OK;
 }
 
@@ -722,21 +908,94 @@ static int cmd_simple(const char *cmd, const char *name)
 	return EXIT_OK;
 }
 
-/* libvirt's hook: tell memtided, quickly, and never make libvirt fail a domain because
- * memtided is not running. */
+/* libvirt's hook: tell memtided within 2 s in all (connect and answer).  An event memtided
+ * did not take exits non-zero with the reason on stderr: the hook script logs it and still
+ * exits 0, so libvirt never fails a domain over us (contrib/libvirt/hooks/qemu.d/memtide). */
 static int cmd_hook(const char *dom, const char *op, const char *subop)
 {
-	struct json_object *req = req_new("hook"), *rep;
+	struct json_object *req = req_new("hook"), *rep, *ok, *e;
 	char err[400];
+	int rc = EXIT_OK;
 
-	timeout_ms = 1000;
+	if (timeout_ms > 2000)
+		timeout_ms = 2000;
 	req_str(req, "domain", dom);
 	req_str(req, "op", op);
 	req_str(req, "subop", subop);
 	rep = ctl_call(req, err, sizeof(err));
 	json_object_put(req);
+	if (!rep) {
+		fprintf(stderr, "memtidectl hook: %s %s not delivered: %s\n", dom, op, err);
+		rc = EXIT_UNREACHABLE;
+	} else if (!json_object_object_get_ex(rep, "ok", &ok) || !json_object_get_boolean(ok)) {
+		fprintf(stderr, "memtidectl hook: %s %s refused: %s\n", dom, op,
+			json_object_object_get_ex(rep, "error", &e) ? json_object_get_string(e)
+								    : "no reason given");
+		rc = EXIT_DAEMON;
+	}
 	json_object_put(rep);
-	return EXIT_OK;
+	return rc;
+}
+
+/* detach: memtided answers at once and the VM's loop leaves on its own time; follow it
+ * until the VM is gone, saying what holds it, up to the timeout. */
+static int cmd_detach(const char *name)
+{
+	struct json_object *req = req_new("detach"), *rep;
+	int rc;
+	int64_t deadline;
+	bool said = false;
+
+	req_str(req, "name", name);
+	rep = call_checked(req, &rc);
+	if (!rep)
+		return rc;
+	if (json_out)
+		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+	json_object_put(rep);
+	deadline = mono_ms() + timeout_ms;
+	for (;;) {
+		struct json_object *q = req_new("vm"), *r, *ok, *vm;
+		char err[400];
+
+		req_str(q, "name", name);
+		r = ctl_call(q, err, sizeof(err));
+		json_object_put(q);
+		if (!r) {
+			fprintf(stderr, "memtidectl: %s\n", err);
+			return EXIT_UNREACHABLE;
+		}
+		bool gone =
+		    !json_object_object_get_ex(r, "ok", &ok) || !json_object_get_boolean(ok);
+		if (gone) {
+			json_object_put(r);
+			if (!json_out)
+				printf("%s: detached\n", name);
+			return EXIT_OK;
+		}
+		if (!said && !json_out && json_object_object_get_ex(r, "vm", &vm)) {
+			printf("%s: detaching", name);
+			if (get_i(vm, "peer_unresponsive_since_ms"))
+				printf(" (its QMP/libvirt peer has not answered for %" PRId64
+				       " s: the loop leaves once its call is cut, within a few "
+				       "seconds)",
+				       (mono_ms() - get_i(vm, "peer_unresponsive_since_ms")) /
+					   1000);
+			printf("...\n");
+			fflush(stdout);
+			said = true;
+		}
+		json_object_put(r);
+		if (mono_ms() >= deadline) {
+			fprintf(stderr,
+				"memtidectl: %s is still detaching after %d ms (memtidectl vm show "
+				"%s)\n",
+				name, timeout_ms, name);
+			return EXIT_DAEMON;
+		}
+		struct timespec ts = {.tv_nsec = 100 * 1000000L};
+		nanosleep(&ts, NULL);
+	}
 }
 
 static int cmd_version(void)
@@ -746,6 +1005,20 @@ static int cmd_version(void)
 	struct json_object *rep = ctl_call(req, err, sizeof(err));
 
 	json_object_put(req);
+	if (json_out) {
+		/* {"memtidectl": V, "memtided": V|null, "protocol": N|null, "error": S|null} */
+		struct json_object *o = json_object_new_object();
+		json_object_object_add(o, "memtidectl", json_object_new_string(VERSION));
+		json_object_object_add(o, "memtided",
+				       rep ? json_object_new_string(get_s(rep, "version")) : NULL);
+		json_object_object_add(o, "protocol",
+				       rep ? json_object_new_int64(get_i(rep, "protocol")) : NULL);
+		json_object_object_add(o, "error", rep ? NULL : json_object_new_string(err));
+		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+		json_object_put(rep);
+		return EXIT_OK;
+	}
 	printf("memtidectl %s\n", VERSION);
 	if (rep)
 		printf("memtided %s (control protocol %lld)\n", get_s(rep, "version"),
@@ -802,11 +1075,43 @@ static void quiet_libvirt(void *arg, virErrorPtr e)
 	(void)e;
 }
 
+/* --ept: the plugin's step (host/access/ept_cli.h) on the patched text; its changes are
+ * added to the others.  Returns the total number of changes or -errno with err. */
+static int ept_step(char **after, char **changes, int n, const char *plugin, const char *dir,
+		    char *err, size_t errlen)
+{
+	char *a2 = NULL, *c2 = NULL, *all;
+	int n2 = mtd_ept_domxml_step(*after, plugin, dir, &a2, &c2, err, errlen);
+
+	if (n2 < 0)
+		return n2;
+	all = malloc(strlen(*changes) + strlen(c2) + 1);
+	if (!all) {
+		free(a2);
+		free(c2);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	strcpy(all, *changes);
+	strcat(all, c2);
+	free(*after);
+	free(*changes);
+	free(c2);
+	*after = a2;
+	*changes = all;
+	return n + n2;
+}
+
 static int cmd_domxml_patch(int argc, char **argv)
 {
-	const char *name = NULL, *uri = "qemu:///system";
+	/* Like virsh: LIBVIRT_DEFAULT_URI when set, else the system QEMU driver. */
+	const char *name = NULL, *uri = getenv("LIBVIRT_DEFAULT_URI");
 	struct mtd_domxml_opts opts = {.vsock = false, .vsock_dir = MTD_VSOCK_DIR};
-	bool yes = false;
+	const char *ept_dir = MTD_EPT_DIR_DEFAULT, *plugin = NULL;
+
+	if (!uri || !*uri)
+		uri = "qemu:///system";
+	bool yes = false, ept = false;
 	char err[300];
 	int rc = EXIT_OK;
 
@@ -819,6 +1124,12 @@ static int cmd_domxml_patch(int argc, char **argv)
 			opts.vsock_dir = argv[++i];
 		else if (!strcmp(argv[i], "--uri") && i + 1 < argc)
 			uri = argv[++i];
+		else if (!strcmp(argv[i], "--ept"))
+			ept = true;
+		else if (!strcmp(argv[i], "--ept-dir") && i + 1 < argc)
+			ept_dir = argv[++i];
+		else if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
+			plugin = argv[++i];
 		else if (!name && argv[i][0] != '-')
 			name = argv[i];
 		else {
@@ -827,9 +1138,8 @@ static int cmd_domxml_patch(int argc, char **argv)
 		}
 	}
 	if (!name) {
-		fprintf(stderr,
-			"usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--vsock "
-			"[--vsock-dir DIR]]\n");
+		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--vsock "
+				"[--vsock-dir DIR]] [--ept [--ept-dir DIR] [--plugin SO]]\n");
 		return EXIT_USAGE;
 	}
 	virSetErrorFunc(NULL, quiet_libvirt); /* we print libvirt's message once, ourselves */
@@ -862,6 +1172,12 @@ static int cmd_domxml_patch(int argc, char **argv)
 		goto out;
 	}
 	int n = mtd_domxml_patch_opts(xml, &opts, &before, &after, &changes, err, sizeof(err));
+	if (n >= 0 && ept)
+		n = ept_step(&after, &changes, n, plugin, ept_dir, err, sizeof(err));
+	else if (n >= 0 && strstr(xml, "<domain type='qemu'"))
+		printf("hint: %s is a TCG guest: --ept adds memtide's ept plugin, which lets "
+		       "memtided see its page accesses\n",
+		       name);
 	if (n < 0) {
 		fprintf(stderr, "memtidectl: %s: %s\n", name, err);
 		rc = EXIT_LIBVIRT;
@@ -915,11 +1231,9 @@ out:
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},
-	    {NULL, 0, NULL, 0},
+	    {"socket", required_argument, NULL, 's'},  {"json", no_argument, NULL, 'j'},
+	    {"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
 	};
 	int opt;
 
@@ -932,6 +1246,21 @@ int main(int argc, char **argv)
 		case 'j':
 			json_out = true;
 			break;
+		case 't': {
+			char *end;
+			double v = strtod(optarg, &end);
+			if (end == optarg || v <= 0 || v > 3600 ||
+			    (*end && strcmp(end, "s") != 0 && strcmp(end, "ms") != 0)) {
+				fprintf(stderr,
+					"memtidectl: --timeout takes a duration such as 10s "
+					"or 500ms\n");
+				return EXIT_USAGE;
+			}
+			timeout_ms = (int)(strcmp(end, "ms") != 0 ? v * 1000 : v);
+			if (timeout_ms < 1)
+				timeout_ms = 1;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return EXIT_OK;
@@ -955,12 +1284,16 @@ int main(int argc, char **argv)
 		return cmd_status();
 	if (!strcmp(cmd, "vm") && argc == 3 && !strcmp(argv[1], "show"))
 		return cmd_vm_show(argv[2]);
+	if (!strcmp(cmd, "vm") && argc >= 3 && !strcmp(argv[1], "history"))
+		return cmd_vm_history(argc - 2, argv + 2);
 	if (!strcmp(cmd, "top"))
 		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(cmd, "policy"))
 		return cmd_policy(argc - 1, argv + 1);
-	if ((!strcmp(cmd, "attach") || !strcmp(cmd, "detach")) && argc == 2)
+	if (!strcmp(cmd, "attach") && argc == 2)
 		return cmd_simple(cmd, argv[1]);
+	if (!strcmp(cmd, "detach") && argc == 2)
+		return cmd_detach(argv[1]);
 	if (!strcmp(cmd, "hook") && argc >= 3)
 		return cmd_hook(argv[1], argv[2], argc >= 4 ? argv[3] : "-");
 	if (!strcmp(cmd, "domxml-patch")) {

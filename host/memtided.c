@@ -9,9 +9,10 @@
  *
  * Two modes:
  *   libvirt    (default) every running domain with a virtio balloon on --uri;
- *   plain QEMU --qmp PATH [--agent PATH]: one VM, its QMP socket and its agent channel (a
- *              virtio-serial socket, or vsock:PATH: memtided is the back end of the VM's
- *              vhost-user-vsock-pci on QEMU's socket PATH; host/vsock_service.h).
+ *   plain QEMU --qmp PATH [--agent PATH] [--name NAME], once per VM: each VM's QMP socket
+ *              and agent channel (a virtio-serial socket, or vsock:PATH: memtided is the
+ *              back end of the VM's vhost-user-vsock-pci on QEMU's socket PATH;
+ *              host/vsock_service.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,9 +31,10 @@
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "policy.h"
 
-#define MEMTIDE_VERSION "0.1.0"
+#define MEMTIDE_VERSION MTD_VERSION
 #define DEFAULT_CONFIG  "/etc/memtide/memtided.conf"
 
 static void usage(FILE *f)
@@ -46,11 +48,14 @@ static void usage(FILE *f)
 	    "Modes:\n"
 	    "  (default)              manage every running libvirt domain with a balloon\n"
 	    "  --uri URI              libvirt connection (default qemu:///system)\n"
-	    "  --qmp PATH             plain-QEMU mode: one VM through its QMP socket\n"
+	    "  --qmp PATH             plain-QEMU mode: a VM through its QMP socket (give\n"
+	    "                         --qmp once per VM; --agent and --name after a --qmp\n"
+	    "                         are that VM's)\n"
 	    "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
 	    "  --agent vsock:PATH     plain-QEMU mode: the agent over vsock, memtided being the\n"
 	    "                         back end of QEMU's vhost-user-vsock-pci on socket PATH\n"
-	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu)\n"
+	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu,\n"
+	    "                         qemu2, ...)\n"
 	    "\n"
 	    "Options:\n"
 	    "  --config PATH          INI settings (default " DEFAULT_CONFIG ")\n"
@@ -59,22 +64,28 @@ static void usage(FILE *f)
 	    "                         agent, as its policy says) or sim (simulated hardware)\n"
 	    "  --log-level LEVEL      error, warning, notice (default), info, debug\n"
 	    "  --syslog               log to syslog instead of stderr\n"
-	    "  --metrics-port PORT    Prometheus metrics on 127.0.0.1:PORT (default 9848)\n"
+	    "  --metrics-listen ADDR:PORT\n"
+	    "                         Prometheus metrics here (default 127.0.0.1:9848;\n"
+	    "                         [::1]:9848 for IPv6, 0.0.0.0:9848 for every address)\n"
+	    "  --metrics-port PORT    Prometheus metrics on the same address, this port\n"
 	    "  --no-metrics           no metrics endpoint\n"
 	    "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
+	    "  --observe-only         compute and show what memtided would do, change no VM\n"
+	    "  --state-dir PATH       per-VM history (default /var/lib/memtide)\n"
 	    "  --foreground           do not detach from the terminal\n"
 	    "  --help, --version\n"
 	    "\n"
 	    "Flags override the config file.  Its sections and keys:\n"
 	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
-	    "               vsock_dir vsock_cid vsock_port agent_ping\n"
-	    "               ept_dir young_dump_dir\n"
+	    "               ept_dir young_dump_dir state_dir observe_only\n"
+	    "               call_timeout domains vsock_dir vsock_cid vsock_port agent_ping\n"
+	    "  [metrics]    listen\n"
 	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
 	    "               mem_available_low agent_silence hold_after_deflate hold_max\n"
 	    "               min_change\n"
 	    "  [host]       low_mark high_mark interval settle meminfo\n"
 	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-	    "               return (balloon, reclaim, pageout or auto)\n"
+	    "               return (balloon, reclaim, pageout or auto) source ept_window observe\n"
 	    "               (per-domain policy unless the domain's memtide metadata says)\n"
 	    "  [pageout]    swap_reserve max_step requery (host-side eviction)\n"
 	    "  [sim]        hot_percent\n");
@@ -91,9 +102,12 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_SYSLOG,
 	OPT_METRICS_PORT,
+	OPT_METRICS_LISTEN,
 	OPT_NO_METRICS,
 	OPT_SOCKET,
 	OPT_FOREGROUND,
+	OPT_OBSERVE_ONLY,
+	OPT_STATE_DIR,
 	OPT_HELP,
 	OPT_VERSION,
 };
@@ -109,9 +123,12 @@ static const struct option options[] = {
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"syslog", no_argument, NULL, OPT_SYSLOG},
     {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
+    {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {"no-metrics", no_argument, NULL, OPT_NO_METRICS},
     {"socket", required_argument, NULL, OPT_SOCKET},
     {"foreground", no_argument, NULL, OPT_FOREGROUND},
+    {"observe-only", no_argument, NULL, OPT_OBSERVE_ONLY},
+    {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -120,6 +137,7 @@ static const struct option options[] = {
 /* A flag that maps onto a config key, applied after the file is read. */
 struct flag_set {
 	const char *section, *key, *value;
+	const char *flag; /* as given, for the error message */
 };
 
 int main(int argc, char **argv)
@@ -127,13 +145,18 @@ int main(int argc, char **argv)
 	static struct mtd_config cfg;
 	struct flag_set flags[32];
 	size_t nr_flags = 0;
-	const char *config_path = DEFAULT_CONFIG, *qmp = NULL, *agent = NULL, *name = "qemu";
+	const char *config_path = DEFAULT_CONFIG, *qmp = NULL;
+	/* Plain-QEMU VMs in the order of their --qmp; --agent and --name given before the
+	 * first --qmp are the first VM's, as with a single VM. */
+	static const char *qmps[MTD_MAX_QMP_VMS], *agents[MTD_MAX_QMP_VMS], *names[MTD_MAX_QMP_VMS];
+	static char default_names[MTD_MAX_QMP_VMS][16];
+	unsigned nq = 0;
 	bool config_given = false, use_syslog = false, foreground = false;
 	char err[256];
-	int opt;
+	int opt, idx = 0;
 
-	while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		struct flag_set f = {NULL, NULL, optarg};
+	while ((opt = getopt_long(argc, argv, "h", options, &idx)) != -1) {
+		struct flag_set f = {NULL, NULL, optarg, options[idx].name};
 		switch (opt) {
 		case OPT_URI:
 			f.section = "daemon";
@@ -155,24 +178,49 @@ int main(int argc, char **argv)
 			f.section = "daemon";
 			f.key = "metrics_port";
 			break;
+		case OPT_METRICS_LISTEN:
+			f.section = "metrics";
+			f.key = "listen";
+			break;
 		case OPT_NO_METRICS:
-			f.section = "daemon";
-			f.key = "metrics_port";
-			f.value = "0";
+			f.section = "metrics";
+			f.key = "listen";
+			f.value = "off";
 			break;
 		case OPT_SOCKET:
 			f.section = "daemon";
 			f.key = "socket";
 			break;
+		case OPT_OBSERVE_ONLY:
+			f.section = "daemon";
+			f.key = "observe_only";
+			f.value = "yes";
+			break;
+		case OPT_STATE_DIR:
+			f.section = "daemon";
+			f.key = "state_dir";
+			break;
 		case OPT_QMP:
-			qmp = optarg;
+			if (nq == MTD_MAX_QMP_VMS) {
+				fprintf(stderr, "memtided: at most %d --qmp VMs\n",
+					MTD_MAX_QMP_VMS);
+				return 2;
+			}
+			qmps[nq++] = optarg;
+			qmp = qmps[0];
 			break;
 		case OPT_AGENT:
-			agent = optarg;
+		case OPT_NAME: {
+			const char **slot =
+			    opt == OPT_AGENT ? &agents[nq ? nq - 1 : 0] : &names[nq ? nq - 1 : 0];
+			if (*slot) {
+				fprintf(stderr, "memtided: two --%s for one --qmp VM\n",
+					opt == OPT_AGENT ? "agent" : "name");
+				return 2;
+			}
+			*slot = optarg;
 			break;
-		case OPT_NAME:
-			name = optarg;
-			break;
+		}
 		case OPT_CONFIG:
 			config_path = optarg;
 			config_given = true;
@@ -201,20 +249,42 @@ int main(int argc, char **argv)
 		fprintf(stderr, "memtided: unexpected argument '%s' (see --help)\n", argv[optind]);
 		return 2;
 	}
-	if (agent && !qmp) {
+	if (agents[0] && !qmp) {
 		fprintf(stderr, "memtided: --agent needs --qmp (in libvirt mode the agent channel "
 				"comes from the domain XML)\n");
 		return 2;
 	}
-	if (agent && !strncmp(agent, "vsock:", 6) &&
-	    (strlen(agent) == 6 || strlen(agent) - 6 >= 108)) {
-		fprintf(stderr, "memtided: --agent vsock:PATH needs QEMU's vhost-user socket path "
-				"(at most 107 characters)\n");
-		return 2;
-	}
-	if (qmp && (strlen(name) == 0 || strlen(name) >= MTD_NAME_MAX)) {
-		fprintf(stderr, "memtided: --name must be 1..%d characters\n", MTD_NAME_MAX - 1);
-		return 2;
+	for (unsigned i = 0; i < nq; i++) {
+		if (!names[i]) {
+			snprintf(default_names[i], sizeof(default_names[i]), i ? "qemu%u" : "qemu",
+				 i + 1);
+			names[i] = default_names[i];
+		}
+		if (strlen(names[i]) == 0 || strlen(names[i]) >= MTD_NAME_MAX) {
+			fprintf(stderr, "memtided: --name must be 1..%d characters\n",
+				MTD_NAME_MAX - 1);
+			return 2;
+		}
+		if (!qmps[i] || strlen(qmps[i]) >= MTD_PATH_MAX ||
+		    (agents[i] && strlen(agents[i]) >= MTD_PATH_MAX)) {
+			fprintf(stderr,
+				"memtided: --qmp and --agent paths must be shorter than %d "
+				"characters\n",
+				MTD_PATH_MAX);
+			return 2;
+		}
+		if (agents[i] && !strncmp(agents[i], "vsock:", 6) &&
+		    (strlen(agents[i]) == 6 || strlen(agents[i]) - 6 >= 108)) {
+			fprintf(stderr, "memtided: --agent vsock:PATH needs QEMU's vhost-user "
+					"socket path (at most 107 characters)\n");
+			return 2;
+		}
+		for (unsigned k = 0; k < i; k++)
+			if (!strcmp(names[k], names[i])) {
+				fprintf(stderr, "memtided: two VMs named '%s' (--name)\n",
+					names[i]);
+				return 2;
+			}
 	}
 
 	/* Step 1: settings: defaults, then the file, then flags. */
@@ -227,17 +297,15 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nr_flags; i++) {
 		if (mtd_config_set(&cfg, flags[i].section, flags[i].key, flags[i].value, err,
 				   sizeof(err)) < 0) {
-			fprintf(stderr, "memtided: --%s: %s\n", flags[i].key, err);
+			fprintf(stderr, "memtided: --%s: %s\n", flags[i].flag, err);
 			return 2;
 		}
 	}
-	if (mtd_ctl_config_validate(&cfg.ctl, err, sizeof(err)) < 0) {
+	if (mtd_ctl_config_finish(&cfg.ctl, err, sizeof(err)) < 0 ||
+	    mtd_config_validate(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "memtided: %s\n", err);
 		return 2;
 	}
-	/* The agent must be heard within the silence window: at least two intervals. */
-	if (cfg.ctl.agent_silence_ms < 2 * cfg.ctl.interval_ms)
-		cfg.ctl.agent_silence_ms = 2 * cfg.ctl.interval_ms;
 
 	/* Step 2: logging and the process. */
 	enum mtd_log_level level;
@@ -279,8 +347,15 @@ int main(int argc, char **argv)
 	if (qmp) {
 		d->mode = MTD_MODE_QMP;
 		snprintf(d->qmp_path, sizeof(d->qmp_path), "%s", qmp);
-		snprintf(d->agent_path, sizeof(d->agent_path), "%s", agent ? agent : "");
-		snprintf(d->vm_name, sizeof(d->vm_name), "%s", name);
+		snprintf(d->agent_path, sizeof(d->agent_path), "%s", agents[0] ? agents[0] : "");
+		snprintf(d->vm_name, sizeof(d->vm_name), "%s", names[0]);
+		for (unsigned i = 1; i < nq; i++) {
+			struct mtd_qmp_vm *v = &d->more_qmp[d->nr_more_qmp++];
+			snprintf(v->qmp_path, sizeof(v->qmp_path), "%s", qmps[i]);
+			snprintf(v->agent_path, sizeof(v->agent_path), "%s",
+				 agents[i] ? agents[i] : "");
+			snprintf(v->name, sizeof(v->name), "%s", names[i]);
+		}
 	}
 	/* Step 4: the front ends, reading the core through mtd.h.  The control socket comes
 	 * first: if another memtided owns it, this one must not touch any balloon. */
@@ -291,16 +366,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct mtd_metrics *metrics = NULL;
-	if (cfg.metrics_port > 0 &&
-	    mtd_metrics_start(d, cfg.metrics_port, &metrics, err, sizeof(err)) < 0) {
+	if (cfg.metrics_port > 0 && mtd_metrics_start(d, cfg.metrics_addr, cfg.metrics_port,
+						      &metrics, err, sizeof(err)) < 0) {
 		mtd_err("%s", err);
 		mtd_control_stop(ctl);
 		mtd_daemon_free(d);
 		return 1;
 	}
-	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s",
+	mtd_notice("memtided " MEMTIDE_VERSION " starting: %s mode, interval %llu ms, source %s%s",
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
-		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)");
+		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)",
+		   cfg.observe_only ? "; OBSERVE-ONLY: no VM will be changed" : "");
 	if (cfg.source != MTD_SOURCE_SIM)
 		mtd_access_daemon_start(cfg.ept_dir);
 	int rc = mtd_daemon_start(d);
@@ -311,9 +387,15 @@ int main(int argc, char **argv)
 		mtd_daemon_free(d);
 		return 1;
 	}
+	/* Ready: the control socket answers (a hook's news is queued, not lost) and the
+	 * running VMs are attached or queued.  The watchdog pings come from the main loop. */
+	d->watchdog_ms = mtd_notify_watchdog_ms();
+	mtd_notify_ready("%s mode, interval %llu ms, control %s", qmp ? "plain-QEMU" : "libvirt",
+			 (unsigned long long)cfg.ctl.interval_ms, cfg.socket_path);
 
 	/* Step 5: run until a signal, then leave every VM at its safe size. */
 	rc = mtd_daemon_run(d, sfd);
+	mtd_notify_stopping();
 	mtd_metrics_stop(metrics);
 	mtd_control_stop(ctl);
 	mtd_daemon_stop(d);

@@ -16,8 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MTD_NAME_MAX     128 /* libvirt domain names are shorter in practice */
-#define MTD_WSS_BINS     4   /* idle ages of the working-set estimate */
+#define MTD_VERSION      "0.1.0" /* memtided's and memtidectl's; debian/changelog's too */
+#define MTD_NAME_MAX     128     /* libvirt domain names are shorter in practice */
+#define MTD_WSS_BINS     4       /* idle ages of the working-set estimate */
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
 #define MTD_RAM_REGIONS  8 /* vhost-user's memory table holds at most 8 */
@@ -26,11 +27,11 @@
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
 	MTD_VM_ACTIVE,        /* control loop running, may inflate */
-	MTD_VM_HOLD,          /* agent silent or inputs stale: no inflation, back to a safe size */
-	MTD_VM_DEFLATING,     /* pressure, need or exit: giving memory back to the guest */
-	MTD_VM_DISABLED,      /* policy says enabled=false: watched, never actuated */
-	MTD_VM_ERROR,         /* actuator failed repeatedly; see last_error */
-	MTD_VM_DETACHED,      /* gone; the snapshot is kept until the entry is freed */
+	MTD_VM_AGENT_SILENT, /* the agent (or, without one, the balloon stats) went quiet: no inflation */
+	MTD_VM_DEFLATING, /* pressure, need or exit: giving memory back to the guest */
+	MTD_VM_DISABLED,  /* policy says enabled=false: watched, never actuated */
+	MTD_VM_ERROR,     /* actuator failed repeatedly; see last_error */
+	MTD_VM_DETACHED,  /* gone; the snapshot is kept until the entry is freed */
 };
 
 const char *mtd_vm_state_name(enum mtd_vm_state s);
@@ -85,6 +86,7 @@ struct mtd_policy {
 	enum mtd_return_via return_via; /* key `return`: balloon, reclaim, pageout or auto */
 	enum mtd_access_pref source;    /* key `source`: auto, ept, idle, damon, agent */
 	uint64_t ept_window_ms;         /* key `ept_window`: the ept source's sampling window */
+	bool observe; /* key `observe`: compute and show what would be done, do nothing */
 };
 
 /* Host-side eviction (return=pageout or auto), as the pageout hand last saw it. */
@@ -113,6 +115,21 @@ struct mtd_vm_pageout {
 struct mtd_action {
 	uint64_t at_ms;
 	char what[96]; /* "inflate 1024->896 MiB", "reclaim 64 MiB: freed 60 MiB", ... */
+};
+
+/*
+ * Cumulative counts since the VM was attached: they only grow (Prometheus counters, the
+ * `_total` families of /metrics; a re-attach starts them at 0, which rate() takes as a reset).
+ */
+struct mtd_vm_counters {
+	uint64_t inflations, deflations;         /* balloon target moves down / up */
+	uint64_t inflated_bytes, deflated_bytes; /* the sizes of those moves */
+	uint64_t balloon_errors;                 /* balloon commands that failed */
+	uint64_t reclaim_requests;               /* reclaim requests sent to the agent */
+	uint64_t reclaim_requested_bytes;        /* what they asked for */
+	uint64_t reclaimed_bytes;                /* what the guest said it freed */
+	uint64_t refused_steps;                  /* steps the guest gave back at once */
+	uint64_t refaults;                       /* 4 KiB pages of the refault signal */
 };
 
 /* One VM as the control loop last saw it.  Immutable once published. */
@@ -166,10 +183,26 @@ struct mtd_vm_status {
 	} ram_regions[MTD_RAM_REGIONS];
 	int ram_layout_check;
 	char ram_layout_detail[160];
-	bool fpr_on; /* free page reporting enabled on the balloon */
+	bool agent_caps_known; /* an agent said hello on this attach: agent_caps is its word */
+	uint32_t agent_caps;   /* enum proto_cap bits of its hello (agent_caps.h explains) */
+	bool fpr_on;           /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
 
+	/* The hypervisor peer (QMP socket or libvirt) and the loop's own timing. */
+	uint64_t peer_unresponsive_since_ms; /* a call timed out then (0: the peer answers) */
+	char peer_call[40];                  /* the call that timed out first ("balloon read") */
+	uint64_t tick_gap_ms;                /* between the last two scheduled ticks */
+	uint64_t ticks_late;                 /* ticks that came over 1.5 intervals after the last */
+	bool behind;                         /* 3 late ticks in a row, until 3 on time */
+	bool detaching;                      /* detach asked; the loop is on its way out */
+
+	struct mtd_vm_counters counters;
+	bool observe; /* observe-only in force (host-wide or the policy's): nothing is done */
+	uint64_t returned_bytes;  /* what memtide returned to the host: the balloon's hold, and
+				   * with return=reclaim what the agent freed that is not resident */
+	uint64_t untouched_bytes; /* guest RAM not resident that memtide did not return: never
+				   * touched, or freed by the guest itself (0: unknown) */
 	/* the access-bit source in use ("none" without one), a line about it, and why each
 	 * other source was not taken (host/access/choose.c) */
 	char source[16];
@@ -198,7 +231,10 @@ int mtd_daemon_foreach_vm(struct mtd_daemon *d,
 /* Copy one VM's snapshot into *out. Returns 0 or -ENOENT. */
 int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_status *out);
 
-/* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno. */
+/* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno.
+ * Detach is asynchronous and never waits on the VM: it asks the VM's loop to leave and
+ * returns (0, -ENOENT, or -EALREADY when a detach is under way); the snapshot says
+ * detaching=true until the loop has left, then the VM is gone from the registry. */
 int mtd_daemon_attach(struct mtd_daemon *d, const char *name);
 int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
 
@@ -216,10 +252,15 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 /* Host-wide figures for metrics and `memtidectl status`. */
 struct mtd_host_status {
 	uint64_t mem_total_bytes, mem_available_bytes;
-	uint64_t low_mark_bytes;
+	uint64_t low_mark_bytes, high_mark_bytes;
 	bool under_pressure;
+	uint64_t pressure_episodes; /* times the host went under its low mark (a counter) */
 	unsigned nr_vms;
-	uint64_t saved_bytes;
+	uint64_t saved_bytes;  /* sum of the VMs' returned_bytes */
+	bool observe_only;     /* [daemon] observe_only: no VM is changed */
+	int libvirt_connected; /* 1 or 0; -1 in plain-QEMU mode (no libvirt) */
+	uint64_t updated_ms;   /* CLOCK_MONOTONIC ms of the main loop's last host tick */
+	uint64_t interval_ms;  /* that tick's period ([host] interval) */
 	uint64_t swap_total_bytes, swap_free_bytes; /* host swap */
 	uint64_t swap_pool_bytes;                   /* RAM of the compressed pools (zram, zswap) */
 };

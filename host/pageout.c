@@ -4,10 +4,10 @@
  *
  * Data layout, per evictable region of the guest RAM layout:
  *
- *   st[page]        one byte per 4 KiB page of the region:
+ *   st[page]        one byte per 4 KiB page of the region (private anonymous memory only:
+ *                   ram_layout.c says why shared memory cannot be checked):
  *                     PG_RESIDENT  memtided has not evicted it (libvmm counts it resident)
- *                     PG_SWAPPED   evicted, and in host swap (pagemap bit 62, or for shared
- *                                  memory: gone from QEMU's page tables after pageout)
+ *                     PG_SWAPPED   evicted, and in host swap (pagemap bit 62)
  *                     PG_EMPTY     evicted while it held nothing on the host (never touched,
  *                                  or discarded by QEMU after the guest freed it)
  *                     PG_CAND      transient, inside mtd_pageout_runs only
@@ -71,7 +71,6 @@ struct po_region {
 	uint64_t blk_base; /* hva rounded down to 2 MiB */
 	size_t nr_blk;
 	uint16_t *blk_swapped, *blk_out, *blk_cand, *blk_take;
-	bool shmem; /* swapped shared-memory pages leave no swap entry in QEMU's tables */
 };
 
 struct mtd_pageout {
@@ -166,7 +165,6 @@ static int region_init(struct po_region *pr, const struct mtd_ram_region *r)
 	pr->pages = r->bytes >> PAGE_SHIFT;
 	pr->blk_base = r->hva & ~(((uint64_t)1 << BLOCK_SHIFT) - 1);
 	pr->nr_blk = (size_t)(((r->hva + r->bytes - 1 - pr->blk_base) >> BLOCK_SHIFT) + 1);
-	pr->shmem = r->backing == MTD_RAM_SHMEM;
 	pr->st = calloc(pr->pages, 1);
 	pr->blk_swapped = calloc(pr->nr_blk, sizeof(uint16_t));
 	pr->blk_out = calloc(pr->nr_blk, sizeof(uint16_t));
@@ -235,8 +233,10 @@ static int read_pm(struct mtd_pageout *po, uint64_t hva, size_t n)
 	return 0;
 }
 
+/* po->reg for layout l.  Regions of keep (the old ones) that are unchanged are moved over
+ * with their state (zeroed in keep); on -ENOMEM whatever was moved is lost. */
 static int load_regions(struct mtd_pageout *po, const struct mtd_ram_layout *l,
-			const struct po_region *keep, size_t nr_keep)
+			struct po_region *keep, size_t nr_keep)
 {
 	struct po_region *reg = calloc(l->nr ? l->nr : 1, sizeof(*reg));
 	size_t n = 0;
@@ -249,11 +249,11 @@ static int load_regions(struct mtd_pageout *po, const struct mtd_ram_layout *l,
 		if (!r->evictable)
 			continue;
 		for (size_t k = 0; k < nr_keep; k++) {
-			const struct po_region *o = &keep[k];
+			struct po_region *o = &keep[k];
 			if (o->st && o->r.gpa == r->gpa && o->r.bytes == r->bytes &&
 			    o->r.hva == r->hva && o->r.backing == r->backing) {
 				reg[n++] = *o; /* moved: the caller drops its copy */
-				memset((void *)o, 0, sizeof(*o));
+				memset(o, 0, sizeof(*o));
 				kept = true;
 				break;
 			}
@@ -399,6 +399,7 @@ int mtd_pageout_set_layout(struct mtd_pageout *po, const struct mtd_ram_layout *
 	if (rc < 0) {
 		po->reg = old;
 		po->nr = nr_old;
+		recount(po); /* regions moved before the failure lost their state */
 		return rc;
 	}
 	for (size_t k = 0; k < nr_old; k++)
@@ -639,7 +640,7 @@ static int verify(struct mtd_pageout *po, struct span *sp, size_t n, struct kept
 				uint64_t e = po->pm[i], idx = idx0 + i;
 				if (pr->st[idx] != PG_CAND)
 					continue;
-				if ((e & PM_SWAPPED) || (pr->shmem && !(e & PM_PRESENT))) {
+				if (e & PM_SWAPPED) {
 					set_state(po, pr, idx, PG_SWAPPED);
 					res->swapped_pages++;
 					po->stats.out_total++;
@@ -780,7 +781,7 @@ static int scan_region(struct mtd_pageout *po, struct po_region *pr,
 						if (ops->refault)
 							ops->refault(arg, gpa);
 					}
-				} else if (s == PG_SWAPPED && !(pe & PM_SWAPPED) && !pr->shmem) {
+				} else if (s == PG_SWAPPED && !(pe & PM_SWAPPED)) {
 					/* Neither present nor in swap: QEMU discarded it after the
 					 * guest freed it.  Still evicted, now holding nothing. */
 					set_state(po, pr, i, PG_EMPTY);

@@ -219,6 +219,16 @@ void mtd_hand_free(struct mtd_pageout_hand *h)
 	free(h);
 }
 
+uint64_t mtd_hand_swapped_bytes(const struct mtd_pageout_hand *h)
+{
+	struct mtd_pageout_stats st;
+
+	if (!h || !h->po)
+		return 0;
+	mtd_pageout_get_stats(h->po, &st);
+	return st.swapped_pages << VMM_PAGE_SHIFT;
+}
+
 const struct mtd_ram_layout *mtd_hand_layout(const struct mtd_pageout_hand *h)
 {
 	return h ? h->layout : NULL;
@@ -567,11 +577,14 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		h->last_out_bytes = sent << VMM_PAGE_SHIFT;
 		h->last_out_ms = ns / 1000000;
 	}
+	/* A few pages cross the cold age every interval: said at debug level; a batch of a
+	 * MiB or more at info, with its speed (docs/e2e.md reads it). */
 	if (sent || evicted)
-		mtd_info("%s: pageout: %" PRIu64 " MiB to swap in %" PRIu64 " ms (%" PRIu64
-			 " MiB evicted in all, cold age %" PRIu64 " s)",
-			 h->name, (sent << VMM_PAGE_SHIFT) / MiB, ns / 1000000,
-			 (evicted << VMM_PAGE_SHIFT) / MiB, in->cold_age_ms / 1000);
+		mtd_log(sent >= 256 || evicted >= 256 ? MTD_LOG_INFO : MTD_LOG_DEBUG,
+			"%s: pageout: %" PRIu64 " MiB to swap in %" PRIu64 " ms (%" PRIu64
+			" MiB evicted in all, cold age %" PRIu64 " s)",
+			h->name, (sent << VMM_PAGE_SHIFT) / MiB, ns / 1000000,
+			(evicted << VMM_PAGE_SHIFT) / MiB, in->cold_age_ms / 1000);
 }
 
 /* ---- Step 6: status ---------------------------------------------------------------- */
@@ -600,8 +613,19 @@ void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st
 		if (h->swap_known)
 			p->pool_bytes = mtd_swap_pool_share(&h->swap, p->swapped_bytes);
 	}
-	/* Memory saved is the resident drop minus what the pool holds for it. */
-	st->saved_bytes = st->saved_bytes > p->pool_bytes ? st->saved_bytes - p->pool_bytes : 0;
+	/* What memtide returned (mtd_vm_figures) gains the resident drop host-side eviction
+	 * made, which the balloon and the agent's figures counted as "untouched" (not resident
+	 * without memtide's doing), less what the compressed pool holds for it. */
+	if (st->observe)
+		return;
+	uint64_t add = p->swapped_bytes;
+	if (st->host_rss_bytes && add > st->untouched_bytes)
+		add = st->untouched_bytes; /* the resident size says no more is gone */
+	st->untouched_bytes -= st->untouched_bytes > add ? add : st->untouched_bytes;
+	st->returned_bytes += add;
+	st->returned_bytes -=
+	    st->returned_bytes > p->pool_bytes ? p->pool_bytes : st->returned_bytes;
+	st->saved_bytes = st->returned_bytes;
 }
 
 uint64_t mtd_hand_reclaimable(const struct mtd_pageout_hand *h, uint64_t cold_resident_bytes)

@@ -113,12 +113,16 @@ struct mtd_hand_input {
 void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g,
 		   const struct mtd_hand_input *in);
 
-/* Step 6: fill st->pageout and take the compressed pool's share off st->saved_bytes. */
+/* Step 6: fill st->pageout, and count host-side eviction's resident drop, less the
+ * compressed pool's share, in st->returned_bytes / saved_bytes (after mtd_vm_figures). */
 void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st);
 
 /* What a full squeeze could still take from this VM by pageout, net of the compressed pool
  * and within the room in swap: for host arbitration (reclaimable_bytes). */
 uint64_t mtd_hand_reclaimable(const struct mtd_pageout_hand *h, uint64_t cold_resident_bytes);
+
+/* Guest memory this hand holds in host swap now (bytes). */
+uint64_t mtd_hand_swapped_bytes(const struct mtd_pageout_hand *h);
 
 /* The layout in use (NULL until pageout was first in force). */
 const struct mtd_ram_layout *mtd_hand_layout(const struct mtd_pageout_hand *h);

@@ -20,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -248,6 +252,11 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 				 value);
 			rc = -EINVAL;
 		}
+	} else if (strcmp(key, "observe") == 0) {
+		if (parse_bool(value, &n.observe) < 0) {
+			snprintf(err, errlen, "observe must be yes or no, not '%.32s'", value);
+			rc = -EINVAL;
+		}
 	} else if (strcmp(key, "return") == 0) {
 		if (strcmp(value, "balloon") == 0) {
 			n.return_via = MTD_RETURN_BALLOON;
@@ -288,7 +297,7 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 	} else {
 		snprintf(err, errlen,
 			 "unknown policy key '%.32s' (enabled, min, max, priority, "
-			 "target_refault_per_min, headroom, return, source, ept_window)",
+			 "target_refault_per_min, headroom, return, source, ept_window, observe)",
 			 key);
 		rc = -EINVAL;
 	}
@@ -361,14 +370,14 @@ out:
 
 int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len)
 {
-	int n = snprintf(buf, len,
-			 "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
-			 "\" priority=\"%u\" target_refault_per_min=\"%.6g\" headroom=\"%" PRIu64
-			 "\" return=\"%s\" source=\"%s\" ept_window=\"%" PRIu64 "ms\"/>",
-			 p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority,
-			 p->target_refault_per_min, p->headroom_bytes,
-			 mtd_return_via_name(p->return_via), mtd_access_pref_name(p->source),
-			 p->ept_window_ms);
+	int n = snprintf(
+	    buf, len,
+	    "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
+	    "\" priority=\"%u\" target_refault_per_min=\"%.6g\" headroom=\"%" PRIu64
+	    "\" return=\"%s\" source=\"%s\" ept_window=\"%" PRIu64 "ms\" observe=\"%s\"/>",
+	    p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority,
+	    p->target_refault_per_min, p->headroom_bytes, mtd_return_via_name(p->return_via),
+	    mtd_access_pref_name(p->source), p->ept_window_ms, p->observe ? "yes" : "no");
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 
@@ -433,11 +442,15 @@ void mtd_config_default(struct mtd_config *cfg)
 	snprintf(cfg->uri, sizeof(cfg->uri), "qemu:///system");
 	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "/run/memtide/memtided.sock");
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "notice");
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/memtide");
 	cfg->metrics_port = 9848;
+	snprintf(cfg->metrics_addr, sizeof(cfg->metrics_addr), "127.0.0.1");
 	cfg->source = MTD_SOURCE_AGENT;
 	snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "/run/memtide/ept");
 	cfg->sim_hot_percent = 25;
 	cfg->stats_period_s = 2;
+	cfg->call_timeout_ms = 5000;
+	snprintf(cfg->domains, sizeof(cfg->domains), "*");
 	mtd_ctl_config_default(&cfg->ctl);
 	cfg->arbiter_interval_ms = 2000;
 	cfg->arb.settle_ms = 10000;
@@ -474,6 +487,11 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		return set_str(c->uri, sizeof(c->uri), v, k, err, errlen);
 	if (!strcmp(k, "socket"))
 		return set_str(c->socket_path, sizeof(c->socket_path), v, k, err, errlen);
+	if (!strcmp(k, "state_dir"))
+		return set_str(c->state_dir, sizeof(c->state_dir), v, k, err, errlen);
+	if (!strcmp(k, "observe_only"))
+		return parse_bool(v, &c->observe_only) < 0 ? bad(err, errlen, k, "yes or no", v)
+							   : 0;
 	if (!strcmp(k, "log_level")) {
 		static const char *const levels[] = {"error", "warning", "notice", "info", "debug"};
 		bool known = false;
@@ -493,6 +511,15 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		return mtd_parse_ms(v, &c->ctl.interval_ms) < 0
 			   ? bad(err, errlen, k, "a duration such as 5s", v)
 			   : 0;
+	if (!strcmp(k, "domains"))
+		return set_str(c->domains, sizeof(c->domains), v, k, err, errlen);
+	if (!strcmp(k, "call_timeout")) {
+		uint64_t ms;
+		if (mtd_parse_ms(v, &ms) < 0 || ms < 100 || ms > 600000)
+			return bad(err, errlen, k, "a duration from 100ms to 10min", v);
+		c->call_timeout_ms = ms;
+		return 0;
+	}
 	if (!strcmp(k, "stats_period")) {
 		if (parse_uint(v, 3600, &u) < 0 || u == 0)
 			return bad(err, errlen, k, "seconds 1..3600", v);
@@ -540,6 +567,63 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 	return -EINVAL;
 }
 
+int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port)
+{
+	char host[64];
+	const char *colon;
+	unsigned char sa[sizeof(struct in6_addr)];
+	unsigned p;
+	size_t n;
+	bool v6 = false;
+
+	if (!strcmp(s, "off") || !strcmp(s, "0")) {
+		snprintf(addr, addrlen, "%s", "");
+		*port = 0;
+		return 0;
+	}
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return -EINVAL;
+		n = (size_t)(close - s - 1);
+		if (n >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, n);
+		host[n] = 0;
+		colon = close + 1;
+		v6 = true;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			return -EINVAL;
+		n = (size_t)(colon - s);
+		memcpy(host, s, n);
+		host[n] = 0;
+	}
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, host, sa) != 1)
+		return -EINVAL;
+	if (parse_uint(colon + 1, 65535, &p) < 0 || p == 0 || strlen(host) >= addrlen)
+		return -EINVAL;
+	snprintf(addr, addrlen, "%s", host);
+	*port = (int)p;
+	return 0;
+}
+
+static int set_metrics(struct mtd_config *c, const char *k, const char *v, char *err, size_t errlen)
+{
+	if (!strcmp(k, "listen")) {
+		if (mtd_parse_listen(v, c->metrics_addr, sizeof(c->metrics_addr),
+				     &c->metrics_port) < 0)
+			return bad(err, errlen, k,
+				   "ADDRESS:PORT such as 127.0.0.1:9848, [::1]:9848 or "
+				   "0.0.0.0:9848, or off",
+				   v);
+		return 0;
+	}
+	snprintf(err, errlen, "unknown key '%.32s' in [metrics]", k);
+	return -EINVAL;
+}
+
 static int set_controller(struct mtd_ctl_config *c, const char *k, const char *v, char *err,
 			  size_t errlen)
 {
@@ -579,6 +663,8 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 {
 	if (!strcmp(section, "daemon"))
 		return set_daemon(cfg, key, value, err, errlen);
+	if (!strcmp(section, "metrics"))
+		return set_metrics(cfg, key, value, err, errlen);
 	if (!strcmp(section, "controller"))
 		return set_controller(&cfg->ctl, key, value, err, errlen);
 	if (!strcmp(section, "defaults"))
@@ -619,9 +705,27 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		return -EINVAL;
 	}
 	snprintf(err, errlen,
-		 "unknown section [%.32s] (daemon, controller, host, defaults, pageout, sim)",
+		 "unknown section [%.32s] (daemon, metrics, controller, host, defaults, "
+		 "pageout, sim)",
 		 section);
 	return -EINVAL;
+}
+
+int mtd_config_validate(const struct mtd_config *cfg, char *err, size_t errlen)
+{
+	const struct mtd_arbiter_config *a = &cfg->arb;
+
+	/* Pressure starts under the low mark and ends over the high mark: a high mark under
+	 * the low one would end pressure before it began.  With either left at 0 the other is
+	 * derived from it (arbiter.c), so only two explicit marks can disagree. */
+	if (a->low_mark_bytes && a->high_mark_bytes && a->low_mark_bytes > a->high_mark_bytes) {
+		snprintf(err, errlen,
+			 "[host] low_mark (%" PRIu64 " MiB) is above high_mark (%" PRIu64
+			 " MiB): pressure starts under low_mark and ends over high_mark",
+			 a->low_mark_bytes / MiB, a->high_mark_bytes / MiB);
+		return -EINVAL;
+	}
+	return mtd_policy_validate(&cfg->defaults, err, errlen);
 }
 
 struct ini_ctx {
@@ -649,6 +753,7 @@ int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, c
 	struct mtd_config n = *cfg;
 	struct ini_ctx c = {.cfg = &n};
 	FILE *f = fopen(path, "re");
+	struct stat sb;
 	int line;
 
 	if (!f) {
@@ -657,6 +762,14 @@ int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, c
 			return 0;
 		snprintf(err, errlen, "%s: %s", path, strerror(e));
 		return -e;
+	}
+	/* fopen() opens a directory for reading, and libinih then reads no line from it: a
+	 * directory would pass for an empty file and leave every default in force. */
+	if (fstat(fileno(f), &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: %s, not a config file (give the file itself)", path,
+			 S_ISDIR(sb.st_mode) ? "a directory" : "not a regular file");
+		fclose(f);
+		return -EISDIR;
 	}
 	line = ini_parse_file(f, ini_cb, &c);
 	fclose(f);
@@ -669,7 +782,7 @@ int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, c
 		return -EINVAL;
 	}
 	if (mtd_ctl_config_validate(&n.ctl, c.err, sizeof(c.err)) < 0 ||
-	    mtd_policy_validate(&n.defaults, c.err, sizeof(c.err)) < 0) {
+	    mtd_config_validate(&n, c.err, sizeof(c.err)) < 0) {
 		snprintf(err, errlen, "%s: %s", path, c.err);
 		return -EINVAL;
 	}

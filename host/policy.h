@@ -43,15 +43,23 @@ enum mtd_source_kind {
 
 /* Daemon settings: memtided.conf, then command-line flags on top. */
 struct mtd_config {
-	char uri[MTD_PATH_MAX];            /* [daemon] uri */
-	char socket_path[MTD_PATH_MAX];    /* [daemon] socket */
-	int metrics_port;                  /* [daemon] metrics_port, 0: off */
-	char log_level[16];                /* [daemon] log_level */
-	enum mtd_source_kind source;       /* [daemon] source = live | sim */
-	char ept_dir[MTD_PATH_MAX];        /* [daemon] ept_dir: the ept plugin's table files */
+	char uri[MTD_PATH_MAX];         /* [daemon] uri */
+	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
+	int metrics_port;               /* [metrics] listen's port ([daemon] metrics_port) */
+	char metrics_addr[48];          /* [metrics] listen's address: numeric IPv4 or IPv6 */
+	char log_level[16];             /* [daemon] log_level */
+	char state_dir[MTD_PATH_MAX];   /* [daemon] state_dir: per-VM history (history.h) */
+	bool observe_only;              /* [daemon] observe_only: compute, show, change nothing */
+	enum mtd_source_kind source;    /* [daemon] source = live | sim */
+	char ept_dir[MTD_PATH_MAX];     /* [daemon] ept_dir: the ept plugin's table files */
 	char young_dump_dir[MTD_PATH_MAX]; /* [daemon] young_dump_dir: "" off (diagnostic) */
 	unsigned sim_hot_percent;          /* [sim] hot_percent: share of RAM the sim touches */
 	unsigned stats_period_s;           /* [daemon] stats_period: balloon stats polling, s */
+	char domains[MTD_PATH_MAX];        /* [daemon] domains: libvirt mode manages only domains
+					    * whose name matches this glob (fnmatch; "*": all) */
+	uint64_t call_timeout_ms;          /* [daemon] call_timeout: one QMP or libvirt call of a
+					    * VM at most this long, then the VM's peer is
+					    * unresponsive */
 	struct mtd_ctl_config ctl;         /* [controller] */
 	struct mtd_arbiter_config arb;     /* [host] */
 	uint64_t arbiter_interval_ms;      /* [host] interval */
@@ -68,6 +76,15 @@ struct mtd_config {
 };
 
 void mtd_config_default(struct mtd_config *cfg);
+
+/* Checks across keys, after the file and the flags: [host] low_mark <= high_mark when both
+ * are given, and the [defaults] policy's own (min <= max).  0 or -EINVAL with a sentence. */
+int mtd_config_validate(const struct mtd_config *cfg, char *err, size_t errlen);
+
+/* Parse a metrics listen address, "ADDR:PORT" with ADDR a numeric IPv4 address or an IPv6
+ * one in brackets ("[::1]:9848"), or "off".  addr gets ADDR without brackets ("" for off),
+ * *port the port (0 for off).  0 or -EINVAL. */
+int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port);
 
 /*
  * Read an INI file over cfg.  missing_ok: a missing file is not an error (the default

@@ -5,11 +5,20 @@
  * MAX_MSG_BYTES; each complete line is parsed with json-c's tokener.  A line longer than the
  * buffer, or one that is not a JSON object, breaks the connection (-EPROTO): QMP never sends
  * either.  Every read waits with poll() up to the command's deadline (CLOCK_MONOTONIC).
+ *
+ * A frozen QEMU (SIGSTOP, a stuck main loop) must cost its own VM's loop no more than the
+ * deadline: the connect is non-blocking (a QMP socket whose backlog is full, which is what a
+ * QEMU that stopped accepting leaves behind, fails at once with -EAGAIN instead of blocking
+ * in connect()), sends carry a send timeout, and every wait polls in slices of at most
+ * HURRY_SLICE_MS so that a "hurry" flag (the VM's stop: detach or daemon exit) cuts the
+ * deadline to HURRY_MS from the moment it is seen.  A daemon stop then takes at most
+ * HURRY_MS per call left, not the full timeout.
  */
 #include "qmp.h"
 #include "vm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <poll.h>
 #include <stdio.h>
@@ -22,11 +31,15 @@
 
 #define MAX_MSG_BYTES  (1u << 20)
 #define CMD_TIMEOUT_MS 5000
+#define HURRY_MS       1000 /* once the VM is stopping, a call gets at most this long */
+#define HURRY_SLICE_MS 100  /* how often a wait looks at the hurry flag */
 
 struct mtd_qmp {
-	int fd;         /* connected stream socket, -1 once broken */
-	int timeout_ms; /* per command */
-	char *buf;      /* unparsed bytes, [0, len) */
+	int fd;                   /* connected stream socket, -1 once broken */
+	int timeout_ms;           /* per command */
+	const atomic_bool *hurry; /* the VM is stopping: cut waits to HURRY_MS (may be NULL) */
+	uint64_t hurry_until_ms;  /* set when hurry was first seen */
+	char *buf;                /* unparsed bytes, [0, len) */
 	size_t len;
 	uint64_t last_balloon_event; /* BALLOON_CHANGE actual, bytes */
 };
@@ -70,6 +83,18 @@ static struct json_object *parse_line(const char *s, size_t len)
 	return o;
 }
 
+/* The deadline, cut to HURRY_MS after the hurry flag was first seen. */
+static uint64_t effective_deadline(struct mtd_qmp *q, uint64_t deadline_ms, uint64_t now)
+{
+	if (q->hurry && atomic_load(q->hurry)) {
+		if (!q->hurry_until_ms)
+			q->hurry_until_ms = now + HURRY_MS;
+		if (q->hurry_until_ms < deadline_ms)
+			return q->hurry_until_ms;
+	}
+	return deadline_ms;
+}
+
 /* Next complete JSON object from the socket, by deadline.  Caller puts it. */
 static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object **out)
 {
@@ -94,16 +119,18 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 		if (q->len == MAX_MSG_BYTES)
 			return -EPROTO;
 		uint64_t now = now_ms();
-		if (now >= deadline_ms)
+		uint64_t until = effective_deadline(q, deadline_ms, now);
+		if (now >= until)
 			return -ETIMEDOUT;
 		struct pollfd p = {.fd = q->fd, .events = POLLIN};
-		int r = poll(&p, 1, (int)(deadline_ms - now));
+		uint64_t slice = until - now < HURRY_SLICE_MS ? until - now : HURRY_SLICE_MS;
+		int r = poll(&p, 1, (int)slice);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
 		if (r == 0)
-			return -ETIMEDOUT;
+			continue; /* the deadline is checked at the top */
 		ssize_t n = recv(q->fd, q->buf + q->len, MAX_MSG_BYTES - q->len, 0);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
@@ -207,7 +234,26 @@ int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args
 	return rc;
 }
 
-int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out)
+/* Connect without blocking: an AF_UNIX connect either completes at once or, when the
+ * listener's backlog is full (a QEMU that stopped accepting), fails with EAGAIN. */
+static int connect_now(int fd, const struct sockaddr_un *sa, int timeout_ms)
+{
+	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0)
+		return errno == EINPROGRESS ? -EAGAIN : -errno;
+	if (fcntl(fd, F_SETFL, fl) < 0)
+		return -errno;
+	/* Sends block at most the command timeout (a QEMU that stopped reading). */
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return 0;
+}
+
+int mtd_qmp_connect(const char *path, int timeout_ms, const atomic_bool *hurry,
+		    struct mtd_qmp **out)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct mtd_qmp *q;
@@ -223,15 +269,15 @@ int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out)
 		return -ENOMEM;
 	q->buf = malloc(MAX_MSG_BYTES);
 	q->timeout_ms = timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS;
+	q->hurry = hurry;
 	q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (!q->buf || q->fd < 0) {
 		rc = q->buf ? -errno : -ENOMEM;
 		goto fail;
 	}
-	if (connect(q->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		rc = -errno;
+	rc = connect_now(q->fd, &sa, q->timeout_ms);
+	if (rc < 0)
 		goto fail;
-	}
 	rc = read_msg(q, now_ms() + (uint64_t)q->timeout_ms, &greet);
 	if (rc < 0)
 		goto fail;
@@ -425,11 +471,14 @@ int mtd_qmp_fpr(struct mtd_qmp *q, const char *path, bool *on)
 struct qmp_balloon {
 	char path[108]; /* QMP socket */
 	unsigned stats_period_s;
-	struct mtd_qmp *q; /* NULL while disconnected: the next call reconnects */
-	char dev[128];     /* the balloon's QOM path */
+	int timeout_ms;           /* per command */
+	const atomic_bool *hurry; /* the VM is stopping (may be NULL) */
+	struct mtd_qmp *q;        /* NULL while disconnected: the next call reconnects */
+	char dev[128];            /* the balloon's QOM path */
 };
 
-void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s)
+void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s, int timeout_ms,
+			  const atomic_bool *hurry)
 {
 	struct qmp_balloon *b;
 
@@ -440,6 +489,8 @@ void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s)
 		return NULL;
 	memcpy(b->path, path, strlen(path) + 1);
 	b->stats_period_s = stats_period_s;
+	b->timeout_ms = timeout_ms > 0 ? timeout_ms : CMD_TIMEOUT_MS;
+	b->hurry = hurry;
 	return b;
 }
 
@@ -450,9 +501,11 @@ static int qb_connect(struct qmp_balloon *b, char *err, size_t errlen)
 
 	if (b->q)
 		return 0;
-	rc = mtd_qmp_connect(b->path, CMD_TIMEOUT_MS, &b->q);
+	rc = mtd_qmp_connect(b->path, b->timeout_ms, b->hurry, &b->q);
 	if (rc < 0) {
-		snprintf(err, errlen, "QMP %s: %s", b->path, strerror(-rc));
+		snprintf(err, errlen, "QMP %s: %s", b->path,
+			 rc == -EAGAIN ? "QEMU is not accepting connections (backlog full)"
+				       : strerror(-rc));
 		return rc;
 	}
 	rc = mtd_qmp_find_balloon(b->q, b->dev, sizeof(b->dev));

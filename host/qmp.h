@@ -13,6 +13,7 @@
 #ifndef MEMTIDE_HOST_QMP_H
 #define MEMTIDE_HOST_QMP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,8 +34,14 @@ struct mtd_balloon_stats {
 	uint64_t swap_in_bytes;
 };
 
-/* Connect, read the greeting, negotiate capabilities.  0, -errno, -ETIMEDOUT, -EPROTO. */
-int mtd_qmp_connect(const char *path, int timeout_ms, struct mtd_qmp **out);
+/*
+ * Connect, read the greeting, negotiate capabilities.  Never blocks longer than timeout_ms
+ * per step: -EAGAIN when QEMU's listen backlog is full (it stopped accepting), -ETIMEDOUT
+ * when it accepted but does not speak; 0, -errno, -EPROTO otherwise.  hurry (may be NULL):
+ * once it reads true, every wait of this client ends within 1 s (the VM is stopping).
+ */
+int mtd_qmp_connect(const char *path, int timeout_ms, const atomic_bool *hurry,
+		    struct mtd_qmp **out);
 void mtd_qmp_close(struct mtd_qmp *q);
 
 /*
@@ -68,9 +75,12 @@ int mtd_qmp_parse_guest_stats(struct json_object *ret, struct mtd_balloon_stats 
 int mtd_qmp_parse_reply(const char *text, struct json_object **ret, char *err, size_t errlen);
 
 /* The balloon actuator for plain-QEMU mode (struct mtd_balloon_ops, vm.h): a QMP socket
- * that reconnects by itself after QEMU drops it.  NULL when path is too long or no memory. */
+ * that reconnects by itself after QEMU drops it.  Each command is bounded by timeout_ms
+ * (-ETIMEDOUT, or -EAGAIN when QEMU does not accept), cut to 1 s once *hurry is true.
+ * NULL when path is too long or no memory. */
 struct mtd_balloon_ops;
 extern const struct mtd_balloon_ops mtd_qmp_balloon_ops;
-void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s);
+void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s, int timeout_ms,
+			  const atomic_bool *hurry);
 
 #endif /* MEMTIDE_HOST_QMP_H */

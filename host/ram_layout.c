@@ -114,6 +114,48 @@ static bool hex0x(const char *s, uint64_t *v, const char **end)
 	return true;
 }
 
+/* The next token (run of non-blanks) of *p into out (cut to len - 1); false at the end. */
+static bool token(const char **p, char *out, size_t len)
+{
+	const char *s = *p;
+	size_t n = 0;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s)
+		return false;
+	while (s[n] && s[n] != ' ' && s[n] != '\t')
+		n++;
+	snprintf(out, len, "%.*s", (int)n, s);
+	*p = s + n;
+	return true;
+}
+
+/* A whole token as a number (base 16 takes an optional 0x). */
+static bool tok_u64(const char *tok, int base, uint64_t *v)
+{
+	char *e;
+
+	if (!isxdigit((unsigned char)tok[0]))
+		return false;
+	errno = 0;
+	unsigned long long x = strtoull(tok, &e, base);
+	if (errno || e == tok || *e)
+		return false;
+	*v = x;
+	return true;
+}
+
+/* "Key:   N kB" -> N; false unless line starts with key. */
+static bool field_kb(const char *line, const char *key, uint64_t *kb)
+{
+	size_t kl = strlen(key);
+	char tok[32];
+	const char *p = line + kl;
+
+	return strncmp(line, key, kl) == 0 && token(&p, tok, sizeof(tok)) && tok_u64(tok, 10, kb);
+}
+
 static void copy_name(char *dst, size_t len, const char *s, size_t n)
 {
 	if (n >= len)
@@ -216,7 +258,7 @@ int mtd_ram_parse_flatview(const char *text, struct mtd_flat_range *out, size_t 
 
 /* ---- info ramblock ------------------------------------------------------------------- */
 
-static bool parse_psize(unsigned long num, const char *unit, uint64_t *bytes)
+static bool parse_psize(uint64_t num, const char *unit, uint64_t *bytes)
 {
 	uint64_t mult = strcmp(unit, "B") == 0     ? 1
 			: strcmp(unit, "KiB") == 0 ? 1ULL << 10
@@ -238,9 +280,9 @@ int mtd_ram_parse_ramblocks(const char *text, struct mtd_ramblock *out, size_t m
 	if (!text)
 		return -EPROTO;
 	while (next_line(&p, &l, &len)) {
-		char buf[256], name[MTD_RAM_NAME_MAX], unit[8];
-		unsigned long num;
-		unsigned long long off, used, total;
+		char buf[256], name[MTD_RAM_NAME_MAX], unit[8], t[3][32], ns[16];
+		uint64_t num, off, used, total;
+		const char *p2 = buf;
 
 		line_copy(buf, sizeof(buf), l, len);
 		if (!buf[0])
@@ -251,8 +293,12 @@ int mtd_ram_parse_ramblocks(const char *text, struct mtd_ramblock *out, size_t m
 		}
 		if (!header)
 			return -EPROTO;
-		if (sscanf(buf, "%63s %lu %7s 0x%llx 0x%llx 0x%llx", name, &num, unit, &off, &used,
-			   &total) != 6)
+		/* NAME PSIZE UNIT 0xOFFSET 0xUSED 0xTOTAL (newer QEMUs add columns: ignored) */
+		if (!token(&p2, name, sizeof(name)) || !token(&p2, ns, sizeof(ns)) ||
+		    !tok_u64(ns, 10, &num) || !token(&p2, unit, sizeof(unit)) ||
+		    !token(&p2, t[0], sizeof(t[0])) || !token(&p2, t[1], sizeof(t[1])) ||
+		    !token(&p2, t[2], sizeof(t[2])) || !tok_u64(t[0], 16, &off) ||
+		    !tok_u64(t[1], 16, &used) || !tok_u64(t[2], 16, &total))
 			return -EPROTO;
 		struct mtd_ramblock b = {.offset = off, .used_bytes = used};
 		if (!parse_psize(num, unit, &b.page_bytes) || used > total)
@@ -376,15 +422,20 @@ int mtd_ram_parse_memdevices(struct json_object *ret, struct mtd_memdevice *out,
 /* "start-end perms offset dev inode [path]" */
 static bool parse_vma_header(const char *l, size_t len, struct mtd_vma *v)
 {
-	char buf[512], perms[8];
-	unsigned long long s, e, off, ino;
-	char dev[16];
-	int pos = 0;
+	char buf[512], range[40], perms[8], off[24], dev[16], ino[24];
+	const char *p = buf;
+	uint64_t s, e, x;
 
 	line_copy(buf, sizeof(buf), l, len);
-	if (sscanf(buf, "%llx-%llx %7s %llx %15s %llu%n", &s, &e, perms, &off, dev, &ino, &pos) !=
-		6 ||
-	    e <= s || strlen(perms) != 4)
+	if (!token(&p, range, sizeof(range)) || !token(&p, perms, sizeof(perms)) ||
+	    !token(&p, off, sizeof(off)) || !token(&p, dev, sizeof(dev)) ||
+	    !token(&p, ino, sizeof(ino)) || !tok_u64(off, 16, &x) || !tok_u64(ino, 10, &x))
+		return false;
+	char *dash = strchr(range, '-');
+	if (!dash)
+		return false;
+	*dash = '\0';
+	if (!tok_u64(range, 16, &s) || !tok_u64(dash + 1, 16, &e) || e <= s || strlen(perms) != 4)
 		return false;
 	memset(v, 0, sizeof(*v));
 	v->start = s;
@@ -392,8 +443,7 @@ static bool parse_vma_header(const char *l, size_t len, struct mtd_vma *v)
 	v->readable = perms[0] == 'r';
 	v->writable = perms[1] == 'w';
 	v->shared = perms[3] == 's';
-	const char *p = buf + pos;
-	while (*p == ' ')
+	while (*p == ' ' || *p == '\t')
 		p++;
 	snprintf(v->path, sizeof(v->path), "%s", p);
 	return true;
@@ -402,10 +452,9 @@ static bool parse_vma_header(const char *l, size_t len, struct mtd_vma *v)
 static unsigned parse_vmflags(const char *s)
 {
 	unsigned f = 0;
-	char tok[4];
-	int n;
+	char tok[8];
 
-	while (sscanf(s, " %3s%n", tok, &n) == 1) {
+	while (token(&s, tok, sizeof(tok))) {
 		if (!strcmp(tok, "lo"))
 			f |= MTD_VMA_LOCKED;
 		else if (!strcmp(tok, "ht"))
@@ -416,7 +465,6 @@ static unsigned parse_vmflags(const char *s)
 			f |= MTD_VMA_NOHUGE;
 		else if (!strcmp(tok, "io") || !strcmp(tok, "pf"))
 			f |= MTD_VMA_IO;
-		s += n;
 	}
 	return f;
 }
@@ -450,10 +498,10 @@ int mtd_ram_parse_smaps(const char *text, uint64_t lo, uint64_t hi, struct mtd_v
 			continue;
 		char buf[256];
 		line_copy(buf, sizeof(buf), l, len);
-		unsigned long kb;
-		if (sscanf(buf, "KernelPageSize: %lu kB", &kb) == 1)
-			out[n - 1].kernel_page_bytes = (uint64_t)kb * 1024;
-		else if (sscanf(buf, "Locked: %lu kB", &kb) == 1 && kb)
+		uint64_t kb;
+		if (field_kb(buf, "KernelPageSize:", &kb))
+			out[n - 1].kernel_page_bytes = kb * 1024;
+		else if (field_kb(buf, "Locked:", &kb) && kb)
 			out[n - 1].flags |= MTD_VMA_LOCKED;
 		else if (strncmp(buf, "VmFlags:", 8) == 0)
 			out[n - 1].flags |= parse_vmflags(buf + 8);
@@ -576,8 +624,11 @@ static int classify(const struct mtd_ram_inputs *in, struct mtd_ram_region *r, c
 	else if (!path[0] || path[0] == '[')
 		r->backing =
 		    shared ? MTD_RAM_SHMEM : MTD_RAM_ANON; /* MAP_SHARED|MAP_ANONYMOUS is shmem */
-	else if (shared && (strncmp(path, "/memfd:", 7) == 0 ||
-			    strncmp(path, "/dev/shm/", 9) == 0 || strncmp(path, "/SYSV", 5) == 0))
+	else if (shared &&
+		 (strncmp(path, "/memfd:", 7) == 0 || strncmp(path, "/dev/shm/", 9) == 0 ||
+		  strncmp(path, "/SYSV", 5) == 0 || strncmp(path, "/dev/zero", 9) == 0))
+		/* memfd, POSIX and SysV shared memory, and MAP_SHARED|MAP_ANONYMOUS (shown as
+		 * /dev/zero: memory-backend-ram,share=on) are all shmem. */
 		r->backing = MTD_RAM_SHMEM;
 	else
 		r->backing = MTD_RAM_FILE;
@@ -659,6 +710,12 @@ static void say_not_evictable(struct mtd_ram_layout *l)
 				"RAM block %s is backed by the file %s: pageout would write to the "
 				"file, not to swap.",
 				r->block, r->path);
+		else if (r->backing == MTD_RAM_SHMEM)
+			why_add(
+			    l->why, sizeof(l->why),
+			    "RAM block %s is shared memory (memfd or share=on): pagemap cannot "
+			    "show which of its pages are in swap, so pageout could not be checked.",
+			    r->block);
 	}
 }
 
@@ -782,8 +839,11 @@ int mtd_ram_layout_build(const struct mtd_ram_inputs *in, struct mtd_ram_layout 
 	out->sure = true;
 	for (size_t i = 0; i < out->nr; i++) {
 		struct mtd_ram_region *r = &out->r[i];
-		r->evictable = !out->vfio && !r->locked &&
-			       (r->backing == MTD_RAM_ANON || r->backing == MTD_RAM_SHMEM) &&
+		/* Only private anonymous memory: a shared-memory page written to swap leaves no
+		 * swap entry in QEMU's page table (measured on this host's 6.18: pagemap reads
+		 * "not present" for it, as for a page still in the page cache), so neither the
+		 * pageout's result nor a refault could be told page by page. */
+		r->evictable = !out->vfio && !r->locked && r->backing == MTD_RAM_ANON &&
 			       r->gpa >= LOW_LEGACY_END;
 		if (r->evictable)
 			out->evictable_bytes += r->bytes;

@@ -24,7 +24,11 @@
  * Then /proc/PID/smaps: each range's HVA span must lie in readable, writable mappings of one
  * kind, which says what host-side eviction can do with it:
  *   anonymous private   pages go to swap (memory-backend-ram: QEMU's default);
- *   shared memory       memfd, /dev/shm or tmpfs: pages go to swap through shmem;
+ *   shared memory       memfd, /dev/shm, SysV, or shared anonymous (/dev/zero: a
+ *                       memory-backend-ram with share=on): pages would go to swap through
+ *                       shmem, but pagemap shows a swapped shmem page as "not present",
+ *                       like one still in the page cache: not evictable (it could not be
+ *                       checked);
  *   hugetlbfs           never swapped: not evictable;
  *   other files         pageout would write the file, not swap: not evictable;
  *   mlocked             (VmFlags lo: -overcommit mem-lock=on) cannot be paged out.

@@ -9,6 +9,9 @@
 #include "status_json.h"
 
 #include <stdint.h>
+#include <string.h>
+
+#include "agent_caps.h"
 
 static void put_u64(struct json_object *o, const char *k, uint64_t v)
 {
@@ -35,6 +38,7 @@ struct json_object *mtd_json_policy(const struct mtd_policy *p)
 	put_str(o, "return", mtd_return_via_name(p->return_via));
 	put_str(o, "source", mtd_access_pref_name(p->source));
 	put_u64(o, "ept_window_ms", p->ept_window_ms);
+	json_object_object_add(o, "observe", json_object_new_boolean(p->observe));
 	return o;
 }
 
@@ -132,7 +136,10 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "guest_used_bytes", st->guest_used_bytes);
 	put_u64(o, "balloon_actual_bytes", st->balloon_actual_bytes);
 	put_u64(o, "host_rss_bytes", st->host_rss_bytes);
-	put_u64(o, "saved_bytes", st->saved_bytes);
+	put_u64(o, "saved_bytes", st->saved_bytes); /* = returned_bytes; the old name, kept */
+	put_u64(o, "returned_bytes", st->returned_bytes);
+	put_u64(o, "untouched_bytes", st->untouched_bytes);
+	json_object_object_add(o, "observe", json_object_new_boolean(st->observe));
 	put_u64(o, "working_set_bytes", st->working_set_bytes);
 	json_object_object_add(o, "refault_rate_per_min",
 			       json_object_new_double(st->refault_rate_per_min));
@@ -143,9 +150,29 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	json_object_object_add(o, "agent_connected", json_object_new_boolean(st->agent_connected));
 	put_str(o, "agent_transport", st->agent_transport);
 	json_object_object_add(o, "vsock", json_object_new_boolean(st->vsock));
+	if (st->agent_caps_known) {
+		char names[160], means[400];
+		struct json_object *caps = json_object_new_array();
+		mtd_agent_caps_names(st->agent_caps, names, sizeof(names));
+		for (char *save = NULL, *w = strtok_r(names, " ", &save); w;
+		     w = strtok_r(NULL, " ", &save))
+			json_object_array_add(caps, json_object_new_string(w));
+		json_object_object_add(o, "agent_caps", caps);
+		mtd_agent_caps_consequence(st->agent_caps, means, sizeof(means));
+		put_str(o, "agent_caps_consequence", means);
+	}
 	json_object_object_add(o, "fpr_on", json_object_new_boolean(st->fpr_on));
 	put_str(o, "last_error", st->last_error);
 	put_str(o, "source", st->source[0] ? st->source : "none");
+	/* The hypervisor peer and the loop's timing (docs/control-socket.md). */
+	json_object_object_add(o, "peer_unresponsive",
+			       json_object_new_boolean(st->peer_unresponsive_since_ms != 0));
+	put_u64(o, "peer_unresponsive_since_ms", st->peer_unresponsive_since_ms);
+	put_str(o, "peer_call", st->peer_call);
+	put_u64(o, "tick_gap_ms", st->tick_gap_ms);
+	put_u64(o, "ticks_late", st->ticks_late);
+	json_object_object_add(o, "behind", json_object_new_boolean(st->behind));
+	json_object_object_add(o, "detaching", json_object_new_boolean(st->detaching));
 	if (!full)
 		return o;
 	put_str(o, "source_detail", st->source_detail);
@@ -189,7 +216,8 @@ struct json_object *mtd_json_host(const struct mtd_host_status *h)
 	put_u64(o, "low_mark_bytes", h->low_mark_bytes);
 	json_object_object_add(o, "under_pressure", json_object_new_boolean(h->under_pressure));
 	put_u64(o, "nr_vms", h->nr_vms);
-	put_u64(o, "saved_bytes", h->saved_bytes);
+	put_u64(o, "saved_bytes", h->saved_bytes); /* what memtide returned, every VM */
+	json_object_object_add(o, "observe_only", json_object_new_boolean(h->observe_only));
 	mtd_json_host_swap(o, h);
 	return o;
 }

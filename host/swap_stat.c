@@ -3,6 +3,7 @@
  */
 #include "swap_stat.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,23 +24,44 @@ uint64_t mtd_swap_pool_share(const struct mtd_swap_stat *s, uint64_t swapped_byt
 	return (uint64_t)((double)swapped_bytes * (double)pool / (double)used);
 }
 
+/* The number after key at the start of line (then " kB" or nothing); false otherwise. */
+static bool field_u64(const char *line, const char *key, uint64_t *v)
+{
+	size_t kl = strlen(key);
+	char *e;
+
+	if (strncmp(line, key, kl) != 0)
+		return false;
+	line += kl;
+	while (*line == ' ' || *line == '\t')
+		line++;
+	if (!isdigit((unsigned char)*line))
+		return false;
+	errno = 0;
+	unsigned long long x = strtoull(line, &e, 10);
+	if (errno)
+		return false;
+	*v = x;
+	return true;
+}
+
 int mtd_swap_parse_meminfo(const char *text, struct mtd_swap_stat *out)
 {
 	const char *p = text;
 	bool total = false, free_ = false;
+	uint64_t kb;
 
 	memset(out, 0, sizeof(*out));
 	while (p && *p) {
-		unsigned long long kb;
-		if (sscanf(p, "SwapTotal: %llu kB", &kb) == 1) {
+		if (field_u64(p, "SwapTotal:", &kb)) {
 			out->total_bytes = kb * 1024;
 			total = true;
-		} else if (sscanf(p, "SwapFree: %llu kB", &kb) == 1) {
+		} else if (field_u64(p, "SwapFree:", &kb)) {
 			out->free_bytes = kb * 1024;
 			free_ = true;
-		} else if (sscanf(p, "Zswap: %llu kB", &kb) == 1) {
+		} else if (field_u64(p, "Zswap:", &kb)) {
 			out->zswap_pool_bytes = kb * 1024;
-		} else if (sscanf(p, "Zswapped: %llu kB", &kb) == 1) {
+		} else if (field_u64(p, "Zswapped:", &kb)) {
 			out->zswap_stored_bytes = kb * 1024;
 		}
 		p = strchr(p, '\n');
@@ -59,16 +81,15 @@ int mtd_swap_parse_swaps(const char *text, unsigned *zram, size_t max, unsigned 
 
 	*nr_devices = 0;
 	while (p && *p) {
-		char name[256];
-		unsigned n;
 		if (!header) {
 			if (strncmp(p, "Filename", 8) != 0)
 				return -EPROTO;
 			header = true;
-		} else if (sscanf(p, "%255s", name) == 1) {
+		} else if (*p && *p != '\n') {
+			uint64_t n;
 			(*nr_devices)++;
-			if (sscanf(name, "/dev/zram%u", &n) == 1 && (size_t)nz < max)
-				zram[nz++] = n;
+			if (field_u64(p, "/dev/zram", &n) && n < 1u << 20 && (size_t)nz < max)
+				zram[nz++] = (unsigned)n;
 		}
 		p = strchr(p, '\n');
 		if (p)
@@ -79,13 +100,23 @@ int mtd_swap_parse_swaps(const char *text, unsigned *zram, size_t max, unsigned 
 
 int mtd_swap_parse_mm_stat(const char *text, uint64_t *stored_bytes, uint64_t *pool_bytes)
 {
-	unsigned long long orig, compr, used;
+	uint64_t v[3];
+	char *e;
 
 	/* orig_data_size compr_data_size mem_used_total mem_limit mem_used_max same_pages ... */
-	if (!text || sscanf(text, "%llu %llu %llu", &orig, &compr, &used) != 3)
-		return -EPROTO;
-	*stored_bytes = orig;
-	*pool_bytes = used;
+	for (int i = 0; i < 3; i++) {
+		while (text && (*text == ' ' || *text == '\t'))
+			text++;
+		if (!text || !isdigit((unsigned char)*text))
+			return -EPROTO;
+		errno = 0;
+		v[i] = strtoull(text, &e, 10);
+		if (errno)
+			return -EPROTO;
+		text = e;
+	}
+	*stored_bytes = v[0];
+	*pool_bytes = v[2];
 	return 0;
 }
 

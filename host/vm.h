@@ -66,6 +66,7 @@ struct mtd_vm {
 	/* ---- identity and registry (immutable after mtd_vm_new) ---- */
 	char name[MTD_NAME_MAX];
 	char uuid[37];
+	uint64_t serial; /* unique per mtd_vm_new: tells two VMs of one name apart */
 	struct mtd_daemon *d;
 	struct cds_lfht_node node; /* in the registry's hash table, keyed by name */
 	struct rcu_head rcu;       /* for freeing after removal */
@@ -77,6 +78,7 @@ struct mtd_vm {
 	int wake_fd;                  /* eventfd: a write wakes the loop at once */
 	atomic_bool stop;             /* leave the loop (after the exit step if exiting) */
 	atomic_bool exiting;          /* daemon exit: go to the safe size before stopping */
+	atomic_bool detaching;        /* detach asked (the loop is on its way out) */
 	atomic_uint squeeze_permille; /* host arbiter's squeeze, 0..1000 */
 	/* loop -> arbiter: what a full squeeze could still take, target - max(floor, working
 	 * set at the cold age threshold), and what the balloon has yet to take, actual -
@@ -124,6 +126,13 @@ struct mtd_vm {
 	uint64_t vsock_restart_session; /* the session a device restart was asked for */
 	unsigned vsock_restarts;
 	uint64_t layout_checked_gen;              /* the memory table last checked against QMP */
+	uint64_t peer_down_since_ms; /* first call the peer did not answer (0: answering) */
+	uint64_t peer_next_probe_ms; /* while down: no balloon call before this */
+	unsigned peer_probes;        /* unanswered probes in a row (backoff exponent) */
+	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
+	unsigned late_in_row, ontime_in_row;
+	bool observing;                           /* observe-only was in force at the last step */
+	bool history_warned;                      /* a failed history write was logged (once) */
 	struct mtd_pageout_hand *hand;            /* host-side eviction (pageout_hand.h) */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
@@ -141,6 +150,28 @@ int mtd_vm_publish(struct mtd_vm *vm);
  * MTD_LAST_ACTIONS.  Logged at INFO. */
 void mtd_vm_action(struct mtd_vm *vm, uint64_t now_ms, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The audit trail of a change to the VM's size or an eviction step (history.h says what
+ * `what`, `reason` and `source` hold): recorded as an action, logged at NOTICE with the VM,
+ * before, after, reason and source, and appended to the VM's history file.  observe: only
+ * computed (observe-only mode), said as "would ...".  Loop thread only. */
+void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t before_bytes,
+		  uint64_t after_bytes, const char *reason, const char *source, bool observe);
+/*
+ * Honest figures: what memtide returned from a VM, apart from guest RAM that is simply not
+ * resident (never touched by the guest, or freed by it and reported by free page reporting
+ * without memtide's help).  A guest that gave nothing back must not read as "saved" because
+ * it never touched half its RAM.
+ *   held      the balloon's hold, domain - actual: memtide's doing (it set the target);
+ *   absent    guest RAM not resident on the host, domain - rss, when rss is known (not 0);
+ *   reclaimed what the agent's reclaim freed since attach, of which at most what is absent
+ *             beyond the balloon's hold can still be away (the rest came back);
+ *   returned  = held + min(reclaimed, absent - held)      (held alone when rss is unknown);
+ *   untouched = absent - returned                          (0 when rss is unknown).
+ * observe: nothing was done, so nothing was returned (returned 0).  Pure.
+ */
+void mtd_vm_figures(uint64_t domain_bytes, uint64_t actual_bytes, uint64_t rss_bytes,
+		    uint64_t reclaimed_bytes, bool observe, uint64_t *returned_bytes,
+		    uint64_t *untouched_bytes);
 /* Wake the loop (policy change, stop, exit). */
 void mtd_vm_wake(struct mtd_vm *vm);
 /* Hand the loop a new policy (validated by the caller). */
@@ -156,5 +187,9 @@ void mtd_vm_channel_status(struct mtd_vm *vm, struct mtd_vm_status *st);
 int mtd_vm_loop_start(struct mtd_vm *vm);
 /* Ask the loop to stop (exit_safe: first return the VM to its safe size) and join it. */
 void mtd_vm_loop_stop(struct mtd_vm *vm, bool exit_safe);
+/* Ask the loop to stop without waiting; it queues MTD_WORK_REAP when done when detach. */
+void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool exit_safe, bool detach);
+/* Join the loop by deadline_ms (CLOCK_MONOTONIC).  0, or -ETIMEDOUT (still running). */
+int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms);
 
 #endif /* MEMTIDE_HOST_VM_H */

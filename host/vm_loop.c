@@ -22,13 +22,30 @@
  *           or came back; with return=pageout or auto, the eviction hand's cold runs go
  *           to host swap (pageout_hand.h, Step 5b; its refault scan is Step 2a);
  *   Step 6  publish the status snapshot (RCU).
+ *
+ * Peer health.  Every balloon call (QMP or libvirt) is bounded by [daemon] call_timeout
+ * (qmp.c, bounded_call.c).  A call that times out marks the VM's peer unresponsive: one log
+ * line, the status says since when and which call, and from then on the loop probes the peer
+ * with one call at a time after 1, 2, 4 ... 30 s instead of every tick, carrying on with the
+ * agent and its status meanwhile.  The first call that answers ends it (logged with its
+ * duration).  Nothing is actuated while the peer is unresponsive: the VM stays as it is.
+ *
+ * Overload.  The loops run at nice +LOOP_NICE, so the control socket's thread and the main
+ * thread (nice 0) win the CPU when the loops saturate it (measured in bench/daemon_scale.py:
+ * 256 simulated VMs at 1 s with a CPU hog beside them).  A loop that cannot keep its interval
+ * skips the ticks it missed rather than bursting (the ticks stretch, evenly across VMs since
+ * they share one nice level), counts them (ticks_late), and says so once when it falls
+ * behind and once when it is back.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +61,9 @@
 #define LOOP_STACK_BYTES    (256 * 1024)
 #define BALLOON_ERROR_AFTER 3 /* failed actuations in a row before the VM shows ERROR */
 #define EVICT_BATCH         64
+#define LOOP_NICE           10    /* loops yield the CPU to the front ends and main thread */
+#define PEER_PROBE_MAX_MS   30000 /* an unresponsive peer is probed at least this often */
+#define BEHIND_AFTER        3     /* late ticks in a row before "falling behind" is said */
 
 /*
  * Idle ages of the published working-set estimate: 2, 4 and 8 intervals and the oldest age
@@ -85,6 +105,69 @@ static bool wait_wake(struct mtd_vm *vm, int timeout_ms)
 		/* drained by someone else: fine */
 	}
 	return atomic_load(&vm->stop);
+}
+
+/* ---- peer health ------------------------------------------------------------------------ */
+
+/* A failure that means the peer does not answer (as opposed to refusing or being gone). */
+static bool peer_silent(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -EAGAIN || rc == -EBUSY;
+}
+
+/* May a balloon call be made now?  While the peer is unresponsive, one probe at a time. */
+static bool peer_may_call(struct mtd_vm *vm, uint64_t now_ms)
+{
+	return !vm->peer_down_since_ms || now_ms >= vm->peer_next_probe_ms;
+}
+
+/* Record a balloon call's outcome: the start and the end of an unresponsive peer. */
+static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, int rc,
+		      const char *err)
+{
+	uint64_t now = mono_ms();
+	char why[120];
+
+	if (peer_silent(rc) && (!err || !*err)) {
+		if (rc == -ETIMEDOUT)
+			snprintf(why, sizeof(why), "no answer within %" PRIu64 " ms",
+				 vm->d->cfg.call_timeout_ms);
+		else if (rc == -EAGAIN)
+			snprintf(why, sizeof(why),
+				 "QEMU does not accept connections (backlog full)");
+		else
+			snprintf(why, sizeof(why), "an earlier call has not returned");
+		err = why;
+	}
+	if (peer_silent(rc)) {
+		unsigned shift = vm->peer_probes < 5 ? vm->peer_probes : 5;
+		uint64_t wait_ms = 1000ULL << shift;
+
+		if (wait_ms > PEER_PROBE_MAX_MS)
+			wait_ms = PEER_PROBE_MAX_MS;
+		vm->peer_next_probe_ms = now + wait_ms;
+		vm->peer_probes++;
+		if (!vm->peer_down_since_ms) {
+			vm->peer_down_since_ms = started_ms ? started_ms : now;
+			snprintf(vm->draft.peer_call, sizeof(vm->draft.peer_call), "%s", call);
+			mtd_warn(
+			    "%s: %s unresponsive: %s: %s; the VM is left as it is, and the peer "
+			    "probed again after 1, 2, 4 ... %d s",
+			    vm->name, vm->balloon->name, call, err && *err ? err : strerror(-rc),
+			    PEER_PROBE_MAX_MS / 1000);
+		}
+		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error),
+			 "%s unresponsive: %.40s: %.90s", vm->balloon->name, call,
+			 err && *err ? err : strerror(-rc));
+	} else if (vm->peer_down_since_ms && rc != -ECANCELED) {
+		mtd_notice("%s: %s answers again after %" PRIu64 " s", vm->name, vm->balloon->name,
+			   (now - vm->peer_down_since_ms) / 1000);
+		vm->peer_down_since_ms = 0;
+		vm->peer_probes = 0;
+		vm->draft.peer_call[0] = '\0';
+		vm->draft.last_error[0] = '\0';
+	}
+	vm->draft.peer_unresponsive_since_ms = vm->peer_down_since_ms;
 }
 
 /* ---- attach ----------------------------------------------------------------------------- */
@@ -160,7 +243,10 @@ static int attach(struct mtd_vm *vm)
 
 	/* The hypervisor side first: without a balloon there is nothing to steer. */
 	for (;;) {
+		uint64_t t0 = mono_ms();
+		err[0] = '\0';
 		rc = vm->balloon->open(vm->balloon_ctx, &vm->domain_bytes, err, sizeof(err));
+		peer_note(vm, "open", t0, rc, err);
 		if (rc == 0)
 			break;
 		set_error(vm, "", err);
@@ -241,7 +327,9 @@ static int attach(struct mtd_vm *vm)
 	/* Free page reporting returns what the agent's reclaim frees: without it the guest
 	 * keeps those pages, so say so once, loudly. */
 	bool on = false;
+	uint64_t t0 = mono_ms();
 	rc = vm->balloon->fpr(vm->balloon_ctx, &on);
+	peer_note(vm, "free-page-reporting query", t0, rc, NULL);
 	vm->fpr_known = rc == 0;
 	vm->fpr_on = on;
 	if (rc == 0 && !on)
@@ -334,9 +422,9 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 	if (!r || seq == vm->reclaim_seen)
 		return;
 	vm->reclaim_seen = seq;
-	mtd_vm_action(vm, now_ms, "reclaim: guest freed %" PRIu64 " of %" PRIu64 " MiB (%s)",
-		      r->freed_bytes / MiB, r->requested_bytes / MiB,
-		      proto_reclaim_result_name(r->result));
+	vm->draft.counters.reclaimed_bytes += r->freed_bytes;
+	mtd_vm_audit(vm, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
+		     proto_reclaim_result_name(r->result), "guest", false);
 }
 
 /* Step 1: inputs. */
@@ -345,8 +433,13 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 	const struct mtd_config *cfg = &vm->d->cfg;
 	struct mtd_balloon_stats bs;
 	uint64_t actual = 0, seq;
+	int rc = -EAGAIN;
 
-	if (vm->balloon->read(vm->balloon_ctx, &actual, &bs) == 0) {
+	if (peer_may_call(vm, t->now_ms)) {
+		rc = vm->balloon->read(vm->balloon_ctx, &actual, &bs);
+		peer_note(vm, "balloon read", t->now_ms, rc, NULL);
+	}
+	if (rc == 0) {
 		vm->balloon_actual = actual;
 		vm->bstats = bs;
 		if (bs.valid && bs.last_update_s != vm->bstats_seen_update_s) {
@@ -414,6 +507,7 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 		vm->last_majfault = majfault;
 		vm->have_fault_base = true;
 	}
+	vm->draft.counters.refaults += signal; /* before PSI weighs it: pages, not a score */
 	/* Memory stalls weigh the signal up: at PSI some avg10 = 10%, refaults count double. */
 	if (t->as && t->as->has_psi)
 		signal = (uint64_t)((double)signal * (1.0 + t->as->psi.some_avg10 / 10.0));
@@ -476,6 +570,26 @@ static void account_target(struct mtd_vm *vm, uint64_t now_ms, uint64_t from, ui
 	}
 }
 
+/* Who wanted a change, for the audit trail (history.h): the guest's own signals, the host
+ * arbiter's squeeze, the operator's policy, the daemon's stop, or the controller. */
+static const char *change_source(const struct mtd_vm *vm, enum mtd_ctl_reason r)
+{
+	switch (r) {
+	case MTD_CTL_PRESSURE:
+	case MTD_CTL_NEED:
+	case MTD_CTL_GROW:
+		return "guest";
+	case MTD_CTL_SILENT:
+		return "agent-silence";
+	case MTD_CTL_DISABLED:
+		return "operator";
+	case MTD_CTL_EXIT:
+		return "shutdown";
+	default:
+		return atomic_load(&vm->squeeze_permille) ? "arbiter" : "controller";
+	}
+}
+
 /* Steps 3-5: the controller decides, the actuators carry it out. */
 static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_ctl_output *out)
 {
@@ -517,25 +631,55 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		in.guest_avail_bytes = vm->bstats.available_bytes;
 	}
 
+	/* Observe-only (host-wide or this VM's policy): the controller runs on what the guest
+	 * really does, and what it would do is shown and logged, never done.  Its targets then
+	 * stand apart from the balloon; when observing ends they restart from the balloon's
+	 * actual size, so the first real step is one step from where the guest really is. */
+	bool observe = cfg->observe_only || vm->policy.observe;
+	if (vm->observing && !observe) {
+		/* The controller's own state followed the would-be steps: it restarts from the
+		 * real size too, with no hold or refusal that only a would-be step earned. */
+		vm->ctl.target_bytes = vm->ctl.balloon_bytes = vm->balloon_actual;
+		vm->ctl.hold_until_ms = vm->ctl.last_take_ms = 0;
+		vm->ctl.refused_since_take = false;
+		vm->ctl.refusals = 0;
+		vm->draft.balloon_target_bytes = vm->balloon_actual;
+		vm->draft.target_bytes = vm->balloon_actual;
+		mtd_notice("%s: observe-only ends: memtided acts on this VM from now on", vm->name);
+	} else if (!vm->observing && observe && vm->draft.balloon_target_bytes) {
+		mtd_notice("%s: observe-only: memtided shows what it would do and changes nothing",
+			   vm->name);
+	}
+	vm->observing = observe;
+	vm->draft.observe = observe;
+
 	enum mtd_ctl_reason before = vm->ctl.reason;
 	uint64_t prev = vm->draft.balloon_target_bytes, prev_target = vm->draft.target_bytes;
 	struct mtd_policy pol = vm->policy;
 	pol.return_via = return_mode(vm);
 	bool hostside = pol.return_via == MTD_RETURN_PAGEOUT || pol.return_via == MTD_RETURN_AUTO;
+	/* What the host already holds in swap is not the guest's to free (it would read each
+	 * page back to do so): return=auto asks the agent only for the rest. */
+	uint64_t in_swap = hostside ? mtd_hand_swapped_bytes(vm->hand) : 0;
+	uint64_t used_raw = in.guest_used_bytes;
+	if (in.used_known)
+		in.guest_used_bytes =
+		    in.guest_used_bytes > in_swap ? in.guest_used_bytes - in_swap : 0;
 	mtd_ctl_step(&cfg->ctl, &pol, &in, &vm->ctl, out);
 	vm->draft.target_bytes = out->target_bytes;
 	vm->draft.soft = out->soft;
-	vm->draft.guest_used_bytes = in.used_known ? in.guest_used_bytes : 0;
+	vm->draft.guest_used_bytes = in.used_known ? used_raw : 0;
 
 	/* What the host arbiter could still take here: down to the working set, never below
 	 * the floor; nothing without an estimate or while the VM is not steerable. */
 	uint64_t keep = t->wss_bytes > out->floor_bytes ? t->wss_bytes : out->floor_bytes;
-	uint64_t reclaimable = t->wss_valid && vm->policy.enabled && out->target_bytes > keep
-				   ? out->target_bytes - keep
-				   : 0;
+	uint64_t reclaimable =
+	    t->wss_valid && vm->policy.enabled && !observe && out->target_bytes > keep
+		? out->target_bytes - keep
+		: 0;
 	/* Host-side eviction takes resident pages beyond the working set, within the room in
 	 * swap and net of the compressed pool. */
-	if (hostside)
+	if (hostside && !observe)
 		reclaimable = mtd_hand_reclaimable(
 		    vm->hand, t->wss_valid && vm->policy.enabled &&
 				      (t->gs.resident_pages << VMM_PAGE_SHIFT) > keep
@@ -543,7 +687,8 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 				  : 0);
 	atomic_store(&vm->reclaimable_bytes, reclaimable);
 	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
-	atomic_store(&vm->pending_bytes, holds > out->target_bytes ? holds - out->target_bytes : 0);
+	atomic_store(&vm->pending_bytes,
+		     !observe && holds > out->target_bytes ? holds - out->target_bytes : 0);
 
 	/* Transitions into a deflating reason are events an operator wants; the first tick's
 	 * "silent" (the agent has not spoken yet) is not. */
@@ -553,35 +698,62 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
 			   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 	if (out->backoff_hold_ms)
+		vm->draft.counters.refused_steps++;
+	if (out->backoff_hold_ms)
 		mtd_notice(
 		    "%s: the guest gave back the step just taken (%u in a row): no inflation "
 		    "for %" PRIu64 " s",
 		    vm->name, vm->ctl.refusals, out->backoff_hold_ms / 1000);
 
 	bool first = prev == 0;
+	const char *reason = mtd_ctl_reason_name(out->reason);
+	const char *source = change_source(vm, out->reason);
+	/* Step 4 (eviction): the agent's reclaim.  before/after: what the guest uses, and what
+	 * it is asked to use. */
 	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft)) {
-		int rc = mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
-						(uint32_t)cfg->ctl.interval_ms, t->now_ms);
-		if (rc == 0)
-			mtd_vm_action(vm, t->now_ms, "reclaim %" PRIu64 " MiB asked",
-				      out->reclaim_bytes / MiB);
+		uint64_t used = in.used_known ? in.guest_used_bytes : vm->balloon_actual;
+		uint64_t to = used > out->reclaim_bytes ? used - out->reclaim_bytes : 0;
+		if (observe) {
+			mtd_vm_audit(vm, t->now_ms, "reclaim", used, to, reason, source, true);
+		} else if (mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
+						  (uint32_t)cfg->ctl.interval_ms, t->now_ms) == 0) {
+			vm->draft.counters.reclaim_requests++;
+			vm->draft.counters.reclaim_requested_bytes += out->reclaim_bytes;
+			mtd_vm_audit(vm, t->now_ms, "reclaim", used, to, reason, source, false);
+		}
 	}
-	/* libvmm follows the target, whichever actuator carries it out; with the balloon a
-	 * cap, the target moves alone, and the log says so. */
-	if (!hostside && out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
+	/* libvmm follows the target, whichever actuator carries it out (not when nothing is
+	 * carried out, nor under host-side eviction, whose hand evicts for real); with the
+	 * balloon a cap, the target moves alone, and the trail says so. */
+	if (!observe && !hostside &&
+	    out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
 		account_target(vm, t->now_ms, prev_target ? prev_target : vm->balloon_actual,
 			       out->target_bytes);
 	if (out->soft && prev_target && out->target_bytes != prev_target &&
 	    (out->target_bytes > prev_target ||
 	     prev_target - out->target_bytes >= cfg->ctl.min_change_bytes))
-		mtd_vm_action(vm, t->now_ms, "target %" PRIu64 "->%" PRIu64 " MiB (%s, return=%s)",
-			      prev_target / MiB, out->target_bytes / MiB,
-			      mtd_ctl_reason_name(out->reason),
-			      mtd_return_via_name(pol.return_via));
+		mtd_vm_audit(vm, t->now_ms, "target", prev_target, out->target_bytes, reason,
+			     source, observe);
 	if (!out->changed && !first)
 		return;
-	if (vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err)) < 0) {
+	/* Step 5: the balloon. */
+	if (observe) {
+		if (!first && out->balloon_bytes != prev)
+			mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason,
+				     source, true);
+		vm->draft.balloon_target_bytes = out->balloon_bytes;
+		return;
+	}
+	if (vm->peer_down_since_ms)
+		return; /* nothing is actuated through a peer that does not answer */
+	uint64_t t0 = mono_ms();
+	int rc = vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err));
+	peer_note(vm, "balloon target", t0, rc, err);
+	if (rc < 0 && vm->peer_down_since_ms)
+		return; /* said once by peer_note; not an actuator error */
+	if (rc < 0) {
 		vm->balloon_failures++;
+		vm->draft.counters.balloon_errors++;
 		set_error(vm, "balloon: ", err);
 		if (vm->balloon_failures == BALLOON_ERROR_AFTER)
 			mtd_err("%s: balloon target failed %d times: %s", vm->name,
@@ -590,10 +762,16 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	}
 	vm->balloon_failures = 0;
 	vm->draft.balloon_target_bytes = out->balloon_bytes;
-	if (!first)
-		mtd_vm_action(vm, t->now_ms, "%s %" PRIu64 "->%" PRIu64 " MiB (%s)",
-			      out->balloon_bytes < prev ? "inflate" : "deflate", prev / MiB,
-			      out->balloon_bytes / MiB, mtd_ctl_reason_name(out->reason));
+	if (!first && out->balloon_bytes < prev) {
+		vm->draft.counters.inflations++;
+		vm->draft.counters.inflated_bytes += prev - out->balloon_bytes;
+	} else if (!first && out->balloon_bytes > prev) {
+		vm->draft.counters.deflations++;
+		vm->draft.counters.deflated_bytes += out->balloon_bytes - prev;
+	}
+	if (!first && out->balloon_bytes != prev)
+		mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason, source,
+			     false);
 }
 
 /* Step 5b: host-side eviction, once the controller has spoken (pageout_hand.h). */
@@ -606,9 +784,9 @@ static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd
 	    .mode = return_mode(vm),
 	    /* Memory is taken only while the controller takes it: not under pressure, a need,
 	     * a hold, a silent source, on exit or opt-out. */
-	    .may_take = out->state == MTD_VM_ACTIVE &&
+	    .may_take = out->state == MTD_VM_ACTIVE && !vm->observing &&
 			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE),
-	    .why_not = mtd_ctl_reason_name(out->reason),
+	    .why_not = vm->observing ? "observe-only" : mtd_ctl_reason_name(out->reason),
 	    .agent_asked = out->reclaim_bytes && vm->agent,
 	    .reply_seq = r ? seq : 0,
 	    .reply_done = r && r->freed_bytes >= r->requested_bytes,
@@ -636,15 +814,14 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->updated_ms = t->now_ms;
 	st->max_bytes = vm->domain_bytes;
 	st->balloon_actual_bytes = vm->balloon_actual;
-	st->saved_bytes =
-	    vm->domain_bytes > vm->balloon_actual ? vm->domain_bytes - vm->balloon_actual : 0;
-	/* With the balloon a cap, what the host got back is what free page reporting returned:
-	 * the guest-RAM mapping's resident size says it. */
-	if (st->soft && st->host_rss_bytes)
-		st->saved_bytes = vm->domain_bytes > st->host_rss_bytes
-				      ? vm->domain_bytes - st->host_rss_bytes
-				      : 0;
-	/* Host-side eviction's share of the compressed pool is not saved (pageout_hand.h). */
+	/* Honest figures (mtd_vm_figures): what memtide returned, apart from what is not
+	 * resident without its doing. */
+	mtd_vm_figures(vm->domain_bytes, vm->balloon_actual, st->host_rss_bytes,
+		       st->counters.reclaimed_bytes, st->observe, &st->returned_bytes,
+		       &st->untouched_bytes);
+	st->saved_bytes = st->returned_bytes;
+	/* Host-side eviction: what it put in swap is returned, less the compressed pool's
+	 * share (pageout_hand.h). */
 	enum mtd_return_via mode = return_mode(vm);
 	st->return_in_force = mode == MTD_RETURN_RECLAIM && !st->soft ? MTD_RETURN_BALLOON : mode;
 	mtd_hand_publish(vm->hand, st);
@@ -670,7 +847,12 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);
 	mtd_vm_channel_status(vm, st);
+	if (st->agent_connected) { /* kept after the agent goes: its last word */
+		st->agent_caps = mtd_agent_link_hello(vm->agent)->caps;
+		st->agent_caps_known = true;
+	}
 	st->fpr_on = vm->fpr_on;
+	mtd_access_refresh_status(&vm->source, st);
 	const struct proto_stats *as = vm->agent ? mtd_agent_link_stats(vm->agent, &seq) : NULL;
 	if (as) {
 		st->guest_mem_available_bytes = as->mem_available_bytes;
@@ -678,7 +860,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	} else if (vm->bstats.valid && vm->bstats.has_available) {
 		st->guest_mem_available_bytes = vm->bstats.available_bytes;
 	}
-	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR)
+	if (vm->balloon_failures == 0 && st->state != MTD_VM_ERROR && !vm->peer_down_since_ms)
 		st->last_error[0] = '\0';
 	(void)mtd_vm_publish(vm);
 	mtd_debug("%s: actual %" PRIu64 " MiB host rss %" PRIu64 " MiB balloon %" PRIu64
@@ -725,6 +907,41 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool exiting, bool age,
 
 /* ---- the thread ------------------------------------------------------------------------- */
 
+/*
+ * A scheduled tick starts: how long since the last one?  More than 1.5 intervals is late
+ * (the CPU is short, or a call took long).  BEHIND_AFTER late ticks in a row are said once
+ * ("falling behind"), and as many on time once more ("back on its interval").
+ */
+static void note_tick_gap(struct mtd_vm *vm, uint64_t now_ms)
+{
+	uint64_t interval = vm->d->cfg.ctl.interval_ms;
+	uint64_t gap = vm->last_sched_tick_ms ? now_ms - vm->last_sched_tick_ms : interval;
+	bool late = gap * 2 > interval * 3;
+
+	vm->last_sched_tick_ms = now_ms;
+	vm->draft.tick_gap_ms = gap;
+	if (late) {
+		vm->draft.ticks_late++;
+		vm->ontime_in_row = 0;
+		if (++vm->late_in_row == BEHIND_AFTER && !vm->draft.behind) {
+			vm->draft.behind = true;
+			mtd_notice(
+			    "%s: falling behind its interval: %u ticks in a row came late, the "
+			    "last after %" PRIu64 " ms (interval %" PRIu64 " ms); the host's CPU "
+			    "is short or its peer slow",
+			    vm->name, BEHIND_AFTER, gap, interval);
+		}
+	} else {
+		vm->late_in_row = 0;
+		if (++vm->ontime_in_row == BEHIND_AFTER && vm->draft.behind) {
+			vm->draft.behind = false;
+			mtd_notice("%s: back on its interval (%" PRIu64 " ms); %" PRIu64
+				   " late ticks so far",
+				   vm->name, interval, vm->draft.ticks_late);
+		}
+	}
+}
+
 static void take_policy(struct mtd_vm *vm)
 {
 	pthread_mutex_lock(&vm->mbox_lock);
@@ -747,7 +964,20 @@ static void *loop_main(void *arg)
 	const struct mtd_config *cfg = &vm->d->cfg;
 	uint64_t next_tick;
 
+	char tname[16];
+	snprintf(tname, sizeof(tname), "vm:%.12s", vm->name); /* top -H, perf */
+	(void)pthread_setname_np(pthread_self(), tname);
 	rcu_register_thread();
+	/* Whatever thread started it, a loop runs under the normal policy, and at nice
+	 * +LOOP_NICE: per-thread on Linux, so only this loop (and the call worker it starts)
+	 * yields. */
+	struct sched_param sp = {.sched_priority = 0};
+	(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+	errno = 0;
+	int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	if (errno == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid),
+				  nice_now + LOOP_NICE > 19 ? 19 : nice_now + LOOP_NICE);
 	int rc = attach(vm);
 	if (rc < 0) {
 		if (rc != -ECANCELED) {
@@ -766,6 +996,7 @@ static void *loop_main(void *arg)
 		uint64_t ping_back = vm->agent ? mtd_agent_link_ping_due_back(vm->agent) : 0;
 		take_policy(vm);
 		if (now >= next_tick && now >= ping_back) {
+			note_tick_gap(vm, now);
 			tick(vm, now, false, true, 0);
 			next_tick += cfg->ctl.interval_ms;
 			if (next_tick <= now) /* fell behind (slow call): skip, do not burst */
@@ -800,6 +1031,9 @@ static void *loop_main(void *arg)
 				tick(vm, now, false, false, need);
 		}
 	}
+	/* Say at once that it is on its way out (the exit step below may take a call). */
+	vm->draft.detaching = atomic_load(&vm->detaching);
+	(void)mtd_vm_publish(vm);
 	/* Leaving: daemon exit or detach of a running domain leaves it at its safe size. */
 	if (atomic_load(&vm->exiting))
 		tick(vm, mono_ms(), true, false, 0);
@@ -817,6 +1051,9 @@ out:
 	mtd_vsock_release(vm->vsock);
 	vm->vsock = NULL;
 	rcu_unregister_thread();
+	/* Last: once queued, the main thread may join and free vm. */
+	if (atomic_load(&vm->detaching) && mtd_daemon_queue_reap(vm->d, vm->name, vm->serial) < 0)
+		mtd_err("%s: cannot queue its removal; it stays listed as detached", vm->name);
 	return NULL;
 }
 
@@ -827,12 +1064,51 @@ int mtd_vm_loop_start(struct mtd_vm *vm)
 
 	pthread_attr_init(&a);
 	pthread_attr_setstacksize(&a, LOOP_STACK_BYTES);
+	pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED); /* never a caller's RT policy */
+	pthread_attr_setschedpolicy(&a, SCHED_OTHER);
+	struct sched_param sp = {.sched_priority = 0};
+	pthread_attr_setschedparam(&a, &sp);
 	rc = pthread_create(&vm->thread, &a, loop_main, vm);
 	pthread_attr_destroy(&a);
 	if (rc)
 		return -rc;
 	vm->thread_started = true;
 	return 0;
+}
+
+void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool exit_safe, bool detach)
+{
+	if (exit_safe)
+		atomic_store(&vm->exiting, true);
+	if (detach)
+		atomic_store(&vm->detaching, true);
+	atomic_store(&vm->stop, true);
+	mtd_vm_wake(vm);
+}
+
+int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms)
+{
+	if (!vm->thread_started)
+		return 0;
+	for (;;) {
+		/* pthread_timedjoin_np takes CLOCK_REALTIME: wait in short steps instead. */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		int rc = pthread_timedjoin_np(vm->thread, NULL, &ts);
+		if (rc == 0) {
+			vm->thread_started = false;
+			return 0;
+		}
+		if (rc != ETIMEDOUT)
+			return -rc;
+		if (mono_ms() >= deadline_ms)
+			return -ETIMEDOUT;
+	}
 }
 
 void mtd_vm_loop_stop(struct mtd_vm *vm, bool exit_safe)

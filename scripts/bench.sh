@@ -13,11 +13,20 @@ for b in "$BUILD"/bin/*-bench; do
 	echo "bench.sh: running $(basename "$b")" >&2
 	"$b" | tee -a "$out/results.jsonl" || rc=1
 done
+# memtided at scale: N simulated 4 GiB VMs through libvirt's test driver (daemon_scale lines;
+# MEMTIDED_BEFORE=old/memtided adds the same cases with an older build, side by side).
+if [ -x "$BUILD/bin/memtided" ]; then
+	echo "bench.sh: running daemon_scale" >&2
+	BUILD=$BUILD python3 bench/daemon_scale.py | tee -a "$out/results.jsonl" || rc=1
+fi
 if [ -x "$BUILD/bin/memtide-sim" ]; then
 	echo "bench.sh: running memtide-sim bench" >&2
 	"$BUILD/bin/memtide-sim" bench | tee -a "$out/results.jsonl" || rc=1
 	# The most any policy without foresight can save on the zipf trace (docs/results.md).
 	python3 sim/tools/zipf_online_bound.py | tee -a "$out/results.jsonl" || rc=1
 fi
+# The walker on live emulated-EPT tables of real TCG guests (boots QEMU: ~2 minutes).
+echo "bench.sh: running bench/ept_live.sh" >&2
+BUILD=$BUILD bash bench/ept_live.sh | tee -a "$out/results.jsonl" || rc=1
 echo "bench.sh: $(wc -l <"$out/results.jsonl") results in $out/results.jsonl" >&2
 exit $rc

@@ -4,6 +4,10 @@
 # Idempotent: it asks dpkg which packages are missing and installs only those, so a second
 # run costs a fraction of a second.  Needs root to install; without root it names what is
 # missing and how to get it, and fails.  `make check`, `make bench` and `make demo` call it.
+#
+# `deps.sh packaging` adds what only `make check-packaging` (CI) needs: Debian's prometheus
+# package, for promtool (~100 MB installed with its web assets: too heavy for every machine
+# that runs make check).
 set -eu
 
 PKGS="build-essential pkg-config make git
@@ -11,7 +15,11 @@ libjson-c-dev liburcu-dev libinih-dev libmicrohttpd-dev libvirt-dev libcmocka-de
 clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format clang-tidy cppcheck
 qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
 busybox-static socat kmod cpio xz-utils
-gnuplot-nox python3 procps iproute2 util-linux valgrind curl"
+gnuplot-nox python3 procps iproute2 util-linux valgrind curl
+libsystemd-dev systemd debhelper lintian fakeroot dpkg-dev groff-base man-db bash-completion strace file"
+if [ "${1:-}" = packaging ]; then
+	PKGS="$PKGS prometheus"
+fi
 
 missing=""
 for p in $PKGS; do

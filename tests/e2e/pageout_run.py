@@ -4,17 +4,23 @@
 The guest runs `pageload HOT COLD` (tests/e2e/workloads/pageload.c) and memtided has just been
 started on it; this script measures, in order, and prints one JSON object of figures:
 
-  A. first eviction: the hot rate before it (the baseline: from start to the first pageout)
-     and memtided's own timing of its first batch ("pageout: N MiB to swap in M ms" in its
+  0. with --base-s: memtided was started with the policy enabled=no; for that long it only
+     watches (the access source samples the guest exactly as it will afterwards) and the hot
+     rate over it is the baseline; then `memtidectl policy set VM enabled=yes`;
+  A. first eviction (without --base-s the baseline is from memtided's start to it) and
+     memtided's own timing of its first batch ("pageout: N MiB to swap in M ms" in its
      log): pageout_mib_s;
   B. at 60 s after memtided started: returned_net_mib = (drop of the guest-RAM mapping's Rss)
      - (growth of the test's zram pool, mem_used_total); the hot rate after the eviction
-     against the baseline: tput_ratio (medians of per-second rates); the Rss slope over
-     the quiet end of this phase (creep_short_mib_per_min);
+     against the baseline: tput_ratio (medians of per-second rates) and tput_ratio_cpu
+     (hot pages per CPU-second of QEMU: the same with the host's load taken out); the Rss
+     slope over the quiet end of this phase (creep_short_mib_per_min);
   C. refaults: the guest plans N first touches of cold pages and tells their guest-physical
      addresses; this script looks them up in QEMU's pagemap (swapped or not), which gives
      refaults_true; the guest touches them; memtided's count (status pageout.refaults_total)
      and QEMU's major faults over the same window are refaults_counted and refaults_majflt;
+     refaults_ept_seen is how many of them the ept source's table ever showed accessed
+     (the other candidate signal: the plugin instruments only in sampling windows);
   D. creep (--creep-s): only the hot set runs; the guest-RAM Rss slope over its last part;
   E. integrity (--cycles): each cycle waits until memtided has evicted the cold set again,
      then has the guest check every cold page and rewrite one in eight: corrupted_pages;
@@ -135,10 +141,12 @@ class Sampler(threading.Thread):
             v = f.read().split()
         return int(v[0]), int(v[2])  # orig_data_size, mem_used_total
 
-    def majflt(self):
+    def stat(self):
+        """QEMU's major faults and CPU seconds (utime + stime)."""
         with open("/proc/%d/stat" % self.a.qemu_pid) as f:
             s = f.read()
-        return int(s[s.rindex(")") + 2:].split()[9])
+        v = s[s.rindex(")") + 2:].split()
+        return int(v[9]), (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
 
     def status(self):
         try:
@@ -151,8 +159,9 @@ class Sampler(threading.Thread):
     def take(self):
         rss, thp = self.rss()
         orig, pool = self.zram()
+        majflt, cpu = self.stat()
         s = {"ms": now_ms(), "rss": rss, "thp": thp, "zram_orig": orig, "zram_pool": pool,
-             "majflt": self.majflt()}
+             "majflt": majflt, "cpu_s": cpu}
         st = self.status()
         if st:
             p = st.get("pageout", {})
@@ -206,6 +215,17 @@ class Rates(threading.Thread):
             return [r for ms, r in self.rates if t0 <= ms <= t1]
 
 
+def per_cpu_second(rates, smp, t0, t1):
+    """Hot pages per CPU-second of QEMU over [t0, t1]: the rate with the host's contention
+    taken out (on a shared 2-core machine a vCPU gets from a third to all of a core)."""
+    w = smp.window(t0, t1)
+    if len(w) < 2:
+        return None
+    pages = sum(rates.between(w[0]["ms"], w[-1]["ms"]))
+    cpu = w[-1]["cpu_s"] - w[0]["cpu_s"]
+    return pages / cpu if cpu > 0 else None
+
+
 def slope_mib_per_min(samples):
     """Least-squares slope of Rss over time, MiB per minute."""
     if len(samples) < 3:
@@ -255,6 +275,8 @@ def main():
     ap.add_argument("--balloon", action="store_true")
     ap.add_argument("--refaults", action="store_true")
     ap.add_argument("--prefix", default="")
+    ap.add_argument("--ept-table", default="")
+    ap.add_argument("--base-s", type=int, default=0)
     a = ap.parse_args()
     figs = {}
 
@@ -266,12 +288,21 @@ def main():
     port = Port(a.port)
     smp = Sampler(a)
     rates = Rates(a.console)
-    t0 = now_ms()
-    s0 = smp.take()
-    smp.samples.append(s0)
     smp.start()
     rates.start()
     fig("cold_mib", a.cold_mib)
+
+    # 0. the baseline: memtided runs (the access source samples the guest as it will after)
+    # with the policy enabled=no, so nothing is taken; then it is enabled.
+    tb = now_ms()
+    if a.base_s:
+        wait_for(lambda: now_ms() - tb >= a.base_s * 1000, a.base_s + 30, "the baseline")
+        before = rates.between(tb + 2000, now_ms())
+        cb = per_cpu_second(rates, smp, tb + 2000, now_ms())
+        subprocess.run([a.ctl, "--socket", a.ctl_sock, "policy", "set", a.vm, "enabled=yes"],
+                       check=True, capture_output=True, timeout=10)
+    t0 = now_ms()
+    s0 = smp.take()
 
     # A. the first eviction
     ev = wait_for(lambda: (smp.last("out_total") or {}).get("out_total", 0) > 0 and
@@ -293,13 +324,24 @@ def main():
     fig("returned_net_mib", round((rss_drop - pool_growth) / MiB, 1))
     if s60["zram_pool"]:
         fig("zram_ratio", round(s60["zram_orig"] / s60["zram_pool"], 2))
+    # What the device holds against what memtided says it sent: anything else (another
+    # process, the host's own reclaim or DAMON) swapping into it shows here.
+    fig("zram_stored_mib", round(s60["zram_orig"] / MiB, 1))
     fig("swapped_mib", round(s60.get("swapped", 0) / MiB, 1))
-    before = rates.between(t0 + 2000, t_ev - 1000)
+    if not a.base_s:
+        before = rates.between(t0 + 2000, t_ev - 1000)
+        cb = per_cpu_second(rates, smp, t0 + 2000, t_ev - 1000)
     after = rates.between(t_ev + 5000, s60["ms"])
     if len(before) >= 3 and len(after) >= 3:
         fig("rate_before", statistics.median(before))
         fig("rate_after", statistics.median(after))
         fig("tput_ratio", round(statistics.median(after) / statistics.median(before), 3))
+        fig("rate_samples", "%d/%d" % (len(before), len(after)))
+    ca = per_cpu_second(rates, smp, t_ev + 5000, s60["ms"])
+    if cb and ca:
+        fig("rate_per_cpu_s_before", round(cb))
+        fig("rate_per_cpu_s_after", round(ca))
+        fig("tput_ratio_cpu", round(ca / cb, 3))
     quiet = smp.window(t_ev + 20000, s60["ms"])
     sl = slope_mib_per_min(quiet)
     if sl is not None:
@@ -322,15 +364,41 @@ def main():
                 break
             gpas.append(int(l, 16))
         pm = os.open("/proc/%d/pagemap" % a.qemu_pid, os.O_RDONLY)
-        swapped = 0
+        swapped_set = set()
         for g in gpas:
             if g == 0 or g >= a.mem_mib * MiB:
                 continue
             e = int.from_bytes(os.pread(pm, 8, ((base + g) >> 12) * 8), "little")
-            swapped += (e >> 62) & 1
+            if (e >> 62) & 1:
+                swapped_set.add(g)
         os.close(pm)
+        swapped = len(swapped_set)
         fig("touched_pages", len(gpas))
         fig("refaults_true", swapped)
+        # What the ept source could see of these first touches: their leaves' accessed bits
+        # in the plugin's table, polled every 50 ms from before the touch to 3 s after (a
+        # walk clears a bit once a second; the plugin sets it only within its windows).
+        seen = set()
+        swapped_gpas = [g for g in gpas if 0 < g < a.mem_mib * MiB and
+                        g in swapped_set]
+        stop_poll = threading.Event()
+
+        def poll_ept():
+            try:
+                with open(a.ept_table, "rb") as f:
+                    pt_off = int.from_bytes(os.pread(f.fileno(), 8, 56), "little")
+                    while not stop_poll.is_set():
+                        for g in swapped_gpas:
+                            if g not in seen:
+                                e = int.from_bytes(os.pread(f.fileno(), 8, pt_off + (g >> 12) * 8), "little")
+                                if e & (1 << 8):
+                                    seen.add(g)
+                        time.sleep(0.05)
+            except OSError as e:
+                log("ept table: %s" % e)
+        poller = threading.Thread(target=poll_ept, daemon=True)
+        if a.ept_table:
+            poller.start()
         r0 = smp.take()
         port.send("go")
         done = port.line()
@@ -338,6 +406,10 @@ def main():
         bad_touch = int(m.group(2)) if m else -1
         time.sleep(3)  # the refault scan runs once per control interval
         r1 = smp.take()
+        stop_poll.set()
+        if a.ept_table:
+            poller.join()
+            fig("refaults_ept_seen", len(seen))
         fig("refaults_counted", r1["refaults"] - r0["refaults"])
         fig("refaults_majflt", r1["majflt"] - r0["majflt"])
         fig("touch_bad_pages", bad_touch)

@@ -1,11 +1,13 @@
 #!/bin/bash
 # install.sh: `make install DESTDIR=... PREFIX=/usr` puts every file where an operator and
-# libvirt expect it, with the right modes and paths, and the libvirt hook behaves as a hook
-# must: it drains the domain XML from stdin, returns at once with status 0 when memtided is
-# not running, and never runs virsh.
+# libvirt expect it, with the right modes and paths, stripped, and nothing a host does not
+# need (the guest agent and the lab tools come with install-agent and install-lab); the
+# libvirt hook behaves as a hook must: it drains the domain XML from stdin, returns at once
+# with status 0 when memtided is not running, and never runs virsh; `make uninstall` takes
+# everything away again but an edited config.
 set -u
 BUILD=${BUILD:-build}
-echo "1..6"
+echo "1..9"
 n=0 failed=0
 check() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 dest=$(mktemp -d /tmp/memtide-it-install.XXXXXX)
@@ -21,20 +23,27 @@ rm -f "$dest.log"
 check $rc "make install DESTDIR=... PREFIX=/usr succeeds"
 
 ok=0
-for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 usr/bin/memtide-agent:755 \
-	usr/bin/memtide-sim:755 lib/systemd/system/memtided.service:644 \
+for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 lib/systemd/system/memtided.service:644 \
 	etc/libvirt/hooks/qemu.d/memtide:755 etc/memtide/memtided.conf:644 \
-	usr/sbin/memtide-zram-swap:755 lib/systemd/system/memtide-zram-swap.service:644 \
-	usr/share/doc/memtide/operations.md:644; do
+	usr/share/doc/memtide/operations.md:644 usr/share/man/man8/memtided.8:644 \
+	usr/share/man/man5/memtided.conf.5:644 usr/share/man/man1/memtidectl.1:644 \
+	usr/share/bash-completion/completions/memtidectl:644 \
+	usr/share/memtide/prometheus/memtide-alerts.yml:644 usr/lib/memtide/memtide-ept.so:644 \
+	usr/lib/memtide/memtide-zram-swap:755 lib/systemd/system/memtide-zram-swap.service:644 \
+	usr/lib/tmpfiles.d/memtide.conf:644; do
 	m=$(stat -c %a "$dest/${f%:*}" 2>/dev/null)
 	[ "$m" = "${f#*:}" ] || { echo "# ${f%:*}: mode '${m:-missing}', want ${f#*:}"; ok=1; }
 done
-check $ok "binaries, unit, hook, config and docs installed with their modes"
+check $ok "binaries, unit, hook, config, man pages, completion and docs installed with their modes"
+
+! ls "$dest"/usr/bin/memtide-* "$dest"/usr/sbin/memtide-* 2>/dev/null | grep . &&
+	! file "$dest/usr/sbin/memtided" "$dest/usr/bin/memtidectl" | grep -q 'not stripped'
+check $? "the host install leaves out the guest agent and the lab tools, and its binaries are stripped"
 
 grep -qx 'ExecStart=/usr/sbin/memtided --foreground --syslog' "$dest/lib/systemd/system/memtided.service" &&
 	! grep -q '@[A-Z]*@' "$dest/lib/systemd/system/memtided.service" "$dest/etc/libvirt/hooks/qemu.d/memtide" \
 		"$dest/lib/systemd/system/memtide-zram-swap.service" &&
-	grep -qx 'ExecStart=/usr/sbin/memtide-zram-swap start' "$dest/lib/systemd/system/memtide-zram-swap.service" &&
+	grep -qx 'ExecStart=/usr/lib/memtide/memtide-zram-swap start' "$dest/lib/systemd/system/memtide-zram-swap.service" &&
 	grep -qx 'MEMTIDECTL=/usr/bin/memtidectl' "$dest/etc/libvirt/hooks/qemu.d/memtide"
 check $? "the unit and the hook point at the installed programs (no placeholder left)"
 
@@ -61,4 +70,16 @@ check $? "the hook drains 1 MiB of XML and exits 0 in $ms ms with memtided down"
 ! grep -Eq '^[^#]*\bvirsh\b' "$dest/etc/libvirt/hooks/qemu.d/memtide" &&
 	sh -n "$dest/etc/libvirt/hooks/qemu.d/memtide"
 check $? "the hook is valid POSIX sh and never calls virsh"
+
+make --no-print-directory -s install-agent install-lab $SANFLAG DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1 &&
+	[ -x "$dest/usr/sbin/memtide-agent" ] && [ -x "$dest/usr/bin/memtide-sim" ] &&
+	[ -x "$dest/usr/bin/memtide-trace" ] &&
+	grep -qx 'ExecStart=/usr/sbin/memtide-agent --foreground' "$dest/lib/systemd/system/memtide-agent.service"
+check $? "install-agent puts the agent and its unit, install-lab the lab tools"
+
+# Uninstall: everything goes but the edited config (and the example is gone too).
+make --no-print-directory -s uninstall DESTDIR="$dest" PREFIX=/usr >"$dest/un.log" 2>&1
+left=$(cd "$dest" && find . -type f ! -name un.log ! -name hook | sort)
+[ "$left" = "./etc/memtide/memtided.conf" ] && grep -q "kept /etc/memtide/memtided.conf (edited)" "$dest/un.log"
+check $? "make uninstall removes every installed file and keeps the edited config${left:+ (left: $(echo $left))}"
 exit $failed

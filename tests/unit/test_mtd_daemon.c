@@ -6,6 +6,7 @@
  * of hook calls is bounded, unknown operations are ignored.
  */
 #include <errno.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -20,6 +22,8 @@
 #include "vm.h"
 
 #define MiB ((uint64_t)1 << 20)
+
+static size_t queued(struct mtd_daemon *d, enum mtd_work_kind kind);
 
 static struct mtd_daemon *start_qmp_daemon(void)
 {
@@ -67,10 +71,31 @@ static void test_front_end_calls(void **state)
 	assert_int_equal(mtd_daemon_policy_set(d, "nope", "min", "1G", err, sizeof(err)), -ENOENT);
 	assert_int_equal(mtd_daemon_policy_get(d, "nope", &p), -ENOENT);
 
-	/* Attach is libvirt's; detach works and is idempotent in its answer. */
+	/* Attach is libvirt's.  Detach is asynchronous: it asks and returns; a second ask while
+	 * the loop leaves is -EALREADY; the loop queues its reaping when it has left, and once
+	 * the main thread has done that work the VM is gone. */
 	assert_int_equal(mtd_daemon_attach(d, "vm2"), -EOPNOTSUPP);
 	assert_int_equal(mtd_daemon_attach(d, ""), -EINVAL);
+	/* The host line as an arbiter tick left it, with this VM's saving in it: a detach
+	 * takes the VM out of it at once, not at the next tick. */
+	pthread_mutex_lock(&d->host_lock);
+	d->host.nr_vms = 1;
+	d->host.saved_bytes = 692 * MiB;
+	pthread_mutex_unlock(&d->host_lock);
 	assert_int_equal(mtd_daemon_detach(d, "vm1"), 0);
+	int again = mtd_daemon_detach(d, "vm1");
+	assert_true(again == -EALREADY);
+	struct pollfd wp = {.fd = d->work_fd, .events = POLLIN};
+	while (queued(d, MTD_WORK_REAP) == 0) {
+		uint64_t v;
+		assert_int_equal(poll(&wp, 1, 5000), 1); /* the loop's reap request wakes us */
+		assert_int_equal(read(d->work_fd, &v, sizeof(v)), sizeof(v));
+	}
+	mtd_daemon_drain_work(d);
+	struct mtd_host_status after;
+	mtd_daemon_host_status(d, &after);
+	assert_int_equal(after.nr_vms, 0);
+	assert_int_equal(after.saved_bytes, 0);
 	assert_int_equal(mtd_daemon_detach(d, "vm1"), -ENOENT);
 	n = 0;
 	assert_int_equal(mtd_daemon_foreach_vm(d, count_cb, &n), 0);

@@ -147,9 +147,12 @@ static void test_policy_xml_round_trip(void **state)
 	p.headroom_bytes = 10 * MiB;
 	p.target_refault_per_min = 0.005;
 	p.return_via = MTD_RETURN_BALLOON;
+	p.observe = true;
 	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
 	mtd_policy_default(&q);
+	assert_false(q.observe);
 	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
+	assert_true(q.observe);
 	assert_int_equal(q.min_bytes, p.min_bytes);
 	assert_int_equal(q.max_bytes, p.max_bytes);
 	assert_int_equal(q.priority, 3);
@@ -265,6 +268,10 @@ static void test_config_file(void **state)
 	    {"[daemon]\nlog_level = loud\n", "log_level must be"},
 	    {"[controller]\nhold_max = 2d\n", ":2: hold_max must be"},
 	    {"[controller]\nhold_max = 25h\n", "hold_max must be at most 24 h"},
+	    {"[host]\nlow_mark = 2G\nhigh_mark = 1G\n", "low_mark (2048 MiB) is above high_mark"},
+	    {"[metrics]\nlisten = localhost:9848\n", ":2: listen must be ADDRESS:PORT"},
+	    {"[metrics]\nlisten = 127.0.0.1:0\n", ":2: listen must be"},
+	    {"[metrics]\nport = 1\n", ":2: unknown key 'port' in [metrics]"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		path = write_tmp(bad[i].text);
@@ -281,6 +288,63 @@ static void test_config_file(void **state)
 	assert_int_equal(mtd_config_load(&c, "/nonexistent/memtided.conf", false, err, sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "/nonexistent/memtided.conf"));
+	/* A directory is not an empty file: refused, saying so. */
+	assert_int_equal(mtd_config_load(&c, "/tmp", false, err, sizeof(err)), -EISDIR);
+	assert_non_null(strstr(err, "/tmp: a directory"));
+	assert_memory_equal(&c, &keep, sizeof(c));
+	/* Marks that agree pass. */
+	path = write_tmp("[host]\nlow_mark = 1G\nhigh_mark = 1G\n");
+	assert_int_equal(mtd_config_load(&c, path, false, err, sizeof(err)), 0);
+	unlink(path);
+}
+
+/* [metrics] listen: loopback by default; v4, bracketed v6, and off. */
+static void test_metrics_listen(void **state)
+{
+	struct mtd_config c;
+	char err[256], addr[48];
+	int port = -1;
+	(void)state;
+	mtd_config_default(&c);
+	assert_string_equal(c.metrics_addr, "127.0.0.1");
+	assert_int_equal(c.metrics_port, 9848);
+	assert_int_equal(mtd_config_set(&c, "metrics", "listen", "0.0.0.0:9100", err, sizeof(err)),
+			 0);
+	assert_string_equal(c.metrics_addr, "0.0.0.0");
+	assert_int_equal(c.metrics_port, 9100);
+	assert_int_equal(mtd_parse_listen("[::1]:9848", addr, sizeof(addr), &port), 0);
+	assert_string_equal(addr, "::1");
+	assert_int_equal(port, 9848);
+	assert_int_equal(mtd_parse_listen("off", addr, sizeof(addr), &port), 0);
+	assert_int_equal(port, 0);
+	const char *bad[] = {"::1:9848",   "[::1]9848", "127.0.0.1", "127.0.0.1:65536", "[]:1",
+			     "1.2.3.4:-1", "host:80",   ":9848",     "[::1]:"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (mtd_parse_listen(bad[i], addr, sizeof(addr), &port) != -EINVAL)
+			fail_msg("'%s' accepted", bad[i]);
+}
+
+/* [daemon] call_timeout (bounded, a duration) and domains (a glob, any text but empty). */
+static void test_daemon_isolation_keys(void **state)
+{
+	struct mtd_config c;
+	char err[200];
+
+	(void)state;
+	mtd_config_default(&c);
+	assert_int_equal(c.call_timeout_ms, 5000);
+	assert_string_equal(c.domains, "*");
+	assert_int_equal(mtd_config_set(&c, "daemon", "call_timeout", "2s", err, sizeof(err)), 0);
+	assert_int_equal(c.call_timeout_ms, 2000);
+	assert_int_equal(mtd_config_set(&c, "daemon", "call_timeout", "50ms", err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "call_timeout must be"));
+	assert_int_equal(mtd_config_set(&c, "daemon", "call_timeout", "11min", err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(c.call_timeout_ms, 2000); /* unchanged by a refused value */
+	assert_int_equal(mtd_config_set(&c, "daemon", "domains", "web-*", err, sizeof(err)), 0);
+	assert_string_equal(c.domains, "web-*");
+	assert_int_equal(mtd_config_set(&c, "daemon", "domains", "", err, sizeof(err)), -EINVAL);
 }
 
 int main(void)
@@ -289,6 +353,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_bytes),        cmocka_unit_test(test_parse_ms),
 	    cmocka_unit_test(test_policy_keys),        cmocka_unit_test(test_policy_xml_round_trip),
 	    cmocka_unit_test(test_policy_xml_hostile), cmocka_unit_test(test_config_file),
+	    cmocka_unit_test(test_metrics_listen),     cmocka_unit_test(test_daemon_isolation_keys),
 	};
 	return cmocka_run_group_tests_name("mtd_policy", tests, NULL, NULL);
 }

@@ -152,7 +152,7 @@ static void test_action_ring_keeps_newest(void **state)
 	assert_int_equal(vm->draft.nr_actions, MTD_LAST_ACTIONS);
 	assert_string_equal(vm->draft.actions[MTD_LAST_ACTIONS - 1].what, "action 12");
 	assert_string_equal(vm->draft.actions[0].what, "action 5");
-	assert_string_equal(mtd_vm_state_name(MTD_VM_HOLD), "hold");
+	assert_string_equal(mtd_vm_state_name(MTD_VM_AGENT_SILENT), "agent-silent");
 	assert_string_equal(mtd_vm_state_name((enum mtd_vm_state)99), "unknown");
 	rcu_register_thread();
 	assert_int_equal(mtd_vm_publish(vm), 0);

@@ -258,12 +258,13 @@ static void test_dimms_cold_and_hotplugged(void **state)
 	assert_int_equal(l->nr, 4);
 	check_region(l, 2, 4 * GiB, 256 * MiB, "mem1", 0);
 	check_region(l, 3, 4 * GiB + 256 * MiB, 512 * MiB, "hp1", 0);
-	/* The cold-plugged DIMM is a shared memfd (shmem: it swaps too), the hotplugged one is
-	 * anonymous; each carries its device's id. */
+	/* The cold-plugged DIMM is a shared memfd (shmem: kept, pageout could not be checked),
+	 * the hotplugged one is anonymous; each carries its device's id. */
 	assert_string_equal(l->r[2].device, "dimm1");
 	assert_false(l->r[2].hotplugged);
 	assert_int_equal(l->r[2].backing, MTD_RAM_SHMEM);
-	assert_true(l->r[2].evictable);
+	assert_false(l->r[2].evictable);
+	assert_non_null(strstr(l->why, "RAM block mem1 is shared memory"));
 	assert_string_equal(l->r[3].device, "dimmhp1");
 	assert_true(l->r[3].hotplugged);
 	assert_int_equal(l->r[3].backing, MTD_RAM_ANON);
@@ -272,7 +273,7 @@ static void test_dimms_cold_and_hotplugged(void **state)
 	 * plugin-visible offsets are not GPAs even below 4 GiB. */
 	assert_int_equal(l->r[2].ram_addr, 0);
 	assert_int_equal(l->r[1].ram_addr, 256 * MiB + 0x100000);
-	assert_int_equal(l->evictable_bytes, 1 * GiB - 0x100000 + 768 * MiB);
+	assert_int_equal(l->evictable_bytes, 1 * GiB - 0x100000 + 512 * MiB);
 	assert_int_equal(mtd_ram_layout_describe(l, desc, sizeof(desc)), 0);
 	assert_non_null(strstr(desc, "hp1@0x0 (dimmhp1, hotplugged)"));
 	assert_non_null(strstr(desc, "shared memory"));
@@ -432,6 +433,16 @@ static void test_mixed_mappings_are_unsure(void **state)
 	l = build(r);
 	assert_true(l->sure);
 	assert_int_equal(l->r[1].backing, MTD_RAM_ANON);
+	/* Shared anonymous memory (memory-backend-ram,share=on) is shmem: kept, and said. */
+	snprintf(v[0].path, sizeof(v[0].path), "/dev/zero (deleted)");
+	snprintf(v[1].path, sizeof(v[1].path), "/dev/zero (deleted)");
+	v[0].shared = v[1].shared = true;
+	free(l);
+	l = build(r);
+	assert_true(l->sure);
+	assert_int_equal(l->r[1].backing, MTD_RAM_SHMEM);
+	assert_false(l->r[1].evictable);
+	assert_non_null(strstr(l->why, "shared memory"));
 	/* A regular file: kept, and said. */
 	snprintf(v[0].path, sizeof(v[0].path), "/var/lib/guest.ram");
 	snprintf(v[1].path, sizeof(v[1].path), "/var/lib/guest.ram");

@@ -348,7 +348,7 @@ static int print_gpas(const char *kind, const unsigned char *p, unsigned long n,
 		}
 		if (run_len)
 			printf("WL-PAGES %s %llx %llu\n", kind,
-			       (unsigned long long)(run_start * PAGE_BYTES),
+			       (unsigned long long)run_start * PAGE_BYTES,
 			       (unsigned long long)run_len);
 		run_start = pfn;
 		run_len = pfn ? 1 : 0;

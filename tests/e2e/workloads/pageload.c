@@ -13,8 +13,10 @@
  *
  * The host drives it through a virtio-serial port named org.memtide.test.0 (found through
  * /sys/class/virtio-ports, as the agent finds its own), one command a line, one answer each:
- *   plan N     choose the next N cold pages not touched since the last verify (spread over
- *              the region by a stride) and answer their guest-physical addresses, read from
+ *   plan N     choose the next N cold pages not touched since the last verify, in runs of 64
+ *              contiguous pages spread over the region by a stride (so that the guest's own
+ *              page-table pages, which its MMU reads on the way and which were cold too, are
+ *              few beside them), and answer their guest-physical addresses, read from
  *              /proc/self/pagemap: "plan N" then N lines of hex GPAs then "end".  Nothing is
  *              touched yet, so the host can look at where those pages are first.
  *   go         first touch of the planned pages (one read each) and a check of their
@@ -45,14 +47,15 @@
 #define MIB       (1UL << 20)
 #define PORT_NAME "org.memtide.test.0"
 #define SLICE     2048
+#define PLAN_RUN  64 /* pages planned together */
 
 static unsigned char *hot, *cold;
 static unsigned long hot_pages, cold_pages;
-static uint32_t *gen;            /* per cold page */
-static unsigned long *planned;   /* page indices of the last plan */
+static uint32_t *gen;          /* per cold page */
+static unsigned long *planned; /* page indices of the last plan */
 static unsigned long nr_planned;
-static unsigned long cursor;     /* next page of the spread to plan */
-static unsigned char *touched;   /* per cold page: planned since the last verify */
+static unsigned long cursor;   /* next page of the spread to plan */
+static unsigned char *touched; /* per cold page: planned since the last verify */
 static bool text_body;
 static int port = -1;
 
@@ -119,7 +122,8 @@ static int find_port(void)
 		FILE *f = fopen(path, "r");
 		if (!f)
 			continue;
-		bool ok = fgets(name, sizeof(name), f) && strncmp(name, PORT_NAME, strlen(PORT_NAME)) == 0;
+		bool ok = fgets(name, sizeof(name), f) &&
+			  strncmp(name, PORT_NAME, strlen(PORT_NAME)) == 0;
 		fclose(f);
 		if (ok) {
 			snprintf(path, sizeof(path), "/dev/%s", e->d_name);
@@ -174,22 +178,27 @@ static uint64_t gpa_of(int pm, unsigned long i)
 static void cmd_plan(unsigned long n)
 {
 	int pm = open("/proc/self/pagemap", O_RDONLY);
-	/* The spread: a stride coprime with the page count visits every page once. */
+	unsigned long chunks = cold_pages / PLAN_RUN;
+	/* The spread: a stride coprime with the number of runs visits each run once. */
 	unsigned long stride = 7919;
-	while (cold_pages % stride == 0)
-		stride += 2;
 	char line[32];
 
+	while (chunks % stride == 0)
+		stride += 2;
 	nr_planned = 0;
 	port_printf("plan %lu\n", n);
-	for (unsigned long tries = 0; nr_planned < n && tries < cold_pages; tries++) {
-		unsigned long i = (cursor++ * stride) % cold_pages;
-		if (touched[i])
-			continue;
-		touched[i] = 1;
-		planned[nr_planned++] = i;
-		int len = snprintf(line, sizeof(line), "%llx\n", (unsigned long long)gpa_of(pm, i));
-		port_write(line, (size_t)len);
+	for (unsigned long tries = 0; nr_planned < n && tries < chunks; tries++) {
+		unsigned long c = (cursor++ * stride) % chunks;
+		for (unsigned long k = 0; k < PLAN_RUN && nr_planned < n; k++) {
+			unsigned long i = c * PLAN_RUN + k;
+			if (touched[i])
+				continue;
+			touched[i] = 1;
+			planned[nr_planned++] = i;
+			int len = snprintf(line, sizeof(line), "%llx\n",
+					   (unsigned long long)gpa_of(pm, i));
+			port_write(line, (size_t)len);
+		}
 	}
 	if (pm >= 0)
 		close(pm);
@@ -239,9 +248,10 @@ static int serve(void)
 	if (!nl)
 		return len == sizeof(buf) - 1 ? (len = 0, 0) : 0;
 	*nl = '\0';
-	unsigned long arg;
 	int quit = 0;
-	if (sscanf(buf, "plan %lu", &arg) == 1 && arg <= cold_pages)
+	char *end = NULL;
+	unsigned long arg = strncmp(buf, "plan ", 5) == 0 ? strtoul(buf + 5, &end, 10) : 0;
+	if (end && end != buf + 5 && !*end && arg <= cold_pages)
 		cmd_plan(arg);
 	else if (strcmp(buf, "go") == 0)
 		cmd_go();
@@ -268,8 +278,10 @@ int main(int argc, char **argv)
 	cold_pages = strtoul(argv[2], NULL, 10) * MIB / PAGE;
 	text_body = argc > 3 && strcmp(argv[3], "text") == 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	hot = mmap(NULL, hot_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	cold = mmap(NULL, cold_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	hot = mmap(NULL, hot_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		   0);
+	cold = mmap(NULL, cold_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
 	gen = calloc(cold_pages, sizeof(*gen));
 	planned = calloc(cold_pages, sizeof(*planned));
 	touched = calloc(cold_pages, 1);
@@ -285,7 +297,8 @@ int main(int argc, char **argv)
 		printf("WL-ERROR no virtio-serial port named %s\n", PORT_NAME);
 		return 1;
 	}
-	printf("WL-READY hot=%s cold=%s body=%s\n", argv[1], argv[2], text_body ? "text" : "repeat");
+	printf("WL-READY hot=%s cold=%s body=%s\n", argv[1], argv[2],
+	       text_body ? "text" : "repeat");
 	double t0 = now_s(), last = t0;
 	unsigned long pages = 0, p = 0;
 	for (;;) {
