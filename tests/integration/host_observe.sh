@@ -137,6 +137,10 @@ a=$(actual)
 [ $rc = 0 ] && [ "${from:-0}" -ge 500 ] && [ $((from - to)) -le 64 ] && [ "${a:-512}" -lt 500 ] &&
 	grep -q "it-obs: observe-only ends" "$dir/memtided.log"
 check $? "observe=no: memtided acts, first step $from -> $to MiB (from the real size, at most 64 MiB), balloon now ${a:-?} MiB"
+# The host line is summed at the arbiter's tick (every 2 s), the row at the VM's: await the tick
+# that has seen the balloon's hold rather than reading the two at one instant.
+host_counts() { ctl status | grep -Eq ' [0-9.]*[1-9][0-9.]*[MG] returned by memtide'; }
+wait_for 10 host_counts
 st2=$(ctl status)
 show2=$(ctl vm show it-obs)
 

@@ -164,6 +164,10 @@ while read -r k v; do e2e_fig "$k" "$v"; done <"$E2E_DIR/figs.txt"
 ge() { python3 -c "import sys; sys.exit(0 if float('$1') >= float('$2') else 1)"; }
 ge "${E2E_FIGS[recall]:-0}" 0.95 && ge "${E2E_FIGS[precision]:-0}" 0.95
 e2e_check $? "recall ${E2E_FIGS[recall]:-?} and precision ${E2E_FIGS[precision]:-?} >= 0.95 (goal)"
-ge 1.3 "${E2E_FIGS[slowdown_sampled]:-99}" && ge "${E2E_FIGS[slowdown_full]:-0}" 1.0
+# Only the goal is asserted.  slowdown_full is reported, not checked: on a loaded 2-core machine
+# two "off" phases a minute apart have differed by 30% (CI: 5.3M and 7.0M touches/s), so a full-
+# instrumentation phase can come out faster than an off one by chance.  Tests 2-3 show that the
+# plugin did switch instrumentation on and off.
+ge 1.3 "${E2E_FIGS[slowdown_sampled]:-99}"
 e2e_check $? "slowdown_sampled ${E2E_FIGS[slowdown_sampled]:-?} <= 1.3 (goal; full: ${E2E_FIGS[slowdown_full]:-?})"
 exit $E2E_FAILED
