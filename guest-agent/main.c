@@ -37,28 +37,29 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: memtide-agent [OPTION]... [--KEY=VALUE]...\n"
-		   "       memtide-agent hint hot|cold ADDR LEN [PID]\n"
-		   "       memtide-agent hint need BYTES WITHIN_MS\n"
-		   "\n"
-		   "The memtide guest agent: reports this guest's memory to the host's memtided,\n"
-		   "carries out its reclaim requests and forwards application hints.\n"
-		   "\n"
-		   "  -c, --config FILE   settings file (default " DEFAULT_CONFIG " if present)\n"
-		   "  -d, --daemon        detach and run in the background\n"
-		   "  -f, --foreground    stay in the foreground (the default; what systemd runs)\n"
-		   "      --pidfile FILE  write the daemon's pid here\n"
-		   "      --log-file FILE append the log here instead of stderr\n"
-		   "  -v, --verbose       more log (repeatable)\n"
-		   "      --dump-config   print the settings in force and exit\n"
-		   "  -h, --help          this help\n"
-		   "  -V, --version       version\n"
-		   "\n"
-		   "Any setting of the file can be given as --KEY=VALUE, e.g.\n"
-		   "  --transport=vsock --vsock-port=5253   (default: auto, vsock or virtio-serial)\n"
-		   "  --transport=unix --unix-path=/tmp/host.sock\n"
-		   "  --port=org.memtide.agent.0 --report-interval-ms=2000\n"
-		   "Settings and defaults (--dump-config prints them):\n");
+	fprintf(f,
+		"Usage: memtide-agent [OPTION]... [--KEY=VALUE]...\n"
+		"       memtide-agent hint hot|cold ADDR LEN [PID]\n"
+		"       memtide-agent hint need BYTES WITHIN_MS\n"
+		"\n"
+		"The memtide guest agent: reports this guest's memory to the host's memtided,\n"
+		"carries out its reclaim requests and forwards application hints.\n"
+		"\n"
+		"  -c, --config FILE   settings file (default " DEFAULT_CONFIG " if present)\n"
+		"  -d, --daemon        detach and run in the background\n"
+		"  -f, --foreground    stay in the foreground (the default; what systemd runs)\n"
+		"      --pidfile FILE  write the daemon's pid here\n"
+		"      --log-file FILE append the log here instead of stderr\n"
+		"  -v, --verbose       more log (repeatable)\n"
+		"      --dump-config   print the settings in force and exit\n"
+		"  -h, --help          this help\n"
+		"  -V, --version       version\n"
+		"\n"
+		"Any setting of the file can be given as --KEY=VALUE, e.g.\n"
+		"  --transport=vsock --vsock-port=5253   (default: auto, vsock or virtio-serial)\n"
+		"  --transport=unix --unix-path=/tmp/host.sock\n"
+		"  --port=org.memtide.agent.0 --report-interval-ms=2000\n"
+		"Settings and defaults (--dump-config prints them):\n");
 }
 
 /* --KEY=VALUE with dashes in KEY turned into underscores. */

@@ -456,8 +456,8 @@ static int start_vsock(struct mtd_daemon *d)
 			return rc;
 	}
 	mtd_notice("vsock: serving vhost-user-vsock devices (%s), guest cid %llu, agent port %u",
-		   plain ? "the --agent vsock: sockets" : vc.dir,
-		   (unsigned long long)vc.guest_cid, vc.port);
+		   plain ? "the --agent vsock: sockets" : vc.dir, (unsigned long long)vc.guest_cid,
+		   vc.port);
 	return 0;
 }
 

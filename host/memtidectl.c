@@ -1138,8 +1138,9 @@ static int cmd_domxml_patch(int argc, char **argv)
 		}
 	}
 	if (!name) {
-		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--vsock "
-				"[--vsock-dir DIR]] [--ept [--ept-dir DIR] [--plugin SO]]\n");
+		fprintf(stderr,
+			"usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--vsock "
+			"[--vsock-dir DIR]] [--ept [--ept-dir DIR] [--plugin SO]]\n");
 		return EXIT_USAGE;
 	}
 	virSetErrorFunc(NULL, quiet_libvirt); /* we print libvirt's message once, ourselves */

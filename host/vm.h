@@ -125,7 +125,7 @@ struct mtd_vm {
 	struct mtd_vsock_claim *vsock;  /* our claim on the vsock service's endpoint */
 	uint64_t vsock_restart_session; /* the session a device restart was asked for */
 	unsigned vsock_restarts;
-	uint64_t layout_checked_gen;              /* the memory table last checked against QMP */
+	uint64_t layout_checked_gen; /* the memory table last checked against QMP */
 	uint64_t peer_down_since_ms; /* first call the peer did not answer (0: answering) */
 	uint64_t peer_next_probe_ms; /* while down: no balloon call before this */
 	unsigned peer_probes;        /* unanswered probes in a row (backoff exponent) */
