@@ -67,6 +67,9 @@ e2e_init() {
 	cd "$E2E_ROOT" || exit 1
 	E2E_DIR=$(mktemp -d "/tmp/memtide-e2e-$E2E_NAME.XXXXXX")
 	E2E_JSON=$PWD/$BUILD/e2e/$E2E_NAME.json
+	# A scenario run over vsock keeps its virtio-serial figures: NAME-vsock.json.
+	[ "$E2E_TRANSPORT" = vsock ] && [ "$E2E_NAME" != vsock ] &&
+		E2E_JSON=$PWD/$BUILD/e2e/$E2E_NAME-vsock.json
 	mkdir -p "$BUILD/e2e"
 	trap e2e_cleanup EXIT
 	trap 'exit 130' INT TERM
