@@ -34,6 +34,7 @@ LIBDIR=$PREFIX/lib/memtide    # QEMU's memtide-ept plugin
 EPT_PLUGIN=${EPT_PLUGIN:-$TOP/build/lib/memtide/memtide-ept.so}
 MANDIR=$PREFIX/share/man
 COMPDIR=$PREFIX/share/bash-completion/completions
+TMPFILESDIR=$PREFIX/lib/tmpfiles.d
 # /usr/local units go to /etc/systemd/system; a distribution prefix to /lib/systemd/system.
 if [ "$PREFIX" = /usr ]; then UNITDIR=/lib/systemd/system; else UNITDIR=/etc/systemd/system; fi
 HOOK=/etc/libvirt/hooks/qemu.d/memtide
@@ -71,14 +72,14 @@ install_host() {
 	# shellcheck disable=SC2086
 	install -m 0644 $STRIP "$EPT_PLUGIN" "$DESTDIR$LIBDIR/memtide-ept.so"
 	put "$SRC/systemd/memtided.service" "$UNITDIR/memtided.service" 0644
+	# /run/memtide/ept (1777) at boot: where the plugin in QEMU makes its table (docs/operations.md).
+	install -d "$DESTDIR$TMPFILESDIR"
+	install -m 0644 "$SRC/tmpfiles.d/memtide.conf" "$DESTDIR$TMPFILESDIR/memtide.conf"
 	put "$SRC/libvirt/hooks/qemu.d/memtide" "$HOOK" 0755
 	# Host swap for host-side eviction (return=pageout/auto): a helper beside the plugin,
 	# and its unit (`systemctl enable --now memtide-zram-swap`; docs/operations.md).
 	install -m 0755 "$SRC/memtide-zram-swap" "$DESTDIR$LIBDIR/memtide-zram-swap"
 	put "$SRC/systemd/memtide-zram-swap.service" "$UNITDIR/memtide-zram-swap.service" 0644
-	# The ept plugin's table directory (issue 11's tmpfiles.d entry).
-	install -d "$DESTDIR$PREFIX/lib/tmpfiles.d"
-	install -m 0644 "$SRC/tmpfiles.d/memtide.conf" "$DESTDIR$PREFIX/lib/tmpfiles.d/memtide.conf"
 	install -d "$DESTDIR/etc/memtide"
 	if [ -e "$DESTDIR$CONF" ]; then
 		install -m 0644 "$SRC/memtided.conf" "$DESTDIR$CONF.example"
@@ -124,7 +125,7 @@ uninstall() {
 		"$MANDIR/man1/memtidectl.1" "$MANDIR/man5/memtided.conf.5" \
 		"$MANDIR/man8/memtide-agent.8" "$MANDIR/man1/memtide-sim.1" \
 		"$MANDIR/man1/memtide-trace.1" "$COMPDIR/memtidectl" "$CONF.example" \
-		"$UNITDIR/memtide-zram-swap.service" "$PREFIX/lib/tmpfiles.d/memtide.conf"; do
+		"$UNITDIR/memtide-zram-swap.service" "$TMPFILESDIR/memtide.conf"; do
 		rm -f "$DESTDIR$f"
 	done
 	rm -rf "$DESTDIR$DOCDIR" "$DESTDIR$DATADIR" "$DESTDIR$LIBDIR"

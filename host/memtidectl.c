@@ -1108,12 +1108,12 @@ static int cmd_domxml_patch(int argc, char **argv)
 	const char *name = NULL, *uri = getenv("LIBVIRT_DEFAULT_URI");
 	struct mtd_domxml_opts opts = {.vsock = false, .vsock_dir = MTD_VSOCK_DIR};
 	const char *ept_dir = MTD_EPT_DIR_DEFAULT, *plugin = NULL;
-
-	if (!uri || !*uri)
-		uri = "qemu:///system";
 	bool yes = false, ept = false;
 	char err[300];
 	int rc = EXIT_OK;
+
+	if (!uri || !*uri)
+		uri = "qemu:///system";
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))

@@ -47,8 +47,11 @@ from console import Console  # noqa: E402
 MiB = 1 << 20
 
 
+T_START = time.monotonic()
+
+
 def log(*a):
-    print("#", *a, file=sys.stderr, flush=True)
+    print("# [%5.1f s]" % (time.monotonic() - T_START), *a, file=sys.stderr, flush=True)
 
 
 def now_ms():

@@ -149,8 +149,9 @@ if ! e2e_build || [ ! -x "$BUILD/guest/bin/pageload" ]; then
 	exit 1
 fi
 if ! e2e_zram_add 160M; then
-	e2e_not_ok "a zram swap device for the test"
-	exit 1
+	# A host without swap or zram: part 2's three checks cannot run; say why.
+	for _ in 1 2 3; do E2E_N=$((E2E_N + 1)); echo "ok $E2E_N # SKIP host swap full: $E2E_ZRAM_WHY"; done
+	exit 0
 fi
 e2e_boot 768 "pageload 32 384" "memtide.agent=0" -plugin "$PLUGIN,table=$E2E_DIR/full.ept,ram=768M" \
 	-chardev "socket,id=tc,path=$E2E_DIR/full.port,server=on,wait=off" \

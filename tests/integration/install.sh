@@ -25,12 +25,12 @@ check $rc "make install DESTDIR=... PREFIX=/usr succeeds"
 ok=0
 for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 lib/systemd/system/memtided.service:644 \
 	etc/libvirt/hooks/qemu.d/memtide:755 etc/memtide/memtided.conf:644 \
-	usr/share/doc/memtide/operations.md:644 usr/share/man/man8/memtided.8:644 \
+	usr/share/doc/memtide/operations.md:644 usr/lib/tmpfiles.d/memtide.conf:644 \
+	usr/share/man/man8/memtided.8:644 \
 	usr/share/man/man5/memtided.conf.5:644 usr/share/man/man1/memtidectl.1:644 \
 	usr/share/bash-completion/completions/memtidectl:644 \
 	usr/share/memtide/prometheus/memtide-alerts.yml:644 usr/lib/memtide/memtide-ept.so:644 \
-	usr/lib/memtide/memtide-zram-swap:755 lib/systemd/system/memtide-zram-swap.service:644 \
-	usr/lib/tmpfiles.d/memtide.conf:644; do
+	usr/lib/memtide/memtide-zram-swap:755 lib/systemd/system/memtide-zram-swap.service:644; do
 	m=$(stat -c %a "$dest/${f%:*}" 2>/dev/null)
 	[ "$m" = "${f#*:}" ] || { echo "# ${f%:*}: mode '${m:-missing}', want ${f#*:}"; ok=1; }
 done

