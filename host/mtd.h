@@ -27,11 +27,14 @@
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
 	MTD_VM_ACTIVE,        /* control loop running, may inflate */
-	MTD_VM_AGENT_SILENT, /* the agent (or, without one, the balloon stats) went quiet: no inflation */
-	MTD_VM_DEFLATING, /* pressure, need or exit: giving memory back to the guest */
-	MTD_VM_DISABLED,  /* policy says enabled=false: watched, never actuated */
-	MTD_VM_ERROR,     /* actuator failed repeatedly; see last_error */
-	MTD_VM_DETACHED,  /* gone; the snapshot is kept until the entry is freed */
+	MTD_VM_AGENT_SILENT,  /* the agent (or, without one, the balloon stats) went quiet: no
+			      * inflation, the size kept */
+	MTD_VM_DEFLATING,     /* pressure or need: giving memory back to the guest */
+	MTD_VM_DISABLED,      /* policy says enabled=false: watched, size kept, never inflated */
+	MTD_VM_ERROR,         /* actuator failed repeatedly; see last_error */
+	MTD_VM_RELEASED,      /* memtidectl release: back to its ceiling at a host-safe pace,
+			      * never inflated until memtidectl resume */
+	MTD_VM_DETACHED,      /* gone; the snapshot is kept until the entry is freed */
 };
 
 const char *mtd_vm_state_name(enum mtd_vm_state s);
@@ -163,8 +166,12 @@ struct mtd_vm_status {
 	uint64_t cold_age_ms;        /* reclaim controller output */
 	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */
 	double controller_output;
-	uint64_t hold_left_ms;  /* no inflation for this much longer (0: none) */
-	unsigned refused_steps; /* steps the guest gave back at once, in a row */
+	uint64_t hold_left_ms;       /* no inflation for this much longer (0: none) */
+	unsigned refused_steps;      /* steps the guest gave back at once, in a row */
+	bool released;               /* memtidectl release in force (until resume) */
+	uint64_t release_left_bytes; /* what the release has still to give back (0: done) */
+	bool release_waiting;        /* the host has nothing to spare above its low mark now */
+	bool resumed;                /* this memtided took over from a saved state file */
 
 	bool agent_connected;
 	char agent_transport[16];  /* "vsock", "virtio-serial", "" while not connected */
@@ -234,9 +241,20 @@ int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_stat
 /* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno.
  * Detach is asynchronous and never waits on the VM: it asks the VM's loop to leave and
  * returns (0, -ENOENT, or -EALREADY when a detach is under way); the snapshot says
- * detaching=true until the loop has left, then the VM is gone from the registry. */
+ * detaching=true until the loop has left, then the VM is gone from the registry.  The VM
+ * is left at the size it has, and its state file stays (a later attach resumes from it). */
 int mtd_daemon_attach(struct mtd_daemon *d, const char *name);
 int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
+
+/*
+ * Release (release true) or resume one VM, or every VM when name is NULL.  A released VM
+ * climbs back to its ceiling at a host-safe pace ([host] release_rate, and never past the
+ * host's low mark of MemAvailable) and is not inflated until resumed; both persist across
+ * restarts.  fn (may be NULL) is called for each VM affected, with its status before the
+ * change.  Returns the number of VMs affected, or -ENOENT / -EINVAL.
+ */
+int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
+		       void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg);
 
 /* Policy of one domain.  set validates key and value (errmsg gets a sentence for the user),
  * stores it in the domain's libvirt metadata and applies it.  0, -ENOENT, -EINVAL. */
@@ -253,6 +271,7 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 struct mtd_host_status {
 	uint64_t mem_total_bytes, mem_available_bytes;
 	uint64_t low_mark_bytes, high_mark_bytes;
+	uint64_t release_rate_bytes_per_s; /* [host] release_rate: a release's pace */
 	bool under_pressure;
 	uint64_t pressure_episodes; /* times the host went under its low mark (a counter) */
 	unsigned nr_vms;

@@ -58,7 +58,8 @@ pool0=0
 [ "$AGENT" = 1 ] || read -r _ pool0 < <(e2e_zram_stat)
 echo "== baseline: $base pages/s, guest's host memory $rss0 MiB; starting memtided"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" "${MTD_ARGS[@]}" --interval 2 --foreground \
-	--no-metrics --socket "$E2E_DIR/ctl.sock" --log-level info 2>"$E2E_DIR/memtided.log"
+	--no-metrics --socket "$E2E_DIR/ctl.sock" --state-dir "$E2E_DIR/state" --log-level info \
+	2>"$E2E_DIR/memtided.log"
 # The live view is memtidectl top (one frame every 2 s: the target, the balloon's actual size,
 # working set, generations, memory saved), with the host-side measurement and the workload's
 # rate under it.  memtided runs its defaults: return=reclaim, so the target falls while the

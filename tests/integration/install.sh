@@ -41,6 +41,7 @@ check $ok "binaries, unit, hook, config, man pages, completion and docs installe
 check $? "the host install leaves out the guest agent and the lab tools, and its binaries are stripped"
 
 grep -qx 'ExecStart=/usr/sbin/memtided --foreground --syslog' "$dest/lib/systemd/system/memtided.service" &&
+	grep -qx 'StateDirectory=memtide' "$dest/lib/systemd/system/memtided.service" &&
 	! grep -q '@[A-Z]*@' "$dest/lib/systemd/system/memtided.service" "$dest/etc/libvirt/hooks/qemu.d/memtide" \
 		"$dest/lib/systemd/system/memtide-zram-swap.service" &&
 	grep -qx 'ExecStart=/usr/lib/memtide/memtide-zram-swap start' "$dest/lib/systemd/system/memtide-zram-swap.service" &&
