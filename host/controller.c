@@ -223,9 +223,9 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 	 * could only be met by its OOM killer (/work/shared/README.md). */
 	bool hostside =
 	    policy->return_via == MTD_RETURN_PAGEOUT || policy->return_via == MTD_RETURN_AUTO;
-	bool soft =
-	    (hostside || (policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed)) &&
-	    may_take;
+	bool soft = (hostside ||
+		     (policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed)) &&
+		    may_take;
 	/* The agent is asked to reclaim under reclaim, and under auto when it can. */
 	bool ask_guest = policy->return_via == MTD_RETURN_RECLAIM ||
 			 (policy->return_via == MTD_RETURN_AUTO && in->can_reclaim);
