@@ -45,9 +45,11 @@ PROTO_SRC  := $(wildcard proto/*.c)
 # guest agent: everything but main.c is a library, so tests can drive it.
 AGENT_MAIN := guest-agent/main.c
 AGENT_SRC  := $(filter-out $(AGENT_MAIN),$(wildcard guest-agent/*.c))
-# host: memtided.c and memtidectl.c hold main(); the rest is libmtd.
+# host: memtided.c and memtidectl.c hold main(); the rest is libmtd, with host/vhost/ (the
+# vhost-user-vsock back end: pure C, no library of its own).
 MTD_MAIN   := host/memtided.c host/memtidectl.c
-MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c host/access/*.c))
+VHOST_SRC  := $(wildcard host/vhost/*.c)
+MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c host/access/*.c)) $(VHOST_SRC)
 # policy lab: memtide-sim and memtide-trace.
 SIM_MAIN   := sim/memtide-sim.c sim/memtide-trace.c
 SIM_SRC    := $(filter-out $(SIM_MAIN),$(wildcard sim/*.c))
@@ -76,12 +78,14 @@ PROGRAMS := $(if $(wildcard host/memtided.c),$(BIN)/memtided) \
             $(patsubst bench/%.c,$(BIN)/%,$(BENCH_SRC)) \
             $(patsubst tests/e2e/workloads/%.c,$(BUILD)/guest/bin/%,$(WORKLOAD_SRC))
 TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
+# host-side helpers of the e2e harness (tests/e2e/*.c), linked like the unit tests
+E2E_HOST := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(wildcard tests/e2e/*.c))
 # The QEMU TCG plugin behind the ept access source: a shared object QEMU loads (-plugin).
 EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
 .PHONY: all check check-unit bench lint sanitize demo install install-agent install-lab uninstall \
 	programs deb check-packaging clean deps fuzz fuzz-build soak
-all: $(PROGRAMS) $(TESTS) $(EPT_PLUGIN)
+all: $(PROGRAMS) $(TESTS) $(E2E_HOST) $(EPT_PLUGIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -135,6 +139,9 @@ $(BUILD)/guest/bin/%: tests/e2e/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -O2 -static -D_GNU_SOURCE -o $@ $<
 
+$(BUILD)/tests/e2e/%: $(BUILD)/obj/tests/e2e/%.o $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
 $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL) $(CMOCKA_LIBS)

@@ -50,6 +50,8 @@ enum agent_transport {
 	AGENT_TR_VSOCK = 2,  /* AF_VSOCK to the host (CID 2) */
 	AGENT_TR_UNIX = 3,   /* unix stream socket (tests, or a host-side relay) */
 	AGENT_TR_FD = 4,     /* an inherited, connected fd (socketpair in tests); used once */
+	AGENT_TR_AUTO = 5,   /* the default: vsock when the guest has a vsock transport,
+			      * virtio-serial otherwise or when vsock does not reach the host */
 };
 
 struct agent_config {
@@ -81,7 +83,8 @@ struct agent_config {
 	uint64_t watch_min_rate_bytes; /* growth slower than this per second is ignored */
 };
 
-/* Fill defaults: virtio port org.memtide.agent.0, 2 s reports, 10 s wss, floor
+/* Fill defaults: transport auto (vsock to the host's port 5253 when the guest has vsock,
+ * else virtio port org.memtide.agent.0), 2 s reports, 10 s wss, floor
  * max(64 MiB, 5%), no drop_caches, backoff 100 ms .. 5 s, 20 frames/s, 5 hints/s (1/s per
  * user other than root, who may not send need), growth watch every 250 ms over a 2 s
  * horizon, ignoring growth under 16 MiB/s. */
@@ -323,10 +326,26 @@ int agent_hint_client(const char *sock_path, const char *line, char *reply, size
 /* Find the /dev node of a virtio-serial port by name: /dev/virtio-ports/NAME if it exists,
  * else the vportNpM whose /sys/class/virtio-ports/vportNpM/name matches.  -ENOENT. */
 int agent_find_virtio_port(const struct agent_config *c, char *out, size_t cap);
+/* What the transport remembers between connections. */
+struct agent_transport_state {
+	bool fd_used;              /* AGENT_TR_FD: the inherited fd was taken */
+	enum agent_transport used; /* what the last open used (auto: vsock or virtio) */
+	bool prefer_virtio;        /* auto: vsock did not reach the host last time */
+	bool said_unprivileged;    /* the privileged-port warning was logged */
+};
 /* Open the configured transport, non-blocking.  Returns the fd, or -errno (-ENOENT: no such
- * port yet, or the inherited fd was used already (*fd_used); -ECONNREFUSED: host not
- * listening). */
-int agent_transport_open(const struct agent_config *c, bool *fd_used);
+ * port yet, or the inherited fd was used already (ts->fd_used); -ECONNREFUSED: host not
+ * listening).  A vsock connection comes from a privileged port (below 1024) when the agent
+ * may bind one: memtided accepts the agent only from such a port, so that no unprivileged
+ * guest process can pose as the agent (only root may open the virtio-serial port either).
+ * ts->used says which transport the fd is. */
+int agent_transport_open(const struct agent_config *c, struct agent_transport_state *ts);
+/* Auto mode: how the last connection went (it reached the host: a hello came back).  One that
+ * did not makes the next try start with the other transport. */
+void agent_transport_result(const struct agent_config *c, struct agent_transport_state *ts,
+			    bool reached_host);
+/* Does this guest have a vsock transport (a CID of its own)? */
+bool agent_vsock_present(const struct agent_config *c);
 
 /* ======================================================================================
  * The loop (agent_loop.c)

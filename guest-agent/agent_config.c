@@ -7,8 +7,10 @@
  * same way.  Keys may sit outside any section or in [agent]; any other section is an error,
  * as is an unknown key: a typo in a guest's config must not be silently ignored.
  *
- * The defaults make a guest with no config file work: virtio-serial port
- * org.memtide.agent.0, stats every 2 s, hint socket /run/memtide-agent.sock.
+ * The defaults make a guest with no config file work: vsock to the host (CID 2, port 5253)
+ * when the guest has a vsock transport, else (or when that does not reach memtided) the
+ * virtio-serial port org.memtide.agent.0; stats every 2 s, hint socket
+ * /run/memtide-agent.sock.
  */
 #include <errno.h>
 #include <ini.h>
@@ -34,7 +36,7 @@ struct key {
 #define F(field) offsetof(struct agent_config, field), sizeof(((struct agent_config *)0)->field)
 
 static const struct key keys[] = {
-    {"transport", K_TRANSPORT, F(transport), 0, 0, "virtio | vsock | unix"},
+    {"transport", K_TRANSPORT, F(transport), 0, 0, "auto | virtio | vsock | unix"},
     {"port", K_STR, F(port_name), 0, 0, "virtio-serial port name"},
     {"device", K_STR, F(device), 0, 0, "virtio-serial device path (skips the name lookup)"},
     {"vsock_cid", K_U32, F(vsock_cid), 1, 0xffffffffu, "vsock peer CID (host: 2)"},
@@ -72,7 +74,7 @@ static const struct key keys[] = {
 void agent_config_defaults(struct agent_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->transport = AGENT_TR_VIRTIO;
+	c->transport = AGENT_TR_AUTO;
 	snprintf(c->port_name, sizeof(c->port_name), "%s", AGENT_DEFAULT_PORT);
 	c->vsock_cid = AGENT_HOST_CID;
 	c->vsock_port = AGENT_DEFAULT_VSOCK_PORT;
@@ -179,9 +181,12 @@ int agent_config_set(struct agent_config *c, const char *key, const char *value,
 				c->transport = AGENT_TR_UNIX;
 			else if (!strcmp(value, "fd"))
 				c->transport = AGENT_TR_FD;
+			else if (!strcmp(value, "auto"))
+				c->transport = AGENT_TR_AUTO;
 			else
-				return bad(err, errlen, "%s: not virtio, vsock, unix or fd: '%s'",
-					   key, value);
+				return bad(err, errlen,
+					   "%s: not auto, virtio, vsock, unix or fd: '%s'", key,
+					   value);
 			return 0;
 		}
 	}
@@ -265,7 +270,7 @@ int agent_config_load_text(struct agent_config *c, const char *name, const char 
 
 void agent_config_dump(const struct agent_config *c, int fd)
 {
-	static const char *const tr[] = {"", "virtio", "vsock", "unix", "fd"};
+	static const char *const tr[] = {"", "virtio", "vsock", "unix", "fd", "auto"};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		const struct key *k = &keys[i];
@@ -290,7 +295,7 @@ void agent_config_dump(const struct agent_config *c, int fd)
 			break;
 		case K_TRANSPORT:
 			dprintf(fd, "%s=%s", k->name,
-				c->transport <= AGENT_TR_FD ? tr[c->transport] : "?");
+				c->transport <= AGENT_TR_AUTO ? tr[c->transport] : "?");
 			break;
 		}
 		dprintf(fd, "\t# %s\n", k->help);

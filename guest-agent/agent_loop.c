@@ -77,11 +77,11 @@ struct agent {
 	struct proto_backoff backoff;
 	uint64_t next_connect_ms;
 	uint64_t hello_sent_ms;
-	uint32_t next_id;   /* our request ids, 1.. */
-	uint32_t host_caps; /* from the host's hello */
-	uint32_t version;   /* negotiated */
-	bool fd_used;       /* AGENT_TR_FD: the inherited fd was taken */
-	const char *why;    /* reason on_frame() gave for closing */
+	uint32_t next_id;                /* our request ids, 1.. */
+	uint32_t host_caps;              /* from the host's hello */
+	uint32_t version;                /* negotiated */
+	struct agent_transport_state ts; /* which transport, and how the last one went */
+	const char *why;                 /* reason on_frame() gave for closing */
 
 	/* what we report, and when */
 	uint32_t caps;           /* ours, sent in hello */
@@ -200,13 +200,14 @@ static void disconnect(struct agent *a, const char *why, uint64_t now_ms)
 	 * session that was up going down is not */
 	agent_log(a->state == ST_READY ? AGENT_INFO : AGENT_DEBUG,
 		  "disconnected (%s); retrying in %u ms", why, delay);
+	agent_transport_result(&a->cfg, &a->ts, a->state == ST_READY);
 	a->state = ST_DOWN;
 }
 
 static void try_connect(struct agent *a, uint64_t now_ms)
 {
 	struct proto_msg m;
-	int fd = agent_transport_open(&a->cfg, &a->fd_used);
+	int fd = agent_transport_open(&a->cfg, &a->ts);
 
 	if (fd < 0) {
 		uint32_t delay = proto_backoff_next(&a->backoff, rnd32());
@@ -227,7 +228,11 @@ static void try_connect(struct agent *a, uint64_t now_ms)
 		m.u.hello.caps |= PROTO_CAP_HINT;
 	a->caps = m.u.hello.caps;
 	send_msg(a, &m, now_ms);
-	agent_log(AGENT_DEBUG, "transport open, hello queued (caps 0x%x)", a->caps);
+	agent_log(AGENT_DEBUG, "transport %s open, hello queued (caps 0x%x)",
+		  a->ts.used == AGENT_TR_VSOCK    ? "vsock"
+		  : a->ts.used == AGENT_TR_VIRTIO ? "virtio-serial"
+						  : "stream",
+		  a->caps);
 }
 
 /* ======================================================================================
@@ -314,7 +319,10 @@ static enum proto_status on_hello(struct agent *a, const struct proto_msg *m, ui
 	a->next_wss_ms = now_ms + a->run.wss_interval_ms;
 	proto_backoff_reset(&a->backoff);
 	count(a, &a->ctr.connects);
-	agent_log(AGENT_INFO, "connected to %s (protocol %u, host caps 0x%x)", h->software,
+	agent_log(AGENT_INFO, "connected to %s over %s (protocol %u, host caps 0x%x)", h->software,
+		  a->ts.used == AGENT_TR_VSOCK    ? "vsock"
+		  : a->ts.used == AGENT_TR_VIRTIO ? "virtio-serial"
+						  : "a stream",
 		  a->version, h->caps);
 	return PROTO_OK;
 }

@@ -6,7 +6,13 @@
  *           /sys/class/virtio-ports/vport*p* /name and opens /dev/vportNpM.  The port opens
  *           even when no host is attached: writes then block (EAGAIN with O_NONBLOCK) and
  *           reads return 0, which the loop treats as a disconnect and retries with backoff.
- *   vsock   AF_VSOCK stream to vsock_cid:vsock_port (host CID 2), non-blocking connect.
+ *   vsock   AF_VSOCK stream to vsock_cid:vsock_port (host CID 2), non-blocking connect,
+ *           from a privileged source port when the agent may bind one (memtided's back end
+ *           accepts the agent only from ports below 1024: no unprivileged guest process
+ *           can pose as the agent, as none can open the root-only virtio-serial port).
+ *   auto    (the default) vsock when the guest has a vsock transport (/dev/vsock answers
+ *           with a CID of its own), else virtio-serial; a connection that never reached
+ *           the host (no hello back) makes the next try start with the other one.
  *   unix    AF_UNIX stream to unix_path (tests; or a host-side relay).
  *   fd      an inherited connected fd (a socketpair in tests), used for one connection.
  * Every fd is O_NONBLOCK | O_CLOEXEC; a connect in progress reports through POLLOUT.
@@ -19,6 +25,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <sys/ioctl.h>
 
 #include <linux/vm_sockets.h>
 
@@ -89,7 +97,56 @@ static int connect_sock(int fd, const struct sockaddr *sa, socklen_t len)
 	return fd;
 }
 
-static int open_vsock(const struct agent_config *c)
+bool agent_vsock_present(const struct agent_config *c)
+{
+	char path[AGENT_PATH_MAX + 16];
+	unsigned int cid = VMADDR_CID_ANY;
+	int fd;
+
+	/* A test root stands in for this guest: it has no vsock unless it says so. */
+	if (c->sys_root[0])
+		return false;
+	snprintf(path, sizeof(path), "/dev/vsock");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (ioctl(fd, IOCTL_VM_SOCKETS_GET_LOCAL_CID, &cid) < 0)
+		cid = VMADDR_CID_ANY;
+	close(fd);
+	return cid != VMADDR_CID_ANY && cid > VMADDR_CID_HOST;
+}
+
+/* A privileged source port: 32 tries from a random one in 512..1023 (EADDRINUSE moves on;
+ * not being allowed ends it, and the connection goes from an ordinary port). */
+static void bind_privileged(int fd, struct agent_transport_state *ts)
+{
+	unsigned start = 512 + (unsigned)(getpid() * 7919u) % 512u;
+
+	for (unsigned i = 0; i < 32; i++) {
+		struct sockaddr_vm sa = {
+		    .svm_family = AF_VSOCK,
+		    .svm_cid = VMADDR_CID_ANY,
+		    .svm_port = 512 + (start - 512 + i * 37u) % 512u,
+		};
+
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return;
+		if (errno == EACCES || errno == EPERM) {
+			if (!ts->said_unprivileged)
+				agent_log(AGENT_WARN,
+					  "vsock: cannot bind a privileged port (%s): "
+					  "memtided accepts the agent only from one "
+					  "(run the agent as root)",
+					  strerror(errno));
+			ts->said_unprivileged = true;
+			return;
+		}
+		if (errno != EADDRINUSE)
+			return;
+	}
+}
+
+static int open_vsock(const struct agent_config *c, struct agent_transport_state *ts)
 {
 	struct sockaddr_vm sa = {
 	    .svm_family = AF_VSOCK,
@@ -100,7 +157,37 @@ static int open_vsock(const struct agent_config *c)
 
 	if (fd < 0)
 		return -errno;
+	bind_privileged(fd, ts);
 	return connect_sock(fd, (struct sockaddr *)&sa, sizeof(sa));
+}
+
+/* auto: the preferred transport first, the other when the first cannot even open. */
+static int open_auto(const struct agent_config *c, struct agent_transport_state *ts)
+{
+	bool vsock = agent_vsock_present(c);
+	int fd;
+
+	if (vsock && !ts->prefer_virtio) {
+		ts->used = AGENT_TR_VSOCK;
+		fd = open_vsock(c, ts);
+		if (fd >= 0)
+			return fd;
+	}
+	ts->used = AGENT_TR_VIRTIO;
+	fd = open_virtio(c);
+	if (fd >= 0 || !vsock || !ts->prefer_virtio)
+		return fd;
+	ts->used = AGENT_TR_VSOCK;
+	return open_vsock(c, ts);
+}
+
+void agent_transport_result(const struct agent_config *c, struct agent_transport_state *ts,
+			    bool reached_host)
+{
+	if (c->transport != AGENT_TR_AUTO)
+		return;
+	/* reached: stay with it; did not: the other one next */
+	ts->prefer_virtio = (ts->used == AGENT_TR_VIRTIO) == reached_host;
 }
 
 static int open_unix(const struct agent_config *c)
@@ -129,17 +216,20 @@ static int open_fd(const struct agent_config *c, bool *used)
 	return (int)c->fd;
 }
 
-int agent_transport_open(const struct agent_config *c, bool *fd_used)
+int agent_transport_open(const struct agent_config *c, struct agent_transport_state *ts)
 {
+	ts->used = c->transport;
 	switch (c->transport) {
 	case AGENT_TR_FD:
-		return open_fd(c, fd_used);
+		return open_fd(c, &ts->fd_used);
 	case AGENT_TR_VIRTIO:
 		return open_virtio(c);
 	case AGENT_TR_VSOCK:
-		return open_vsock(c);
+		return open_vsock(c, ts);
 	case AGENT_TR_UNIX:
 		return open_unix(c);
+	case AGENT_TR_AUTO:
+		return open_auto(c, ts);
 	}
 	return -EINVAL;
 }

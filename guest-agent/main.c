@@ -37,28 +37,29 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: memtide-agent [OPTION]... [--KEY=VALUE]...\n"
-		   "       memtide-agent hint hot|cold ADDR LEN [PID]\n"
-		   "       memtide-agent hint need BYTES WITHIN_MS\n"
-		   "\n"
-		   "The memtide guest agent: reports this guest's memory to the host's memtided,\n"
-		   "carries out its reclaim requests and forwards application hints.\n"
-		   "\n"
-		   "  -c, --config FILE   settings file (default " DEFAULT_CONFIG " if present)\n"
-		   "  -d, --daemon        detach and run in the background\n"
-		   "  -f, --foreground    stay in the foreground (the default; what systemd runs)\n"
-		   "      --pidfile FILE  write the daemon's pid here\n"
-		   "      --log-file FILE append the log here instead of stderr\n"
-		   "  -v, --verbose       more log (repeatable)\n"
-		   "      --dump-config   print the settings in force and exit\n"
-		   "  -h, --help          this help\n"
-		   "  -V, --version       version\n"
-		   "\n"
-		   "Any setting of the file can be given as --KEY=VALUE, e.g.\n"
-		   "  --transport=vsock --vsock-port=5253\n"
-		   "  --transport=unix --unix-path=/tmp/host.sock\n"
-		   "  --port=org.memtide.agent.0 --report-interval-ms=2000\n"
-		   "Settings and defaults (--dump-config prints them):\n");
+	fprintf(f,
+		"Usage: memtide-agent [OPTION]... [--KEY=VALUE]...\n"
+		"       memtide-agent hint hot|cold ADDR LEN [PID]\n"
+		"       memtide-agent hint need BYTES WITHIN_MS\n"
+		"\n"
+		"The memtide guest agent: reports this guest's memory to the host's memtided,\n"
+		"carries out its reclaim requests and forwards application hints.\n"
+		"\n"
+		"  -c, --config FILE   settings file (default " DEFAULT_CONFIG " if present)\n"
+		"  -d, --daemon        detach and run in the background\n"
+		"  -f, --foreground    stay in the foreground (the default; what systemd runs)\n"
+		"      --pidfile FILE  write the daemon's pid here\n"
+		"      --log-file FILE append the log here instead of stderr\n"
+		"  -v, --verbose       more log (repeatable)\n"
+		"      --dump-config   print the settings in force and exit\n"
+		"  -h, --help          this help\n"
+		"  -V, --version       version\n"
+		"\n"
+		"Any setting of the file can be given as --KEY=VALUE, e.g.\n"
+		"  --transport=vsock --vsock-port=5253   (default: auto, vsock or virtio-serial)\n"
+		"  --transport=unix --unix-path=/tmp/host.sock\n"
+		"  --port=org.memtide.agent.0 --report-interval-ms=2000\n"
+		"Settings and defaults (--dump-config prints them):\n");
 }
 
 /* --KEY=VALUE with dashes in KEY turned into underscores. */
@@ -393,7 +394,11 @@ int main(int argc, char **argv)
 	agent_log(AGENT_INFO, "memtide-agent %s starting (transport %s)", AGENT_VERSION,
 		  cfg.transport == AGENT_TR_VIRTIO  ? cfg.port_name
 		  : cfg.transport == AGENT_TR_VSOCK ? "vsock"
-						    : cfg.unix_path);
+		  : cfg.transport == AGENT_TR_AUTO
+		      ? (agent_vsock_present(&cfg) ? "auto: vsock, "
+						     "then virtio-serial"
+						   : "auto: virtio-serial")
+		      : cfg.unix_path);
 	if (ready_fd >= 0) {
 		/* the parent waits for this byte: pidfile written, agent set up */
 		if (write(ready_fd, "", 1) < 0)

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent_caps.h"
@@ -31,11 +32,14 @@
 #define BACKOFF_MIN_MS    500
 #define BACKOFF_MAX_MS    30000
 #define READS_PER_SERVICE 16 /* bound one service call: at most 16 reads of <= 64 KiB */
+#define RTT_SAMPLES       256
+#define PING_LOST_MS      10000 /* a ping unanswered this long is lost, the next may go */
+#define PING_WAIT_MS      50    /* the VM loop holds its tick this long for a pong */
 
 enum link_state { LINK_DOWN, LINK_HELLO_WAIT, LINK_READY };
 
 struct mtd_agent_link {
-	char path[108];
+	char path[108]; /* the virtio-serial socket; or the name logs use when there is none */
 	uint64_t interval_ms;
 	enum link_state state;
 	int fd;
@@ -46,7 +50,9 @@ struct mtd_agent_link {
 	uint64_t next_connect_ms;
 	uint32_t next_id;
 	uint32_t version;
-	bool logged_down; /* one NOTICE per outage, not one per retry */
+	bool logged_down;    /* one NOTICE per outage, not one per retry */
+	bool has_socket;     /* path is a socket to connect to */
+	bool fd_from_source; /* the current fd came from take_fd */
 
 	struct proto_hello hello;
 	uint64_t last_heard_ms;
@@ -63,18 +69,32 @@ struct mtd_agent_link {
 	struct proto_reclaim_reply reclaim_reply;
 	uint64_t reclaim_seq;
 	struct mtd_agent_link_counters ctr;
+
+	/* the vsock back end's streams (NULL: virtio-serial only) */
+	int (*take_fd)(void *ctx);
+	void *take_ctx;
+
+	/* pings: one in flight at a time; round trips in a ring of the last RTT_SAMPLES */
+	uint64_t ping_interval_ms;
+	uint64_t next_ping_ms;
+	uint32_t ping_id;      /* id of the ping in flight, 0: none */
+	uint64_t ping_sent_us; /* CLOCK_MONOTONIC microseconds */
+	uint64_t ping_sent_ms;
+	uint32_t rtt_us[RTT_SAMPLES];
+	unsigned rtt_n, rtt_next;
 };
 
 int mtd_agent_link_new(const char *path, uint64_t interval_ms, struct mtd_agent_link **out)
 {
 	struct mtd_agent_link *l;
 
-	if (strlen(path) >= sizeof(l->path))
+	if (strlen(path) >= sizeof(l->path) - 1)
 		return -ENAMETOOLONG;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
 	memcpy(l->path, path, strlen(path) + 1);
+	l->has_socket = path[0] != '\0';
 	l->interval_ms = interval_ms;
 	l->fd = -1;
 	proto_reader_init(&l->rd);
@@ -82,6 +102,64 @@ int mtd_agent_link_new(const char *path, uint64_t interval_ms, struct mtd_agent_
 	proto_backoff_init(&l->backoff, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
 	*out = l;
 	return 0;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void mtd_agent_link_set_fd_source(struct mtd_agent_link *l, int (*take_fd)(void *ctx), void *ctx,
+				  const char *name)
+{
+	l->take_fd = take_fd;
+	l->take_ctx = ctx;
+	if (!l->has_socket)
+		snprintf(l->path, sizeof(l->path), "%s", name);
+}
+
+void mtd_agent_link_set_ping(struct mtd_agent_link *l, uint64_t interval_ms)
+{
+	l->ping_interval_ms = interval_ms;
+	l->next_ping_ms = 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void mtd_agent_link_rtt(const struct mtd_agent_link *l, uint64_t *p50_us, uint64_t *p99_us,
+			unsigned *samples)
+{
+	uint32_t s[RTT_SAMPLES];
+
+	*samples = l->rtt_n;
+	*p50_us = *p99_us = 0;
+	if (!l->rtt_n)
+		return;
+	memcpy(s, l->rtt_us, l->rtt_n * sizeof(s[0]));
+	qsort(s, l->rtt_n, sizeof(s[0]), cmp_u32);
+	/* nearest rank: the smallest sample with at least p% of them at or below it */
+	*p50_us = s[(l->rtt_n * 50 + 99) / 100 - 1];
+	*p99_us = s[(l->rtt_n * 99 + 99) / 100 - 1];
+}
+
+uint64_t mtd_agent_link_ping_due_back(const struct mtd_agent_link *l)
+{
+	return l->ping_id && l->state == LINK_READY ? l->ping_sent_ms + PING_WAIT_MS : 0;
+}
+
+const char *mtd_agent_link_transport(const struct mtd_agent_link *l)
+{
+	if (l->fd < 0)
+		return "";
+	return l->fd_from_source ? "vsock" : "virtio-serial";
 }
 
 static void link_down(struct mtd_agent_link *l, uint64_t now_ms, const char *why)
@@ -92,8 +170,10 @@ static void link_down(struct mtd_agent_link *l, uint64_t now_ms, const char *why
 		mtd_notice("agent %s: disconnected: %s", l->path, why);
 	}
 	l->fd = -1;
+	l->fd_from_source = false;
 	l->state = LINK_DOWN;
 	l->reclaim_outstanding = 0;
+	l->ping_id = 0;
 	proto_reader_reset(&l->rd);
 	proto_writer_reset(&l->wr);
 	l->next_connect_ms = now_ms + proto_backoff_next(&l->backoff, (uint32_t)random());
@@ -122,11 +202,19 @@ short mtd_agent_link_events(const struct mtd_agent_link *l)
 
 uint64_t mtd_agent_link_deadline(const struct mtd_agent_link *l)
 {
+	uint64_t d = UINT64_MAX;
+
+	/* A link with no socket of its own waits for its fd source, which wakes the loop. */
 	if (l->state == LINK_DOWN)
-		return l->next_connect_ms;
+		return l->has_socket ? l->next_connect_ms : UINT64_MAX;
 	if (l->reclaim_outstanding)
-		return l->reclaim_sent_ms + l->reclaim_deadline_ms + 5000;
-	return UINT64_MAX;
+		d = l->reclaim_sent_ms + l->reclaim_deadline_ms + 5000;
+	if (l->state == LINK_READY && l->ping_interval_ms) {
+		uint64_t p = l->ping_id ? l->ping_sent_ms + PING_LOST_MS : l->next_ping_ms;
+		if (p < d)
+			d = p;
+	}
+	return d;
 }
 
 bool mtd_agent_link_ready(const struct mtd_agent_link *l)
@@ -248,11 +336,49 @@ static int send_handshake(struct mtd_agent_link *l)
 	return send_msg(l, &m) < 0 ? -EIO : 0;
 }
 
+/* Step 1 of a connection, whichever transport gave it: our hello and config. */
+static void adopt(struct mtd_agent_link *l, int fd, bool from_source, uint64_t now_ms)
+{
+	l->fd = fd;
+	l->fd_from_source = from_source;
+	l->state = LINK_HELLO_WAIT;
+	l->ctr.connects++;
+	l->ping_id = 0;
+	l->next_ping_ms = now_ms;
+	proto_guard_init(&l->guard);
+	proto_reader_reset(&l->rd);
+	proto_writer_reset(&l->wr);
+	if (send_handshake(l) < 0)
+		link_down(l, now_ms, "cannot queue the handshake");
+}
+
+/* A stream from the fd source replaces the current connection, whatever its state. */
+static void take_from_source(struct mtd_agent_link *l, uint64_t now_ms)
+{
+	int fd;
+
+	if (!l->take_fd || (fd = l->take_fd(l->take_ctx)) < 0)
+		return;
+	if (l->fd >= 0) {
+		bool was_vsock = l->fd_from_source;
+
+		link_down(l, now_ms,
+			  was_vsock ? "a new vsock connection replaces it"
+				    : "the agent moved to vsock");
+	}
+	proto_backoff_reset(&l->backoff);
+	mtd_info("agent %s: a vsock stream from the agent", l->path);
+	adopt(l, fd, true, now_ms);
+}
+
 static void try_connect(struct mtd_agent_link *l, uint64_t now_ms)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd;
 
+	if (!l->has_socket)
+		return;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		l->next_connect_ms = now_ms + proto_backoff_next(&l->backoff, (uint32_t)random());
 		return;
@@ -269,14 +395,7 @@ static void try_connect(struct mtd_agent_link *l, uint64_t now_ms)
 		l->next_connect_ms = now_ms + proto_backoff_next(&l->backoff, (uint32_t)random());
 		return;
 	}
-	l->fd = fd;
-	l->state = LINK_HELLO_WAIT;
-	l->ctr.connects++;
-	proto_guard_init(&l->guard);
-	proto_reader_reset(&l->rd);
-	proto_writer_reset(&l->wr);
-	if (send_handshake(l) < 0)
-		link_down(l, now_ms, "cannot queue the handshake");
+	adopt(l, fd, false, now_ms);
 }
 
 /* ---- one handler per message ----------------------------------------------------------- */
@@ -394,6 +513,16 @@ static enum proto_status dispatch(struct mtd_agent_link *l, const struct proto_m
 		return send_msg(l, &r) == 0 ? PROTO_OK : PROTO_E_NOSPC;
 	}
 	case PROTO_MSG_PONG:
+		if (l->ping_id && m->u.pong.re == l->ping_id) {
+			uint64_t rtt = mono_us() - l->ping_sent_us;
+
+			l->rtt_us[l->rtt_next] = rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
+			l->rtt_next = (l->rtt_next + 1) % RTT_SAMPLES;
+			if (l->rtt_n < RTT_SAMPLES)
+				l->rtt_n++;
+			l->ping_id = 0;
+			l->ctr.pongs++;
+		}
 		return PROTO_OK;
 	case PROTO_MSG_ERROR:
 		mtd_warn("agent %s: rejected our message %u: %s (%.63s: %.255s)", l->path,
@@ -465,8 +594,33 @@ static bool handle_frame(struct mtd_agent_link *l, const char *json, size_t len,
 	return true;
 }
 
+/* At most one ping in flight: the next goes one interval after the previous one was sent,
+ * or at once when the previous answer (or its loss) came later than that. */
+static void maybe_ping(struct mtd_agent_link *l, uint64_t now_ms)
+{
+	struct proto_msg m;
+
+	if (l->state != LINK_READY || !l->ping_interval_ms)
+		return;
+	if (l->ping_id && now_ms >= l->ping_sent_ms + PING_LOST_MS)
+		l->ping_id = 0; /* lost; the agent_silence rule judges a silent agent */
+	if (l->ping_id || now_ms < l->next_ping_ms)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_PING;
+	m.u.ping.mono_ms = now_ms;
+	if (send_msg(l, &m) < 0)
+		return;
+	l->ping_id = m.id;
+	l->ping_sent_us = mono_us();
+	l->ping_sent_ms = now_ms;
+	l->next_ping_ms = now_ms + l->ping_interval_ms;
+	l->ctr.pings++;
+}
+
 void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms)
 {
+	take_from_source(l, now_ms);
 	if (l->state == LINK_DOWN) {
 		if (now_ms < l->next_connect_ms)
 			return;
@@ -510,6 +664,7 @@ void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms)
 			 l->reclaim_outstanding);
 		l->reclaim_outstanding = 0;
 	}
+	maybe_ping(l, now_ms);
 	int f = proto_writer_flush(&l->wr, l->fd);
 	if (f < 0)
 		link_down(l, now_ms, strerror(-f));

@@ -1,10 +1,17 @@
 /*
  * agent_link.h - the host side of one VM's connection to its guest agent (proto).
  *
- * memtided connects to the agent channel's host-side unix socket (QEMU listens on it: a
- * libvirt <channel type='unix'> with <source mode='bind'>, or -chardev socket,server=on),
- * sends hello and config, and then receives the agent's stats, wss reports, hints and
- * reclaim replies.  It sends reclaim requests.
+ * Two transports, one protocol:
+ *   virtio-serial  memtided connects to the agent channel's host-side unix socket (QEMU
+ *                  listens on it: a libvirt <channel type='unix'> with <source mode='bind'>,
+ *                  or -chardev socket,server=on);
+ *   vsock          the agent connects to memtided's vhost-user-vsock back end
+ *                  (host/vsock_service.c), which hands the stream over as one end of a
+ *                  socketpair through an fd source (mtd_agent_link_set_fd_source).
+ * A stream from the fd source replaces whatever the link had: the agent chose vsock (or
+ * restarted), so a virtio-serial session, or an older vsock one, is over.  On a connection
+ * memtided sends hello and config, and then receives the agent's stats, wss reports, hints
+ * and reclaim replies.  It sends reclaim requests, and pings (round-trip times are kept).
  *
  * Everything from the agent is untrusted: frames go through proto's bounded reader, strict
  * decoder and error budget; a peer that keeps sending garbage is disconnected and the link
@@ -27,10 +34,31 @@
 
 struct mtd_agent_link;
 
-/* A new link to the socket at path; it connects on the first mtd_agent_link_service.
+/* A new link to the socket at path ("": none, streams come from an fd source only); it
+ * connects on the first mtd_agent_link_service.
  * interval_ms sets the agent's report and wss intervals.  0 or -ENOMEM / -ENAMETOOLONG. */
 int mtd_agent_link_new(const char *path, uint64_t interval_ms, struct mtd_agent_link **out);
 void mtd_agent_link_free(struct mtd_agent_link *l);
+
+/*
+ * Take streams from take_fd(ctx) too: it returns a connected, non-blocking stream fd that
+ * the link then owns, or a negative errno when there is none (called on every service).
+ * A link made with path "" has no virtio-serial socket: name is then what logs call it.
+ */
+void mtd_agent_link_set_fd_source(struct mtd_agent_link *l, int (*take_fd)(void *ctx), void *ctx,
+				  const char *name);
+/* Ping the agent every interval_ms while the link is ready (0: never). */
+void mtd_agent_link_set_ping(struct mtd_agent_link *l, uint64_t interval_ms);
+/* Round trips of the last pings (up to 256): median and 99th percentile in microseconds,
+ * and how many the figures rest on (0: none yet). */
+void mtd_agent_link_rtt(const struct mtd_agent_link *l, uint64_t *p50_us, uint64_t *p99_us,
+			unsigned *samples);
+/* While a ping is in flight: when its answer is due at the latest for the round trip to be
+ * worth measuring (sent + 50 ms); 0 when none is.  The VM loop holds its tick until then,
+ * so that a tick's QMP calls do not show up as the channel's latency. */
+uint64_t mtd_agent_link_ping_due_back(const struct mtd_agent_link *l);
+/* "vsock" or "virtio-serial" while connected, "" when not. */
+const char *mtd_agent_link_transport(const struct mtd_agent_link *l);
 
 /* For poll(): the fd (-1 when not connected) and the events to wait for. */
 int mtd_agent_link_fd(const struct mtd_agent_link *l);
@@ -68,7 +96,8 @@ const struct proto_reclaim_reply *mtd_agent_link_reclaim_reply(const struct mtd_
 /* Counters for logs and tests. */
 struct mtd_agent_link_counters {
 	uint64_t connects, disconnects, frames, rejected, dropped;
-	uint64_t rehellos; /* handshakes again on an open stream (a restarted agent) */
+	uint64_t pings, pongs; /* sent, and answered in time */
+	uint64_t rehellos;     /* handshakes again on an open stream (a restarted agent) */
 };
 void mtd_agent_link_counters(const struct mtd_agent_link *l, struct mtd_agent_link_counters *c);
 

@@ -33,6 +33,8 @@ void mtd_cmdline_usage(FILE *f)
 	    "                         --qmp once per VM; --agent and --name after a --qmp\n"
 	    "                         are that VM's)\n"
 	    "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
+	    "  --agent vsock:PATH     plain-QEMU mode: the agent over vsock, memtided being the\n"
+	    "                         back end of QEMU's vhost-user-vsock-pci on socket PATH\n"
 	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu,\n"
 	    "                         qemu2, ...)\n"
 	    "\n"
@@ -58,7 +60,7 @@ void mtd_cmdline_usage(FILE *f)
 	    "Flags override the config file.  Its sections and keys:\n"
 	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
 	    "               ept_dir young_dump_dir state_dir observe_only\n"
-	    "               call_timeout domains\n"
+	    "               call_timeout domains vsock_dir vsock_cid vsock_port agent_ping\n"
 	    "  [metrics]    listen\n"
 	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
 	    "               mem_available_low major_faults_high agent_silence\n"
@@ -203,7 +205,12 @@ static int check_vms(struct mtd_cmdline *out, char *err, size_t errlen)
 
 		if (check_sock_path("--qmp", v->qmp, err, errlen) < 0)
 			return -EINVAL;
-		if (v->agent && check_sock_path("--agent", v->agent, err, errlen) < 0)
+		/* vsock:PATH: memtided is the back end of QEMU's vhost-user-vsock-pci on PATH */
+		if (v->agent && !strncmp(v->agent, "vsock:", 6) &&
+		    check_sock_path("--agent vsock:PATH", v->agent + 6, err, errlen) < 0)
+			return -EINVAL;
+		if (v->agent && strncmp(v->agent, "vsock:", 6) &&
+		    check_sock_path("--agent", v->agent, err, errlen) < 0)
 			return -EINVAL;
 		if (!v->name) {
 			snprintf(v->default_name, sizeof(v->default_name), i ? "qemu%u" : "qemu",

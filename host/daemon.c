@@ -20,6 +20,7 @@
  * domains that no longer run are removed.
  */
 #include "daemon.h"
+#include "vsock_service.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -314,8 +315,15 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 		return -ENOMEM;
 	}
 	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", info.agent_path);
-	vm->agent_expected = info.agent_path[0] != '\0';
+	vm->vsock_expected = info.has_vsock && d->vsock;
+	vm->agent_expected = info.agent_path[0] != '\0' || vm->vsock_expected;
 	return start_vm(d, vm);
+}
+
+/* --agent vsock:PATH (the agent over memtided's vhost-user-vsock back end on PATH)? */
+static bool is_vsock_agent(const char *agent_path)
+{
+	return !strncmp(agent_path, VSOCK_AGENT_PREFIX, strlen(VSOCK_AGENT_PREFIX));
 }
 
 static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qmp_path,
@@ -335,7 +343,10 @@ static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qm
 		mtd_vm_free(vm);
 		return -ENAMETOOLONG;
 	}
-	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", agent_path);
+	/* --agent vsock:PATH: the agent comes through the vsock service, no socket of its own */
+	vm->vsock_expected = is_vsock_agent(agent_path);
+	if (!vm->vsock_expected)
+		snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", agent_path);
 	vm->agent_expected = agent_path[0] != '\0';
 	return start_vm(d, vm);
 }
@@ -507,6 +518,57 @@ static void attach_running(struct mtd_daemon *d)
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
+/* Plain-QEMU mode: the vsock endpoint of one VM whose agent path is vsock:PATH (others:
+ * nothing to add).  0 or -errno, logged. */
+static int add_vsock_endpoint(struct mtd_daemon *d, const char *name, const char *agent_path)
+{
+	int rc;
+
+	if (!is_vsock_agent(agent_path))
+		return 0;
+	rc = mtd_vsock_add_endpoint(d->vsock, name, agent_path + strlen(VSOCK_AGENT_PREFIX));
+	if (rc < 0)
+		mtd_err("vsock: %s (%s): %s", agent_path, name, strerror(-rc));
+	return rc;
+}
+
+/* The vhost-user-vsock back end: a watched directory in libvirt mode, the socket of each
+ * --agent vsock:PATH in plain-QEMU mode.  0, or -errno when it was asked for and cannot
+ * run (plain-QEMU mode); libvirt mode goes on without it and says why. */
+static int start_vsock(struct mtd_daemon *d)
+{
+	struct mtd_vsock_config vc = {.guest_cid = d->cfg.vsock_cid, .port = d->cfg.vsock_port};
+	bool plain = is_vsock_agent(d->agent_path);
+	int rc;
+
+	for (unsigned i = 0; i < d->nr_more_qmp; i++)
+		plain = plain || is_vsock_agent(d->more_qmp[i].agent_path);
+	if (d->mode == MTD_MODE_QMP && !plain)
+		return 0;
+	if (d->mode == MTD_MODE_LIBVIRT) {
+		if (!strcmp(d->cfg.vsock_dir, "none"))
+			return 0;
+		snprintf(vc.dir, sizeof(vc.dir), "%s", d->cfg.vsock_dir);
+	}
+	rc = mtd_vsock_start(&vc, &d->vsock);
+	if (rc < 0) {
+		mtd_err("vsock: the vhost-user-vsock back end cannot start: %s%s", strerror(-rc),
+			plain ? "" : " (VMs keep their virtio-serial agent channel)");
+		return plain ? rc : 0;
+	}
+	if (plain) {
+		rc = add_vsock_endpoint(d, d->vm_name, d->agent_path);
+		for (unsigned i = 0; rc == 0 && i < d->nr_more_qmp; i++)
+			rc = add_vsock_endpoint(d, d->more_qmp[i].name, d->more_qmp[i].agent_path);
+		if (rc < 0)
+			return rc;
+	}
+	mtd_notice("vsock: serving vhost-user-vsock devices (%s), guest cid %llu, agent port %u",
+		   plain ? "the --agent vsock: sockets" : vc.dir, (unsigned long long)vc.guest_cid,
+		   vc.port);
+	return 0;
+}
+
 int mtd_daemon_start(struct mtd_daemon *d)
 {
 	char err[256];
@@ -518,6 +580,9 @@ int mtd_daemon_start(struct mtd_daemon *d)
 			 err);
 		atomic_store(&d->state_failing, true);
 	}
+	rc = start_vsock(d);
+	if (rc < 0)
+		return rc;
 	if (d->mode == MTD_MODE_QMP) {
 		pthread_mutex_lock(&d->lock);
 		rc = attach_qmp(d);
@@ -851,6 +916,9 @@ void mtd_daemon_stop(struct mtd_daemon *d)
 	pthread_mutex_unlock(&d->lock);
 	mtd_libvirt_close(d->lv);
 	d->lv = NULL;
+	/* After the VMs: their links are closed, the guests' connections get their resets. */
+	mtd_vsock_stop(d->vsock);
+	d->vsock = NULL;
 	rcu_unregister_thread();
 	/* Every VM was handed to call_rcu: wait for the frees before the registry goes. */
 	rcu_barrier();

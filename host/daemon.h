@@ -26,6 +26,7 @@
 
 struct mtd_libvirt;
 struct mtd_vm;
+struct mtd_vsock;
 
 enum mtd_mode {
 	MTD_MODE_LIBVIRT = 0, /* every running domain with a balloon */
@@ -62,15 +63,17 @@ struct mtd_daemon {
 	struct mtd_config cfg;
 	enum mtd_mode mode;
 	char qmp_path[MTD_PATH_MAX];   /* plain-QEMU mode */
-	char agent_path[MTD_PATH_MAX]; /* plain-QEMU mode ("" : no agent) */
+	char agent_path[MTD_PATH_MAX]; /* plain-QEMU mode ("" : no agent; "vsock:PATH": the
+					* agent over memtided's vhost-user-vsock on QEMU's PATH) */
 	char vm_name[MTD_NAME_MAX];    /* plain-QEMU mode: the name shown for the VM */
 	struct mtd_qmp_vm more_qmp[MTD_MAX_QMP_VMS - 1]; /* plain-QEMU mode: VMs 2..N */
 	unsigned nr_more_qmp;
 	unsigned nr_abandoned; /* loops still stuck in a call when the daemon stopped */
 
-	struct cds_lfht *vms;   /* the registry: struct mtd_vm by name (registry.c) */
-	pthread_mutex_t lock;   /* serialises attach / detach / policy set */
-	struct mtd_libvirt *lv; /* libvirt mode */
+	struct cds_lfht *vms;    /* the registry: struct mtd_vm by name (registry.c) */
+	pthread_mutex_t lock;    /* serialises attach / detach / policy set */
+	struct mtd_libvirt *lv;  /* libvirt mode */
+	struct mtd_vsock *vsock; /* the vhost-user-vsock back end (NULL: none) */
 
 	pthread_mutex_t work_lock; /* guards work_head / work_tail */
 	struct mtd_work *work_head, *work_tail;

@@ -12,6 +12,16 @@
  *   2. A <channel type='unix'> whose target is virtio, name org.memtide.agent.0, with a
  *      <source mode='bind'/> and no path: libvirt then picks a per-domain socket path
  *      (under /var/lib/libvirt/qemu/channel/) and memtided learns it from the live XML.
+ * With the vsock option (memtidectl domxml-patch --vsock):
+ *   3. <memoryBacking> with <source type='memfd'/> and <access mode='shared'/>: vhost-user
+ *      back ends map the guest's RAM, so it must be a shareable file (QEMU's
+ *      memory-backend-memfd,share=on).  A file source that is already shared is kept.
+ *   4. <qemu:commandline> arguments (libvirt has no element for vhost-user-vsock):
+ *        -chardev socket,id=memtide-vsock,path=DIR/NAME.sock,server=on
+ *        -device vhost-user-vsock-pci,chardev=memtide-vsock
+ *      QEMU listens and waits for memtided at start (vsock_service.h says why); memtided
+ *      finds the socket in DIR (its [daemon] vsock_dir).  A domain with a kernel <vsock>
+ *      device is left alone (a guest has one vsock transport).
  * Existing elements are edited in place and keep their other attributes and children; new
  * ones get indentation like their siblings so the diff an operator reads is tidy.
  */
@@ -182,6 +192,120 @@ static void patch_channel(xmlNodePtr devices, struct notes *nt)
 		 "org.memtide.agent.0)");
 }
 
+/* Rule 3: shareable guest RAM. */
+static void patch_memory_backing(xmlNodePtr root, struct notes *nt)
+{
+	xmlNodePtr mb = child(root, "memoryBacking"), src, acc;
+
+	if (!mb) {
+		mb = xmlNewNode(NULL, BAD_CAST "memoryBacking");
+		append_indented(root, mb);
+	}
+	src = child(mb, "source");
+	acc = child(mb, "access");
+	if (!src) {
+		src = xmlNewNode(NULL, BAD_CAST "source");
+		xmlNewProp(src, BAD_CAST "type", BAD_CAST "memfd");
+		append_indented(mb, src);
+		note(nt, "guest RAM from a memfd (memoryBacking source memfd), which the vsock "
+			 "back end can map");
+	} else if (!attr_is(src, "type", "memfd") && !attr_is(src, "type", "file")) {
+		xmlSetProp(src, BAD_CAST "type", BAD_CAST "memfd");
+		note(nt, "guest RAM from a memfd instead of anonymous memory (memoryBacking source "
+			 "memfd)");
+	}
+	if (!acc) {
+		acc = xmlNewNode(NULL, BAD_CAST "access");
+		xmlNewProp(acc, BAD_CAST "mode", BAD_CAST "shared");
+		append_indented(mb, acc);
+		note(nt, "guest RAM shared (memoryBacking access shared): vhost-user needs it");
+	} else if (!attr_is(acc, "mode", "shared")) {
+		xmlSetProp(acc, BAD_CAST "mode", BAD_CAST "shared");
+		note(nt, "guest RAM access set to shared (vhost-user needs it)");
+	}
+}
+
+static bool has_vsock_arg(xmlNodePtr cl)
+{
+	for (xmlNodePtr a = cl ? cl->children : NULL; a; a = a->next) {
+		xmlChar *v;
+		bool hit;
+
+		if (a->type != XML_ELEMENT_NODE || xmlStrcmp(a->name, BAD_CAST "arg"))
+			continue;
+		v = xmlGetProp(a, BAD_CAST "value");
+		hit = v && !xmlStrncmp(v, BAD_CAST "vhost-user-vsock-pci", 20);
+		xmlFree(v);
+		if (hit)
+			return true;
+	}
+	return false;
+}
+
+static void add_arg(xmlNodePtr cl, xmlNsPtr ns, const char *value)
+{
+	xmlNodePtr a = xmlNewNode(ns, BAD_CAST "arg");
+
+	xmlNewProp(a, BAD_CAST "value", BAD_CAST value);
+	append_indented(cl, a);
+}
+
+/* Rule 4: the device, through qemu:commandline. */
+static int patch_vsock_device(xmlNodePtr root, xmlNodePtr devices, const char *dir,
+			      struct notes *nt, char *err, size_t errlen)
+{
+	xmlNsPtr ns = xmlSearchNsByHref(root->doc, root, BAD_CAST MTD_QEMU_NS);
+	xmlNodePtr cl = NULL, name = child(root, "name");
+	xmlChar *dom;
+	char chardev[300];
+
+	if (child(devices, "vsock")) {
+		warn(nt, "warning: the domain has a kernel <vsock> device; memtide's vhost-user "
+			 "vsock not added (a guest has one vsock transport)");
+		return 0;
+	}
+	for (xmlNodePtr c = root->children; c; c = c->next)
+		if (c->type == XML_ELEMENT_NODE && c->ns &&
+		    !xmlStrcmp(c->ns->href, BAD_CAST MTD_QEMU_NS) &&
+		    !xmlStrcmp(c->name, BAD_CAST "commandline"))
+			cl = c;
+	if (has_vsock_arg(cl))
+		return 0;
+	dom = name ? xmlNodeGetContent(name) : NULL;
+	if (!dom || !dom[0]) {
+		xmlFree(dom);
+		snprintf(err, errlen, "the domain has no <name>: the vsock socket is named for it");
+		return -EINVAL;
+	}
+	/* The socket path must fit sun_path (108 bytes with its NUL). */
+	if (snprintf(chardev, sizeof(chardev), "%s/%s.sock", dir, (const char *)dom) >= 108 ||
+	    strchr((const char *)dom, '/') || strchr((const char *)dom, ',')) {
+		snprintf(err, errlen,
+			 "the socket path %.150s/<name>.sock is longer than 107 characters, or the "
+			 "name has '/' or ','",
+			 dir);
+		xmlFree(dom);
+		return -EINVAL;
+	}
+	snprintf(chardev, sizeof(chardev),
+		 "socket,id=" MTD_VSOCK_CHARDEV ",path=%s/%s.sock,server=on", dir,
+		 (const char *)dom);
+	xmlFree(dom);
+	if (!ns)
+		ns = xmlNewNs(root, BAD_CAST MTD_QEMU_NS, BAD_CAST "qemu");
+	if (!cl) {
+		cl = xmlNewNode(ns, BAD_CAST "commandline");
+		append_indented(root, cl);
+	}
+	add_arg(cl, ns, "-chardev");
+	add_arg(cl, ns, chardev);
+	add_arg(cl, ns, "-device");
+	add_arg(cl, ns, "vhost-user-vsock-pci,chardev=" MTD_VSOCK_CHARDEV);
+	note(nt, "added the agent's vsock: a vhost-user-vsock-pci device served by memtided "
+		 "(qemu:commandline; the domain starts once memtided runs)");
+	return 0;
+}
+
 static char *dump(xmlDocPtr doc)
 {
 	xmlChar *mem = NULL;
@@ -198,6 +322,14 @@ static char *dump(xmlDocPtr doc)
 
 int mtd_domxml_patch(const char *xml, char **before, char **after, char **changes, char *err,
 		     size_t errlen)
+{
+	const struct mtd_domxml_opts none = {.vsock = false};
+
+	return mtd_domxml_patch_opts(xml, &none, before, after, changes, err, errlen);
+}
+
+int mtd_domxml_patch_opts(const char *xml, const struct mtd_domxml_opts *opts, char **before,
+			  char **after, char **changes, char *err, size_t errlen)
 {
 	struct notes nt = {.text = "", .n = 0};
 	xmlDocPtr doc;
@@ -225,6 +357,15 @@ int mtd_domxml_patch(const char *xml, char **before, char **after, char **change
 	*before = dump(doc);
 	patch_balloon(devices, &nt);
 	patch_channel(devices, &nt);
+	if (opts->vsock) {
+		patch_memory_backing(root, &nt);
+		if (patch_vsock_device(root, devices, opts->vsock_dir, &nt, err, errlen) < 0) {
+			free(*before);
+			*before = NULL;
+			xmlFreeDoc(doc);
+			return -EINVAL;
+		}
+	}
 	*after = dump(doc);
 	*changes = strdup(nt.text);
 	xmlFreeDoc(doc);

@@ -310,6 +310,14 @@ int mtd_libvirt_parse_domain_xml(const char *xml, struct mtd_domain_info *info)
 			"[target/@type='virtio'][target/@name='" MTD_AGENT_CHANNEL_NAME "']"
 			"/source/@path)",
 			info->agent_path, sizeof(info->agent_path));
+	/* libvirt has no element for vhost-user-vsock: memtidectl domxml-patch adds it as
+	 * <qemu:commandline> arguments (any namespace prefix: matched by local name). */
+	char vs[128] = "";
+	(void)xpath_str(ctx,
+			"string(/domain/*[local-name()='commandline']/*[local-name()='arg']"
+			"[starts-with(@value,'vhost-user-vsock-pci')]/@value)",
+			vs, sizeof(vs));
+	info->has_vsock = vs[0] != '\0';
 	xmlXPathFreeContext(ctx);
 	xmlFreeDoc(doc);
 	return 0;

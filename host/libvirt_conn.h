@@ -40,6 +40,7 @@ struct mtd_domain_info {
 	bool has_balloon;     /* <memballoon model='virtio*'> */
 	bool fpr_attr;        /* freePageReporting='on' in the XML */
 	char agent_path[256]; /* host side of the memtide agent channel, "" : none */
+	bool has_vsock;       /* a vhost-user-vsock-pci device in <qemu:commandline> */
 };
 
 /*

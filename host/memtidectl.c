@@ -31,6 +31,7 @@
 #include <libxml/parser.h>
 
 #include "domxml.h"
+#include "vsock_service.h"
 #include "ept_cli.h"
 #include "ept_file.h"
 #include "history.h"
@@ -80,11 +81,15 @@ static void usage(FILE *f)
 	    "  ept-status TABLE              the ept plugin's table file: windows, cost\n"
 	    "  ept-mode TABLE off|always|window MS\n"
 	    "                                switch its instrumentation by hand\n"
-	    "  domxml-patch DOMAIN [--yes] [--uri URI] [--ept [--ept-dir DIR] [--plugin SO]]\n"
+	    "  domxml-patch DOMAIN [--yes] [--uri URI] [--vsock [--vsock-dir DIR]]\n"
+	    "               [--ept [--ept-dir DIR] [--plugin SO]]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
-	    "                                channel; --ept: the ept plugin for a TCG guest),\n"
-	    "                                after showing the diff\n"
+	    "                                channel), after showing the diff; --vsock adds the\n"
+	    "                                agent's vsock (vhost-user-vsock served by memtided,\n"
+	    "                                shared memfd guest RAM; the domain then starts only\n"
+	    "                                while memtided runs); --ept: the ept plugin for a\n"
+	    "                                TCG guest\n"
 	    "  version                       memtidectl's and memtided's versions\n\n"
 	    "Options:\n"
 	    "  --socket PATH   memtided's control socket (default " DEFAULT_SOCKET ")\n"
@@ -323,6 +328,39 @@ static const char *age_str(int64_t ms, char *buf, size_t len)
 
 /* ---- status / vm show / top --------------------------------------------------------------- */
 
+/* The agent's round trips, memtided's vsock device and the guest RAM layout it gives. */
+static void print_channel(struct json_object *vm)
+{
+	struct json_object *rtt, *dev, *lay, *regs, *m;
+
+	if (json_object_object_get_ex(vm, "agent_rtt", &rtt) && get_i(rtt, "samples") > 0)
+		printf("  agent round trip: median %.2f ms, p99 %.2f ms (last %" PRId64 " pings)\n",
+		       (double)get_i(rtt, "p50_us") / 1000.0, (double)get_i(rtt, "p99_us") / 1000.0,
+		       get_i(rtt, "samples"));
+	if (json_object_object_get_ex(vm, "vsock_device", &dev))
+		printf("  vsock: memtided's vhost-user device %s; %" PRId64
+		       " restart(s) asked of QEMU\n",
+		       get_b(dev, "connected") ? "connected to QEMU" : "NOT connected to QEMU",
+		       get_i(dev, "restarts"));
+	if (!json_object_object_get_ex(vm, "ram_layout", &lay))
+		return;
+	json_object_object_get_ex(lay, "regions", &regs);
+	printf("  guest RAM layout (vhost-user memory table): %zu region(s);",
+	       regs ? json_object_array_length(regs) : 0);
+	if (!json_object_object_get_ex(lay, "matches_qmp", &m) || !m)
+		printf(" not checked yet\n");
+	else
+		printf(" %s QMP: %s\n", json_object_get_boolean(m) ? "matches" : "DOES NOT match",
+		       get_s(lay, "detail"));
+	for (size_t i = 0; regs && i < json_object_array_length(regs); i++) {
+		struct json_object *r = json_object_array_get_idx(regs, i);
+		char a[32];
+
+		printf("    gpa 0x%09" PRIx64 " %9s at QEMU 0x%" PRIx64 "\n", get_i(r, "gpa"),
+		       size_str(get_i(r, "bytes"), a, sizeof(a)), get_i(r, "qemu_va"));
+	}
+}
+
 static void print_status(struct json_object *rep)
 {
 	struct json_object *host = NULL, *vms;
@@ -523,9 +561,10 @@ static void print_vm(struct json_object *vm)
 	       get_i(vm, "guest_used_bytes") ? size_str(get_i(vm, "guest_used_bytes"), b, sizeof(b))
 					     : "unknown");
 	print_pageout(vm);
-	printf("  agent %s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
+	printf("  agent %s%s%s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
 	       "%.1f%%\n",
 	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",
+	       *get_s(vm, "agent_transport") ? " over " : "", get_s(vm, "agent_transport"),
 	       get_b(vm, "fpr_on") ? "on" : "OFF or unknown",
 	       size_str(get_i(vm, "guest_mem_available_bytes"), a, sizeof(a)),
 	       get_d(vm, "guest_psi_some_avg10"));
@@ -550,6 +589,7 @@ static void print_vm(struct json_object *vm)
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
+	print_channel(vm);
 	if (get_b(vm, "released"))
 		printf("  released: %s\n",
 		       get_i(vm, "release_left_bytes") == 0
@@ -1232,6 +1272,7 @@ static int cmd_domxml_patch(int argc, char **argv)
 {
 	/* Like virsh: LIBVIRT_DEFAULT_URI when set, else the system QEMU driver. */
 	const char *name = NULL, *uri = getenv("LIBVIRT_DEFAULT_URI");
+	struct mtd_domxml_opts opts = {.vsock = false, .vsock_dir = MTD_VSOCK_DIR};
 	const char *ept_dir = MTD_EPT_DIR_DEFAULT, *plugin = NULL;
 	bool yes = false, ept = false;
 	char err[300];
@@ -1243,6 +1284,10 @@ static int cmd_domxml_patch(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))
 			yes = true;
+		else if (!strcmp(argv[i], "--vsock"))
+			opts.vsock = true;
+		else if (!strcmp(argv[i], "--vsock-dir") && i + 1 < argc && argv[i + 1][0] == '/')
+			opts.vsock_dir = argv[++i];
 		else if (!strcmp(argv[i], "--uri") && i + 1 < argc)
 			uri = argv[++i];
 		else if (!strcmp(argv[i], "--ept"))
@@ -1259,8 +1304,9 @@ static int cmd_domxml_patch(int argc, char **argv)
 		}
 	}
 	if (!name) {
-		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--ept "
-				"[--ept-dir DIR] [--plugin SO]]\n");
+		fprintf(stderr,
+			"usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--vsock "
+			"[--vsock-dir DIR]] [--ept [--ept-dir DIR] [--plugin SO]]\n");
 		return EXIT_USAGE;
 	}
 	virSetErrorFunc(NULL, quiet_libvirt); /* we print libvirt's message once, ourselves */
@@ -1292,7 +1338,7 @@ static int cmd_domxml_patch(int argc, char **argv)
 		rc = EXIT_LIBVIRT;
 		goto out;
 	}
-	int n = mtd_domxml_patch(xml, &before, &after, &changes, err, sizeof(err));
+	int n = mtd_domxml_patch_opts(xml, &opts, &before, &after, &changes, err, sizeof(err));
 	if (n >= 0 && ept)
 		n = ept_step(&after, &changes, n, plugin, ept_dir, err, sizeof(err));
 	else if (n >= 0 && strstr(xml, "<domain type='qemu'"))

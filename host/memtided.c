@@ -11,7 +11,9 @@
  * Two modes:
  *   libvirt    (default) every running domain with a virtio balloon on --uri;
  *   plain QEMU --qmp PATH [--agent PATH] [--name NAME], once per VM: each VM's QMP socket
- *              and agent channel.
+ *              and agent channel (a virtio-serial socket, or vsock:PATH: memtided is the
+ *              back end of the VM's vhost-user-vsock-pci on QEMU's socket PATH;
+ *              host/vsock_service.h).
  */
 #include <errno.h>
 #include <signal.h>

@@ -162,6 +162,8 @@ SAMPLER(s_refused, "%u", st->refused_steps)
 SAMPLER(s_output, "%.6g", st->controller_output)
 SAMPLER(s_agent, "%d", st->agent_connected ? 1 : 0)
 SAMPLER(s_fpr, "%d", st->fpr_on ? 1 : 0)
+SAMPLER(s_rtt50, "%.6f", (double)st->agent_rtt_p50_us / 1e6)
+SAMPLER(s_rtt99, "%.6f", (double)st->agent_rtt_p99_us / 1e6)
 SAMPLER(s_avail, "%" PRIu64, st->guest_mem_available_bytes)
 /* The agent reports PSI as the kernel prints it, a percentage; a ratio here. */
 SAMPLER(s_psi, "%.4f", st->guest_psi_some_avg10 / 100.0)
@@ -344,6 +346,11 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       s_output);
 	per_vm(d, &b, "memtide_vm_agent_connected", "gauge", "1 when the guest agent is connected.",
 	       s_agent);
+	per_vm(d, &b, "memtide_vm_agent_rtt_p50_seconds", "gauge",
+	       "Median round trip of memtided's pings to the agent (last 256; 0: none yet).",
+	       s_rtt50);
+	per_vm(d, &b, "memtide_vm_agent_rtt_p99_seconds", "gauge",
+	       "99th percentile round trip of memtided's pings to the agent (last 256).", s_rtt99);
 	per_vm(d, &b, "memtide_vm_free_page_reporting", "gauge",
 	       "1 when the balloon has free page reporting on.", s_fpr);
 	per_vm(d, &b, "memtide_vm_guest_memory_available_bytes", "gauge", "Guest MemAvailable.",

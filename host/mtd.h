@@ -21,6 +21,7 @@
 #define MTD_WSS_BINS     4       /* idle ages of the working-set estimate */
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
+#define MTD_RAM_REGIONS  8 /* vhost-user's memory table holds at most 8 */
 #define MTD_SOURCE_NOTES 4 /* sources a VM could use besides the one it does */
 
 enum mtd_vm_state {
@@ -173,6 +174,22 @@ struct mtd_vm_status {
 	bool resumed;                /* this memtided took over from a saved state file */
 
 	bool agent_connected;
+	char agent_transport[16];  /* "vsock", "virtio-serial", "" while not connected */
+	uint64_t agent_rtt_p50_us; /* ping round trips (memtided -> agent -> memtided) */
+	uint64_t agent_rtt_p99_us;
+	unsigned agent_rtt_samples; /* the last pings the figures rest on (0: none) */
+	bool vsock;                 /* the VM has memtided's vhost-user-vsock device */
+	bool vsock_connected;       /* memtided's vhost-user session with QEMU is up */
+	unsigned vsock_restarts;    /* device restarts memtided asked QEMU for (QMP stop/cont) */
+	/* Guest RAM as QEMU's vhost-user memory table gives it: guest-physical -> QEMU virtual
+	 * address, the layout host-side eviction works on; checked against QMP and QEMU's maps
+	 * (ram_layout_check: 1 they agree, 0 they do not, -1 not checked yet). */
+	unsigned nr_ram_regions;
+	struct mtd_vm_ram_region {
+		uint64_t gpa, bytes, qemu_va;
+	} ram_regions[MTD_RAM_REGIONS];
+	int ram_layout_check;
+	char ram_layout_detail[160];
 	bool agent_caps_known; /* an agent said hello on this attach: agent_caps is its word */
 	uint32_t agent_caps;   /* enum proto_cap bits of its hello (agent_caps.h explains) */
 	bool fpr_on;           /* free page reporting enabled on the balloon */

@@ -10,6 +10,7 @@
  * up to MAX_POLICY_XML bytes: it is text any libvirt user can store in a domain.
  */
 #include "policy.h"
+#include "vsock_service.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -522,6 +523,10 @@ void mtd_config_default(struct mtd_config *cfg)
 	cfg->arb.release_rate_bytes_per_s = 128 * MiB;
 	snprintf(cfg->meminfo_path, sizeof(cfg->meminfo_path), "/proc/meminfo");
 	mtd_policy_default(&cfg->defaults);
+	snprintf(cfg->vsock_dir, sizeof(cfg->vsock_dir), "%s", MTD_VSOCK_DIR);
+	cfg->vsock_cid = VSOCK_DEFAULT_CID;
+	cfg->vsock_port = VSOCK_DEFAULT_PORT;
+	cfg->agent_ping_ms = 10000;
 	mtd_pageout_config_default(&cfg->pageout);
 }
 
@@ -586,6 +591,28 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		c->stats_period_s = u;
 		return 0;
 	}
+	if (!strcmp(k, "vsock_dir")) {
+		if (strcmp(v, "none") != 0 && v[0] != '/')
+			return bad(err, errlen, k, "an absolute directory, or none", v);
+		return set_str(c->vsock_dir, sizeof(c->vsock_dir), v, k, err, errlen);
+	}
+	if (!strcmp(k, "vsock_cid")) {
+		/* 0-2 are the hypervisor's, the local and the host's addresses; -1 is "any" */
+		if (parse_uint(v, UINT32_MAX - 1, &u) < 0 || u < 3)
+			return bad(err, errlen, k, "a guest CID 3..4294967294", v);
+		c->vsock_cid = u;
+		return 0;
+	}
+	if (!strcmp(k, "vsock_port")) {
+		if (parse_uint(v, UINT32_MAX - 1, &u) < 0 || u == 0)
+			return bad(err, errlen, k, "a port 1..4294967294", v);
+		c->vsock_port = u;
+		return 0;
+	}
+	if (!strcmp(k, "agent_ping"))
+		return mtd_parse_ms(v, &c->agent_ping_ms) < 0
+			   ? bad(err, errlen, k, "a duration such as 10s (0: never)", v)
+			   : 0;
 	if (!strcmp(k, "state_dir")) {
 		/* Absolute: memtided runs from / as a daemon, and a relative path would land
 		 * wherever it was started from. */

@@ -67,6 +67,12 @@ struct mtd_config {
 	uint64_t arbiter_interval_ms;      /* [host] interval */
 	char meminfo_path[MTD_PATH_MAX];   /* [host] meminfo: the host's /proc/meminfo (tests
 					  * and containers point it at another file) */
+	char vsock_dir[108];               /* [daemon] vsock_dir: QEMUs' vhost-user-vsock sockets
+					  * (libvirt mode; "none": no vsock service) */
+	uint64_t vsock_cid;                /* [daemon] vsock_cid: the guests' CID (3) */
+	uint32_t vsock_port;               /* [daemon] vsock_port: the agent's port (5253) */
+	uint64_t agent_ping_ms;            /* [daemon] agent_ping: ping the agent this often (10 s;
+					  * 0: never) */
 	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */
 	struct mtd_pageout_config pageout; /* [pageout]: host-side eviction (pageout_hand.h) */
 };

@@ -86,6 +86,40 @@ static struct json_object *actions(const struct mtd_vm_status *st)
 	return a;
 }
 
+/* The guest RAM layout from the vhost-user memory table, with its check against QMP. */
+static struct json_object *ram_layout(const struct mtd_vm_status *st)
+{
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	unsigned n = st->nr_ram_regions < MTD_RAM_REGIONS ? st->nr_ram_regions : MTD_RAM_REGIONS;
+
+	put_str(o, "source", "vhost-user");
+	for (unsigned i = 0; i < n; i++) {
+		struct json_object *r = json_object_new_object();
+
+		put_u64(r, "gpa", st->ram_regions[i].gpa);
+		put_u64(r, "bytes", st->ram_regions[i].bytes);
+		put_u64(r, "qemu_va", st->ram_regions[i].qemu_va);
+		json_object_array_add(a, r);
+	}
+	json_object_object_add(o, "regions", a);
+	/* null until checked */
+	json_object_object_add(
+	    o, "matches_qmp",
+	    st->ram_layout_check < 0 ? NULL : json_object_new_boolean(st->ram_layout_check == 1));
+	put_str(o, "detail", st->ram_layout_detail);
+	return o;
+}
+
+static struct json_object *agent_rtt(const struct mtd_vm_status *st)
+{
+	struct json_object *o = json_object_new_object();
+
+	put_u64(o, "p50_us", st->agent_rtt_p50_us);
+	put_u64(o, "p99_us", st->agent_rtt_p99_us);
+	put_u64(o, "samples", st->agent_rtt_samples);
+	return o;
+}
+
 struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 {
 	struct json_object *o = json_object_new_object();
@@ -114,6 +148,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "hold_left_ms", st->hold_left_ms);
 	put_u64(o, "refused_steps", st->refused_steps);
 	json_object_object_add(o, "agent_connected", json_object_new_boolean(st->agent_connected));
+	put_str(o, "agent_transport", st->agent_transport);
+	json_object_object_add(o, "vsock", json_object_new_boolean(st->vsock));
 	if (st->agent_caps_known) {
 		char names[160], means[400];
 		struct json_object *caps = json_object_new_array();
@@ -161,6 +197,17 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	json_object_object_add(o, "working_set", wss(st));
 	json_object_object_add(o, "generations", gens(st));
 	json_object_object_add(o, "actions", actions(st));
+	json_object_object_add(o, "agent_rtt", agent_rtt(st));
+	if (st->vsock) {
+		struct json_object *v = json_object_new_object();
+
+		json_object_object_add(v, "connected",
+				       json_object_new_boolean(st->vsock_connected));
+		put_u64(v, "restarts", st->vsock_restarts);
+		json_object_object_add(o, "vsock_device", v);
+	}
+	if (st->vsock || st->nr_ram_regions)
+		json_object_object_add(o, "ram_layout", ram_layout(st));
 	return o;
 }
 

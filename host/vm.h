@@ -36,6 +36,7 @@
 
 struct mtd_daemon;
 struct mtd_agent_link;
+struct mtd_vsock_claim;
 struct mtd_pageout_hand;
 struct json_object;
 
@@ -55,8 +56,8 @@ struct mtd_balloon_ops {
 	/* The QEMU process, for the guest RAM's resident size and to tell a restarted QEMU
 	 * from a reconnect to the same one.  -ENOTSUP when unknown. */
 	int (*qemu_pid)(void *ctx, int *pid);
-	/* One QMP command through this connection (ram_layout.h, mtd_qmp_fn): host-side
-	 * eviction reads QEMU's memory map with it.  May be NULL. */
+	/* One QMP command, passed through (libvirt: its monitor passthrough).  *ret as for
+	 * mtd_qmp_execute.  NULL when the actuator has no monitor. */
 	int (*qmp)(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
 		   char *err, size_t errlen);
 	/* Connections made so far (optional, NULL: the actuator never reconnects by itself):
@@ -102,6 +103,7 @@ struct mtd_vm {
 	void *balloon_ctx;
 	char agent_path[256]; /* unix socket of the agent channel ("" : none) */
 	bool agent_expected;
+	bool vsock_expected;        /* the VM has memtided's vhost-user-vsock device */
 	struct mtd_saved_vm *saved; /* a state file to resume from (taken on the first tick) */
 	bool forget;                /* on stop: remove the state file (the domain is gone) */
 
@@ -131,7 +133,11 @@ struct mtd_vm {
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
-	uint64_t applied_bytes; /* the balloon target the hypervisor last accepted */
+	struct mtd_vsock_claim *vsock;  /* our claim on the vsock service's endpoint */
+	uint64_t vsock_restart_session; /* the session a device restart was asked for */
+	unsigned vsock_restarts;
+	uint64_t layout_checked_gen; /* the memory table last checked against QMP */
+	uint64_t applied_bytes;      /* the balloon target the hypervisor last accepted */
 	bool applied_valid;     /* applied_bytes holds one (none yet after attach or restart) */
 	bool apply_pending;     /* the last command failed or the actuator reconnected: send
 				 * the current target again at the next tick */
@@ -196,6 +202,12 @@ void mtd_vm_figures(uint64_t domain_bytes, uint64_t actual_bytes, uint64_t rss_b
 void mtd_vm_wake(struct mtd_vm *vm);
 /* Hand the loop a new policy (validated by the caller). */
 void mtd_vm_set_policy(struct mtd_vm *vm, const struct mtd_policy *p);
+
+/* memtided's vhost-user-vsock back end, the VM loop's side (vm_vsock.c): restart the device
+ * after memtided reconnected to a running QEMU, publish and check the memory table. */
+void mtd_vm_vsock_step(struct mtd_vm *vm);
+/* Fill st's agent-channel and vsock fields. */
+void mtd_vm_channel_status(struct mtd_vm *vm, struct mtd_vm_status *st);
 
 /* The loop (vm_loop.c). */
 int mtd_vm_loop_start(struct mtd_vm *vm);

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "agent_link.h"
+#include "vsock_service.h"
 #include "choose.h"
 #include "daemon.h"
 #include "log.h"
@@ -286,10 +287,25 @@ static int attach(struct mtd_vm *vm)
 	if (vm->balloon->connects)
 		vm->connects_seen = vm->balloon->connects(vm->balloon_ctx);
 
-	if (vm->agent_path[0]) {
+	/* The agent's channel: virtio-serial (a socket to connect to), vsock (streams from the
+	 * vsock service), or both (the agent picks: vsock when its guest has one). */
+	if (vm->vsock_expected && vm->d->vsock) {
+		rc = mtd_vsock_claim(vm->d->vsock, vm->name, vm->wake_fd, &vm->vsock);
+		if (rc < 0)
+			return rc;
+		vm->draft.ram_layout_check = -1;
+	}
+	if (vm->agent_path[0] || vm->vsock) {
+		char label[MTD_NAME_MAX + 8];
+
 		rc = mtd_agent_link_new(vm->agent_path, cfg->ctl.interval_ms, &vm->agent);
 		if (rc < 0)
 			return rc;
+		snprintf(label, sizeof(label), "vsock:%s", vm->name);
+		if (vm->vsock)
+			mtd_agent_link_set_fd_source(vm->agent, mtd_vsock_take_fd, vm->vsock,
+						     label);
+		mtd_agent_link_set_ping(vm->agent, cfg->agent_ping_ms);
 	}
 	if (cfg->source == MTD_SOURCE_SIM) {
 		rc = mtd_source_sim_new(vm->domain_bytes, cfg->sim_hot_percent, name_seed(vm->name),
@@ -353,7 +369,9 @@ static int attach(struct mtd_vm *vm)
 	    "%s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u headroom %" PRIu64 " MiB",
 	    vm->name, vm->domain_bytes / MiB, vm->balloon->name,
 	    vm->source.ops ? vm->source.ops->name : "none",
-	    vm->agent_path[0] ? vm->agent_path : "none",
+	    vm->agent_path[0] ? vm->agent_path
+	    : vm->vsock       ? "vsock"
+			      : "none",
 	    vm->policy.enabled ? "enabled" : "disabled", vm->policy.min_bytes / MiB,
 	    vm->policy.max_bytes / MiB, vm->policy.priority, vm->policy.headroom_bytes / MiB);
 	return 0;
@@ -1116,6 +1134,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->working_set_bytes = t->wss_bytes;
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);
+	mtd_vm_channel_status(vm, st);
 	if (st->agent_connected) { /* kept after the agent goes: its last word */
 		st->agent_caps = mtd_agent_link_hello(vm->agent)->caps;
 		st->agent_caps_known = true;
@@ -1293,8 +1312,11 @@ static void *loop_main(void *arg)
 	uint64_t next_release = 0;
 	while (!atomic_load(&vm->stop)) {
 		uint64_t now = mono_ms();
+		/* A ping in flight is answered before the tick's QMP calls could hold its pong
+		 * up: the round trip measures the channel, not this loop (at most 50 ms). */
+		uint64_t ping_back = vm->agent ? mtd_agent_link_ping_due_back(vm->agent) : 0;
 		bool asked = take_mail(vm, now);
-		if (now >= next_tick) {
+		if (now >= next_tick && now >= ping_back) {
 			note_tick_gap(vm, now);
 			tick(vm, now, true, 0);
 			next_tick += cfg->ctl.interval_ms;
@@ -1305,7 +1327,9 @@ static void *loop_main(void *arg)
 			tick(vm, now, false, 0);
 			next_release = now + RELEASE_TICK_MS;
 		}
-		uint64_t deadline = next_tick;
+		/* The vsock device first: a session memtided just got may need a restart. */
+		mtd_vm_vsock_step(vm);
+		uint64_t deadline = next_tick > ping_back ? next_tick : ping_back;
 		if (releasing(vm) && next_release < deadline)
 			deadline = next_release;
 		if (vm->agent && mtd_agent_link_deadline(vm->agent) < deadline)
@@ -1354,6 +1378,8 @@ out:
 	mtd_source_destroy(&vm->source);
 	mtd_agent_link_free(vm->agent);
 	vm->agent = NULL;
+	mtd_vsock_release(vm->vsock);
+	vm->vsock = NULL;
 	rcu_unregister_thread();
 	/* Last: once queued, the main thread may join and free vm. */
 	if (atomic_load(&vm->detaching) && mtd_daemon_queue_reap(vm->d, vm->name, vm->serial) < 0)

@@ -2,8 +2,8 @@
 # lib.sh: the end-to-end harness, sourced by tests/e2e/scenarios/*.sh and scripts/demo.sh.
 #
 # It boots a real Debian guest under QEMU TCG the way an operator would (plain QEMU, a
-# virtio-balloon with free page reporting and deflate-on-oom, QMP on a unix socket, a
-# virtio-serial port named org.memtide.agent.0 for memtide-agent), and gives the scenarios:
+# virtio-balloon with free page reporting and deflate-on-oom, QMP on a unix socket, and the
+# agent's channel), and gives the scenarios:
 #   e2e_init NAME            work dir, TAP counter, figures file $BUILD/e2e/NAME.json, and an
 #                            EXIT trap that stops every process the harness started, by PID.
 #   e2e_build                the guest image (tests/e2e/guest/build.sh) and our workloads.
@@ -21,10 +21,24 @@
 #                            (reclaim or balloon) and prints its path, for --config; its
 #                            state_dir is the test's own ($E2E_DIR/state, never
 #                            /var/lib/memtide).
-#   e2e_ok / e2e_not_ok      TAP lines; e2e_fig KEY VALUE records a figure (printed and JSON).
+#   e2e_ok / e2e_not_ok      TAP lines; e2e_fig KEY VALUE records a figure (printed and JSON:
+#                            numbers and true/false as such, anything else as a string).
 # Data: $E2E_DIR holds console.log, qmp.sock, agent.sock; $E2E_PIDS lists started PIDs.
+#
+# The agent's channel, E2E_TRANSPORT (the guest agent's default "auto" finds either):
+#   virtio (default)  a virtio-serial port named org.memtide.agent.0 on a QEMU chardev socket;
+#   vsock             memtided's vhost-user-vsock-pci (host/vsock_service.h) and no
+#                     virtio-serial port; guest RAM is a shared memfd (vhost-user maps it).
+#                     QEMU 7.2 waits for the device's back end before it runs the guest, and
+#                     scenarios start memtided only later: until they do, the harness's
+#                     vsock_bridge (memtided's own back end code, tests/e2e/vsock_bridge.c)
+#                     serves the device; e2e_start kills it when memtided starts, and memtided
+#                     takes the device over as after a restart of its own.
+# Either way $E2E_AGENT is what memtided's --agent takes (a socket, or vsock:SOCKET) and
+# $E2E_AGENT_SOCK the unix socket where a scripted host reaches the agent itself.
 set -u
 BUILD=${BUILD:-build}
+E2E_TRANSPORT=${E2E_TRANSPORT:-virtio}
 E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 E2E_PIDS=()
 E2E_N=0
@@ -57,6 +71,9 @@ e2e_init() {
 	cd "$E2E_ROOT" || exit 1
 	E2E_DIR=$(mktemp -d "/tmp/memtide-e2e-$E2E_NAME.XXXXXX")
 	E2E_JSON=$PWD/$BUILD/e2e/$E2E_NAME.json
+	# A scenario run over vsock keeps its virtio-serial figures: NAME-vsock.json.
+	[ "$E2E_TRANSPORT" = vsock ] && [ "$E2E_NAME" != vsock ] &&
+		E2E_JSON=$PWD/$BUILD/e2e/$E2E_NAME-vsock.json
 	mkdir -p "$BUILD/e2e"
 	trap e2e_cleanup EXIT
 	trap 'exit 130' INT TERM
@@ -79,7 +96,11 @@ e2e_write_json() {
 	s+="\"scenario\":\"$E2E_NAME\""
 	for k in "${E2E_FIG_KEYS[@]}"; do
 		local v=${E2E_FIGS[$k]}
-		if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]]; then s+=",\"$k\":$v"; else s+=",\"$k\":\"$v\""; fi
+		if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || [ "$v" = true ] || [ "$v" = false ]; then
+			s+=",\"$k\":$v"
+		else
+			s+=",\"$k\":\"$v\""
+		fi
 	done
 	s+="$sep}"
 	echo "$s" >"$E2E_JSON"
@@ -101,6 +122,12 @@ e2e_build() {
 }
 
 e2e_start() {
+	# memtided takes the vsock device over from the bridge (see the top of this file).
+	if [ -n "${E2E_VS_BRIDGE:-}" ] && [ "$(basename "$1")" = memtided ]; then
+		kill -9 "$E2E_VS_BRIDGE" 2>/dev/null
+		wait "$E2E_VS_BRIDGE" 2>/dev/null
+		E2E_VS_BRIDGE=
+	fi
 	"$@" &
 	E2E_PIDS+=($!)
 	E2E_LAST_PID=$!
@@ -114,16 +141,42 @@ e2e_boot() {
 	E2E_CONSOLE=$E2E_DIR/console.log
 	E2E_QMP=$E2E_DIR/qmp.sock
 	E2E_QMP_TEST=$E2E_DIR/qmp-test.sock
-	E2E_AGENT=$E2E_DIR/agent.sock
+	E2E_VSOCK=$E2E_DIR/vsock.sock
+	local channel
+	case $E2E_TRANSPORT in
+	vsock)
+		E2E_AGENT=vsock:$E2E_VSOCK
+		E2E_AGENT_SOCK=$E2E_DIR/agent-bridge.sock
+		channel=(-chardev "socket,id=vs0,path=$E2E_VSOCK,server=on"
+			-device vhost-user-vsock-pci,chardev=vs0)
+		# E2E_NO_BRIDGE=1: the scenario runs memtided first, as an operator would.
+		if [ "${E2E_NO_BRIDGE:-0}" != 1 ]; then
+			e2e_start "$BUILD/tests/e2e/vsock_bridge" --vhost "$E2E_VSOCK" \
+				--listen "$E2E_AGENT_SOCK" 2>"$E2E_DIR/bridge.log"
+			E2E_VS_BRIDGE=$E2E_LAST_PID
+		fi
+		;;
+	*)
+		E2E_AGENT=$E2E_DIR/agent.sock
+		E2E_AGENT_SOCK=$E2E_AGENT
+		channel=(-device virtio-serial-pci
+			-chardev "socket,id=ch0,path=$E2E_AGENT,server=on,wait=off"
+			-device virtserialport,chardev=ch0,name=org.memtide.agent.0)
+		;;
+	esac
+	# vhost-user maps guest RAM: a shared memfd (E2E_MEMFD=1 gives it to virtio-serial runs too,
+	# to tell the transport's cost from the backing's).
+	if [ "$E2E_TRANSPORT" = vsock ] || [ "${E2E_MEMFD:-0}" = 1 ]; then
+		channel+=(-object "memory-backend-memfd,id=mem,size=${mib}M,share=on"
+			-machine memory-backend=mem)
+	fi
 	: >"$E2E_CONSOLE"
 	e2e_start qemu-system-x86_64 -accel tcg -m "$mib" -smp 2 -nographic -no-reboot -nic none \
 		-kernel "$E2E_KERNEL" -initrd "$E2E_INITRD" \
 		-append "console=ttyS0 quiet panic=-1 memtide.run=${run// /,} $append" \
 		-device virtio-balloon-pci,id=balloon0,free-page-reporting=on,deflate-on-oom=on \
 		-qmp "unix:$E2E_QMP,server,nowait" -qmp "unix:$E2E_QMP_TEST,server,nowait" \
-		-device virtio-serial-pci \
-		-chardev "socket,id=ch0,path=$E2E_AGENT,server=on,wait=off" \
-		-device virtserialport,chardev=ch0,name=org.memtide.agent.0 \
+		"${channel[@]}" \
 		"$@" </dev/null >"$E2E_CONSOLE" 2>"$E2E_DIR/qemu.err"
 	E2E_QEMU_PID=$E2E_LAST_PID
 }

@@ -14,7 +14,11 @@
 #                            autodeflate='on'>
 #                            and the agent's unix <channel>; sets E2E_QEMU_PID (from libvirt's
 #                            pid file) and E2E_CONSOLE, so e2e_wait and e2e_guest_rss_mib work
-#                            as with plain QEMU.
+#                            as with plain QEMU.  With E2E_TRANSPORT=vsock the channel is
+#                            memtided's vhost-user-vsock instead, as `memtidectl domxml-patch
+#                            --vsock` writes it (shared memfd RAM, <qemu:commandline>, the
+#                            socket in memtided's default vsock_dir): memtided must be running
+#                            (libvirt mode) before the domain starts, as QEMU waits for it.
 # Cleanup destroys the domain by name through libvirt (libvirtd owns the QEMU process), then
 # kills the PID if it is still there, and removes the hook it installed.
 E2E_LV_DOMS=()
@@ -85,8 +89,26 @@ e2e_lv_boot() {
 	E2E_MEM_MIB=$mib
 	E2E_CONSOLE=$dir/console.log
 	E2E_AGENT=$dir/agent.sock
+	local channel="    <channel type='unix'>
+      <source mode='bind' path='$E2E_AGENT'/>
+      <target type='virtio' name='org.memtide.agent.0'/>
+    </channel>" extra= ns=
+	if [ "$E2E_TRANSPORT" = vsock ]; then
+		channel=
+		ns=" xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'"
+		extra="  <memoryBacking>
+    <source type='memfd'/>
+    <access mode='shared'/>
+  </memoryBacking>
+  <qemu:commandline>
+    <qemu:arg value='-chardev'/>
+    <qemu:arg value='socket,id=memtide-vsock,path=/run/memtide/vsock/$name.sock,server=on'/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='vhost-user-vsock-pci,chardev=memtide-vsock'/>
+  </qemu:commandline>"
+	fi
 	cat >"$dir/$name.xml" <<XML
-<domain type='qemu'>
+<domain type='qemu'$ns>
   <name>$name</name>
   <memory unit='MiB'>$mib</memory>
   <currentMemory unit='MiB'>$mib</currentMemory>
@@ -106,14 +128,12 @@ e2e_lv_boot() {
       <log file='$E2E_CONSOLE' append='off'/>
       <target port='0'/>
     </serial>
-    <channel type='unix'>
-      <source mode='bind' path='$E2E_AGENT'/>
-      <target type='virtio' name='org.memtide.agent.0'/>
-    </channel>
+$channel
     <memballoon model='virtio' freePageReporting='on' autodeflate='on'>
       <stats period='2'/>
     </memballoon>
   </devices>
+$extra
 </domain>
 XML
 	E2E_LV_DOMS+=("$name")

@@ -297,7 +297,7 @@ static void test_config_file(void **state)
 	assert_int_equal(write(fd, good, sizeof(good) - 1), (ssize_t)sizeof(good) - 1);
 	close(fd);
 	agent_config_defaults(&c);
-	assert_int_equal(c.transport, AGENT_TR_VIRTIO);
+	assert_int_equal(c.transport, AGENT_TR_AUTO);
 	assert_string_equal(c.port_name, "org.memtide.agent.0");
 	assert_int_equal(c.report_interval_ms, 2000);
 	assert_int_equal(agent_config_load(&c, path, err, sizeof(err)), 0);
@@ -451,7 +451,7 @@ static void test_virtio_port_lookup(void **state)
 {
 	struct agent_config c;
 	char root[] = "/tmp/memtide-vport-XXXXXX", p[512], out[AGENT_PATH_MAX + 64];
-	bool used = false;
+	struct agent_transport_state used = {0};
 	int fd;
 
 	(void)state;

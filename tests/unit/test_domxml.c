@@ -6,13 +6,17 @@
  * Checked: a bare domain gets a virtio balloon with free page reporting and stats and the
  * agent channel; an existing balloon is edited in place (its other attributes kept); model
  * none becomes virtio; a patched domain needs nothing (idempotent); an existing agent
- * channel is not duplicated; malformed input is refused with a reason.
+ * channel is not duplicated; malformed input is refused with a reason.  With --vsock: shared
+ * memfd RAM and the vhost-user-vsock device in <qemu:commandline> (namespace declared, the
+ * socket named for the domain), idempotent, an existing memoryBacking edited in place, a
+ * kernel <vsock> left alone with a warning, a name too long for a socket path refused.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +148,77 @@ static void test_malformed_refused(void **state)
 	}
 }
 
+static int patch_vsock(const char *in, char **after, char **changes, char *err)
+{
+	struct mtd_domxml_opts o = {.vsock = true, .vsock_dir = "/run/memtide/vsock"};
+	char *before = NULL;
+	int n = mtd_domxml_patch_opts(in, &o, &before, after, changes, err, 200);
+
+	free(before);
+	return n;
+}
+
+static void test_vsock_device_and_shared_ram(void **state)
+{
+	char *after, *changes, *again, *changes2, err[200];
+	(void)state;
+
+	int n = patch_vsock(BARE, &after, &changes, err);
+	assert_int_equal(n, 6); /* balloon, stats, channel, memfd, shared, device */
+	assert_non_null(strstr(after, "<source type=\"memfd\"/>"));
+	assert_non_null(strstr(after, "<access mode=\"shared\"/>"));
+	assert_non_null(strstr(after, "xmlns:qemu=\"http://libvirt.org/schemas/domain/qemu/1.0\""));
+	assert_non_null(strstr(after, "<qemu:arg value=\"-chardev\"/>"));
+	assert_non_null(strstr(after, "<qemu:arg value=\"socket,id=memtide-vsock,path=/run/memtide/"
+				      "vsock/web1.sock,server=on\"/>"));
+	assert_non_null(
+	    strstr(after, "<qemu:arg value=\"vhost-user-vsock-pci,chardev=memtide-vsock\"/>"));
+	assert_non_null(strstr(changes, "vsock"));
+	/* Idempotent. */
+	assert_int_equal(patch_vsock(after, &again, &changes2, err), 0);
+	assert_int_equal(count(again, "vhost-user-vsock-pci"), 1);
+	free(after);
+	free(changes);
+	free(again);
+	free(changes2);
+
+	/* An existing anonymous, private backing is edited in place (its hugepages kept). */
+	const char *mb = "<domain type='kvm'><name>db</name><memoryBacking><hugepages/>"
+			 "<source type='anonymous'/><access mode='private'/></memoryBacking>"
+			 "<devices/></domain>";
+	n = patch_vsock(mb, &after, &changes, err);
+	assert_true(n > 0);
+	assert_int_equal(count(after, "<memoryBacking>"), 1);
+	assert_non_null(strstr(after, "<hugepages/>"));
+	assert_non_null(strstr(after, "<source type=\"memfd\"/>"));
+	assert_non_null(strstr(after, "<access mode=\"shared\"/>"));
+	free(after);
+	free(changes);
+
+	/* A kernel vsock device: left alone, with a warning. */
+	const char *kv = "<domain type='kvm'><name>k</name><devices><vsock model='virtio'/>"
+			 "</devices></domain>";
+	n = patch_vsock(kv, &after, &changes, err);
+	assert_true(n > 0);
+	assert_null(strstr(after, "vhost-user-vsock-pci"));
+	assert_non_null(strstr(changes, "kernel <vsock>"));
+	free(after);
+	free(changes);
+
+	/* A name that makes too long a socket path. */
+	char longname[256];
+	snprintf(longname, sizeof(longname), "<domain><name>%090d</name><devices/></domain>", 7);
+	assert_int_equal(patch_vsock(longname, &after, &changes, err), -EINVAL);
+	assert_non_null(strstr(err, "107"));
+
+	/* Without the option nothing of this is added. */
+	assert_int_equal(patch(BARE, &after, &changes), 3);
+	assert_null(strstr(after, "qemu:commandline"));
+	assert_null(strstr(after, "memoryBacking"));
+	free(after);
+	free(changes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +227,7 @@ int main(void)
 	    cmocka_unit_test(test_existing_balloon_gets_autodeflate),
 	    cmocka_unit_test(test_model_none_becomes_virtio),
 	    cmocka_unit_test(test_malformed_refused),
+	    cmocka_unit_test(test_vsock_device_and_shared_ram),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

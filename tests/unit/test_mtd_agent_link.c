@@ -6,8 +6,11 @@
  * frames).  Checked: the handshake (our hello and config arrive, the agent's hello makes the
  * link ready), stats and need reach the link, a reclaim request goes out once at a time,
  * garbage frames disconnect the peer within the error budget, an oversized length prefix
- * disconnects at once, and the link reconnects after its backoff.  No sleeps: the link is
- * non-blocking and unix-socket bytes are readable as soon as the peer's write returns.
+ * disconnects at once, and the link reconnects after its backoff.  Streams from an fd
+ * source (the vsock back end's socketpairs) replace a virtio-serial session and each other;
+ * a link with no socket waits for its source with no deadline; pings go out once per
+ * interval, one at a time, and their pongs give round-trip percentiles.  No sleeps: the link
+ * is non-blocking and unix-socket bytes are readable as soon as the peer's write returns.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -338,6 +341,110 @@ static void test_no_listener_backs_off(void **state)
 	assert_int_equal(mtd_agent_link_new(longpath, 1000, &l), -ENAMETOOLONG);
 }
 
+static int pending_fd = -1;
+
+static int take_pending(void *ctx)
+{
+	int fd = pending_fd;
+
+	assert_ptr_equal(ctx, &pending_fd);
+	pending_fd = -1;
+	return fd >= 0 ? fd : -EAGAIN;
+}
+
+/* The host side's hello and config on a fresh stream, then the agent's hello. */
+static void stream_handshake(struct mtd_agent_link *l, int fd, uint64_t now)
+{
+	struct proto_msg m;
+
+	mtd_agent_link_service(l, now);
+	peer_read(fd, &m);
+	assert_int_equal(m.type, PROTO_MSG_HELLO);
+	peer_read(fd, &m);
+	assert_int_equal(m.type, PROTO_MSG_CONFIG);
+	agent_hello(fd);
+	mtd_agent_link_service(l, now);
+	assert_true(mtd_agent_link_ready(l));
+}
+
+static void test_fd_source_replaces_and_pings(void **state)
+{
+	struct mtd_agent_link *l;
+	struct mtd_agent_link_counters c;
+	struct proto_msg m;
+	uint64_t now = 1000, p50, p99;
+	unsigned n;
+	int sv[2];
+	char b;
+	(void)state;
+
+	/* Up over virtio-serial first. */
+	make_listener();
+	assert_int_equal(mtd_agent_link_new(sock_path, 1000, &l), 0);
+	mtd_agent_link_set_fd_source(l, take_pending, &pending_fd, "vsock:test");
+	int serial = handshake(l, &now);
+	assert_string_equal(mtd_agent_link_transport(l), "virtio-serial");
+
+	/* A vsock stream arrives: it replaces the serial session. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+	pending_fd = sv[1];
+	stream_handshake(l, sv[0], now);
+	assert_string_equal(mtd_agent_link_transport(l), "vsock");
+	assert_int_equal(recv(serial, &b, 1, MSG_DONTWAIT), 0); /* EOF on the old one */
+	close(serial);
+
+	/* Pings: one per interval, one at a time; pongs make round trips. */
+	mtd_agent_link_set_ping(l, 100);
+	assert_int_equal(mtd_agent_link_ping_due_back(l), 0);
+	mtd_agent_link_service(l, now);
+	peer_read(sv[0], &m);
+	assert_int_equal(m.type, PROTO_MSG_PING);
+	assert_int_equal(mtd_agent_link_ping_due_back(l), now + 50); /* the loop's tick waits */
+	uint32_t pid = m.id;
+	mtd_agent_link_service(l, now + 200); /* no second ping while one is out */
+	struct pollfd pf = {.fd = sv[0], .events = POLLIN};
+	assert_int_equal(poll(&pf, 1, 0), 0);
+	assert_true(mtd_agent_link_deadline(l) <= now + 10000);
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_PONG;
+	m.u.pong.re = pid + 1000; /* answers no ping: ignored */
+	peer_send(sv[0], &m);
+	m.u.pong.re = pid;
+	peer_send(sv[0], &m);
+	mtd_agent_link_service(l, now + 200);
+	mtd_agent_link_rtt(l, &p50, &p99, &n);
+	assert_int_equal(n, 1);
+	assert_true(p50 > 0 && p50 == p99);
+	/* The answer came later than one interval: the next ping goes at once. */
+	peer_read(sv[0], &m);
+	assert_int_equal(m.type, PROTO_MSG_PING);
+	assert_int_equal(mtd_agent_link_deadline(l), now + 200 + 10000); /* its loss */
+	mtd_agent_link_counters(l, &c);
+	assert_int_equal(c.pings, 2);
+	assert_int_equal(c.pongs, 1);
+
+	/* A second vsock stream (the agent restarted) replaces the first. */
+	int sv2[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv2), 0);
+	pending_fd = sv2[1];
+	stream_handshake(l, sv2[0], now + 400);
+	assert_int_equal(recv(sv[0], &b, 1, MSG_DONTWAIT), 0);
+	close(sv[0]);
+	close(sv2[0]);
+	mtd_agent_link_free(l);
+	close(listen_fd);
+	unlink(sock_path);
+
+	/* A link with no socket: nothing to connect to, no deadline while down. */
+	assert_int_equal(mtd_agent_link_new("", 1000, &l), 0);
+	mtd_agent_link_set_fd_source(l, take_pending, &pending_fd, "vsock:x");
+	mtd_agent_link_service(l, now);
+	assert_int_equal(mtd_agent_link_fd(l), -1);
+	assert_int_equal(mtd_agent_link_deadline(l), UINT64_MAX);
+	assert_string_equal(mtd_agent_link_transport(l), "");
+	mtd_agent_link_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -345,6 +452,7 @@ int main(void)
 	    cmocka_unit_test(test_garbage_disconnects_then_reconnects),
 	    cmocka_unit_test(test_new_hello_rehandshakes),
 	    cmocka_unit_test(test_no_listener_backs_off),
+	    cmocka_unit_test(test_fd_source_replaces_and_pings),
 	};
 	return cmocka_run_group_tests_name("mtd_agent_link", tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
 # The guest (1 GiB, zram swap of 400 MiB inside it) holds 300 MiB of cold anonymous data.  A
 # scripted host (tests/e2e/reclaim_host.py, standing in for memtided so that the request and
 # the reply are exactly what this test chooses) talks to the real agent over the virtio-serial
-# port and asks it to:
+# port (E2E_TRANSPORT=vsock: over vsock, through the harness's vsock_bridge) and asks it to:
 #   1. reclaim 100 MiB of page cache only, when the guest has next to none and may not drop
 #      caches: the agent must not claim success;
 #   2. reclaim 200 MiB, anon allowed: the agent must free it (cgroup v2
@@ -34,7 +34,7 @@ rss_filled=$(e2e_guest_rss_mib)
 e2e_fig rss_filled_mib "$rss_filled"
 
 # The scripted host writes one JSON object of results; it gives up after 120 s.
-timeout 150 python3 tests/e2e/reclaim_host.py "$E2E_AGENT" ${RECLAIM_HOST_ARGS:-} >"$E2E_DIR/host.json" \
+timeout 150 python3 tests/e2e/reclaim_host.py "$E2E_AGENT_SOCK" ${RECLAIM_HOST_ARGS:-} >"$E2E_DIR/host.json" \
 	2>"$E2E_DIR/host.err" &
 E2E_PIDS+=($!)
 host_pid=$!
