@@ -32,6 +32,7 @@ LIBDIR=$PREFIX/lib/memtide    # QEMU's memtide-ept plugin
 EPT_PLUGIN=${EPT_PLUGIN:-$TOP/build/lib/memtide/memtide-ept.so}
 MANDIR=$PREFIX/share/man
 COMPDIR=$PREFIX/share/bash-completion/completions
+TMPFILESDIR=$PREFIX/lib/tmpfiles.d
 # /usr/local units go to /etc/systemd/system; a distribution prefix to /lib/systemd/system.
 if [ "$PREFIX" = /usr ]; then UNITDIR=/lib/systemd/system; else UNITDIR=/etc/systemd/system; fi
 HOOK=/etc/libvirt/hooks/qemu.d/memtide
@@ -68,6 +69,9 @@ install_host() {
 	# shellcheck disable=SC2086
 	install -m 0644 $STRIP "$EPT_PLUGIN" "$DESTDIR$LIBDIR/memtide-ept.so"
 	put "$SRC/systemd/memtided.service" "$UNITDIR/memtided.service" 0644
+	# /run/memtide/ept (1777) at boot: where the plugin in QEMU makes its table (docs/operations.md).
+	install -d "$DESTDIR$TMPFILESDIR"
+	install -m 0644 "$SRC/tmpfiles.d/memtide.conf" "$DESTDIR$TMPFILESDIR/memtide.conf"
 	put "$SRC/libvirt/hooks/qemu.d/memtide" "$HOOK" 0755
 	install -d "$DESTDIR/etc/memtide"
 	if [ -e "$DESTDIR$CONF" ]; then
@@ -113,7 +117,8 @@ uninstall() {
 		"$UNITDIR/memtide-agent.service" "$HOOK" "$MANDIR/man8/memtided.8" \
 		"$MANDIR/man1/memtidectl.1" "$MANDIR/man5/memtided.conf.5" \
 		"$MANDIR/man8/memtide-agent.8" "$MANDIR/man1/memtide-sim.1" \
-		"$MANDIR/man1/memtide-trace.1" "$COMPDIR/memtidectl" "$CONF.example"; do
+		"$MANDIR/man1/memtide-trace.1" "$COMPDIR/memtidectl" "$CONF.example" \
+		"$TMPFILESDIR/memtide.conf"; do
 		rm -f "$DESTDIR$f"
 	done
 	rm -rf "$DESTDIR$DOCDIR" "$DESTDIR$DATADIR" "$DESTDIR$LIBDIR"

@@ -708,7 +708,8 @@ static int expire_idle(struct mtd_control *ctl, uint64_t now)
  * of any normal thread.  What it does per wake-up is bounded (one request per client, a
  * status of 256 VMs takes ~2 ms to render), it sleeps in poll() otherwise, and the kernel's
  * real-time throttling (95% by default) bounds it even if that were ever wrong.  Without the
- * privilege (not root, or a cgroup without real-time time), nice -10, else as it is.
+ * privilege (not root, a cgroup without real-time time, or a unit with RestrictRealtime=yes:
+ * memtided.service allows it for this reason), nice -10, else as it is.
  */
 static void control_priority(void)
 {

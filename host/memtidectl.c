@@ -32,6 +32,7 @@
 
 #include "domxml.h"
 #include "ept_cli.h"
+#include "ept_file.h"
 #include "history.h"
 #include "mtd.h"
 
@@ -73,10 +74,11 @@ static void usage(FILE *f)
 	    "  ept-status TABLE              the ept plugin's table file: windows, cost\n"
 	    "  ept-mode TABLE off|always|window MS\n"
 	    "                                switch its instrumentation by hand\n"
-	    "  domxml-patch DOMAIN [--yes] [--uri URI]\n"
+	    "  domxml-patch DOMAIN [--yes] [--uri URI] [--ept [--ept-dir DIR] [--plugin SO]]\n"
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
-	    "                                channel), after showing the diff\n"
+	    "                                channel; --ept: the ept plugin for a TCG guest),\n"
+	    "                                after showing the diff\n"
 	    "  version                       memtidectl's and memtided's versions\n\n"
 	    "Options:\n"
 	    "  --socket PATH   memtided's control socket (default " DEFAULT_SOCKET ")\n"
@@ -994,22 +996,56 @@ static void quiet_libvirt(void *arg, virErrorPtr e)
 	(void)e;
 }
 
+/* --ept: the plugin's step (host/access/ept_cli.h) on the patched text; its changes are
+ * added to the others.  Returns the total number of changes or -errno with err. */
+static int ept_step(char **after, char **changes, int n, const char *plugin, const char *dir,
+		    char *err, size_t errlen)
+{
+	char *a2 = NULL, *c2 = NULL, *all;
+	int n2 = mtd_ept_domxml_step(*after, plugin, dir, &a2, &c2, err, errlen);
+
+	if (n2 < 0)
+		return n2;
+	all = malloc(strlen(*changes) + strlen(c2) + 1);
+	if (!all) {
+		free(a2);
+		free(c2);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	strcpy(all, *changes);
+	strcat(all, c2);
+	free(*after);
+	free(*changes);
+	free(c2);
+	*after = a2;
+	*changes = all;
+	return n + n2;
+}
+
 static int cmd_domxml_patch(int argc, char **argv)
 {
 	/* Like virsh: LIBVIRT_DEFAULT_URI when set, else the system QEMU driver. */
 	const char *name = NULL, *uri = getenv("LIBVIRT_DEFAULT_URI");
+	const char *ept_dir = MTD_EPT_DIR_DEFAULT, *plugin = NULL;
+	bool yes = false, ept = false;
+	char err[300];
+	int rc = EXIT_OK;
 
 	if (!uri || !*uri)
 		uri = "qemu:///system";
-	bool yes = false;
-	char err[300];
-	int rc = EXIT_OK;
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))
 			yes = true;
 		else if (!strcmp(argv[i], "--uri") && i + 1 < argc)
 			uri = argv[++i];
+		else if (!strcmp(argv[i], "--ept"))
+			ept = true;
+		else if (!strcmp(argv[i], "--ept-dir") && i + 1 < argc)
+			ept_dir = argv[++i];
+		else if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
+			plugin = argv[++i];
 		else if (!name && argv[i][0] != '-')
 			name = argv[i];
 		else {
@@ -1018,7 +1054,8 @@ static int cmd_domxml_patch(int argc, char **argv)
 		}
 	}
 	if (!name) {
-		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI]\n");
+		fprintf(stderr, "usage: memtidectl domxml-patch DOMAIN [--yes] [--uri URI] [--ept "
+				"[--ept-dir DIR] [--plugin SO]]\n");
 		return EXIT_USAGE;
 	}
 	virSetErrorFunc(NULL, quiet_libvirt); /* we print libvirt's message once, ourselves */
@@ -1051,6 +1088,12 @@ static int cmd_domxml_patch(int argc, char **argv)
 		goto out;
 	}
 	int n = mtd_domxml_patch(xml, &before, &after, &changes, err, sizeof(err));
+	if (n >= 0 && ept)
+		n = ept_step(&after, &changes, n, plugin, ept_dir, err, sizeof(err));
+	else if (n >= 0 && strstr(xml, "<domain type='qemu'"))
+		printf("hint: %s is a TCG guest: --ept adds memtide's ept plugin, which lets "
+		       "memtided see its page accesses\n",
+		       name);
 	if (n < 0) {
 		fprintf(stderr, "memtidectl: %s: %s\n", name, err);
 		rc = EXIT_LIBVIRT;

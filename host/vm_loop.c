@@ -739,6 +739,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 		st->agent_caps_known = true;
 	}
 	st->fpr_on = vm->fpr_on;
+	mtd_access_refresh_status(&vm->source, st);
 	const struct proto_stats *as = vm->agent ? mtd_agent_link_stats(vm->agent, &seq) : NULL;
 	if (as) {
 		st->guest_mem_available_bytes = as->mem_available_bytes;

@@ -7,6 +7,10 @@
  *       tens of millions of lines) and converting it (sim/lackey.c).
  *   memtide-trace convert [options] -o FILE [LACKEY_LOG]   the same from a saved log
  *   memtide-trace info FILE                                 validate and summarise
+ *   memtide-trace ept [options] -o FILE TABLE
+ *       records a live TCG guest through memtide's ept plugin table (host/access/
+ *       ept_record.h): each epoch's pages are those whose accessed bit the guest set, the
+ *       written ones those it made dirty; prints a JSON summary on stdout.
  *
  * The command's stdin is inherited; its stdout goes to /dev/null so it cannot interleave
  * with anything; valgrind writes lackey's records to the pipe (--log-fd).
@@ -21,6 +25,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ept_record.h"
+#include "policy.h"
 #include "sim.h"
 
 static void usage(FILE *out)
@@ -29,6 +35,8 @@ static void usage(FILE *out)
 		"usage: memtide-trace record [options] -o FILE -- COMMAND [ARGS...]\n"
 		"       memtide-trace convert [options] -o FILE [LACKEY_LOG]   (stdin if none)\n"
 		"       memtide-trace info FILE\n"
+		"       memtide-trace ept [--epoch-ms MS] [--epochs N] [--window MS] [--ram SIZE]\n"
+		"                         [--name NAME] -o FILE TABLE\n"
 		"options:\n"
 		"  -o, --output FILE        trace to write\n"
 		"  --epoch-accesses N       memory accesses per epoch (default 100000)\n"
@@ -37,7 +45,12 @@ static void usage(FILE *out)
 		"  --no-ifetch              leave instruction fetches out\n"
 		"  --name NAME              source name stored in the trace (default: command)\n"
 		"  -h, --help               this text\n"
-		"Lackey runs the program ~50x slower: keep recordings short.\n");
+		"Lackey runs the program ~50x slower: keep recordings short.\n"
+		"ept: TABLE is the plugin's table file (memtidectl ept-plugin); epochs of\n"
+		"--epoch-ms (default 1000), --epochs of them (default 10; SIGINT ends early);\n"
+		"the plugin instruments all the time unless --window MS asks for one sampling\n"
+		"window per epoch (as memtided does); --ram when the plugin was not given ram=.\n"
+		"memtided must not drive the same table meanwhile.\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -74,6 +87,91 @@ static int info(const char *path)
 	       path, t.source, t.page_size, t.nr_ram, (unsigned long long)t.ram_pages, t.nr_epochs,
 	       (unsigned long long)(t.end_ms - t.epochs[0].t_ms), (unsigned long long)acc,
 	       (unsigned long long)wr, (unsigned long long)fr);
+	sim_trace_free(&t);
+	return 0;
+}
+
+static volatile sig_atomic_t ept_stop;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	ept_stop = 1;
+}
+
+/* memtide-trace ept: argv[0] is "ept". */
+static int cmd_ept(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+	    {"output", required_argument, NULL, 'o'}, {"epoch-ms", required_argument, NULL, 'm'},
+	    {"epochs", required_argument, NULL, 'e'}, {"window", required_argument, NULL, 'w'},
+	    {"ram", required_argument, NULL, 'r'},    {"name", required_argument, NULL, 'n'},
+	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+	};
+	struct mtd_ept_record_opts o = {.epoch_ms = 1000, .epochs = 10, .stop = &ept_stop};
+	struct mtd_ept_record_stats st;
+	const char *out = NULL, *name = NULL;
+	struct sim_trace t;
+	char err[300] = "";
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:h", lopts, NULL)) != -1) {
+		uint64_t *dst = c == 'm' ? &o.epoch_ms : c == 'e' ? &o.epochs : &o.window_ms;
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'm':
+		case 'e':
+		case 'w':
+			if (parse_u64(optarg, dst) || (c != 'w' && *dst == 0)) {
+				fprintf(stderr, "memtide-trace: bad number '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			if (mtd_parse_bytes(optarg, &o.ram_bytes) < 0) {
+				fprintf(stderr, "memtide-trace: --ram must be a size such as 1G\n");
+				return 2;
+			}
+			break;
+		case 'n':
+			name = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!out || optind != argc - 1) {
+		fprintf(stderr, "memtide-trace: ept needs -o FILE and one TABLE\n");
+		return 2;
+	}
+	signal(SIGINT, on_stop);
+	signal(SIGTERM, on_stop);
+	rc = mtd_ept_record(argv[optind], &o, &t, &st, err, sizeof(err));
+	if (rc == 0) {
+		snprintf(t.source, sizeof(t.source), "ept:%.58s", name ? name : "guest");
+		rc = sim_trace_write(&t, out, 19, err, sizeof(err));
+	}
+	if (rc) {
+		fprintf(stderr, "memtide-trace: %s\n", err);
+		sim_trace_free(&t);
+		return 1;
+	}
+	printf("{\"trace\":\"%s\",\"source\":\"%s\",\"epochs\":%llu,\"epoch_ms\":%llu,"
+	       "\"window_ms\":%llu,\"ram_pages\":%llu,\"page_accesses\":%llu,"
+	       "\"page_writes\":%llu,\"leaf_tables\":%llu,\"walk_entries_per_epoch\":%.0f,"
+	       "\"walk_ms_per_epoch\":%.3f,\"qemu_gone\":%s}\n",
+	       out, t.source, (unsigned long long)st.epochs, (unsigned long long)o.epoch_ms,
+	       (unsigned long long)o.window_ms, (unsigned long long)st.table_ram_pages,
+	       (unsigned long long)st.page_accesses, (unsigned long long)st.page_writes,
+	       (unsigned long long)st.table_tables, (double)st.walk_entries / (double)st.epochs,
+	       (double)st.walk_us / 1000.0 / (double)st.epochs, st.qemu_gone ? "true" : "false");
 	sim_trace_free(&t);
 	return 0;
 }
@@ -151,6 +249,8 @@ int main(int argc, char **argv)
 		}
 		return info(argv[2]);
 	}
+	if (!strcmp(cmd, "ept"))
+		return cmd_ept(argc - 1, argv + 1);
 	if (strcmp(cmd, "record") != 0 && strcmp(cmd, "convert") != 0) {
 		fprintf(stderr, "memtide-trace: unknown command '%s'\n", cmd);
 		usage(stderr);

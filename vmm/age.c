@@ -6,11 +6,12 @@
  * and the guest's bloom filter (Part 3), and hand each reported leaf to the generations:
  *
  *   accessed            -> youngest generation (an evicted page: a refault first)
- *   dirty, not accessed -> up one generation
+ *   dirty, not accessed -> nothing, as in Linux's MGLRU; with dirty_ages_up, up one
+ *                          generation (docs/design.md: measured, and off by default)
  *
  * The walk cleans the dirty leaves it reports (clear_dirty), so "dirty" means "written
- * since the last walk" and the up-one-generation rule fires once per write, not on every
- * round for a page written once long ago.  That is safe for the data: the walker only
+ * since the last walk" and the up-one-generation rule, when on, fires once per write, not
+ * on every round for a page written once long ago.  That is safe for the data: the walker only
  * cleans hardware dirty state (EPT D; stage-2 S2AP[1] only under DBM), never a write
  * permission.  A host that uses the same D bits for its own dirty logging (migration)
  * must not run this on that VM meanwhile.
@@ -74,6 +75,10 @@ int vmm_age_walk(struct vmm_guest *g, const struct vmm_pt *pt, uint64_t now_ms,
 
 	if (!g || !pt)
 		return -EINVAL;
+	/* A tree that vouches for its upper A bits is walked by them alone: exact, and on the
+	 * emulated EPT as cheap as the filter or cheaper (walk-bench, docs/walker.md). */
+	bool nonleaf = g->use_nonleaf_accessed && (pt->flags & VMM_PT_NONLEAF_ACCESSED) &&
+		       pt->fmt == vmm_pt_format_get(VMM_PT_EPT);
 	memset(&sum, 0, sizeof(sum));
 	rc = vmm_age_begin(g, now_ms);
 	if (rc < 0)
@@ -84,12 +89,10 @@ int vmm_age_walk(struct vmm_guest *g, const struct vmm_pt *pt, uint64_t now_ms,
 		struct vmm_walk_opts o = {
 		    .gpa_start = g->ranges[i].start_pfn << VMM_PAGE_SHIFT,
 		    .gpa_end = g->ranges[i].end_pfn << VMM_PAGE_SHIFT,
-		    .bloom = g->bloom,
+		    .bloom = nonleaf ? NULL : g->bloom,
 		    .seq = g->max_seq,
 		    .clear_dirty = true,
-		    /* only where the tree vouches for its upper A bits (VMM_PT_NONLEAF_ACCESSED):
-		     * measured in docs/walker.md */
-		    .use_nonleaf_accessed = true,
+		    .use_nonleaf_accessed = nonleaf,
 		    .fn = age_young,
 		    .arg = &a,
 		};

@@ -58,6 +58,24 @@ static void lookaround_young(void *arg, const struct vmm_young *batch, size_t n)
 	}
 }
 
+/*
+ * Linux's rule (lru_gen_look_around -> update_bloom_filter): a window dense with young
+ * entries (the filter's own admission test, one young entry per 64-byte line of entries)
+ * puts its leaf table into the filter the next aging walk reads (max_seq + 1), so that walk
+ * visits it although the last one found the table too sparse to admit.  Only into a filter
+ * the next walk will use (vmm_bloom_filtering): adding to an empty one would turn that
+ * walk's full read into a read of this one table.  Measured in docs/design.md ("Rules that
+ * differ from Linux's MGLRU").
+ */
+static void feed_bloom(struct vmm_guest *g, const struct vmm_lookaround_window *win, unsigned young)
+{
+	if (!g->lookaround_feeds_bloom || !win->table_pa || !young)
+		return;
+	if (vmm_bloom_filtering(g->bloom, g->max_seq + 1) &&
+	    vmm_bloom_admit(g->bloom, young, win->entries))
+		vmm_bloom_add(g->bloom, g->max_seq + 1, win->table_pa);
+}
+
 /* Step 1 for pages [c0, c1) of one piece (one leaf table): windows of lookaround_max + 1
  * entries starting at each candidate not yet covered. */
 static void look_around(struct evictor *ev, const struct guest_range *r, uint64_t c0, uint64_t c1)
@@ -75,10 +93,12 @@ static void look_around(struct evictor *ev, const struct guest_range *r, uint64_
 		uint64_t centre = pfn + g->lookaround_max / 2;
 		if (centre > table_last)
 			centre = table_last;
-		int rc = vmm_lookaround(ev->req->pt, centre << VMM_PAGE_SHIFT, g->lookaround_max,
-					lookaround_young, ev);
+		struct vmm_lookaround_window win;
+		int rc = vmm_lookaround_ex(ev->req->pt, centre << VMM_PAGE_SHIFT, g->lookaround_max,
+					   lookaround_young, ev, &win);
 		if (rc < 0)
 			return; /* tables not mappable: evict by age alone */
+		feed_bloom(g, &win, (unsigned)rc);
 		covered = pfn + g->lookaround_max + 1;
 	}
 }

@@ -233,7 +233,7 @@ void vmm_gen_young(struct vmm_guest *g, const struct guest_range *r, uint64_t pf
 			g->gen_pages[to]++;
 			g->chunks[ci].cnt[to]++;
 			g->pages[idx] = pb_resident(g->max_seq, pb_tier(b));
-		} else if (dirty && seq < g->max_seq) {
+		} else if (dirty && g->dirty_ages_up && seq < g->max_seq) {
 			vmm_gen_move(g, idx, ci, seq + 1, pb_tier(b));
 		}
 	}

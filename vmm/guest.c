@@ -34,6 +34,10 @@ void vmm_guest_config_default(struct vmm_guest_config *cfg)
 	cfg->nr_tiers = VMM_MAX_NR_TIERS;
 	cfg->lookaround_max = 63; /* Linux's MIN_LRU_BATCH - 1 */
 	vmm_bloom_config_default(&cfg->bloom);
+	/* measured: docs/walker.md (non-leaf bits) and docs/design.md (the two rules) */
+	cfg->use_nonleaf_accessed = true;
+	cfg->dirty_ages_up = false;
+	cfg->lookaround_feeds_bloom = true;
 }
 
 /* Ranges must be non-empty, 4 KiB aligned, ascending and disjoint. */
@@ -73,6 +77,9 @@ int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out)
 	g->nr_gens = cfg->nr_gens;
 	g->nr_tiers = cfg->nr_tiers;
 	g->lookaround_max = cfg->lookaround_max;
+	g->use_nonleaf_accessed = cfg->use_nonleaf_accessed;
+	g->dirty_ages_up = cfg->dirty_ages_up;
+	g->lookaround_feeds_bloom = cfg->lookaround_feeds_bloom;
 	vmm_tp_init(&g->tp, cfg->nr_tiers);
 
 	rc = -ENOMEM;

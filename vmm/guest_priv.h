@@ -124,6 +124,9 @@ struct vmm_guest {
 	unsigned nr_gens;                    /* config: at most this many generations at once */
 	unsigned nr_tiers;                   /* config: 1..VMM_MAX_NR_TIERS */
 	unsigned lookaround_max;             /* config: look-around window on eviction */
+	bool use_nonleaf_accessed;           /* config: see vmm_guest_config */
+	bool dirty_ages_up;                  /* config: see vmm_guest_config */
+	bool lookaround_feeds_bloom;         /* config: see vmm_guest_config */
 	uint64_t min_seq;                    /* oldest generation */
 	uint64_t max_seq;                    /* youngest generation; max_seq - min_seq < nr_gens */
 	uint64_t gen_pages[VMM_MAX_NR_GENS]; /* resident pages per seq % 16 */

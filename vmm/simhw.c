@@ -54,6 +54,7 @@
 
 struct vmm_simhw {
 	struct vmm_pt pt; /* handed to vmm_walk; pt.mem_ctx points back here */
+	bool nonleaf;     /* accesses set A in upper entries too (cfg.nonleaf_accessed) */
 	const struct vmm_pt_format *fmt;
 	uint64_t **slabs; /* slab k holds tables k*512 .. k*512+511 */
 	size_t nr_slabs, cap_slabs;
@@ -261,6 +262,8 @@ static bool config_valid(const struct vmm_simhw_config *cfg)
 		return false; /* written so that NaN fails too */
 	if (cfg->guest_bytes > MAX_GPA || cfg->nr_holes > MAX_GPA / VMM_SIZE_2M)
 		return false;
+	if (cfg->nonleaf_accessed && cfg->fmt != VMM_PT_EPT)
+		return false; /* stage-2 table descriptors have no access flag */
 	space = cfg->guest_bytes + (uint64_t)cfg->nr_holes * cfg->hole_bytes;
 	return cfg->hole_bytes <= MAX_GPA && space <= MAX_GPA;
 }
@@ -278,6 +281,9 @@ int vmm_simhw_new(const struct vmm_simhw_config *cfg, struct vmm_simhw **out)
 	hw->fmt = vmm_pt_format_get(cfg->fmt);
 	hw->rng = cfg->seed;
 	hw->pt = (struct vmm_pt){.fmt = hw->fmt, .table = sim_table, .mem_ctx = hw};
+	hw->nonleaf = cfg->nonleaf_accessed;
+	if (hw->nonleaf)
+		hw->pt.flags |= VMM_PT_NONLEAF_ACCESSED;
 	rc = table_alloc(hw, &hw->pt.root_pa);
 	if (!rc)
 		rc = layout_ram(hw, cfg);
@@ -342,10 +348,25 @@ static void mmu_touch(const struct vmm_pt_format *f, uint64_t *slot, uint64_t e,
 		__atomic_fetch_or(slot, bits, __ATOMIC_RELAXED);
 }
 
+/*
+ * The upper entries' accessed bits, for trees that keep them (cfg.nonleaf_accessed), after
+ * the leaf changed: leaf first, then the way up with release, so that a walker that clears
+ * an upper A before reading its subtree cannot be left with a young leaf under a clear
+ * upper A (docs/walker.md, "Non-leaf accessed bits").
+ */
+static void mmu_touch_upper(const struct vmm_pt_format *f, uint64_t **up, int n)
+{
+	for (int i = n - 1; i >= 0; i--)
+		if (!(__atomic_load_n(up[i], __ATOMIC_RELAXED) & f->accessed_mask))
+			__atomic_fetch_or(up[i], f->accessed_mask, __ATOMIC_RELEASE);
+}
+
 int vmm_simhw_access(struct vmm_simhw *hw, uint64_t gpa, bool write)
 {
 	const struct vmm_pt_format *f = hw->fmt;
 	uint64_t pa = hw->pt.root_pa;
+	uint64_t *up[PT_LAST_LEVEL + 1];
+	int nup = 0;
 
 	if (!ram_find(hw, gpa))
 		return -ERANGE;
@@ -358,9 +379,15 @@ int vmm_simhw_access(struct vmm_simhw *hw, uint64_t gpa, bool write)
 		e = __atomic_load_n(slot, __ATOMIC_RELAXED);
 		if (f->present(e, level)) {
 			if (f->is_leaf(e, level)) {
+				uint64_t bits = f->hw_access_bits(e, write);
+				if ((e & bits) == bits)
+					return 0; /* nothing new: an MMU writes nothing either */
 				mmu_touch(f, slot, e, write);
+				if (hw->nonleaf)
+					mmu_touch_upper(f, up, nup);
 				return 0;
 			}
+			up[nup++] = slot;
 			pa = f->addr(e);
 			continue;
 		}
@@ -371,13 +398,17 @@ int vmm_simhw_access(struct vmm_simhw *hw, uint64_t gpa, bool write)
 		 * winner's leaf. */
 		fresh = f->make_leaf(HPA_BASE + (gpa & ~(VMM_PAGE_SIZE - 1)), level, true);
 		fresh |= f->hw_access_bits(fresh, write);
+		int rc = 0;
 		if (__atomic_compare_exchange_n(slot, &e, fresh, false, __ATOMIC_RELAXED,
 						__ATOMIC_RELAXED)) {
 			count_leaf(hw, level, 1);
-			return 1;
+			rc = 1;
+		} else {
+			mmu_touch(f, slot, e, write);
 		}
-		mmu_touch(f, slot, e, write);
-		return 0;
+		if (hw->nonleaf)
+			mmu_touch_upper(f, up, nup);
+		return rc;
 	}
 	return -EFAULT;
 }

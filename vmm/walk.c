@@ -435,7 +435,9 @@ static bool nonleaf_enter(struct walker *w, uint64_t *slot, uint64_t e)
 		w->st->subtrees_skipped_nonleaf++;
 		return false;
 	}
-	__atomic_fetch_and(slot, ~EPT_A, __ATOMIC_RELAXED);
+	/* Acquire: the subtree's loads must not move before this clear (the tree writes a
+	 * leaf first, then its upper A with release). */
+	__atomic_fetch_and(slot, ~EPT_A, __ATOMIC_ACQUIRE);
 	return true;
 }
 
@@ -618,6 +620,13 @@ static int lookaround_leaf(const struct vmm_pt_format *f, struct batch *bt, uint
 
 int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn, void *arg)
 {
+	return vmm_lookaround_ex(pt, gpa, max, fn, arg, NULL);
+}
+
+int vmm_lookaround_ex(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn,
+		      void *arg, struct vmm_lookaround_window *win)
+{
+	struct vmm_lookaround_window none;
 	struct batch bt = {.fn = fn, .arg = arg};
 	const struct vmm_pt_format *f;
 	uint64_t table_pa, *t;
@@ -628,6 +637,9 @@ int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_youn
 	unsigned nroot;
 	uint64_t gpa_limit;
 
+	if (!win)
+		win = &none;
+	*win = (struct vmm_lookaround_window){0};
 	if (!pt_valid(pt) || pt_root_geometry(pt, &start_level, &nroot, &gpa_limit) < 0 ||
 	    gpa >= gpa_limit)
 		return -EINVAL;
@@ -665,6 +677,8 @@ int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_youn
 	if (lo + max > PT_ENTRIES - 1)
 		lo = PT_ENTRIES - 1 - max;
 	hi = lo + max;
+	win->table_pa = table_pa;
+	win->entries = hi - lo + 1;
 	for (unsigned i = lo; i <= hi; i++) {
 		uint64_t e = __atomic_load_n(&t[i], __ATOMIC_RELAXED);
 

@@ -118,7 +118,7 @@ int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 		if (rc == 0 && out->ops) {
 			snprintf(ch->chosen, sizeof(ch->chosen), "%s", name);
 			if (s == MTD_ACCESS_EPT)
-				(void)mtd_source_ept_describe(out, ch->detail, sizeof(ch->detail));
+				(void)mtd_source_describe(out, ch->detail, sizeof(ch->detail));
 			else if (s == MTD_ACCESS_AGENT)
 				snprintf(ch->detail, sizeof(ch->detail),
 					 "amounts from the guest's own LRU, laid over low RAM%s",
@@ -157,6 +157,14 @@ void mtd_access_daemon_start(const char *ept_dir)
 	if (mkdir(ept_dir, 01777) == 0)
 		(void)chmod(ept_dir, 01777); /* past the umask */
 	mtd_damon_cleanup(env.damon_admin, env.run_dir);
+}
+
+void mtd_access_refresh_status(const struct mtd_source *src, struct mtd_vm_status *st)
+{
+	char line[sizeof(st->source_detail)];
+
+	if (mtd_source_describe(src, line, sizeof(line)) == 0)
+		memcpy(st->source_detail, line, sizeof(line));
 }
 
 void mtd_access_choice_to_status(const struct mtd_access_choice *ch, struct mtd_vm_status *st)

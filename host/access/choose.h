@@ -63,6 +63,9 @@ void mtd_access_daemon_start(const char *ept_dir);
 
 /* Copy a choice into a VM status. */
 void mtd_access_choice_to_status(const struct mtd_access_choice *ch, struct mtd_vm_status *st);
+/* Bring the status's source_detail up to date from the source's describe op (the ept
+ * windows move every round); sources without one keep the line written at attach. */
+void mtd_access_refresh_status(const struct mtd_source *src, struct mtd_vm_status *st);
 
 /*
  * The guest RAM layout of QEMU process pid (its command line: the machine type and

@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "choose.h"
+#include "domxml_ept.h"
 #include "ept_file.h"
 #include "policy.h"
 
@@ -42,11 +44,27 @@ int mtd_ept_plugin_path(char *out, size_t len)
 	return access(out, R_OK) == 0 ? 0 : -ENOENT;
 }
 
+/* Append s to out at *n with every ',' doubled: QEMU's option parser reads ",," as a comma
+ * inside a value and a single ',' as the start of the next option. */
+static void put_escaped(char *out, size_t len, size_t *n, const char *s)
+{
+	for (; *s && *n + 2 < len; s++) {
+		out[(*n)++] = *s;
+		if (*s == ',')
+			out[(*n)++] = ',';
+	}
+	if (*s)
+		*n = len; /* did not fit */
+	else
+		out[*n] = '\0';
+}
+
 int mtd_ept_plugin_arg(const char *plugin, const char *dir, const char *name, uint64_t ram,
 		       bool q35, char *out, size_t len)
 {
-	char table[300];
+	char table[300], tail[96];
 	uint64_t low = 0;
+	size_t n = 0;
 
 	if (mtd_ept_path(dir, name, table, sizeof(table)) < 0)
 		return -ENAMETOOLONG;
@@ -55,10 +73,76 @@ int mtd_ept_plugin_arg(const char *plugin, const char *dir, const char *name, ui
 		low = 2 * GiB;
 	else if (!q35 && ram >= 0xe0000000ULL)
 		low = 3 * GiB;
-	int n = snprintf(out, len, "%s,table=%s,ram=%" PRIu64 "M", plugin, table, ram >> 20);
-	if (low && n > 0 && (size_t)n < len)
-		n += snprintf(out + n, len - (size_t)n, ",lowmem=%" PRIu64 "M", low >> 20);
-	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+	snprintf(tail, sizeof(tail), ",ram=%" PRIu64 "M", ram >> 20);
+	if (low)
+		snprintf(tail + strlen(tail), sizeof(tail) - strlen(tail), ",lowmem=%" PRIu64 "M",
+			 low >> 20);
+	if (len == 0)
+		return -ENOSPC;
+	out[0] = '\0';
+	put_escaped(out, len, &n, plugin);
+	if (n < len && n + 7 < len) {
+		memcpy(out + n, ",table=", 8);
+		n += 7;
+	} else {
+		n = len;
+	}
+	if (n < len)
+		put_escaped(out, len, &n, table);
+	if (n >= len || n + strlen(tail) >= len)
+		return -ENOSPC;
+	memcpy(out + n, tail, strlen(tail) + 1);
+	return 0;
+}
+
+int mtd_ept_domxml_step(const char *xml, const char *plugin, const char *dir, char **after,
+			char **changes, char *err, size_t errlen)
+{
+	char found[PATH_MAX], warn[PATH_MAX + 300] = "";
+	struct stat st;
+	int n;
+
+	if (!plugin) {
+		if (mtd_ept_plugin_path(found, sizeof(found)) < 0)
+			snprintf(warn, sizeof(warn),
+				 "warning: memtide-ept.so is not installed at %s: QEMU will refuse "
+				 "to start the domain until it is (or pass --plugin PATH)\n",
+				 found);
+		plugin = found;
+	} else if (stat(plugin, &st) < 0) {
+		snprintf(warn, sizeof(warn),
+			 "warning: %s does not exist: QEMU will refuse to start the domain until "
+			 "it does\n",
+			 plugin);
+	}
+	if (!warn[0] && stat(plugin, &st) == 0 && !(st.st_mode & S_IROTH))
+		snprintf(warn, sizeof(warn),
+			 "warning: %s is not readable by other users: QEMU, which libvirt runs "
+			 "as its own user, may not load it\n",
+			 plugin);
+	if (stat(dir, &st) < 0)
+		snprintf(warn + strlen(warn), sizeof(warn) - strlen(warn),
+			 "warning: %s does not exist yet: memtided makes it when it starts (and "
+			 "systemd-tmpfiles at boot); until then the plugin cannot make its table "
+			 "and the domain runs without the ept source\n",
+			 dir);
+	n = mtd_domxml_patch_ept(xml, plugin, dir, after, changes, err, errlen);
+	if (n >= 0 && warn[0]) {
+		size_t a = strlen(*changes), b = strlen(warn);
+		char *all = malloc(a + b + 1);
+		if (!all) {
+			free(*after);
+			free(*changes);
+			*after = *changes = NULL;
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		memcpy(all, *changes, a);
+		memcpy(all + a, warn, b + 1);
+		free(*changes);
+		*changes = all;
+	}
+	return n;
 }
 
 static int usage(void)

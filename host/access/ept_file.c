@@ -60,9 +60,11 @@ int mtd_ept_file_open(const char *path, int expect_pid, struct mtd_ept_file *f, 
 	if (f->fd < 0) {
 		rc = -errno;
 		if (rc == -ENOENT)
-			return fail(why, whylen, rc,
-				    "QEMU was not started with the memtide-ept plugin (no %s)",
-				    path);
+			return fail(
+			    why, whylen, rc,
+			    "no table %s: QEMU runs without the memtide-ept plugin, or the plugin "
+			    "could not make it (QEMU's log says)",
+			    path);
 		return fail(why, whylen, rc, "cannot open %s", path);
 	}
 	if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)MTD_EPT_PAGE ||

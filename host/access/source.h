@@ -26,6 +26,7 @@
 #ifndef MEMTIDE_HOST_SOURCE_H
 #define MEMTIDE_HOST_SOURCE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,10 @@ struct mtd_source_ops {
 	void (*evicted)(void *ctx, const struct vmm_run *runs, size_t n);
 	/* Is the source's information current (the agent spoke recently; the sim always)? */
 	bool (*fresh)(void *ctx, uint64_t now_ms);
+	/* One line about the source's state now (for the status's source_detail, refreshed at
+	 * every publish): 0, or -errno and buf untouched.  May be NULL (the line written at
+	 * attach stands). */
+	int (*describe)(void *ctx, char *buf, size_t len);
 	void (*destroy)(void *ctx);
 };
 
@@ -83,8 +88,6 @@ int mtd_source_agent_new(struct mtd_agent_link *link, uint64_t guest_bytes, uint
  */
 int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uint64_t window_ms,
 		       struct mtd_source *out, char *why, size_t whylen);
-/* One line about an ept source's windows and last walk, for status.  0 or -EINVAL. */
-int mtd_source_ept_describe(const struct mtd_source *src, char *buf, size_t len);
 
 /*
  * The idle source over QEMU process qemu_pid's guest-RAM frames (proc_dir/PID/{maps,
@@ -105,6 +108,14 @@ int mtd_source_damon_new(const char *admin, const char *run_dir, const char *pro
 int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t whylen);
 /* Switch off and remove a kdamond a crashed memtided left behind (at daemon start). */
 void mtd_damon_cleanup(const char *admin, const char *run_dir);
+
+/* The source's describe op: 0, or -EOPNOTSUPP (no such op, or no source) / its error. */
+static inline int mtd_source_describe(const struct mtd_source *s, char *buf, size_t len)
+{
+	if (!s->ops || !s->ops->describe)
+		return -EOPNOTSUPP;
+	return s->ops->describe(s->ctx, buf, len);
+}
 
 static inline void mtd_source_destroy(struct mtd_source *s)
 {

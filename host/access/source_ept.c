@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ept_file.h"
 #include "log.h"
@@ -53,6 +54,36 @@ static bool ept_fresh(void *ctx, uint64_t now_ms)
 	return mtd_ept_file_alive(&s->f);
 }
 
+/* The status line, current at every publish (the window counts move every round): what
+ * the plugin did (windows, time instrumented), what the last walk read, and a warning when
+ * the plugin has stopped polling its header (a guest whose vCPUs neither run nor idle: a
+ * paused VM), since windows then never start. */
+static int ept_describe(void *ctx, char *buf, size_t len)
+{
+	const struct ept_src *s = ctx;
+	const struct mtd_ept_header *h = s->f.h;
+	struct timespec ts;
+	char stale[64] = "";
+
+	if (!h)
+		return -EINVAL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	uint64_t beat = __atomic_load_n(&h->heartbeat_ms, __ATOMIC_RELAXED);
+	if (beat && now > beat + 10000)
+		snprintf(stale, sizeof(stale), "; plugin silent for %llu s (paused?)",
+			 (unsigned long long)((now - beat) / 1000));
+	snprintf(buf, len,
+		 "window %llu ms; %llu windows, %llu ms instrumented; last walk read %llu "
+		 "entries, %llu young pages%s",
+		 (unsigned long long)s->window_ms,
+		 (unsigned long long)__atomic_load_n(&h->windows, __ATOMIC_RELAXED),
+		 (unsigned long long)__atomic_load_n(&h->on_ms_total, __ATOMIC_RELAXED),
+		 (unsigned long long)s->last.entries_read, (unsigned long long)s->last.young_pages,
+		 stale);
+	return 0;
+}
+
 static void ept_destroy(void *ctx)
 {
 	struct ept_src *s = ctx;
@@ -69,6 +100,7 @@ static const struct mtd_source_ops ept_ops = {
     .age = ept_age,
     .evicted = NULL,
     .fresh = ept_fresh,
+    .describe = ept_describe,
     .destroy = ept_destroy,
 };
 
@@ -104,23 +136,5 @@ int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uin
 	/* The first window now: the first round then has something to harvest. */
 	mtd_ept_file_request_window(&s->f, window_ms);
 	*out = (struct mtd_source){.ops = &ept_ops, .ctx = s, .ram = s->ram, .nr_ram = s->nr_ram};
-	return 0;
-}
-
-int mtd_source_ept_describe(const struct mtd_source *src, char *buf, size_t len)
-{
-	const struct ept_src *s = src->ctx;
-	const struct mtd_ept_header *h;
-
-	if (!src->ops || src->ops != &ept_ops)
-		return -EINVAL;
-	h = s->f.h;
-	snprintf(buf, len,
-		 "window %llu ms; %llu windows, %llu ms instrumented; last walk read %llu "
-		 "entries, %llu young pages",
-		 (unsigned long long)s->window_ms,
-		 (unsigned long long)__atomic_load_n(&h->windows, __ATOMIC_RELAXED),
-		 (unsigned long long)__atomic_load_n(&h->on_ms_total, __ATOMIC_RELAXED),
-		 (unsigned long long)s->last.entries_read, (unsigned long long)s->last.young_pages);
 	return 0;
 }

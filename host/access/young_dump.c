@@ -60,6 +60,12 @@ static bool dump_fresh(void *ctx, uint64_t now_ms)
 	return d->inner.ops->fresh(d->inner.ctx, now_ms);
 }
 
+static int dump_describe(void *ctx, char *buf, size_t len)
+{
+	struct dump *d = ctx;
+	return d->inner.ops->describe(d->inner.ctx, buf, len);
+}
+
 static void dump_destroy(void *ctx)
 {
 	struct dump *d = ctx;
@@ -81,6 +87,7 @@ int mtd_source_young_dump(struct mtd_source *src, const char *dir, const char *v
 	d->ops.age = dump_age;
 	d->ops.evicted = src->ops->evicted ? dump_evicted : NULL;
 	d->ops.fresh = src->ops->fresh ? dump_fresh : NULL;
+	d->ops.describe = src->ops->describe ? dump_describe : NULL;
 	d->ops.destroy = dump_destroy;
 	snprintf(d->path, sizeof(d->path), "%s/%s.young", dir, vm_name);
 	*src =

@@ -2,7 +2,8 @@
 # deb.sh: `make deb` builds the three Debian packages from this tree, lintian has nothing to
 # say about them (the overrides kept are in debian/*.lintian-overrides, each with its
 # reason), and each package holds what it should and nothing of the others':
-#   memtide        memtided, memtidectl, QEMU's memtide-ept plugin, the libvirt hook, the unit,
+#   memtide        memtided, memtidectl, QEMU's memtide-ept plugin and its tmpfiles.d entry, the
+#                  libvirt hook, the unit,
 #                  the config (a conffile),
 #                  man pages, bash completion, docs, Prometheus rules, Grafana dashboard
 #   memtide-agent  the static agent (no shared library needed) and its unit; nothing else
@@ -58,7 +59,8 @@ contents "$x/memtide.files" usr/sbin/memtided usr/bin/memtidectl \
 	usr/share/man/man1/memtidectl.1.gz usr/share/man/man5/memtided.conf.5.gz \
 	usr/share/bash-completion/completions/memtidectl usr/share/doc/memtide/copyright \
 	usr/share/doc/memtide/operations.md.gz usr/share/memtide/prometheus/memtide-alerts.yml \
-	usr/share/memtide/grafana/memtide-dashboard.json usr/lib/memtide/memtide-ept.so &&
+	usr/share/memtide/grafana/memtide-dashboard.json usr/lib/memtide/memtide-ept.so \
+	usr/lib/tmpfiles.d/memtide.conf &&
 	! grep -E 'memtide-(agent|sim|trace)' "$x/memtide.files" &&
 	[ "$(dpkg-deb -I "$out/memtide_${version}_amd64.deb" conffiles | sort)" = \
 		"$(printf '/etc/libvirt/hooks/qemu.d/memtide\n/etc/memtide/memtided.conf')" ] &&

@@ -25,7 +25,8 @@ check $rc "make install DESTDIR=... PREFIX=/usr succeeds"
 ok=0
 for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 lib/systemd/system/memtided.service:644 \
 	etc/libvirt/hooks/qemu.d/memtide:755 etc/memtide/memtided.conf:644 \
-	usr/share/doc/memtide/operations.md:644 usr/share/man/man8/memtided.8:644 \
+	usr/share/doc/memtide/operations.md:644 usr/lib/tmpfiles.d/memtide.conf:644 \
+	usr/share/man/man8/memtided.8:644 \
 	usr/share/man/man5/memtided.conf.5:644 usr/share/man/man1/memtidectl.1:644 \
 	usr/share/bash-completion/completions/memtidectl:644 \
 	usr/share/memtide/prometheus/memtide-alerts.yml:644 usr/lib/memtide/memtide-ept.so:644; do

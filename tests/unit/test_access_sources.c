@@ -10,7 +10,8 @@
  *     sets and clears as the kernel would (1 = idle, cleared by an access).
  *   - damon: a stand-in sysfs tree; the test plays the kernel's part (tried_regions).
  * What is checked: which pages come out young, the bitmap being re-marked idle, DAMON's
- * setup written as usage.rst says, politeness (another tool's kdamond, running or not,
+ * setup written as usage.rst says, frames moving between rounds (the pagemap re-read: the
+ * young page follows its frame, and a frame outside the targets makes new ones), politeness (another tool's kdamond, running or not,
  * is refused and left untouched; a crashed memtided's is cleaned up), and cleanup on exit.
  */
 #include <errno.h>
@@ -346,6 +347,41 @@ static void test_damon_polite(void **state)
 	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
 	assert_true(y->young[10]);
 	assert_false(y->young[700]);
+	/* 4b. frames move (the host kernel migrates or swaps guest RAM): the source re-reads
+	 * QEMU's pagemap every round.  Pages 10 and 700 trade frames: the same frame ranges (no
+	 * new targets), but the accessed region's frame now backs page 700. */
+	char pm_path[512];
+	snprintf(pm_path, sizeof(pm_path), "%s/proc/%d/pagemap", root, PID);
+	int pmfd = open(pm_path, O_RDWR);
+	assert_true(pmfd >= 0);
+	uint64_t e10 = (1ULL << 63) | pfn[700], e700 = (1ULL << 63) | pfn[10];
+	assert_int_equal(pwrite(pmfd, &e10, 8, (off_t)((HVA / 4096 + 10) * 8)), 8);
+	assert_int_equal(pwrite(pmfd, &e700, 8, (off_t)((HVA / 4096 + 700) * 8)), 8);
+	assert_int_equal(src.ops->age(src.ctx, g, 11000), 0);
+	memset(y, 0, sizeof(*y));
+	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
+	assert_true(y->young[700]);
+	assert_false(y->young[10]);
+	/* page 10 moves to a frame outside every target range: DAMON gets new targets, the
+	 * new frame among them (regions written, then state "commit" before the next request) */
+	uint64_t maxpfn = 0;
+	for (size_t i = 0; i < (GUEST_MIB << 8); i++)
+		maxpfn = pfn[i] > maxpfn ? pfn[i] : maxpfn;
+	e10 = (1ULL << 63) | (maxpfn + 1000);
+	assert_int_equal(pwrite(pmfd, &e10, 8, (off_t)((HVA / 4096 + 10) * 8)), 8);
+	close(pmfd);
+	assert_int_equal(src.ops->age(src.ctx, g, 16000), 0);
+	get_str("damon/kdamonds/0/contexts/0/targets/0/regions/nr_regions", buf, sizeof(buf));
+	unsigned long nreg = strtoul(buf, NULL, 10);
+	bool found = false;
+	for (unsigned long i = 0; i < nreg && !found; i++) {
+		char rel[128];
+		snprintf(rel, sizeof(rel),
+			 "damon/kdamonds/0/contexts/0/targets/0/regions/%lu/start", i);
+		get_str(rel, buf, sizeof(buf));
+		found = strtoull(buf, NULL, 10) == (maxpfn + 1000) << 12;
+	}
+	assert_true(found);
 	/* 5. exit: switched off and nr_kdamonds back to 0, the record gone */
 	mtd_source_destroy(&src);
 	get_str("damon/kdamonds/0/state", buf, sizeof(buf));

@@ -4,7 +4,9 @@
  * Oldest generation first; the youngest never; min_age_ms respected; whole 2 MiB-aligned
  * pieces taken before scattered pages; runs ascending and coalesced within a generation;
  * the caller's limits (max_pages, max_runs) kept; look-around over simulated tables turns
- * a page found young into a promotion instead of an eviction.
+ * a page found young into a promotion instead of an eviction, and (Linux's rule, on by
+ * default) a look-around window dense with young entries puts its table into the bloom
+ * filter the next aging walk reads, but never into an empty filter.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -235,6 +237,72 @@ static void test_lookaround(void **state)
 	vmm_simhw_free(hw);
 }
 
+/*
+ * Table A is touched whole every round (the walk admits it: the filter is never empty);
+ * table B holds a run of 16 hot pages, too sparse for the walk's admission (16 * 8 < 512)
+ * but dense in a look-around window (16 * 8 >= 64).  Round 2's filtered walk skips B, so
+ * B's run keeps its accessed bits and ages; the eviction hand's look-around finds the run
+ * young.  With the rule, round 3's walk reads B; without it, it skips B again.
+ * touch_a_again false: A idle in round 2, so that walk admits nothing, the filter for
+ * round 3 is empty (a full walk), and the look-around must not make it a filter of one.
+ */
+static unsigned feed_case(bool rule, bool touch_a_again)
+{
+	struct vmm_simhw_config hc = {.fmt = VMM_PT_EPT, .guest_bytes = 64 * MiB, .seed = 3};
+	struct vmm_simhw *hw = NULL;
+	const struct vmm_range *ram;
+	struct vmm_guest_config cfg;
+	struct vmm_guest *g = NULL;
+	struct vmm_walk_stats ws;
+	struct vmm_run runs[256];
+	struct vmm_evict_result res;
+
+	assert_int_equal(vmm_simhw_new(&hc, &hw), 0);
+	vmm_guest_config_default(&cfg);
+	assert_true(cfg.lookaround_feeds_bloom); /* the default follows Linux */
+	cfg.nr_ram = vmm_simhw_ram(hw, &ram);
+	cfg.ram = ram;
+	cfg.nr_gens = 8;
+	cfg.lookaround_feeds_bloom = rule;
+	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	const struct vmm_pt *pt = vmm_simhw_pt(hw);
+	uint64_t a = ram[0].start + 4 * VMM_SIZE_2M,
+		 b = ram[0].start + 9 * VMM_SIZE_2M + 100 * PAGE;
+
+	for (int round = 1; round <= 2; round++) {
+		if (round == 1 || touch_a_again)
+			for (uint64_t i = 0; i < 512; i++)
+				assert_int_equal(vmm_simhw_access(hw, a + i * PAGE, false), 0);
+		for (uint64_t i = 0; i < 16; i++)
+			assert_int_equal(vmm_simhw_access(hw, b + i * PAGE, true), 0);
+		assert_int_equal(vmm_age_walk(g, pt, (uint64_t)round * 1000, &ws), 0);
+	}
+	/* round 2 read A alone: the filter round 1's walk filled */
+	assert_int_equal(ws.tables_visited, 1);
+	struct vmm_evict_req req = {
+	    .max_pages = 1 << 20, .now_ms = 2500, .runs = runs, .max_runs = 256, .pt = pt};
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_true(res.young_pages >= (touch_a_again ? 16 : 0));
+	assert_int_equal(vmm_age_walk(g, pt, 3000, &ws), 0);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+	vmm_simhw_free(hw);
+	return (unsigned)ws.tables_visited;
+}
+
+static void test_lookaround_feeds_bloom(void **state)
+{
+	(void)state;
+
+	/* the rule: round 3 reads A and B */
+	assert_int_equal(feed_case(true, true), 2);
+	/* without it: A only */
+	assert_int_equal(feed_case(false, true), 1);
+	/* an empty filter stays empty: round 3 is a full walk either way */
+	assert_int_equal(feed_case(true, false), 32);
+	assert_int_equal(feed_case(false, false), 32);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +311,7 @@ int main(void)
 	    cmocka_unit_test(test_2m_runs_first_and_sorted),
 	    cmocka_unit_test(test_limits_and_errors),
 	    cmocka_unit_test(test_lookaround),
+	    cmocka_unit_test(test_lookaround_feeds_bloom),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -513,8 +514,20 @@ static void test_walk_bloom(void **state)
 /* The accessor never runs more than this many accesses ahead of the walks completed, so
  * however the two threads are scheduled (a loaded machine may run the accessor for a
  * whole time slice while the walker waits for a CPU) the accesses spread over at least
- * STRESS_ACCESSES / STRESS_AHEAD walks.  On an idle machine it makes 15-400 per walk. */
+ * STRESS_ACCESSES / STRESS_AHEAD walks; the walker waits for at least one access between
+ * two walks, so neither runs far ahead of the other.  With the non-leaf order reversed (the
+ * upper A before the leaf's) this caught lost accesses in 2 of 3 runs on this machine. */
 #define STRESS_AHEAD    1000
+/* Each thread's wait for the other (the accessor for a walk, the walker for an access) gives
+ * up after this many seconds without it, and the test fails with both counters instead of
+ * spinning until something kills it: a draft of the throttle above without its "+ 1" (no
+ * access allowed before a walk that completed after the accessor started) deadlocked whenever
+ * the walker's first walk finished before the accessor read walks_done, both threads in
+ * sched_yield loops, and one manual run spun for 1 h 44 min.  The current throttle cannot
+ * deadlock (each block of AHEAD accesses changes the progress the walker waits for, and the
+ * walk that follows releases the next block); 40 runs (10 on one CPU, 10 two at a time)
+ * passed in 1-2 s each. */
+#define STRESS_STUCK_S  30
 
 struct stress_ev {
 	uint32_t page, lo, hi; /* the access happened between walks lo - 1 and hi */
@@ -534,7 +547,33 @@ struct stress {
 	uint64_t walk;       /* the walk running now (walker thread only) */
 	uint64_t walks_done; /* atomic: walks completed */
 	uint64_t progress;   /* atomic: accesses made so far */
+	int stuck;           /* atomic: a thread waited STRESS_STUCK_S for the other; both stop */
 };
+
+static uint64_t stress_now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec;
+}
+
+/* One turn of a wait for the other thread: false once it has lasted STRESS_STUCK_S (and
+ * then tells the other thread to stop too) or the other thread gave up. *since is 0 before
+ * the wait's first turn. */
+static bool stress_wait_turn(struct stress *s, uint64_t *since)
+{
+	if (__atomic_load_n(&s->stuck, __ATOMIC_ACQUIRE))
+		return false;
+	if (!*since) {
+		*since = stress_now_s();
+	} else if (stress_now_s() - *since > STRESS_STUCK_S) {
+		__atomic_store_n(&s->stuck, 1, __ATOMIC_RELEASE);
+		return false;
+	}
+	sched_yield();
+	return true;
+}
 
 static void *accessor(void *p)
 {
@@ -546,7 +585,7 @@ static void *accessor(void *p)
 
 	for (uint64_t n = 0; n < STRESS_ACCESSES; n++) {
 		struct stress_ev *e = &s->ev[n];
-		uint64_t before;
+		uint64_t before, since = 0;
 
 		x ^= x << 13;
 		x ^= x >> 7;
@@ -554,8 +593,12 @@ static void *accessor(void *p)
 		e->page = (uint32_t)(x % STRESS_PAGES);
 		e->write = (x >> 40) & 1;
 		before = __atomic_load_n(&s->walks_done, __ATOMIC_ACQUIRE);
-		while (n >= (before - first) * STRESS_AHEAD) { /* let the walker catch up */
-			sched_yield();
+		/* let the walker catch up; AHEAD accesses are allowed before the first walk after
+		 * this thread started, so that the walker (which waits for an access between
+		 * two walks) always has one to wait for */
+		while (n >= (before - first + 1) * STRESS_AHEAD) {
+			if (!stress_wait_turn(s, &since))
+				return NULL;
 			before = __atomic_load_n(&s->walks_done, __ATOMIC_ACQUIRE);
 		}
 		if (vmm_simhw_access(s->hw, (uint64_t)e->page << 12, e->write) != 0)
@@ -606,28 +649,53 @@ static bool reported_within(const struct stress *s, const uint32_t *by_page, con
 	return false;
 }
 
-static void stress_run(enum vmm_pt_format_id id, bool clear_dirty)
+/* nonleaf: the tree keeps upper A bits (as the emulated EPT does) and the walker skips
+ * subtrees whose upper A is clear; the same "nothing lost" rule must hold (the leaf is
+ * written before its upper A, and the walker clears an upper A before reading below it). */
+static void stress_run_opts(enum vmm_pt_format_id id, bool clear_dirty, bool nonleaf)
 {
-	struct stress s = {.hw = make(id, 8ULL << 20, 0, 0, 0)};
-	struct vmm_walk_opts o = {
-	    .gpa_end = 8ULL << 20, .clear_dirty = clear_dirty, .fn = stress_record, .arg = &s};
+	struct vmm_simhw_config cfg = {
+	    .fmt = id, .guest_bytes = 8ULL << 20, .seed = 1234, .nonleaf_accessed = nonleaf};
+	struct stress s = {0};
+	struct vmm_walk_opts o = {.gpa_end = 8ULL << 20,
+				  .clear_dirty = clear_dirty,
+				  .fn = stress_record,
+				  .arg = &s,
+				  .use_nonleaf_accessed = nonleaf};
 	uint64_t lost = 0, lost_dirty = 0, walks, distinct_lo = 0;
 	size_t first[STRESS_PAGES + 1] = {0}, fill[STRESS_PAGES];
 	uint32_t *by_page;
 	pthread_t t;
 
+	assert_int_equal(vmm_simhw_new(&cfg, &s.hw), 0);
 	s.ev = calloc(STRESS_ACCESSES, sizeof(*s.ev));
 	assert_non_null(s.ev);
 	assert_int_equal(pthread_create(&t, NULL, accessor, &s), 0);
 	/* walk while the accessor runs; its progress counter is the event awaited.  The
 	 * accessor waits for one walk to complete before its first access. */
-	while (__atomic_load_n(&s.progress, __ATOMIC_ACQUIRE) < STRESS_ACCESSES) {
+	uint64_t seen = 0, now, since = 0;
+	while ((now = __atomic_load_n(&s.progress, __ATOMIC_ACQUIRE)) < STRESS_ACCESSES) {
+		/* at least one access between two walks: on a loaded machine the walker would
+		 * otherwise run thousands of walks while the accessor waits for a CPU, and the
+		 * two would seldom overlap */
+		if (now == seen && s.walk > 0) {
+			if (!stress_wait_turn(&s, &since))
+				break;
+			continue;
+		}
+		seen = now;
+		since = 0;
 		s.walk++;
 		assert_int_equal(vmm_walk(vmm_simhw_pt(s.hw), &o, NULL), 0);
 		__atomic_store_n(&s.walks_done, s.walk, __ATOMIC_RELEASE);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
 	pthread_join(t, NULL);
+	if (s.stuck)
+		fail_msg("stress: the threads waited %d s for each other: %llu of %d accesses, "
+			 "%llu walks",
+			 STRESS_STUCK_S, (unsigned long long)s.progress, STRESS_ACCESSES,
+			 (unsigned long long)s.walks_done);
 	/* two more walks with the accessor stopped: every window [lo, hi] ends by now */
 	for (int i = 0; i < 2; i++) {
 		s.walk++;
@@ -675,9 +743,9 @@ static void stress_run(enum vmm_pt_format_id id, bool clear_dirty)
 			if (from[p] && dirty_walks[p] != walks + 1 - from[p])
 				lost_dirty++;
 	}
-	print_message("# stress %s clear_dirty=%d: %d accesses after %llu different walks, %llu "
-		      "walks, %zu reports, lost %llu, lost dirty %llu\n",
-		      vmm_pt_format_get(id)->name, clear_dirty, STRESS_ACCESSES,
+	print_message("# stress %s clear_dirty=%d nonleaf=%d: %d accesses after %llu different "
+		      "walks, %llu walks, %zu reports, lost %llu, lost dirty %llu\n",
+		      vmm_pt_format_get(id)->name, clear_dirty, nonleaf, STRESS_ACCESSES,
 		      (unsigned long long)distinct_lo, (unsigned long long)walks, s.nr_rep,
 		      (unsigned long long)lost, (unsigned long long)lost_dirty);
 	/* guaranteed by the accessor's throttle; how evenly the accesses spread over the walks
@@ -691,9 +759,15 @@ static void stress_run(enum vmm_pt_format_id id, bool clear_dirty)
 	vmm_simhw_free(s.hw);
 }
 
+static void stress_run(enum vmm_pt_format_id id, bool clear_dirty)
+{
+	stress_run_opts(id, clear_dirty, false);
+}
+
 static void test_walk_concurrent_stress(void **state)
 {
 	(void)state;
+	stress_run_opts(VMM_PT_EPT, true, true);
 	stress_run(VMM_PT_EPT, false);
 	stress_run(VMM_PT_EPT, true);
 	stress_run(VMM_PT_S2, false);

@@ -235,6 +235,15 @@ int vmm_walk(const struct vmm_pt *pt, const struct vmm_walk_opts *opts,
  * -EFAULT (a table could not be mapped).
  */
 int vmm_lookaround(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn, void *arg);
+/* What a look-around read: its leaf table (table_pa; 0 when gpa is mapped by a huge leaf
+ * or not at all) and how many of its entries it tested. */
+struct vmm_lookaround_window {
+	uint64_t table_pa;
+	unsigned entries;
+};
+/* vmm_lookaround, and fill win (the eviction hand feeds the bloom filter from it). */
+int vmm_lookaround_ex(const struct vmm_pt *pt, uint64_t gpa, unsigned max, vmm_young_fn fn,
+		      void *arg, struct vmm_lookaround_window *win);
 
 /* ======================================================================================
  * Part 2: simulated hardware
@@ -248,6 +257,10 @@ struct vmm_simhw_config {
 	double huge_2m_share; /* share of 2 MiB regions mapped by one 2 MiB leaf, 0..1 */
 	double huge_1g_share; /* share of 1 GiB regions mapped by one 1 GiB leaf, 0..1 */
 	uint64_t seed;        /* for the placement of holes and huge leaves */
+	/* EPT only: accesses set A in the upper entries too, exactly (no paging-structure
+	 * cache keeps them from being set again), and the tree says so with
+	 * VMM_PT_NONLEAF_ACCESSED: the emulated EPT's behaviour (host/access/ept_table.h). */
+	bool nonleaf_accessed;
 };
 
 struct vmm_simhw;
@@ -257,7 +270,7 @@ struct vmm_simhw;
  * and seed decide), writable, accessed and dirty bits clear.  Memory: about 4 KiB of tables
  * per 2 MiB of 4 KiB-mapped RAM (128 MiB for 64 GiB).  Returns 0, -EINVAL (format unknown,
  * sizes not 2 MiB multiples, more holes than 2 MiB pieces, share outside 0..1, more than
- * 16 TiB of address space) or -ENOMEM.  The object owns all its memory; no global state.
+ * 16 TiB of address space, nonleaf_accessed on stage 2) or -ENOMEM.  The object owns all its memory; no global state.
  */
 int vmm_simhw_new(const struct vmm_simhw_config *cfg, struct vmm_simhw **out);
 void vmm_simhw_free(struct vmm_simhw *hw);
@@ -338,9 +351,24 @@ struct vmm_guest_config {
 	unsigned nr_tiers;       /* 1..VMM_MAX_NR_TIERS */
 	unsigned lookaround_max; /* neighbours harvested around a young page on eviction (63) */
 	struct vmm_bloom_config bloom;
+	/* Trees whose upper accessed bits are exact (VMM_PT_NONLEAF_ACCESSED: memtide's
+	 * emulated EPT): vmm_age_walk skips subtrees whose upper A is clear and leaves the
+	 * bloom filter out, which misses nothing (docs/walker.md has the measurement).  Off:
+	 * the bloom filter, as on hardware tables.  Default on. */
+	bool use_nonleaf_accessed;
+	/* Rules where libvmm may depart from Linux's MGLRU (docs/design.md, "Rules that differ
+	 * from Linux's MGLRU", has the measurements behind the defaults):
+	 *   dirty_ages_up          a leaf found dirty but not young moves its page up one
+	 *                          generation (Linux skips non-young entries whatever D says);
+	 *   lookaround_feeds_bloom the eviction hand's look-around adds a leaf table it found
+	 *                          dense with young entries to the bloom filter of the next
+	 *                          aging walk (Linux's rule). */
+	bool dirty_ages_up;
+	bool lookaround_feeds_bloom;
 };
 
-/* nr_gens 4, nr_tiers 4, lookaround_max 63, the bloom filter's defaults; no layout. */
+/* nr_gens 4, nr_tiers 4, lookaround_max 63, the bloom filter's defaults,
+ * use_nonleaf_accessed on, dirty_ages_up off, lookaround_feeds_bloom on; no layout. */
 void vmm_guest_config_default(struct vmm_guest_config *cfg);
 
 struct vmm_guest;
@@ -365,8 +393,10 @@ void vmm_guest_free(struct vmm_guest *g);
 /*
  * The aging hand, driven by page tables: start a new youngest generation stamped now_ms
  * (folding the two oldest together when all nr_gens are in use), walk pt over guest RAM
- * with the guest's bloom filter, and move every young page into the youngest generation;
- * a dirty page that is not young moves up one generation; an evicted page found present and
+ * with the guest's bloom filter (or, on a tree with exact upper accessed bits and
+ * use_nonleaf_accessed, skipping the subtrees they say are idle), and move every young page
+ * into the youngest generation (with dirty_ages_up, a dirty page that is not young moves up
+ * one generation); an evicted page found present and
  * young counts as a refault.  stats (optional) receives the walk's figures, summed over the
  * RAM ranges.  The walk cleans the dirty state it reports (clear_dirty): do not run it on a
  * VM whose dirty bits the host logs for migration at the same time.

@@ -5,7 +5,10 @@
  * Use (system emulation, QEMU 7.2; `memtidectl ept-plugin` prints the exact argument):
  *   -plugin /usr/lib/memtide/memtide-ept.so,table=/run/memtide/ept/NAME.ept[,ram=1G]
  *           [,lowmem=3G][,span=1T][,mode=off|always]
- *   table   the table file (not `file`: QEMU keeps that key for the plugin's path); created, truncated and locked for QEMU's lifetime; removed at exit)
+ *   table   the table file (not `file`: QEMU keeps that key for the plugin's path); created,
+ *           truncated and locked for QEMU's lifetime, removed at exit.  When it cannot be
+ *           made (no directory, taken by another QEMU) the plugin says so on QEMU's stderr
+ *           and stays idle: the guest starts anyway, without the ept source
  *   ram     guest RAM size (-m): accesses at RAM offsets beyond it (ROM, video RAM) are
  *           dropped; lowmem: RAM below the PCI hole when RAM also sits above 4 GiB (pc:
  *           3 GiB once RAM >= 3.5 GiB, q35: 2 GiB once RAM >= 2.75 GiB).  Without ram the
@@ -143,10 +146,11 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 
 /* ---- the MMU's part: set A (and D) in the leaf of gpa -------------------------------------- */
 
+/* Release: the leaf written before must be visible first (mark() says why). */
 static inline void or_if_missing(uint64_t *slot, uint64_t bits)
 {
 	if ((__atomic_load_n(slot, __ATOMIC_RELAXED) & bits) != bits)
-		__atomic_fetch_or(slot, bits, __ATOMIC_RELAXED);
+		__atomic_fetch_or(slot, bits, __ATOMIC_RELEASE);
 }
 
 static inline void mark(uint64_t gpa, bool store)
@@ -159,15 +163,21 @@ static inline void mark(uint64_t gpa, bool store)
 
 	if ((__atomic_load_n(leaf, __ATOMIC_RELAXED) & want) == want)
 		return; /* the common case: the page was already seen this round */
-	/* The way down, as a page walk would set it: each upper entry present, with A.  The
-	 * tables sit at fixed offsets, so this is an OR of constants. */
-	or_if_missing(&P.root[gpa >> 39],
-		      (P.h->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
-	or_if_missing(&P.pdpt[gpa >> 30],
-		      (P.h->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
+	/* The leaf first, then the way up: each upper entry present, with A (the tables sit at
+	 * fixed offsets, so this is an OR of constants).  The order matters to a walker that
+	 * skips subtrees whose upper A is clear (docs/walker.md, "Non-leaf accessed bits"): it
+	 * clears an upper A before reading the subtree, so an upper A set after the leaf is
+	 * either seen by that walk together with the leaf, or set after the clear and kept for
+	 * the next one.  Upper entries first would let a walk clear the upper A between the
+	 * two writes, read the leaf before its A arrives, and leave a young leaf under a clear
+	 * upper A, unseen until it is next read whole. */
+	__atomic_fetch_or(leaf, want, __ATOMIC_RELAXED);
 	or_if_missing(&P.pd[gpa >> 21],
 		      (P.h->pt_off + (gpa >> 21) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
-	__atomic_fetch_or(leaf, want, __ATOMIC_RELAXED);
+	or_if_missing(&P.pdpt[gpa >> 30],
+		      (P.h->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
+	or_if_missing(&P.root[gpa >> 39],
+		      (P.h->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
 	__atomic_fetch_add(&P.h->marks, 1, __ATOMIC_RELAXED);
 }
 
@@ -438,6 +448,18 @@ static int open_table(uint32_t mode)
 	return 0;
 }
 
+/* Undo a failed open_table. */
+static void close_table(void)
+{
+	if (P.map)
+		munmap(P.map, P.map_bytes);
+	if (P.fd >= 0)
+		close(P.fd);
+	P.map = NULL;
+	P.h = NULL;
+	P.fd = -1;
+}
+
 QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
 					   char **argv)
 {
@@ -493,8 +515,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			return -1;
 		}
 	}
-	if (open_table(mode) < 0)
-		return -1;
+	if (open_table(mode) < 0) {
+		/* The guest must start whether or not memtide is ready (its table directory is
+		 * made by memtided and at boot by systemd-tmpfiles): run without instrumenting,
+		 * and memtided, finding no table, says so and takes another source. */
+		close_table();
+		say("memtide-ept: no table: the guest runs without the ept source\n");
+		return 0;
+	}
 	/* Starting "on" needs no reset: no code has been translated yet. */
 	P.on = mode == MTD_EPT_MODE_ALWAYS;
 	if (P.on) {
