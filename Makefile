@@ -12,7 +12,7 @@
 # needs no edit here.  Unit tests are tests/unit/test_*.c, one program each, linked against
 # every library (the linker takes only what a test uses).
 #
-# Targets: all (default), check, bench, lint, sanitize, demo, install (install-agent,
+# Targets: all (default), check, soak, bench, lint, sanitize, demo, install (install-agent,
 # install-lab), uninstall, deb, check-packaging, clean.
 
 BUILD    ?= build
@@ -79,7 +79,7 @@ TESTS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(TEST_SRC))
 EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
 .PHONY: all check check-unit bench lint sanitize demo install install-agent install-lab uninstall \
-	programs deb check-packaging clean deps fuzz
+	programs deb check-packaging clean deps fuzz soak
 all: $(PROGRAMS) $(TESTS) $(EPT_PLUGIN)
 
 $(BUILD)/obj/%.o: %.c
@@ -161,6 +161,12 @@ check: deps
 check-unit: all
 	@BUILD=$(BUILD) tests/run.sh unit
 
+# `make soak` runs the long scenarios (10 minutes or more each: e.g. scenario 12's 12-minute
+# creep run) that `make check` runs in short; they write the same build/e2e/*.json files.
+soak: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/run.sh soak
+
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) scripts/bench.sh
@@ -171,7 +177,7 @@ sanitize:
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@BUILD=$(BUILD) DEMO_JSON=$(DEMO_JSON) scripts/demo.sh
+	@BUILD=$(BUILD) DEMO_JSON=$(DEMO_JSON) DEMO_AGENT=$(DEMO_AGENT) scripts/demo.sh
 
 LINT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 lint:

@@ -5,7 +5,9 @@
 #   install.sh install host    memtided (sbin), memtidectl (bin), QEMU's memtide-ept plugin
 #                              (lib/memtide), the systemd unit, the libvirt
 #                              hook, /etc/memtide/memtided.conf, man pages, bash completion,
-#                              the operator docs, the Prometheus rules and Grafana dashboard.  What a host needs and nothing more: the
+#                              the operator docs, the Prometheus rules and Grafana dashboard,
+#                              the zram swap helper and its unit (lib/memtide, host-side
+#                              eviction), the ept tmpfiles.d entry.  What a host needs and nothing more: the
 #                              guest agent and the lab tools are not put on a host's PATH.
 #   install.sh install agent   memtide-agent (sbin) and its unit, for a guest image.
 #   install.sh install lab     memtide-sim and memtide-trace (bin), the policy lab.
@@ -39,7 +41,8 @@ HOOK=/etc/libvirt/hooks/qemu.d/memtide
 CONF=/etc/memtide/memtided.conf
 
 subst() {
-	sed -e "s|@SBINDIR@|$SBINDIR|g" -e "s|@BINDIR@|$BINDIR|g" -e "s|@DOCDIR@|$DOCDIR|g" "$1"
+	sed -e "s|@SBINDIR@|$SBINDIR|g" -e "s|@BINDIR@|$BINDIR|g" -e "s|@DOCDIR@|$DOCDIR|g" \
+		-e "s|@LIBDIR@|$LIBDIR|g" "$1"
 }
 # put SRC DEST MODE: a file with the placeholders filled in.
 put() {
@@ -73,6 +76,10 @@ install_host() {
 	install -d "$DESTDIR$TMPFILESDIR"
 	install -m 0644 "$SRC/tmpfiles.d/memtide.conf" "$DESTDIR$TMPFILESDIR/memtide.conf"
 	put "$SRC/libvirt/hooks/qemu.d/memtide" "$HOOK" 0755
+	# Host swap for host-side eviction (return=pageout/auto): a helper beside the plugin,
+	# and its unit (`systemctl enable --now memtide-zram-swap`; docs/operations.md).
+	install -m 0755 "$SRC/memtide-zram-swap" "$DESTDIR$LIBDIR/memtide-zram-swap"
+	put "$SRC/systemd/memtide-zram-swap.service" "$UNITDIR/memtide-zram-swap.service" 0644
 	install -d "$DESTDIR/etc/memtide"
 	if [ -e "$DESTDIR$CONF" ]; then
 		install -m 0644 "$SRC/memtided.conf" "$DESTDIR$CONF.example"
@@ -118,7 +125,7 @@ uninstall() {
 		"$MANDIR/man1/memtidectl.1" "$MANDIR/man5/memtided.conf.5" \
 		"$MANDIR/man8/memtide-agent.8" "$MANDIR/man1/memtide-sim.1" \
 		"$MANDIR/man1/memtide-trace.1" "$COMPDIR/memtidectl" "$CONF.example" \
-		"$TMPFILESDIR/memtide.conf"; do
+		"$UNITDIR/memtide-zram-swap.service" "$TMPFILESDIR/memtide.conf"; do
 		rm -f "$DESTDIR$f"
 	done
 	rm -rf "$DESTDIR$DOCDIR" "$DESTDIR$DATADIR" "$DESTDIR$LIBDIR"

@@ -10,6 +10,8 @@
  * proto_reader (length bound) and proto_decode (strict validator) before any handler runs;
  * handlers only copy validated structs into the link.  Messages the host never expects
  * (reclaim, config from the agent) are rejected with PROTO_E_STATE and cost budget points.
+ * An agent's hello on a ready link is a restarted agent (virtio-serial: the stream stays
+ * open): READY -> HELLO_WAIT with our hello and config sent again -> READY.
  */
 #include "agent_link.h"
 
@@ -284,6 +286,23 @@ static enum proto_status on_hello(struct mtd_agent_link *l, const struct proto_m
 {
 	const struct proto_hello *h = &m->u.hello;
 
+	/* A new agent on the same stream: virtio-serial keeps the host end of the port open
+	 * while the agent inside restarts, so the new one's hello arrives here and not on a
+	 * new connection.  Answer it as a new connection is answered, with our hello and
+	 * config; what the old agent had in flight (a reclaim) will never be answered. */
+	if (l->state == LINK_READY && h->role == PROTO_ROLE_AGENT) {
+		l->ctr.rehellos++;
+		l->reclaim_outstanding = 0;
+		proto_guard_init(&l->guard);
+		mtd_notice("agent %s: a new agent said hello on the open channel (restarted?): "
+			   "handshaking again",
+			   l->path);
+		if (send_handshake(l) < 0) {
+			snprintf(e->message, sizeof(e->message), "cannot queue our hello");
+			return PROTO_E_NOSPC;
+		}
+		l->state = LINK_HELLO_WAIT;
+	}
 	if (l->state != LINK_HELLO_WAIT || h->role != PROTO_ROLE_AGENT) {
 		snprintf(e->message, sizeof(e->message),
 			 "hello is the first message, from an agent");

@@ -68,6 +68,7 @@ const struct proto_reclaim_reply *mtd_agent_link_reclaim_reply(const struct mtd_
 /* Counters for logs and tests. */
 struct mtd_agent_link_counters {
 	uint64_t connects, disconnects, frames, rejected, dropped;
+	uint64_t rehellos; /* handshakes again on an open stream (a restarted agent) */
 };
 void mtd_agent_link_counters(const struct mtd_agent_link *l, struct mtd_agent_link_counters *c);
 

@@ -34,6 +34,7 @@
 #include <json-c/json.h>
 #include <urcu.h>
 
+#include "controller.h"
 #include "log.h"
 #include "status_json.h"
 
@@ -261,6 +262,53 @@ static char *cmd_hook(struct mtd_daemon *d, struct json_object *req)
 	return reply_text(reply_ok());
 }
 
+static void add_release_entry(void *arg, const struct mtd_vm_status *st)
+{
+	struct json_object *v = json_object_new_object();
+
+	json_object_object_add(v, "name", json_object_new_string(st->name));
+	/* sizes well under INT64_MAX: status snapshots come from the loop's checked figures */
+	json_object_object_add(v, "actual_bytes",
+			       json_object_new_int64((int64_t)st->balloon_actual_bytes));
+	json_object_object_add(
+	    v, "ceiling_bytes",
+	    json_object_new_int64((int64_t)mtd_ctl_safe_bytes(&st->policy, st->max_bytes)));
+	json_object_object_add(v, "released", json_object_new_boolean(st->released));
+	json_object_array_add(arg, v);
+}
+
+/* release / resume: {"name": NAME} or {"all": true}.  The reply lists each VM with its size
+ * now and its ceiling, and the host figures that bound the release's pace. */
+static char *cmd_release(struct mtd_daemon *d, struct json_object *req, bool release)
+{
+	struct json_object *all, *vms = json_object_new_array(), *o;
+	const char *name = NULL;
+	char *err = NULL;
+	bool every = json_object_object_get_ex(req, "all", &all);
+	int rc;
+
+	if (every &&
+	    (!json_object_is_type(all, json_type_boolean) || !json_object_get_boolean(all))) {
+		json_object_put(vms);
+		return reply_error("field 'all' must be true (or give 'name')");
+	}
+	if (!every && need_str(req, "name", &name, &err) < 0) {
+		json_object_put(vms);
+		return err;
+	}
+	rc = mtd_daemon_release(d, every ? NULL : name, release, add_release_entry, vms);
+	if (rc < 0) {
+		json_object_put(vms);
+		return errno_reply(rc, name ? name : "");
+	}
+	struct mtd_host_status h;
+	mtd_daemon_host_status(d, &h);
+	o = reply_ok();
+	json_object_object_add(o, "vms", vms);
+	json_object_object_add(o, "host", mtd_json_host(&h));
+	return reply_text(o);
+}
+
 static char *cmd_version(const char *version)
 {
 	struct json_object *o = reply_ok();
@@ -301,7 +349,7 @@ char *mtd_control_handle(struct mtd_daemon *d, const char *version, const char *
 	    !json_object_is_type(cmdv, json_type_string)) {
 		json_object_put(req);
 		return reply_error("missing field 'cmd' (a string: status, vm, attach, detach, "
-				   "policy-get, policy-set, hook, version)");
+				   "policy-get, policy-set, release, resume, hook, version)");
 	}
 	cmd = json_object_get_string(cmdv);
 	if (!strcmp(cmd, "status"))
@@ -318,11 +366,15 @@ char *mtd_control_handle(struct mtd_daemon *d, const char *version, const char *
 		out = cmd_policy_set(d, req);
 	else if (!strcmp(cmd, "hook"))
 		out = cmd_hook(d, req);
+	else if (!strcmp(cmd, "release"))
+		out = cmd_release(d, req, true);
+	else if (!strcmp(cmd, "resume"))
+		out = cmd_release(d, req, false);
 	else if (!strcmp(cmd, "version"))
 		out = cmd_version(version);
 	else
 		out = reply_error("unknown cmd '%.64s' (status, vm, attach, detach, policy-get, "
-				  "policy-set, hook, version)",
+				  "policy-set, release, resume, hook, version)",
 				  cmd);
 	json_object_put(req);
 	return out;

@@ -12,14 +12,21 @@
  *
  * The step, in order (docs/operations.md lists the same rules for operators):
  *   1. bounds (a lowered max takes effect at once, with a reclaim of the cut);
- *   2. exit or disabled -> ceiling; 3. agent need -> give need + headroom now;
- *   4. pressure (PSI or MemAvailable) -> give max(deflate_min, headroom) now;
- *   5. stale inputs -> ceiling; 6. no estimate -> keep; 7. desired above target -> give now;
- *   8. desired below target -> take at most one step, unless within the post-deflate hold.
+ *   2. agent need -> give need + headroom now; the guest took memory back from the balloon
+ *      itself (deflate-on-oom: actual rose above the balloon target) -> keep what it took;
+ *   3. pressure (PSI, MemAvailable, or with no PSI the major-fault rate) -> give
+ *      max(deflate_min, headroom) now;
+ *   4. released -> climb toward the ceiling by the host's grant, take nothing;
+ *   5. disabled -> keep; 6. stale inputs -> keep;
+ *   7. no estimate -> keep; 8. desired above target -> give now;
+ *   9. desired below target -> take at most one step, unless within the post-deflate hold.
+ * Steps 2 and 3 come first: whatever else holds (disabled, silent, released), a guest that
+ * shows need gets what it calls for.  Steps 4-6 never lower the balloon ("may take" is
+ * false): the VM keeps its size.
  * Then the actuators ("return" in controller.h): the balloon follows the target, or, with
- * return=reclaim in force, stays at the ceiling while the agent reclaims the guest's use
- * down to the target.
- * Every deflate (3, 4, 5, 7) arms the hold, so a VM that just needed memory is not squeezed
+ * return=reclaim in force, stays where it is (a cap, rising with the target) while the
+ * agent reclaims the guest's use down to the target.
+ * Every deflate (2, 3, 8) arms the hold, so a VM that just needed memory is not squeezed
  * again in the next interval (and a VM that keeps refusing steps waits longer each time:
  * arm_hold): the asymmetry that keeps a guest out of its OOM killer (seen
  * here: a balloon inflated to hot set + 250 MiB had the guest OOM-kill its workload 1.3 s
@@ -28,6 +35,7 @@
 #include "controller.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 #define MiB ((uint64_t)1 << 20)
@@ -42,7 +50,7 @@ static const char *const reason_names[] = {
     [MTD_CTL_NEED] = "need",
     [MTD_CTL_SILENT] = "silent",
     [MTD_CTL_DISABLED] = "disabled",
-    [MTD_CTL_EXIT] = "exit",
+    [MTD_CTL_RELEASE] = "release",
 };
 
 const char *mtd_ctl_reason_name(enum mtd_ctl_reason r)
@@ -63,6 +71,9 @@ void mtd_ctl_config_default(struct mtd_ctl_config *cfg)
 	cfg->hold_after_deflate_ms = 30000;
 	cfg->hold_max_ms = 480000;
 	cfg->min_change_bytes = 4 * MiB;
+	/* ~4 MiB/s read back from disk or swap: a guest that thrashes does this and more;
+	 * one that only starts programs stays far under it. */
+	cfg->major_faults_high_per_s = 1000.0;
 }
 
 int mtd_ctl_config_finish(struct mtd_ctl_config *cfg, char *err, size_t errlen)
@@ -103,6 +114,10 @@ int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t 
 	}
 	if (cfg->hold_max_ms > 24 * 3600 * 1000ULL) {
 		snprintf(err, errlen, "hold_max must be at most 24 h");
+		return -EINVAL;
+	}
+	if (!(cfg->major_faults_high_per_s > 0.0 && cfg->major_faults_high_per_s <= 1e9)) {
+		snprintf(err, errlen, "major_faults_high must be a rate in (0, 1e9] per second");
 		return -EINVAL;
 	}
 	return 0;
@@ -173,7 +188,7 @@ static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_in
 		       struct mtd_ctl_state *st, uint64_t to, enum mtd_ctl_reason why,
 		       struct mtd_ctl_output *out)
 {
-	/* Only memory actually given back arms the hold: a VM already at its safe size when the
+	/* Only memory actually given back arms the hold: a VM already at its ceiling when the
 	 * agent is not heard yet (start-up) must not wait hold_after_deflate_ms for nothing. */
 	if (to > st->target_bytes) {
 		st->target_bytes = to;
@@ -183,10 +198,12 @@ static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_in
 }
 
 /*
- * The actuators for the target just decided.  The balloon goes to the target, or stays at
- * the ceiling when return=reclaim is in force ("soft"); downwards it moves at most one step
- * per interval (a VM leaving soft mode under host pressure is not inflated by hundreds of
- * MiB at once), upwards at once, and a lowered ceiling cuts it at once.
+ * The actuators for the target just decided.  The balloon goes to the target, or, when
+ * return=reclaim is in force ("soft"), stays where it is unless the target rises above it
+ * (it is a cap: raising it by itself would let the guest fill memory nobody asked it to
+ * have); downwards it moves at most one step per interval (a VM leaving soft mode under host
+ * pressure is not inflated by hundreds of MiB at once), upwards at once, never down while
+ * the controller may not take, and a lowered ceiling cuts it at once.
  * The reclaim request: with the balloon, what the balloon is about to take, so the guest
  * frees it (into 2 MiB blocks free page reporting hands back) before the balloon's own
  * 4 KiB picks.  In soft mode, the same step the target just took, or what the guest uses
@@ -198,18 +215,33 @@ static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_in
  */
 static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *policy,
 		    const struct mtd_ctl_input *in, struct mtd_ctl_state *st, bool squeezed,
-		    uint64_t step, uint64_t floor, uint64_t ceiling, uint64_t prev_target,
-		    struct mtd_ctl_output *out)
+		    bool may_take, uint64_t step, uint64_t floor, uint64_t ceiling,
+		    uint64_t prev_target, struct mtd_ctl_output *out)
 {
-	bool soft = policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed &&
-		    policy->enabled && !in->exiting && in->inputs_fresh;
+	/* With host-side eviction (pageout, auto) the balloon is only a cap, even under a
+	 * squeeze: the squeeze shortens the cold age instead, and an agentless guest's balloon
+	 * could only be met by its OOM killer (/work/shared/README.md). */
+	bool hostside =
+	    policy->return_via == MTD_RETURN_PAGEOUT || policy->return_via == MTD_RETURN_AUTO;
+	bool soft = (hostside ||
+		     (policy->return_via == MTD_RETURN_RECLAIM && in->can_reclaim && !squeezed)) &&
+		    may_take;
+	/* The agent is asked to reclaim under reclaim, and under auto when it can. */
+	bool ask_guest = policy->return_via == MTD_RETURN_RECLAIM ||
+			 (policy->return_via == MTD_RETURN_AUTO && in->can_reclaim);
 	uint64_t from = clamp_u64(st->balloon_bytes, floor, ceiling);
-	uint64_t goal = soft ? ceiling : st->target_bytes;
+	/* Soft: the cap stays where it is, rising with the target; never lowered here. */
+	uint64_t goal =
+	    soft ? (st->target_bytes > from ? st->target_bytes : from) : st->target_bytes;
 	uint64_t next = goal >= from ? goal : from - goal > step ? from - step : goal;
 
+	/* Not allowed to take (disabled, silent, released): the balloon keeps its place.
+	 * Only a lowered ceiling (from, clamped) cuts it: the operator's explicit bound. */
+	if (!may_take && next < from)
+		next = from;
 	if (!soft && next < st->balloon_bytes)
 		out->reclaim_bytes = st->balloon_bytes - next;
-	if (soft && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
+	if (soft && ask_guest && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
 		uint64_t cut = prev_target > st->target_bytes ? prev_target - st->target_bytes : 0;
 		uint64_t over = 0;
 		if (in->used_known &&
@@ -255,28 +287,26 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	out->backoff_hold_ms = 0;
 	out->state = MTD_VM_ACTIVE;
 
-	/* Step 2: exiting or disabled: the safe size. */
-	if (in->exiting || !policy->enabled) {
-		st->target_bytes = ceiling;
-		st->reason = in->exiting ? MTD_CTL_EXIT : MTD_CTL_DISABLED;
-		out->state = in->exiting ? MTD_VM_DEFLATING : MTD_VM_DISABLED;
-		goto out;
-	}
+	bool may_take = policy->enabled && in->inputs_fresh && !in->released;
 	uint64_t base = in->actual_bytes > st->target_bytes ? in->actual_bytes : st->target_bytes;
 	uint64_t headroom = (uint64_t)((double)policy->headroom_bytes * (1.0 - squeeze));
 
-	/* Step 3: the agent says the guest needs memory: give it, plus headroom, now. */
-	if (in->need_bytes) {
-		deflate_to(
-		    cfg, in, st,
-		    clamp_u64(sat_add(sat_add(base, in->need_bytes), headroom), floor, ceiling),
-		    MTD_CTL_NEED, out);
+	/* Step 2: the agent says the guest needs memory: give it, plus headroom, now.  A guest
+	 * that deflated the balloon itself (its OOM killer was next) keeps what it took: a
+	 * target left under it would have the driver inflate again at the next command. */
+	if (in->need_bytes || in->guest_took_back) {
+		uint64_t to =
+		    in->need_bytes ? sat_add(sat_add(base, in->need_bytes), headroom) : base;
+		deflate_to(cfg, in, st, clamp_u64(to, floor, ceiling), MTD_CTL_NEED, out);
 		out->state = MTD_VM_DEFLATING;
 		goto out;
 	}
-	/* Step 4: guest pressure: PSI some avg10 over its mark, or MemAvailable under its. */
+	/* Step 3: guest pressure: PSI some avg10 over its mark, MemAvailable under its, or,
+	 * when PSI is not known (no agent), major faults over theirs. */
 	if ((in->psi_known && in->psi_some_avg10 > cfg->psi_some_avg10_high) ||
-	    (in->avail_known && in->guest_avail_bytes < cfg->mem_available_low_bytes)) {
+	    (in->avail_known && in->guest_avail_bytes < cfg->mem_available_low_bytes) ||
+	    (!in->psi_known && in->faults_known &&
+	     in->major_faults_per_s > cfg->major_faults_high_per_s)) {
 		uint64_t give = policy->headroom_bytes > cfg->deflate_min_bytes
 				    ? policy->headroom_bytes
 				    : cfg->deflate_min_bytes;
@@ -285,25 +315,42 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 		out->state = MTD_VM_DEFLATING;
 		goto out;
 	}
-	/* Step 5: nobody is telling us about the guest: back to the safe size. */
+	/* Step 4: released by the operator: climb toward the ceiling by what the host can
+	 * spare this step; never take.  No hold is armed: nothing is taken while released. */
+	if (in->released) {
+		uint64_t from =
+		    st->balloon_bytes > st->target_bytes ? st->balloon_bytes : st->target_bytes;
+		st->target_bytes =
+		    clamp_u64(sat_add(from, in->release_grant_bytes), floor, ceiling);
+		st->reason = MTD_CTL_RELEASE;
+		out->state = MTD_VM_RELEASED;
+		goto out;
+	}
+	/* Step 5: enabled=false: watched, the size kept, never inflated. */
+	if (!policy->enabled) {
+		st->reason = MTD_CTL_DISABLED;
+		out->state = MTD_VM_DISABLED;
+		goto out;
+	}
+	/* Step 6: nobody is telling us about the guest: keep its size, take nothing. */
 	if (!in->inputs_fresh) {
-		deflate_to(cfg, in, st, ceiling, MTD_CTL_SILENT, out);
+		st->reason = MTD_CTL_SILENT;
 		out->state = MTD_VM_AGENT_SILENT;
 		goto out;
 	}
-	/* Step 6: no estimate yet: keep the target, take nothing. */
+	/* Step 7: no estimate yet: keep the target, take nothing. */
 	if (!in->wss_valid) {
 		st->reason = MTD_CTL_NO_ESTIMATE;
 		goto out;
 	}
 	uint64_t desired = clamp_u64(sat_add(in->wss_bytes, headroom), floor, ceiling);
 
-	/* Step 7: the working set grew past the target: give the difference back now. */
+	/* Step 8: the working set grew past the target: give the difference back now. */
 	if (desired > st->target_bytes) {
 		deflate_to(cfg, in, st, desired, MTD_CTL_GROW, out);
 		goto out;
 	}
-	/* Step 8: take memory, one bounded step at a time, never within the hold. */
+	/* Step 9: take memory, one bounded step at a time, never within the hold. */
 	if (desired + cfg->min_change_bytes > st->target_bytes) {
 		st->reason = MTD_CTL_STEADY;
 		goto out;
@@ -324,7 +371,8 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	st->reason = MTD_CTL_INFLATE;
 out:
 	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
-	actuate(cfg, policy, in, st, squeeze > 0.0, step, floor, ceiling, prev_target, out);
+	actuate(cfg, policy, in, st, squeeze > 0.0, may_take, step, floor, ceiling, prev_target,
+		out);
 	out->changed = prev > st->balloon_bytes ? prev - st->balloon_bytes >= cfg->min_change_bytes
 						: st->balloon_bytes - prev >= cfg->min_change_bytes;
 	/* Any growth is reported, however small: memory handed back is never deferred. */
@@ -333,4 +381,43 @@ out:
 	out->reason = st->reason;
 	out->floor_bytes = floor;
 	out->ceiling_bytes = ceiling;
+}
+
+bool mtd_ctl_resume(const struct mtd_ctl_config *cfg, const struct mtd_policy *policy,
+		    uint64_t domain_bytes, uint64_t actual_bytes, uint64_t now_ms,
+		    const struct mtd_ctl_state *saved, struct mtd_ctl_state *st, char *why,
+		    size_t whylen)
+{
+	uint64_t ceiling = mtd_ctl_safe_bytes(policy, domain_bytes);
+	uint64_t floor = policy->min_bytes < ceiling ? policy->min_bytes : ceiling;
+	uint64_t balloon = clamp_u64(saved->balloon_bytes, floor, ceiling);
+	uint64_t two_steps = 2 * cfg->max_inflate_step_bytes;
+	bool taken = true;
+
+	why[0] = '\0';
+	/* Rule 1: a balloon this far under actual was never one step of ours. */
+	if (actual_bytes && balloon + two_steps < actual_bytes) {
+		snprintf(why, whylen,
+			 "its balloon target (%" PRIu64 " MiB) is more than two steps under the "
+			 "balloon's actual (%" PRIu64 " MiB)",
+			 balloon / MiB, actual_bytes / MiB);
+		balloon = clamp_u64(actual_bytes, floor, ceiling);
+		taken = false;
+	}
+	*st = (struct mtd_ctl_state){.primed = true, .balloon_bytes = balloon};
+	/* Rule 2. */
+	st->target_bytes = clamp_u64(saved->target_bytes, floor, balloon);
+	if (!taken)
+		st->target_bytes = balloon;
+	/* Rule 3: times are CLOCK_MONOTONIC of this boot (the caller checked the boot). */
+	uint64_t cap = cfg->hold_max_ms > cfg->hold_after_deflate_ms ? cfg->hold_max_ms
+								     : cfg->hold_after_deflate_ms;
+	if (saved->hold_until_ms > now_ms)
+		st->hold_until_ms =
+		    saved->hold_until_ms - now_ms > cap ? now_ms + cap : saved->hold_until_ms;
+	st->last_take_ms = saved->last_take_ms <= now_ms ? saved->last_take_ms : 0;
+	st->refused_since_take = saved->refused_since_take;
+	st->refusals = saved->refusals <= 32 ? saved->refusals : 32;
+	st->reason = MTD_CTL_STEADY;
+	return taken;
 }

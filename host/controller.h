@@ -12,18 +12,30 @@
  *     refusal in a row doubles the hold, up to hold_max_ms, until a step holds for a whole
  *     hold_after_deflate_ms: a guest whose working set the estimate misses is then probed
  *     every few minutes, not squeezed every 30 s;
- *   - deflate (give memory back) at once: when guest PSI or MemAvailable crosses its
- *     threshold, or the agent announces a need, or the estimate grew;
+ *   - deflate (give memory back) at once: when guest PSI, MemAvailable or (with no agent)
+ *     the balloon's major-fault rate crosses its threshold, or the agent announces a need,
+ *     or the estimate grew; by what that need calls for, never more;
  *   - never below the floor (policy min), never above the ceiling (policy max or the
  *     domain's memory);
- *   - no fresh inputs (agent silent, stats stale) or daemon exiting: back to the safe size,
- *     the ceiling, at once.  With nobody watching, the guest must have all its memory.
+ *   - take nothing while nobody can say what the guest needs (inputs stale: agent silent,
+ *     stats stale), while policy says enabled=false, or once the operator released the VM;
+ *     and give nothing back for those reasons alone: the VM keeps the size it has.  Handing
+ *     every VM its maximum when memtided loses sight of them (an agent restart, a daemon
+ *     restart) is what overcommits a host; a guest that runs short shows it (need, PSI,
+ *     MemAvailable, faults) and is answered, and with memtided gone the balloon's
+ *     deflate-on-oom lets the guest take pages back itself;
+ *   - a released VM (memtidectl release) climbs back to its ceiling by what the host can
+ *     spare (release_grant_bytes, from the daemon: a rate limit and the host's MemAvailable
+ *     above its low mark), and stays there.
  *
  * Two ways to take memory (policy `return`, mtd.h): with `balloon` the balloon follows the
  * target; with `reclaim` the agent is asked to reclaim what the guest uses beyond the
- * target, at most one step per interval, and the balloon stays at the ceiling unless the
- * host arbiter squeezes the VM or the guest cannot reclaim (then it is `balloon` again,
- * stepping down from where it is).
+ * target, at most one step per interval, and the balloon, a cap, stays where it is (rising
+ * only with the target) unless the host arbiter squeezes the VM or the guest cannot reclaim
+ * (then it is `balloon` again, stepping down from where it is).  With `pageout` and `auto`
+ * (host-side eviction, pageout_hand.h) the balloon stays a cap whatever happens; `auto` asks
+ * the agent to reclaim as `reclaim` does when it can, `pageout` never asks it.  The caller
+ * passes the policy with `return` resolved (mtd_return_resolve).
  *
  * Thread context: the state belongs to one VM loop thread; nothing here is shared.
  */
@@ -31,6 +43,7 @@
 #define MEMTIDE_HOST_CONTROLLER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mtd.h"
@@ -46,6 +59,8 @@ struct mtd_ctl_config {
 	uint64_t hold_after_deflate_ms;   /* no inflation this long after a deflate (30000) */
 	uint64_t hold_max_ms;      /* longest hold once the guest keeps refusing steps (480000) */
 	uint64_t min_change_bytes; /* ignore target changes smaller than this (4 MiB) */
+	double major_faults_high_per_s; /* balloon stats, no agent: guest major faults per
+					 * second over this is pressure (1000) */
 };
 
 void mtd_ctl_config_default(struct mtd_ctl_config *cfg);
@@ -64,9 +79,10 @@ enum mtd_ctl_reason {
 	MTD_CTL_NO_ESTIMATE,   /* no working-set estimate yet: target kept */
 	MTD_CTL_PRESSURE,      /* guest PSI or MemAvailable crossed its threshold */
 	MTD_CTL_NEED,          /* the agent announced it needs memory */
-	MTD_CTL_SILENT,        /* inputs stale (agent silent): back to the safe size */
-	MTD_CTL_DISABLED,      /* policy enabled=false: safe size, never inflated */
-	MTD_CTL_EXIT,          /* daemon exiting: safe size */
+	MTD_CTL_SILENT,        /* inputs stale (agent silent): size kept, nothing taken */
+	MTD_CTL_DISABLED,      /* policy enabled=false: size kept, never inflated */
+	MTD_CTL_RELEASE,       /* released by the operator: back to the ceiling at the host's
+				* pace, never inflated */
 };
 const char *mtd_ctl_reason_name(enum mtd_ctl_reason r);
 
@@ -83,11 +99,16 @@ struct mtd_ctl_input {
 	bool psi_known;            /* guest memory PSI known this interval */
 	double psi_some_avg10;     /* percent */
 	uint64_t need_bytes;       /* agent's announced need since the last step (0: none) */
+	bool guest_took_back;      /* the balloon's actual rose above the target by itself: the
+				    * guest deflated it (deflate-on-oom) */
 	double squeeze;            /* host arbiter, 0..1: share of headroom taken away */
 	bool used_known;           /* guest_used_bytes known this interval (agent stats) */
 	uint64_t guest_used_bytes; /* MemTotal - MemFree: what reclaim can bring down */
 	bool can_reclaim;          /* agent ready with a reclaim method, free page reporting on */
-	bool exiting;              /* daemon shutting down */
+	bool faults_known;         /* the guest's major-fault rate known (fresh balloon stats) */
+	double major_faults_per_s; /* pgmajfault per second over the last stats period */
+	bool released;             /* memtidectl release: climb to the ceiling, take nothing */
+	uint64_t release_grant_bytes; /* what the host lets a release give this step */
 };
 
 struct mtd_ctl_state {
@@ -105,10 +126,10 @@ struct mtd_ctl_output {
 	uint64_t target_bytes;  /* memory the guest should keep */
 	uint64_t balloon_bytes; /* balloon target to set */
 	bool changed;           /* balloon differs from the previous by >= min_change_bytes */
-	bool soft;              /* return=reclaim in force: the balloon is only a cap */
+	bool soft;              /* reclaim, pageout or auto in force: the balloon is only a cap */
 	uint64_t reclaim_bytes; /* ask the agent to reclaim this much first (0: none) */
 	enum mtd_ctl_reason reason;
-	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING or DISABLED */
+	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING, DISABLED or RELEASED */
 	uint64_t floor_bytes, ceiling_bytes; /* the bounds used */
 	uint64_t backoff_hold_ms; /* a step refused now armed a longer hold, this long (0: no) */
 };
@@ -123,7 +144,24 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 		  const struct mtd_ctl_input *in, struct mtd_ctl_state *st,
 		  struct mtd_ctl_output *out);
 
-/* The safe size of a VM: the ceiling (policy max, or the domain's memory). */
+/* The ceiling of a VM: policy max, or the domain's memory (what a release restores). */
 uint64_t mtd_ctl_safe_bytes(const struct mtd_policy *policy, uint64_t domain_bytes);
+
+/*
+ * Resume a VM's controller from the state a previous memtided saved (a restart, an
+ * upgrade, kill -9): saved holds its target, balloon target, hold and refusals.  Nothing
+ * in it is trusted beyond the rules the controller keeps anyway:
+ *   1. the balloon within [floor, ceiling]; a balloon more than two inflate steps under the
+ *      balloon's actual (actual_bytes, 0: unknown) is a step this controller never takes,
+ *      so the VM resumes from its actual size instead (false is returned, why says so);
+ *   2. the target within [floor, balloon];
+ *   3. the hold at most hold_max_ms from now_ms, the last step not in the future, the
+ *      refusals at most 32.
+ * st is overwritten and primed.  Returns true when the saved balloon was taken.
+ */
+bool mtd_ctl_resume(const struct mtd_ctl_config *cfg, const struct mtd_policy *policy,
+		    uint64_t domain_bytes, uint64_t actual_bytes, uint64_t now_ms,
+		    const struct mtd_ctl_state *saved, struct mtd_ctl_state *st, char *why,
+		    size_t whylen);
 
 #endif /* MEMTIDE_HOST_CONTROLLER_H */

@@ -4,15 +4,20 @@
  *
  * The main thread owns every attach and detach (libvirt events and hook news arrive as
  * queued work; front-end calls take d->lock and do the work on their own thread).  A VM is
- * removed in three steps: its loop is asked to stop (leaving the VM at its safe size when
- * the domain still runs) and, when it has finished, queues MTD_WORK_REAP; the main thread
- * then joins it (at once: it has returned), unlinks it from the registry, and frees it after
- * an RCU grace period, so a front end that found it a moment earlier still reads valid
- * memory.  Nobody waits on a loop that is still inside a QMP or libvirt call: a detach
- * returns as soon as it is asked for, and the status shows the VM as detaching meanwhile.
- * The one exception is the daemon's stop, which waits for every loop together, up to
- * STOP_WAIT_MS (calls are cut to 1 s once a loop is stopping, qmp.c and bounded_call.c),
- * and leaves a loop stuck past that behind rather than hang the stop.
+ * removed in three steps: its loop is asked to stop (the VM keeps the size it has; its state
+ * file stays for the next attach, or goes when the domain stopped) and, when it has
+ * finished, queues MTD_WORK_REAP; the main thread then joins it (at once: it has returned),
+ * unlinks it from the registry, and frees it after an RCU grace period, so a front end that
+ * found it a moment earlier still reads valid memory.  Nobody waits on a loop that is still
+ * inside a QMP or libvirt call: a detach returns as soon as it is asked for, and the status
+ * shows the VM as detaching meanwhile.  The one exception is the daemon's stop, which waits
+ * for every loop together, up to STOP_WAIT_MS (calls are cut to 1 s once a loop is
+ * stopping, qmp.c and bounded_call.c), and leaves a loop stuck past that behind rather than
+ * hang the stop.
+ *
+ * Restarts: at attach, a VM's state file (state.c) from this boot is handed to its loop,
+ * which resumes from it on its first tick; after listing the running domains, the files of
+ * domains that no longer run are removed.
  */
 #include "daemon.h"
 
@@ -36,7 +41,9 @@
 #include "libvirt_conn.h"
 #include "log.h"
 #include "notify.h"
+#include "swap_stat.h"
 #include "qmp.h"
+#include "state.h"
 #include "vm.h"
 
 #define MiB             ((uint64_t)1 << 20)
@@ -65,6 +72,13 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	if (d->work_fd < 0 || mtd_registry_init(d) < 0) {
 		mtd_daemon_free(d);
 		return -ENOMEM;
+	}
+	d->host.release_rate_bytes_per_s = cfg->arb.release_rate_bytes_per_s;
+	/* Without a boot id a state file of another boot (other QEMU processes) could not be
+	 * told from this one's: keep no state then. */
+	if (d->cfg.state_dir[0] && mtd_state_boot_id(d->boot_id) < 0) {
+		mtd_warn("cannot read this boot's id: VM state is not kept across restarts");
+		d->cfg.state_dir[0] = '\0';
 	}
 	*out = d;
 	return 0;
@@ -171,6 +185,63 @@ static void free_vm_rcu(struct rcu_head *h)
 	mtd_vm_free(caa_container_of(h, struct mtd_vm, rcu));
 }
 
+/* Runtime policy kept in a state file (plain-QEMU mode): each key over pol, as `policy set`
+ * would, kept in vm->policy_set; a value the policy now refuses is dropped and said. */
+static void apply_policy_set(struct mtd_vm *vm, struct mtd_policy *pol,
+			     char set[MTD_POLICY_NKEYS][MTD_POLICY_VALUE_MAX], const char *from)
+{
+	char err[200];
+
+	for (int i = 0; i < MTD_POLICY_NKEYS; i++) {
+		if (!set[i][0])
+			continue;
+		if (mtd_policy_set_kv(pol, mtd_policy_keys[i], set[i], err, sizeof(err)) < 0) {
+			mtd_warn("%s: runtime policy %s=%s from %s dropped: %s", vm->name,
+				 mtd_policy_keys[i], set[i], from, err);
+			set[i][0] = '\0';
+		}
+	}
+}
+
+/* The VM's state file, when one from this boot and this domain is there: handed to the
+ * loop (which checks it against the balloon on its first tick); in plain-QEMU mode its
+ * runtime policy is applied over pol. */
+static void load_saved(struct mtd_daemon *d, struct mtd_vm *vm, struct mtd_policy *pol)
+{
+	struct mtd_saved_vm *s;
+	char err[400];
+	int rc;
+
+	if (!d->cfg.state_dir[0] || !(s = malloc(sizeof(*s))))
+		return;
+	rc = mtd_state_load(d->cfg.state_dir, vm->name, s, err, sizeof(err));
+	if (rc < 0) {
+		if (rc != -ENOENT)
+			mtd_warn("%s: state file ignored: %s (the VM keeps its current size)",
+				 vm->name, err);
+		free(s);
+		return;
+	}
+	if (strcmp(s->boot_id, d->boot_id) != 0) {
+		mtd_info("%s: state file from an earlier boot ignored", vm->name);
+		free(s);
+		return;
+	}
+	if (vm->uuid[0] && s->uuid[0] && strcmp(vm->uuid, s->uuid) != 0) {
+		mtd_notice("%s: state file of another domain of that name (uuid %s) ignored",
+			   vm->name, s->uuid);
+		free(s);
+		return;
+	}
+	if (d->mode == MTD_MODE_QMP) {
+		/* libvirt keeps a domain's policy in its metadata; plain QEMU has only this. */
+		apply_policy_set(vm, pol, s->policy_set, "the state file");
+		memcpy(vm->policy_set, s->policy_set, sizeof(vm->policy_set));
+		vm->policy = vm->policy_new = vm->draft.policy = *pol;
+	}
+	vm->saved = s;
+}
+
 static int start_vm(struct mtd_daemon *d, struct mtd_vm *vm)
 {
 	int rc = mtd_registry_add(d, vm);
@@ -233,6 +304,7 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	}
 	if (rc == 0 && !pol.enabled)
 		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error), "%.150s", err);
+	load_saved(d, vm, &pol);
 	vm->balloon = &mtd_libvirt_balloon_ops;
 	vm->balloon_ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s,
 						  (int)d->cfg.call_timeout_ms, &vm->stop);
@@ -250,10 +322,12 @@ static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qm
 			  const char *agent_path)
 {
 	struct mtd_vm *vm;
-	int rc = mtd_vm_new(d, name, NULL, &d->cfg.defaults, &vm);
+	struct mtd_policy pol = d->cfg.defaults;
+	int rc = mtd_vm_new(d, name, NULL, &pol, &vm);
 
 	if (rc < 0)
 		return rc;
+	load_saved(d, vm, &pol);
 	vm->balloon = &mtd_qmp_balloon_ops;
 	vm->balloon_ctx = mtd_qmp_balloon_new(qmp_path, d->cfg.stats_period_s,
 					      (int)d->cfg.call_timeout_ms, &vm->stop);
@@ -307,9 +381,23 @@ static int attach_qmp(struct mtd_daemon *d)
 	return rc;
 }
 
-/* Ask a VM's loop to leave; it queues MTD_WORK_REAP when it has.  Never waits.  0,
+/* The log line of a VM whose loop has ended (its thread joined; d->lock held). */
+static void say_detached(struct mtd_vm *vm)
+{
+	rcu_read_lock();
+	const struct mtd_vm_status *st = rcu_dereference(vm->status);
+	uint64_t actual = st ? st->balloon_actual_bytes : 0;
+	rcu_read_unlock();
+	if (vm->forget)
+		mtd_notice("%s: detached: the domain stopped", vm->name);
+	else
+		mtd_notice("%s: detached, left at %" PRIu64 " MiB", vm->name, actual / MiB);
+}
+
+/* Ask a VM's loop to leave (it keeps the size it has; forget: the domain is gone, stopped,
+ * crashed or migrated away, so its state file goes too); it queues MTD_WORK_REAP when it has.  Never waits.  0,
  * -ENOENT, or -EALREADY (a detach is already under way). */
-static int detach_request(struct mtd_daemon *d, const char *name, bool exit_safe)
+static int detach_request(struct mtd_daemon *d, const char *name, bool forget)
 {
 	int rc = -ENOENT;
 
@@ -318,11 +406,14 @@ static int detach_request(struct mtd_daemon *d, const char *name, bool exit_safe
 	if (vm && atomic_load(&vm->detaching)) {
 		rc = -EALREADY;
 	} else if (vm) {
-		mtd_vm_loop_request_stop(vm, exit_safe, true);
-		mtd_info("%s: detach asked%s", name, exit_safe ? " (to its safe size)" : "");
+		vm->forget = forget; /* read by the loop after it sees stop (atomic, below) */
+		mtd_vm_loop_request_stop(vm, true);
+		mtd_info("%s: detach asked%s", name, forget ? " (the domain stopped)" : "");
 		rc = 0;
 	}
 	rcu_read_unlock();
+	if (rc == -ENOENT && forget && d->cfg.state_dir[0])
+		(void)mtd_state_remove(d->cfg.state_dir, name);
 	return rc;
 }
 
@@ -339,19 +430,18 @@ static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 		mtd_err("%s: its loop said it finished but did not end", name);
 		return;
 	}
+	say_detached(vm);
 	(void)mtd_registry_del(d, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);
 	refresh_host_totals(d);
-	mtd_notice("%s: detached%s", name,
-		   atomic_load(&vm->exiting) ? " (left at its safe size)" : "");
 }
 
 /*
- * Stop every loop and wait for them together, up to STOP_WAIT_MS: the exit steps run in
+ * Stop every loop and wait for them together, up to STOP_WAIT_MS: they save their states in
  * parallel, and every call a stopping loop makes is cut to 1 s.  A loop still inside a call
  * after that is left behind (said in the log) and its VM stays registered, never freed.
  */
-static void detach_all(struct mtd_daemon *d, bool exit_safe)
+static void detach_all(struct mtd_daemon *d)
 {
 	struct mtd_vm *vms[512];
 	size_t n, left = 0;
@@ -361,7 +451,7 @@ static void detach_all(struct mtd_daemon *d, bool exit_safe)
 	if (n > 512)
 		n = 512;
 	for (size_t i = 0; i < n; i++)
-		mtd_vm_loop_request_stop(vms[i], exit_safe, false);
+		mtd_vm_loop_request_stop(vms[i], false);
 	for (size_t i = 0; i < n; i++) {
 		if (mtd_vm_loop_join(vms[i], deadline) < 0) {
 			mtd_err("%s: its loop is still inside a QMP or libvirt call after %d s; "
@@ -370,13 +460,27 @@ static void detach_all(struct mtd_daemon *d, bool exit_safe)
 			left++;
 			continue;
 		}
+		say_detached(vms[i]);
 		(void)mtd_registry_del(d, vms[i]);
 		call_rcu(&vms[i]->rcu, free_vm_rcu);
-		mtd_notice("%s: detached%s", vms[i]->name,
-			   exit_safe ? " (left at its safe size)" : "");
 	}
 	d->nr_abandoned += (unsigned)left;
 	refresh_host_totals(d);
+}
+
+struct name_list {
+	char **names;
+	int n;
+};
+
+static bool running(void *arg, const char *name)
+{
+	const struct name_list *l = arg;
+
+	for (int i = 0; i < l->n; i++)
+		if (l->names[i] && strcmp(l->names[i], name) == 0)
+			return true;
+	return false;
 }
 
 static void attach_running(struct mtd_daemon *d)
@@ -388,11 +492,16 @@ static void attach_running(struct mtd_daemon *d)
 		mtd_err("cannot list running domains: %s", virGetLastErrorMessage());
 		return;
 	}
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++)
 		if (names[i])
 			(void)attach_libvirt(d, names[i]);
-		free(names[i]);
+	/* State of domains that stopped while memtided was away. */
+	if (d->cfg.state_dir[0]) {
+		struct name_list l = {names, n};
+		(void)mtd_state_prune(d->cfg.state_dir, running, &l);
 	}
+	for (int i = 0; i < n; i++)
+		free(names[i]);
 	free(names);
 }
 
@@ -403,6 +512,12 @@ int mtd_daemon_start(struct mtd_daemon *d)
 	char err[256];
 	int rc;
 
+	if (d->cfg.state_dir[0] && mtd_state_dir_prepare(d->cfg.state_dir, err, sizeof(err)) < 0) {
+		mtd_warn("%s: VM state will not survive a restart of memtided (sizes are left "
+			 "alone all the same)",
+			 err);
+		atomic_store(&d->state_failing, true);
+	}
 	if (d->mode == MTD_MODE_QMP) {
 		pthread_mutex_lock(&d->lock);
 		rc = attach_qmp(d);
@@ -426,8 +541,9 @@ static void reconnect(struct mtd_daemon *d)
 	char err[256];
 
 	pthread_mutex_lock(&d->lock);
-	mtd_warn("lost the libvirt connection: detaching every VM, then reconnecting");
-	detach_all(d, false);
+	mtd_warn("lost the libvirt connection: detaching every VM (sizes left as they are, "
+		 "state kept), then reconnecting");
+	detach_all(d);
 	mtd_libvirt_close(d->lv);
 	d->lv = NULL;
 	if (mtd_libvirt_open(d, d->cfg.uri, &d->lv, err, sizeof(err)) == 0) {
@@ -476,7 +592,8 @@ static void do_work(struct mtd_daemon *d, struct mtd_work *w)
 		}
 		break;
 	case MTD_WORK_DETACH:
-		(void)detach_request(d, w->name, false);
+	case MTD_WORK_GONE:
+		(void)detach_request(d, w->name, w->kind == MTD_WORK_GONE);
 		break;
 	case MTD_WORK_REAP:
 		pthread_mutex_lock(&d->lock);
@@ -544,7 +661,13 @@ static void arbitrate(struct mtd_daemon *d)
 	free(av);
 	free(vp);
 
+	/* Host swap and the compressed pools, for status and metrics (swap_stat.h). */
+	struct mtd_swap_stat sw = {0};
+	(void)mtd_swap_read(NULL, NULL, &sw);
 	pthread_mutex_lock(&d->host_lock);
+	d->host.swap_total_bytes = sw.total_bytes;
+	d->host.swap_free_bytes = sw.free_bytes;
+	d->host.swap_pool_bytes = mtd_swap_pool(&sw);
 	bool was = d->host.under_pressure;
 	/* Pressure starts under the low mark and ends over the high mark (hysteresis). */
 	d->host.under_pressure = res.under_pressure || (was && avail <= res.high_mark_bytes);
@@ -570,13 +693,35 @@ static void arbitrate(struct mtd_daemon *d)
 		mtd_notice("host pressure over: MemAvailable %" PRIu64 " MiB", avail / MiB);
 }
 
+/* Plain-QEMU mode has no metadata: the policy is [defaults] with what `policy set`
+ * changed at run time over it (the operator's kill switch enabled=false among them), so a
+ * reload takes the new defaults and keeps those.  d->lock held. */
+static void reload_runtime_policy(struct mtd_daemon *d, struct mtd_vm *vm)
+{
+	char set[MTD_POLICY_NKEYS][MTD_POLICY_VALUE_MAX];
+	struct mtd_policy pol = d->cfg.defaults;
+
+	pthread_mutex_lock(&vm->mbox_lock);
+	memcpy(set, vm->policy_set, sizeof(set));
+	pthread_mutex_unlock(&vm->mbox_lock);
+	apply_policy_set(vm, &pol, set, "memtidectl policy set");
+	pthread_mutex_lock(&vm->mbox_lock);
+	memcpy(vm->policy_set, set, sizeof(set));
+	pthread_mutex_unlock(&vm->mbox_lock);
+	mtd_vm_set_policy(vm, &pol);
+	for (int i = 0; i < MTD_POLICY_NKEYS; i++)
+		if (set[i][0])
+			mtd_info("%s: reload keeps the runtime policy %s=%s", vm->name,
+				 mtd_policy_keys[i], set[i]);
+}
+
 /*
  * SIGHUP: re-read the config file's [defaults] and [host] sections and every domain's
- * policy.  Only what the main thread owns changes here; [daemon] and [controller] settings
+ * policy (in plain-QEMU mode, [defaults] under what `policy set` changed).  Only what the main thread owns changes here; [daemon] and [controller] settings
  * are read by running loops and take effect at restart (said in the log).  A file that no
  * longer parses changes nothing.
  */
-static void reload(struct mtd_daemon *d)
+void mtd_daemon_reload(struct mtd_daemon *d)
 {
 	struct mtd_config *n = malloc(sizeof(*n));
 	struct mtd_vm *vms[512];
@@ -598,14 +743,17 @@ static void reload(struct mtd_daemon *d)
 	}
 	pthread_mutex_lock(&d->lock);
 	d->cfg.defaults = n->defaults;
+	pthread_mutex_lock(&d->host_lock);
 	d->cfg.arb = n->arb;
+	d->host.release_rate_bytes_per_s = n->arb.release_rate_bytes_per_s;
+	pthread_mutex_unlock(&d->host_lock);
 	nr = mtd_registry_list(d, vms, 512);
 	if (nr > 512)
 		nr = 512;
 	for (size_t i = 0; i < nr; i++) {
 		memcpy(names[i], vms[i]->name, MTD_NAME_MAX);
-		if (d->mode != MTD_MODE_LIBVIRT) /* no metadata: the defaults are the policy */
-			mtd_vm_set_policy(vms[i], &d->cfg.defaults);
+		if (d->mode != MTD_MODE_LIBVIRT)
+			reload_runtime_policy(d, vms[i]);
 	}
 	pthread_mutex_unlock(&d->lock);
 	/* By name, each under the lock again: a VM detached meanwhile is simply not found. */
@@ -675,9 +823,9 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 			struct signalfd_siginfo si;
 			if (read(signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si) &&
 			    si.ssi_signo == SIGHUP) {
-				reload(d);
+				mtd_daemon_reload(d);
 			} else {
-				mtd_notice("signal %u: leaving every VM at its safe size",
+				mtd_notice("signal %u: stopping; every VM keeps the size it has",
 					   si.ssi_signo);
 				break;
 			}
@@ -699,7 +847,7 @@ void mtd_daemon_stop(struct mtd_daemon *d)
 	rcu_register_thread();
 	atomic_store(&d->exiting, true);
 	pthread_mutex_lock(&d->lock);
-	detach_all(d, true);
+	detach_all(d);
 	pthread_mutex_unlock(&d->lock);
 	mtd_libvirt_close(d->lv);
 	d->lv = NULL;
@@ -730,8 +878,63 @@ int mtd_daemon_detach(struct mtd_daemon *d, const char *name)
 
 	if (!name || !*name || strlen(name) >= MTD_NAME_MAX)
 		return -EINVAL;
-	rc = detach_request(d, name, true); /* under RCU: needs no d->lock, waits on nothing */
+	rc = detach_request(d, name, false); /* under RCU: needs no d->lock, waits on nothing */
 	return rc;
+}
+
+int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
+		       void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg)
+{
+	struct mtd_vm *vms[512];
+	size_t n;
+	int count = 0;
+
+	if (name && (!*name || strlen(name) >= MTD_NAME_MAX))
+		return -EINVAL;
+	/* d->lock: no VM is detached and freed while it is asked. */
+	pthread_mutex_lock(&d->lock);
+	if (name) {
+		rcu_read_lock();
+		vms[0] = mtd_registry_find(d, name);
+		rcu_read_unlock();
+		n = vms[0] ? 1 : 0;
+	} else {
+		n = mtd_registry_list(d, vms, 512);
+		n = n > 512 ? 512 : n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rcu_read_lock();
+		const struct mtd_vm_status *st = rcu_dereference(vms[i]->status);
+		if (st && fn)
+			fn(arg, st);
+		rcu_read_unlock();
+		mtd_vm_release(vms[i], release);
+		count++;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (name && !count)
+		return -ENOENT;
+	if (count)
+		mtd_notice("%s %s on request from the control socket",
+			   release ? "release" : "resume", name ? name : "of every VM");
+	return count;
+}
+
+uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
+				  bool *host_short)
+{
+	uint64_t total = 0, avail = 0, g = 0;
+
+	*host_short = false;
+	/* The host's MemAvailable now, not the arbiter's last look: a release may be the
+	 * only thing moving memory. */
+	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
+		return 0;
+	pthread_mutex_lock(&d->host_lock);
+	g = mtd_arbiter_release_grant(&d->cfg.arb, &d->release, now_ms, total, avail, want_bytes,
+				      host_short);
+	pthread_mutex_unlock(&d->host_lock);
+	return g;
 }
 
 int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out)
@@ -801,6 +1004,16 @@ int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *ke
 		if (rc < 0)
 			goto out;
 	}
+	if (vm && d->mode != MTD_MODE_LIBVIRT) {
+		/* Plain QEMU: nothing stores it but memtided; kept over [defaults] on SIGHUP
+		 * and in the VM's state file across restarts. */
+		int k = mtd_policy_key_index(key);
+		pthread_mutex_lock(&vm->mbox_lock);
+		if (k < 0 || mtd_policy_value_text(&pol, k, vm->policy_set[k],
+						   sizeof(vm->policy_set[k])) < 0)
+			vm->policy_set[k < 0 ? 0 : k][0] = '\0';
+		pthread_mutex_unlock(&vm->mbox_lock);
+	}
 	if (vm)
 		mtd_vm_set_policy(vm, &pol);
 	mtd_notice("%s: policy %s=%s", name, key, value);
@@ -820,7 +1033,7 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 	if (!strcmp(op, "started") || !strcmp(op, "reconnect"))
 		return mtd_daemon_queue(d, MTD_WORK_ATTACH, domain);
 	if (!strcmp(op, "stopped") || !strcmp(op, "release"))
-		return mtd_daemon_queue(d, MTD_WORK_DETACH, domain);
+		return mtd_daemon_queue(d, MTD_WORK_GONE, domain);
 	return 0;
 }
 

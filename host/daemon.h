@@ -35,7 +35,8 @@ enum mtd_mode {
 /* A unit of work for the main thread (from libvirt events, hooks, front ends). */
 enum mtd_work_kind {
 	MTD_WORK_ATTACH = 1,
-	MTD_WORK_DETACH,
+	MTD_WORK_DETACH, /* stop managing (device change: an attach follows); state kept */
+	MTD_WORK_GONE,   /* the domain stopped: detach and remove its state file */
 	MTD_WORK_RESCAN, /* re-list running domains (libvirtd reconnect) */
 	MTD_WORK_POLICY, /* the domain's memtide metadata changed: reload it */
 	MTD_WORK_REAP,   /* a detached VM's loop finished: join it, unlink, free */
@@ -82,8 +83,12 @@ struct mtd_daemon {
 	bool config_missing_ok;         /* the default path: a missing file means defaults */
 
 	struct mtd_arbiter_state arb_state; /* main thread only */
-	pthread_mutex_t host_lock;          /* guards host */
+	pthread_mutex_t host_lock;          /* guards host and release */
 	struct mtd_host_status host;
+	struct mtd_release_budget release; /* memtidectl release's pace, shared by all VMs */
+
+	char boot_id[37];          /* this boot's id: state files of another boot are void */
+	atomic_bool state_failing; /* saving VM state fails (told once, not per VM) */
 };
 
 /* Lifecycle (daemon.c), called from main(). */
@@ -92,13 +97,20 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out);
 int mtd_daemon_start(struct mtd_daemon *d);
 /* Run the main thread's loop until *stop_fd is readable (a signalfd).  0 or -errno. */
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd);
+/* SIGHUP: re-read the config file's [defaults] and [host] and every VM's policy (plain-QEMU
+ * mode: [defaults] under the policy set at run time).  Main thread. */
+void mtd_daemon_reload(struct mtd_daemon *d);
 /* Do the queued work now, as the main thread's loop would (tests; main thread only). */
 void mtd_daemon_drain_work(struct mtd_daemon *d);
-/* Leave every VM at its safe size, stop every loop, disconnect.  Then free. */
+/* Stop every loop (each VM keeps its size; its state is saved), disconnect.  Then free. */
 void mtd_daemon_stop(struct mtd_daemon *d);
 void mtd_daemon_free(struct mtd_daemon *d);
 /* Queue work for the main thread (any thread, never blocks on libvirt). */
 int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *name);
+/* What a release may hand a VM now, of want (arbiter.h, mtd_arbiter_release_grant), read
+ * against the host's MemAvailable now.  Any thread (VM loops); takes host_lock. */
+uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
+				  bool *host_short);
 /* A VM's loop that was asked to detach has finished: the main thread reaps it. */
 int mtd_daemon_queue_reap(struct mtd_daemon *d, const char *name, uint64_t serial);
 

@@ -3,7 +3,10 @@
  *
  * Rules, each applied only when needed, so a second run changes nothing:
  *   1. <memballoon>: missing or model='none' -> model='virtio'; freePageReporting='on' (the
- *      guest's freed pages go back to the host: the reason memtide works at all); a
+ *      guest's freed pages go back to the host: the reason memtide works at all);
+ *      autodeflate='on' (QEMU's deflate-on-oom: a guest whose OOM killer is about to run
+ *      takes pages back from the balloon itself, so a guest memtided left ballooned is safe
+ *      even with memtided gone; it no longer hands VMs their maximum when it stops); a
  *      <stats period='2'/> child when there is none or its period is 0 (memtided reads the
  *      guest's MemAvailable and swap figures from the balloon between agent reports).
  *   2. A <channel type='unix'> whose target is virtio, name org.memtide.agent.0, with a
@@ -109,8 +112,9 @@ static void patch_balloon(xmlNodePtr devices, struct notes *nt)
 		mb = xmlNewNode(NULL, BAD_CAST "memballoon");
 		xmlNewProp(mb, BAD_CAST "model", BAD_CAST "virtio");
 		xmlNewProp(mb, BAD_CAST "freePageReporting", BAD_CAST "on");
+		xmlNewProp(mb, BAD_CAST "autodeflate", BAD_CAST "on");
 		append_indented(devices, mb);
-		note(nt, "added a virtio memballoon with free page reporting");
+		note(nt, "added a virtio memballoon with free page reporting and deflate-on-oom");
 	} else if (!attr_is(mb, "model", "virtio")) {
 		xmlSetProp(mb, BAD_CAST "model", BAD_CAST "virtio");
 		note(nt, "memballoon model set to virtio (takes effect when the domain next "
@@ -120,6 +124,12 @@ static void patch_balloon(xmlNodePtr devices, struct notes *nt)
 		xmlSetProp(mb, BAD_CAST "freePageReporting", BAD_CAST "on");
 		note(nt,
 		     "free page reporting turned on (takes effect when the domain next starts)");
+	}
+	if (!attr_is(mb, "autodeflate", "on")) {
+		xmlSetProp(mb, BAD_CAST "autodeflate", BAD_CAST "on");
+		note(nt, "deflate-on-oom turned on: a guest about to run out takes memory back "
+			 "from the balloon itself, with or without memtided (takes effect when the "
+			 "domain next starts)");
 	}
 	snprintf(period, sizeof(period), "%d", MTD_STATS_PERIOD_S);
 	stats = child(mb, "stats");

@@ -67,7 +67,13 @@ static void usage(FILE *f)
 	    "                                metadata); keys: enabled min max priority\n"
 	    "                                target_refault_per_min headroom return source\n"
 	    "                                ept_window observe\n"
-	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain\n"
+	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain (detach leaves\n"
+	    "                                it at the size it has)\n"
+	    "  release DOMAIN|--all [--wait] give VMs their full memory back, at a pace the\n"
+	    "                                host can take ([host] release_rate, never below its\n"
+	    "                                low mark of MemAvailable); they are not inflated\n"
+	    "                                again until resumed.  --wait follows the climb.\n"
+	    "  resume DOMAIN|--all           let memtided take memory from released VMs again\n"
 	    "  hook DOMAIN OP SUBOP          for libvirt's hook: tell memtided, never fail\n"
 	    "  ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
 	    "                                the -plugin argument for a TCG guest (ept source)\n"
@@ -307,7 +313,7 @@ static const char *age_str(int64_t ms, char *buf, size_t len)
 
 static void print_status(struct json_object *rep)
 {
-	struct json_object *host, *vms;
+	struct json_object *host = NULL, *vms;
 	char a[16], b[16], c[16], e[16], f[16];
 
 	if (json_object_object_get_ex(rep, "host", &host))
@@ -320,6 +326,11 @@ static void print_status(struct json_object *rep)
 		       (long long)get_i(host, "nr_vms"),
 		       size_str(get_i(host, "saved_bytes"), e, sizeof(e)),
 		       get_b(host, "observe_only") ? "; OBSERVE-ONLY: no VM is changed" : "");
+	if (host && get_i(host, "swap_total_bytes") > 0)
+		printf("host swap: %s free of %s; compressed pools hold %s of RAM\n",
+		       size_str(get_i(host, "swap_free_bytes"), a, sizeof(a)),
+		       size_str(get_i(host, "swap_total_bytes"), b, sizeof(b)),
+		       size_str(get_i(host, "swap_pool_bytes"), c, sizeof(c)));
 	if (!json_object_object_get_ex(rep, "vms", &vms) || json_object_array_length(vms) == 0) {
 		printf("no VMs managed\n");
 		return;
@@ -438,6 +449,41 @@ static void print_source(struct json_object *vm)
 	}
 }
 
+/* How memory goes back, in words, for each `return_in_force`. */
+static const char *return_how(const char *r)
+{
+	if (strcmp(r, "reclaim") == 0)
+		return " (the agent's reclaim + free page reporting; the balloon is a cap)";
+	if (strcmp(r, "pageout") == 0)
+		return " (memtided pages cold memory out to host swap; the balloon is a cap)";
+	if (strcmp(r, "auto") == 0)
+		return " (the agent's reclaim first, host pageout for the rest; the balloon is a "
+		       "cap)";
+	return " (the balloon)";
+}
+
+/* Host-side eviction: its state and why, the RSS it freed, the pool's share, swap-ins. */
+static void print_pageout(struct json_object *vm)
+{
+	struct json_object *p;
+	char a[16], b[16], c[16], d[16], e[16];
+
+	if (!json_object_object_get_ex(vm, "pageout", &p))
+		return;
+	if (strcmp(get_s(p, "state"), "off") == 0 && get_i(p, "swapped_bytes") == 0)
+		return;
+	printf("  host pageout %s%s%s\n", get_s(p, "state"), *get_s(p, "why") ? ": " : "",
+	       get_s(p, "why"));
+	printf("    in host swap %s (resident drop) - compressed pool %s = %s saved; %s sent out "
+	       "in all, %s evictable; swap-ins %.1f pages/s, %" PRId64 " refaults in all\n",
+	       size_str(get_i(p, "swapped_bytes"), a, sizeof(a)),
+	       size_str(get_i(p, "pool_bytes"), b, sizeof(b)),
+	       size_str(get_i(p, "net_bytes"), c, sizeof(c)),
+	       size_str(get_i(p, "out_total_bytes"), d, sizeof(d)),
+	       size_str(get_i(p, "evictable_bytes"), e, sizeof(e)), get_d(p, "swapin_pages_per_s"),
+	       get_i(p, "refaults_total"));
+}
+
 static void print_vm(struct json_object *vm)
 {
 	struct json_object *pol, *wss, *acts, *caps;
@@ -462,11 +508,10 @@ static void print_vm(struct json_object *vm)
 					   : "unknown (no resident size)");
 	printf("  target %s, returned by %s%s; guest uses %s (MemTotal - MemFree)\n",
 	       size_str(get_i(vm, "target_bytes"), a, sizeof(a)), get_s(vm, "return_in_force"),
-	       strcmp(get_s(vm, "return_in_force"), "reclaim") == 0
-		   ? " (the agent's reclaim + free page reporting; the balloon is a cap)"
-		   : " (the balloon)",
+	       return_how(get_s(vm, "return_in_force")),
 	       get_i(vm, "guest_used_bytes") ? size_str(get_i(vm, "guest_used_bytes"), b, sizeof(b))
 					     : "unknown");
+	print_pageout(vm);
 	printf("  agent %s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
 	       "%.1f%%\n",
 	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",
@@ -490,6 +535,15 @@ static void print_vm(struct json_object *vm)
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
+	if (get_b(vm, "released"))
+		printf("  released: %s\n",
+		       get_i(vm, "release_left_bytes") == 0
+			   ? "at its full size; not inflated until memtidectl resume"
+		       : get_b(vm, "release_waiting")
+			   ? "waiting: the host has nothing to spare above its low mark"
+			   : "climbing back to its full size at the host's pace");
+	if (get_b(vm, "resumed"))
+		printf("  resumed from the state a previous memtided saved\n");
 	if (get_i(vm, "hold_left_ms") > 0)
 		printf("  backing-off: no inflation for another %s (%" PRId64
 		       " steps in a row given back at once; each doubles the hold)\n",
@@ -823,10 +877,144 @@ static int cmd_simple(const char *cmd, const char *name)
 		return rc;
 	if (json_out)
 		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+	else if (!strcmp(cmd, "detach"))
+		printf("%s: detached (left at the size it has; `memtidectl release %s` first gives "
+		       "it its memory back)\n",
+		       name, name);
 	else
 		printf("%s: %sed\n", name, cmd);
 	json_object_put(rep);
 	return EXIT_OK;
+}
+
+/* ---- release / resume ---------------------------------------------------------------------- */
+
+/* Follow a release until every VM named in rep is at its ceiling (or Ctrl-C). */
+static int release_wait(struct json_object *rep)
+{
+	struct json_object *vms;
+	time_t t0 = time(NULL);
+	char a[16], b[16];
+	bool said_waiting = false;
+
+	if (!json_object_object_get_ex(rep, "vms", &vms))
+		return EXIT_OK;
+	signal(SIGINT, on_sigint);
+	while (!interrupted) {
+		int rc;
+		struct json_object *st = call_checked(req_new("status"), &rc), *all;
+		size_t left = 0;
+		bool waiting = false;
+
+		if (!st)
+			return rc;
+		if (!json_object_object_get_ex(st, "vms", &all)) {
+			json_object_put(st);
+			break;
+		}
+		for (size_t i = 0; i < json_object_array_length(all); i++) {
+			struct json_object *v = json_object_array_get_idx(all, i);
+			bool mine = false;
+
+			for (size_t j = 0; j < json_object_array_length(vms); j++)
+				mine = mine ||
+				       !strcmp(get_s(json_object_array_get_idx(vms, j), "name"),
+					       get_s(v, "name"));
+			/* Not yet marked released: memtided's loop has not taken the ask yet. */
+			if (!mine || (get_b(v, "released") && get_i(v, "release_left_bytes") == 0))
+				continue;
+			left++;
+			waiting = waiting || get_b(v, "release_waiting");
+			printf("  %-24.24s %8s of %s\n", get_s(v, "name"),
+			       size_str(get_i(v, "balloon_actual_bytes"), a, sizeof(a)),
+			       size_str(get_i(v, "max_bytes"), b, sizeof(b)));
+		}
+		json_object_put(st);
+		if (!left) {
+			printf("done: every VM released is at its full size (%lld s)\n",
+			       (long long)(time(NULL) - t0));
+			return EXIT_OK;
+		}
+		if (waiting && !said_waiting)
+			printf("  waiting: the host has nothing to spare above its low mark\n");
+		said_waiting = waiting;
+		fflush(stdout);
+		struct pollfd p = {.fd = -1};
+		(void)poll(&p, 0, 1000);
+	}
+	printf("stopped waiting; the release goes on (memtidectl status)\n");
+	return EXIT_OK;
+}
+
+static int cmd_release(int argc, char **argv, bool release)
+{
+	const char *name = NULL, *cmd = release ? "release" : "resume";
+	bool all = false, wait = false, bad = false;
+	struct json_object *req, *rep, *vms, *host;
+	char a[16], b[16], c[16];
+	int rc;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--all"))
+			all = true;
+		else if (release && !strcmp(argv[i], "--wait"))
+			wait = true;
+		else if (!name && argv[i][0] != '-')
+			name = argv[i];
+		else
+			bad = true;
+	}
+	if (bad || !!name == all) {
+		fprintf(stderr, "usage: memtidectl %s DOMAIN|--all%s\n", cmd,
+			release ? " [--wait]" : "");
+		return EXIT_USAGE;
+	}
+	req = req_new(cmd);
+	if (all)
+		json_object_object_add(req, "all", json_object_new_boolean(1));
+	else
+		req_str(req, "name", name);
+	rep = call_checked(req, &rc);
+	if (!rep)
+		return rc;
+	if (json_out) {
+		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+		json_object_put(rep);
+		return EXIT_OK;
+	}
+	if (!json_object_object_get_ex(rep, "vms", &vms) || !json_object_array_length(vms)) {
+		printf("no VMs managed: nothing to %s\n", cmd);
+		json_object_put(rep);
+		return EXIT_OK;
+	}
+	if (release && json_object_object_get_ex(rep, "host", &host))
+		printf("releasing %zu VM%s to full size, at most %s/s across the host and never "
+		       "below its low mark of MemAvailable (%s; %s available now):\n",
+		       json_object_array_length(vms), json_object_array_length(vms) == 1 ? "" : "s",
+		       size_str(get_i(host, "release_rate_bytes_per_s"), a, sizeof(a)),
+		       size_str(get_i(host, "low_mark_bytes"), b, sizeof(b)),
+		       size_str(get_i(host, "mem_available_bytes"), c, sizeof(c)));
+	for (size_t i = 0; i < json_object_array_length(vms); i++) {
+		struct json_object *v = json_object_array_get_idx(vms, i);
+		int64_t now = get_i(v, "actual_bytes"), to = get_i(v, "ceiling_bytes");
+
+		if (!release)
+			printf("%s: resumed: memtided may take memory from it again (after a "
+			       "hold)\n",
+			       get_s(v, "name"));
+		else if (now >= to)
+			printf("  %-24.24s %8s (already at its full size)\n", get_s(v, "name"),
+			       size_str(to, a, sizeof(a)));
+		else
+			printf("  %-24.24s %8s -> %s\n", get_s(v, "name"),
+			       size_str(now, a, sizeof(a)), size_str(to, b, sizeof(b)));
+	}
+	if (release)
+		printf("released VMs are not inflated again until `memtidectl resume`; "
+		       "`memtidectl status` shows the progress\n");
+	rc = release && wait ? release_wait(rep) : EXIT_OK;
+	json_object_put(rep);
+	return rc;
 }
 
 /* libvirt's hook: tell memtided within 2 s in all (connect and answer).  An event memtided
@@ -1208,6 +1396,8 @@ int main(int argc, char **argv)
 		return cmd_policy(argc - 1, argv + 1);
 	if (!strcmp(cmd, "attach") && argc == 2)
 		return cmd_simple(cmd, argv[1]);
+	if (!strcmp(cmd, "release") || !strcmp(cmd, "resume"))
+		return cmd_release(argc - 1, argv + 1, !strcmp(cmd, "release"));
 	if (!strcmp(cmd, "detach") && argc == 2)
 		return cmd_detach(argv[1]);
 	if (!strcmp(cmd, "hook") && argc >= 3)

@@ -2,8 +2,8 @@
  * memtided.c - main() of the memtide host daemon.
  *
  * Parses flags over the config file over built-in defaults, sets up logging and signals,
- * builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then leaves
- * every VM at its safe size.  The front ends (control socket, metrics endpoint) read the
+ * builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then stops:
+ * every VM keeps the size it has, and its state (state_dir) lets the next memtided resume.  The front ends (control socket, metrics endpoint) read the
  * core through host/mtd.h; the control socket starts before any VM is touched, so a second
  * memtided on the same socket stops before it could fight the first over a balloon.
  *
@@ -67,7 +67,8 @@ static void usage(FILE *f)
 	    "  --no-metrics           no metrics endpoint\n"
 	    "  --socket PATH          control socket (default /run/memtide/memtided.sock)\n"
 	    "  --observe-only         compute and show what memtided would do, change no VM\n"
-	    "  --state-dir PATH       per-VM history (default /var/lib/memtide)\n"
+	    "  --state-dir PATH       per-VM state across restarts and history (default\n"
+	    "                         /var/lib/memtide)\n"
 	    "  --foreground           do not detach from the terminal\n"
 	    "  --help, --version\n"
 	    "\n"
@@ -77,12 +78,13 @@ static void usage(FILE *f)
 	    "               call_timeout domains\n"
 	    "  [metrics]    listen\n"
 	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
-	    "               mem_available_low agent_silence hold_after_deflate hold_max\n"
-	    "               min_change\n"
-	    "  [host]       low_mark high_mark interval settle meminfo\n"
+	    "               mem_available_low major_faults_high agent_silence\n"
+	    "               hold_after_deflate hold_max min_change\n"
+	    "  [host]       low_mark high_mark interval settle release_rate meminfo\n"
 	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
-	    "               return (balloon or reclaim) source ept_window observe\n"
+	    "               return (balloon, reclaim, pageout or auto) source ept_window observe\n"
 	    "               (per-domain policy unless the domain's memtide metadata says)\n"
+	    "  [pageout]    swap_reserve max_step requery (host-side eviction)\n"
 	    "  [sim]        hot_percent\n");
 }
 
@@ -382,7 +384,7 @@ int main(int argc, char **argv)
 	mtd_notify_ready("%s mode, interval %llu ms, control %s", qmp ? "plain-QEMU" : "libvirt",
 			 (unsigned long long)cfg.ctl.interval_ms, cfg.socket_path);
 
-	/* Step 5: run until a signal, then leave every VM at its safe size. */
+	/* Step 5: run until a signal, then stop: every VM keeps its size, its state is saved. */
 	rc = mtd_daemon_run(d, sfd);
 	mtd_notify_stopping();
 	mtd_metrics_stop(metrics);

@@ -180,7 +180,21 @@ SAMPLER(s_peer_down, "%d", st->peer_unresponsive_since_ms ? 1 : 0)
 SAMPLER(s_tick_gap, "%.3f", (double)st->tick_gap_ms / 1000.0)
 SAMPLER(s_late, "%" PRIu64, st->ticks_late)
 SAMPLER(s_behind, "%d", st->behind ? 1 : 0)
+SAMPLER(s_po_swapped, "%" PRIu64, st->pageout.swapped_bytes)
+SAMPLER(s_po_pool, "%" PRIu64, st->pageout.pool_bytes)
+SAMPLER(s_po_out, "%" PRIu64, st->pageout.out_total_bytes)
+SAMPLER(s_po_refaults, "%" PRIu64, st->pageout.refaults_total)
+SAMPLER(s_po_swapin, "%.3f", st->pageout.swapin_pages_per_s)
 #undef SAMPLER
+
+static void s_po_state(struct buf *b, const char *metric, const struct mtd_vm_status *st)
+{
+	for (int s = MTD_PAGEOUT_OFF; s <= MTD_PAGEOUT_REFUSED; s++) {
+		dom(b, metric, st);
+		put(b, ",state=\"%s\"} %d\n", mtd_pageout_state_name((enum mtd_pageout_state)s),
+		    (int)st->pageout.state == s);
+	}
+}
 
 /* One sample per idle age the estimate has.  A VM with no estimate yet has every age at 0:
  * it gets no sample (four at 0 would be one series four times); ages are increasing, so a
@@ -275,6 +289,10 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	host_gauge(&b, "memtide_observe_only",
 		   "1 while memtided runs observe-only: it computes, shows and changes nothing.",
 		   h.observe_only ? 1 : 0);
+	host_gauge(&b, "memtide_host_swap_total_bytes", "Host SwapTotal.", h.swap_total_bytes);
+	host_gauge(&b, "memtide_host_swap_free_bytes", "Host SwapFree.", h.swap_free_bytes);
+	host_gauge(&b, "memtide_host_swap_pool_bytes",
+		   "RAM the compressed swap pools hold (zram devices, zswap).", h.swap_pool_bytes);
 
 	per_vm(d, &b, "memtide_vm_state", "gauge", "The VM's state (1 for the current one).",
 	       s_state);
@@ -365,6 +383,20 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	per_vm(d, &b, "memtide_vm_behind", "gauge",
 	       "1 while the VM's loop falls behind its interval (3 late ticks in a row).",
 	       s_behind);
+	per_vm(d, &b, "memtide_vm_pageout_state", "gauge",
+	       "Host-side eviction's state (1 for the current one).", s_po_state);
+	per_vm(d, &b, "memtide_vm_pageout_swapped_bytes", "gauge",
+	       "Guest memory memtided paged out that is in host swap now (its RSS drop).",
+	       s_po_swapped);
+	per_vm(d, &b, "memtide_vm_pageout_pool_bytes", "gauge",
+	       "Its share of the compressed swap pool: returned = swapped - pool.", s_po_pool);
+	per_vm(d, &b, "memtide_vm_pageout_out_bytes_total", "counter",
+	       "Guest memory sent to host swap.", s_po_out);
+	per_vm(d, &b, "memtide_vm_pageout_refaults_total", "counter",
+	       "Guest pages read back from host swap (refaults).", s_po_refaults);
+	per_vm(d, &b, "memtide_vm_pageout_swapins_per_second", "gauge",
+	       "Guest pages read back from host swap per second, over the last interval.",
+	       s_po_swapin);
 	if (b.oom) {
 		free(b.p);
 		return NULL;

@@ -26,11 +26,14 @@
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */
 	MTD_VM_ACTIVE,        /* control loop running, may inflate */
-	MTD_VM_AGENT_SILENT, /* the agent (or, without one, the balloon stats) went quiet: no inflation */
-	MTD_VM_DEFLATING, /* pressure, need or exit: giving memory back to the guest */
-	MTD_VM_DISABLED,  /* policy says enabled=false: watched, never actuated */
-	MTD_VM_ERROR,     /* actuator failed repeatedly; see last_error */
-	MTD_VM_DETACHED,  /* gone; the snapshot is kept until the entry is freed */
+	MTD_VM_AGENT_SILENT,  /* the agent (or, without one, the balloon stats) went quiet: no
+			      * inflation, the size kept */
+	MTD_VM_DEFLATING,     /* pressure or need: giving memory back to the guest */
+	MTD_VM_DISABLED,      /* policy says enabled=false: watched, size kept, never inflated */
+	MTD_VM_ERROR,         /* actuator failed repeatedly; see last_error */
+	MTD_VM_RELEASED,      /* memtidectl release: back to its ceiling at a host-safe pace,
+			      * never inflated until memtidectl resume */
+	MTD_VM_DETACHED,      /* gone; the snapshot is kept until the entry is freed */
 };
 
 const char *mtd_vm_state_name(enum mtd_vm_state s);
@@ -46,11 +49,18 @@ const char *mtd_vm_state_name(enum mtd_vm_state s);
  *            memory back in 2 MiB blocks, so the host's huge pages over the rest stay
  *            whole; the balloon stays at the ceiling and is used only as a cap: when the
  *            host arbiter squeezes the VM, or the agent cannot reclaim (no agent, no
- *            reclaim capability, or free page reporting off), it falls back to `balloon`.
+ *            reclaim capability, or free page reporting off), it falls back to `balloon`,
+ *            or to `pageout` for a VM without an agent that has a live access source.
+ *   pageout  memtided evicts the guest's cold pages itself (oldest generations, past the
+ *            cold age) into host swap with process_madvise(MADV_PAGEOUT); nothing is
+ *            asked of the guest and the balloon stays at the ceiling (host/pageout_hand.c).
+ *   auto     the agent's reclaim for what the guest will give, host pageout for the rest.
  */
 enum mtd_return_via {
 	MTD_RETURN_BALLOON = 0,
 	MTD_RETURN_RECLAIM,
+	MTD_RETURN_PAGEOUT,
+	MTD_RETURN_AUTO,
 };
 const char *mtd_return_via_name(enum mtd_return_via r);
 
@@ -75,10 +85,33 @@ struct mtd_policy {
 	unsigned priority;              /* host arbitration weight: lower is reclaimed first */
 	double target_refault_per_min;  /* fraction of resident pages per minute (0.002) */
 	uint64_t headroom_bytes;        /* added to the working set to form the target */
-	enum mtd_return_via return_via; /* key `return`: balloon or reclaim */
+	enum mtd_return_via return_via; /* key `return`: balloon, reclaim, pageout or auto */
 	enum mtd_access_pref source;    /* key `source`: auto, ept, idle, damon, agent */
 	uint64_t ept_window_ms;         /* key `ept_window`: the ept source's sampling window */
 	bool observe; /* key `observe`: compute and show what would be done, do nothing */
+};
+
+/* Host-side eviction (return=pageout or auto), as the pageout hand last saw it. */
+enum mtd_pageout_state {
+	MTD_PAGEOUT_OFF = 0, /* not in force (return=balloon or reclaim) */
+	MTD_PAGEOUT_ACTIVE,  /* evicting pages past the cold age */
+	MTD_PAGEOUT_PAUSED,  /* in force, not now (swap full, VM not active, guest reclaiming) */
+	MTD_PAGEOUT_REFUSED, /* cannot (map unsure, memory pinned or locked, no live source) */
+};
+const char *mtd_pageout_state_name(enum mtd_pageout_state s);
+
+struct mtd_vm_pageout {
+	enum mtd_pageout_state state;
+	char why[240];             /* refused or paused: why; else what is kept out, or "" */
+	uint64_t evictable_bytes;  /* guest RAM the map allows to page out */
+	uint64_t swapped_bytes;    /* evicted pages in host swap now: the RSS they freed */
+	uint64_t pool_bytes;       /* their share of the compressed pools (zram, zswap) */
+	uint64_t out_total_bytes;  /* sent to swap, cumulative */
+	uint64_t refaults_total;   /* pages read back from swap for the guest, cumulative */
+	uint64_t collapsed_total;  /* pages khugepaged read back into huge pages, cumulative */
+	double swapin_pages_per_s; /* refaults over the last interval */
+	uint64_t last_out_bytes;   /* the last batch sent to swap */
+	uint64_t last_out_ms;      /* how long it took (process_madvise and the checks) */
 };
 
 struct mtd_action {
@@ -116,7 +149,10 @@ struct mtd_vm_status {
 	uint64_t balloon_target_bytes; /* what we asked for */
 	uint64_t balloon_actual_bytes; /* what the balloon reports */
 	uint64_t host_rss_bytes;       /* guest RAM resident on the host, when known (0: unknown) */
-	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns */
+	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns,
+					* minus the compressed pool's share of pageout */
+	enum mtd_return_via return_in_force; /* how memory goes back now (policy resolved) */
+	struct mtd_vm_pageout pageout;
 
 	uint64_t working_set_bytes; /* at the cold age threshold: what the target is built on */
 	uint64_t wss_age_ms[MTD_WSS_BINS];
@@ -129,8 +165,12 @@ struct mtd_vm_status {
 	uint64_t cold_age_ms;        /* reclaim controller output */
 	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */
 	double controller_output;
-	uint64_t hold_left_ms;  /* no inflation for this much longer (0: none) */
-	unsigned refused_steps; /* steps the guest gave back at once, in a row */
+	uint64_t hold_left_ms;       /* no inflation for this much longer (0: none) */
+	unsigned refused_steps;      /* steps the guest gave back at once, in a row */
+	bool released;               /* memtidectl release in force (until resume) */
+	uint64_t release_left_bytes; /* what the release has still to give back (0: done) */
+	bool release_waiting;        /* the host has nothing to spare above its low mark now */
+	bool resumed;                /* this memtided took over from a saved state file */
 
 	bool agent_connected;
 	bool agent_caps_known; /* an agent said hello on this attach: agent_caps is its word */
@@ -184,9 +224,20 @@ int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_stat
 /* Start or stop managing a domain by name (libvirt mode). 0, -ENOENT, -EBUSY, -errno.
  * Detach is asynchronous and never waits on the VM: it asks the VM's loop to leave and
  * returns (0, -ENOENT, or -EALREADY when a detach is under way); the snapshot says
- * detaching=true until the loop has left, then the VM is gone from the registry. */
+ * detaching=true until the loop has left, then the VM is gone from the registry.  The VM
+ * is left at the size it has, and its state file stays (a later attach resumes from it). */
 int mtd_daemon_attach(struct mtd_daemon *d, const char *name);
 int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
+
+/*
+ * Release (release true) or resume one VM, or every VM when name is NULL.  A released VM
+ * climbs back to its ceiling at a host-safe pace ([host] release_rate, and never past the
+ * host's low mark of MemAvailable) and is not inflated until resumed; both persist across
+ * restarts.  fn (may be NULL) is called for each VM affected, with its status before the
+ * change.  Returns the number of VMs affected, or -ENOENT / -EINVAL.
+ */
+int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
+		       void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg);
 
 /* Policy of one domain.  set validates key and value (errmsg gets a sentence for the user),
  * stores it in the domain's libvirt metadata and applies it.  0, -ENOENT, -EINVAL. */
@@ -203,6 +254,7 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 struct mtd_host_status {
 	uint64_t mem_total_bytes, mem_available_bytes;
 	uint64_t low_mark_bytes, high_mark_bytes;
+	uint64_t release_rate_bytes_per_s; /* [host] release_rate: a release's pace */
 	bool under_pressure;
 	uint64_t pressure_episodes; /* times the host went under its low mark (a counter) */
 	unsigned nr_vms;
@@ -211,6 +263,8 @@ struct mtd_host_status {
 	int libvirt_connected; /* 1 or 0; -1 in plain-QEMU mode (no libvirt) */
 	uint64_t updated_ms;   /* CLOCK_MONOTONIC ms of the main loop's last host tick */
 	uint64_t interval_ms;  /* that tick's period ([host] interval) */
+	uint64_t swap_total_bytes, swap_free_bytes; /* host swap */
+	uint64_t swap_pool_bytes;                   /* RAM of the compressed pools (zram, zswap) */
 };
 void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out);
 

@@ -186,9 +186,73 @@ const char *mtd_access_pref_name(enum mtd_access_pref p)
 									    : "auto";
 }
 
+const char *const mtd_policy_keys[MTD_POLICY_NKEYS] = {
+    "enabled",  "min",    "max",    "priority",   "target_refault_per_min",
+    "headroom", "return", "source", "ept_window", "observe",
+};
+
+int mtd_policy_key_index(const char *key)
+{
+	for (int i = 0; key && i < MTD_POLICY_NKEYS; i++)
+		if (strcmp(key, mtd_policy_keys[i]) == 0)
+			return i;
+	return -1;
+}
+
+int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len)
+{
+	int n;
+
+	switch (key) {
+	case 0:
+		n = snprintf(buf, len, "%s", p->enabled ? "yes" : "no");
+		break;
+	case 1:
+		n = snprintf(buf, len, "%" PRIu64, p->min_bytes);
+		break;
+	case 2:
+		n = snprintf(buf, len, "%" PRIu64, p->max_bytes);
+		break;
+	case 3:
+		n = snprintf(buf, len, "%u", p->priority);
+		break;
+	case 4:
+		n = snprintf(buf, len, "%.17g", p->target_refault_per_min);
+		break;
+	case 5:
+		n = snprintf(buf, len, "%" PRIu64, p->headroom_bytes);
+		break;
+	case 6:
+		n = snprintf(buf, len, "%s", mtd_return_via_name(p->return_via));
+		break;
+	case 7:
+		n = snprintf(buf, len, "%s", mtd_access_pref_name(p->source));
+		break;
+	case 8:
+		n = snprintf(buf, len, "%" PRIu64 "ms", p->ept_window_ms);
+		break;
+	case 9:
+		n = snprintf(buf, len, "%s", p->observe ? "yes" : "no");
+		break;
+	default:
+		return -EINVAL;
+	}
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
 const char *mtd_return_via_name(enum mtd_return_via r)
 {
-	return r == MTD_RETURN_RECLAIM ? "reclaim" : "balloon";
+	switch (r) {
+	case MTD_RETURN_RECLAIM:
+		return "reclaim";
+	case MTD_RETURN_PAGEOUT:
+		return "pageout";
+	case MTD_RETURN_AUTO:
+		return "auto";
+	case MTD_RETURN_BALLOON:
+		break;
+	}
+	return "balloon";
 }
 
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
@@ -251,8 +315,13 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 			n.return_via = MTD_RETURN_BALLOON;
 		} else if (strcmp(value, "reclaim") == 0) {
 			n.return_via = MTD_RETURN_RECLAIM;
+		} else if (strcmp(value, "pageout") == 0) {
+			n.return_via = MTD_RETURN_PAGEOUT;
+		} else if (strcmp(value, "auto") == 0) {
+			n.return_via = MTD_RETURN_AUTO;
 		} else {
-			snprintf(err, errlen, "return must be balloon or reclaim, not '%.32s'",
+			snprintf(err, errlen,
+				 "return must be balloon, reclaim, pageout or auto, not '%.32s'",
 				 value);
 			rc = -EINVAL;
 		}
@@ -438,8 +507,10 @@ void mtd_config_default(struct mtd_config *cfg)
 	mtd_ctl_config_default(&cfg->ctl);
 	cfg->arbiter_interval_ms = 2000;
 	cfg->arb.settle_ms = 10000;
+	cfg->arb.release_rate_bytes_per_s = 128 * MiB;
 	snprintf(cfg->meminfo_path, sizeof(cfg->meminfo_path), "/proc/meminfo");
 	mtd_policy_default(&cfg->defaults);
+	mtd_pageout_config_default(&cfg->pageout);
 }
 
 static int set_str(char *dst, size_t len, const char *v, const char *key, char *err, size_t errlen)
@@ -466,8 +537,6 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		return set_str(c->uri, sizeof(c->uri), v, k, err, errlen);
 	if (!strcmp(k, "socket"))
 		return set_str(c->socket_path, sizeof(c->socket_path), v, k, err, errlen);
-	if (!strcmp(k, "state_dir"))
-		return set_str(c->state_dir, sizeof(c->state_dir), v, k, err, errlen);
 	if (!strcmp(k, "observe_only"))
 		return parse_bool(v, &c->observe_only) < 0 ? bad(err, errlen, k, "yes or no", v)
 							   : 0;
@@ -504,6 +573,14 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 			return bad(err, errlen, k, "seconds 1..3600", v);
 		c->stats_period_s = u;
 		return 0;
+	}
+	if (!strcmp(k, "state_dir")) {
+		/* Absolute: memtided runs from / as a daemon, and a relative path would land
+		 * wherever it was started from. */
+		if (v[0] != '/' || strlen(v) + 1 + MTD_STATE_NAME_MAX >= sizeof(c->state_dir))
+			return bad(err, errlen, k,
+				   "an absolute directory path of at most 180 bytes", v);
+		return set_str(c->state_dir, sizeof(c->state_dir), v, k, err, errlen);
 	}
 	if (!strcmp(k, "source")) {
 		/* live: each VM's source as its policy says (auto by default); "agent" is the
@@ -604,6 +681,10 @@ static int set_controller(struct mtd_ctl_config *c, const char *k, const char *v
 		if (parse_double(v, 0.01, 100.0, &c->psi_some_avg10_high) < 0)
 			return bad(err, errlen, k, "a percentage in (0, 100]", v);
 		return 0;
+	} else if (!strcmp(k, "major_faults_high")) {
+		if (parse_double(v, 1.0, 1e9, &c->major_faults_high_per_s) < 0)
+			return bad(err, errlen, k, "major faults per second, 1..1e9", v);
+		return 0;
 	} else {
 		snprintf(err, errlen, "unknown key '%.32s' in [controller]", k);
 		return -EINVAL;
@@ -626,6 +707,8 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		return set_controller(&cfg->ctl, key, value, err, errlen);
 	if (!strcmp(section, "defaults"))
 		return mtd_policy_set_kv(&cfg->defaults, key, value, err, errlen);
+	if (!strcmp(section, "pageout"))
+		return mtd_pageout_config_set(&cfg->pageout, key, value, err, errlen);
 	if (!strcmp(section, "host")) {
 		if (!strcmp(key, "low_mark"))
 			return mtd_parse_bytes(value, &cfg->arb.low_mark_bytes) < 0
@@ -639,6 +722,12 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		if (!strcmp(key, "settle"))
 			return mtd_parse_ms(value, &cfg->arb.settle_ms) < 0
 				   ? bad(err, errlen, key, "a duration such as 10s", value)
+				   : 0;
+		if (!strcmp(key, "release_rate"))
+			return mtd_parse_bytes(value, &cfg->arb.release_rate_bytes_per_s) < 0 ||
+				       cfg->arb.release_rate_bytes_per_s < MiB
+				   ? bad(err, errlen, key,
+					 "a size per second of at least 1M, such as 128M", value)
 				   : 0;
 		if (!strcmp(key, "meminfo"))
 			return set_str(cfg->meminfo_path, sizeof(cfg->meminfo_path), value, key,
@@ -661,7 +750,7 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 	}
 	snprintf(err, errlen,
 		 "unknown section [%.32s] (daemon, metrics, controller, host, defaults, "
-		 "sim)",
+		 "pageout, sim)",
 		 section);
 	return -EINVAL;
 }

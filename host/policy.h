@@ -30,10 +30,12 @@
 #include "arbiter.h"
 #include "controller.h"
 #include "mtd.h"
+#include "pageout_hand.h"
 
 #define MTD_POLICY_XMLNS        "https://memtide.org/xmlns/policy/1"
 #define MTD_POLICY_XMLNS_PREFIX "memtide"
 #define MTD_PATH_MAX            256
+#define MTD_STATE_NAME_MAX      72 /* longest state file name (state.c) */
 
 enum mtd_source_kind {
 	MTD_SOURCE_AGENT = 0, /* live guests: per VM, the source its policy picks */
@@ -47,7 +49,8 @@ struct mtd_config {
 	int metrics_port;               /* [metrics] listen's port ([daemon] metrics_port) */
 	char metrics_addr[48];          /* [metrics] listen's address: numeric IPv4 or IPv6 */
 	char log_level[16];             /* [daemon] log_level */
-	char state_dir[MTD_PATH_MAX];   /* [daemon] state_dir: per-VM history (history.h) */
+	char state_dir[MTD_PATH_MAX];   /* [daemon] state_dir: per-VM history (history.h) and
+					 * state across restarts (state.h) */
 	bool observe_only;              /* [daemon] observe_only: compute, show, change nothing */
 	enum mtd_source_kind source;    /* [daemon] source = live | sim */
 	char ept_dir[MTD_PATH_MAX];     /* [daemon] ept_dir: the ept plugin's table files */
@@ -65,6 +68,7 @@ struct mtd_config {
 	char meminfo_path[MTD_PATH_MAX];   /* [host] meminfo: the host's /proc/meminfo (tests
 					  * and containers point it at another file) */
 	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */
+	struct mtd_pageout_config pageout; /* [pageout]: host-side eviction (pageout_hand.h) */
 };
 
 void mtd_config_default(struct mtd_config *cfg);
@@ -91,6 +95,16 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 		   char *err, size_t errlen);
 
 void mtd_policy_default(struct mtd_policy *p);
+
+/* The policy keys, in a fixed order (an index names a key in runtime overrides). */
+#define MTD_POLICY_NKEYS     10
+#define MTD_POLICY_VALUE_MAX 40 /* longest value text kept for a key (with its NUL) */
+extern const char *const mtd_policy_keys[MTD_POLICY_NKEYS];
+/* The index of key in mtd_policy_keys, or -1. */
+int mtd_policy_key_index(const char *key);
+/* The value of key (an index) in p as text mtd_policy_set_kv reads back to the same value
+ * (sizes in bytes).  0, -EINVAL or -ENOSPC. */
+int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len);
 /* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return,
  * source, ept_window) from
  * text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */

@@ -475,6 +475,7 @@ struct qmp_balloon {
 	const atomic_bool *hurry; /* the VM is stopping (may be NULL) */
 	struct mtd_qmp *q;        /* NULL while disconnected: the next call reconnects */
 	char dev[128];            /* the balloon's QOM path */
+	unsigned connects; /* connections made (the loop re-sends its target when it moves) */
 };
 
 void *mtd_qmp_balloon_new(const char *path, unsigned stats_period_s, int timeout_ms,
@@ -517,6 +518,7 @@ static int qb_connect(struct qmp_balloon *b, char *err, size_t errlen)
 		return rc;
 	}
 	(void)mtd_qmp_set_stats_period(b->q, b->dev, b->stats_period_s);
+	b->connects++;
 	return 0;
 }
 
@@ -600,6 +602,24 @@ static int qb_qemu_pid(void *ctx, int *pid)
 	return 0;
 }
 
+static int qb_qmp(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
+		  char *err, size_t errlen)
+{
+	struct qmp_balloon *b = ctx;
+	int rc = qb_connect(b, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	return qb_check(b, mtd_qmp_execute(b->q, cmd, args, ret, err, errlen));
+}
+
+static unsigned qb_connects(void *ctx)
+{
+	const struct qmp_balloon *b = ctx;
+
+	return b->connects;
+}
+
 static void qb_destroy(void *ctx)
 {
 	struct qmp_balloon *b = ctx;
@@ -617,5 +637,7 @@ const struct mtd_balloon_ops mtd_qmp_balloon_ops = {
     .read = qb_read,
     .fpr = qb_fpr,
     .qemu_pid = qb_qemu_pid,
+    .qmp = qb_qmp,
+    .connects = qb_connects,
     .destroy = qb_destroy,
 };

@@ -97,7 +97,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "max_bytes", st->max_bytes);
 	put_u64(o, "balloon_target_bytes", st->balloon_target_bytes);
 	put_u64(o, "target_bytes", st->target_bytes);
-	put_str(o, "return_in_force", st->soft ? "reclaim" : "balloon");
+	put_str(o, "return_in_force", mtd_return_via_name(st->return_in_force));
+	json_object_object_add(o, "pageout", mtd_json_pageout(&st->pageout));
 	put_u64(o, "guest_used_bytes", st->guest_used_bytes);
 	put_u64(o, "balloon_actual_bytes", st->balloon_actual_bytes);
 	put_u64(o, "host_rss_bytes", st->host_rss_bytes);
@@ -125,6 +126,10 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 		put_str(o, "agent_caps_consequence", means);
 	}
 	json_object_object_add(o, "fpr_on", json_object_new_boolean(st->fpr_on));
+	json_object_object_add(o, "released", json_object_new_boolean(st->released));
+	put_u64(o, "release_left_bytes", st->release_left_bytes);
+	json_object_object_add(o, "release_waiting", json_object_new_boolean(st->release_waiting));
+	json_object_object_add(o, "resumed", json_object_new_boolean(st->resumed));
 	put_str(o, "last_error", st->last_error);
 	put_str(o, "source", st->source[0] ? st->source : "none");
 	/* The hypervisor peer and the loop's timing (docs/control-socket.md). */
@@ -170,5 +175,7 @@ struct json_object *mtd_json_host(const struct mtd_host_status *h)
 	put_u64(o, "nr_vms", h->nr_vms);
 	put_u64(o, "saved_bytes", h->saved_bytes); /* what memtide returned, every VM */
 	json_object_object_add(o, "observe_only", json_object_new_boolean(h->observe_only));
+	mtd_json_host_swap(o, h);
+	put_u64(o, "release_rate_bytes_per_s", h->release_rate_bytes_per_s);
 	return o;
 }

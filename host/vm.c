@@ -35,7 +35,7 @@ static const char *const state_names[] = {
     [MTD_VM_ATTACHING] = "attaching",       [MTD_VM_ACTIVE] = "active",
     [MTD_VM_AGENT_SILENT] = "agent-silent", [MTD_VM_DEFLATING] = "deflating",
     [MTD_VM_DISABLED] = "disabled",         [MTD_VM_ERROR] = "error",
-    [MTD_VM_DETACHED] = "detached",
+    [MTD_VM_RELEASED] = "released",         [MTD_VM_DETACHED] = "detached",
 };
 
 const char *mtd_vm_state_name(enum mtd_vm_state s)
@@ -98,6 +98,8 @@ void mtd_vm_free(struct mtd_vm *vm)
 		free(caa_container_of(st, struct status_box, st));
 	if (vm->balloon && vm->balloon_ctx)
 		vm->balloon->destroy(vm->balloon_ctx);
+	free(vm->saved);
+	free(vm->last_saved);
 	close(vm->wake_fd);
 	pthread_mutex_destroy(&vm->mbox_lock);
 	free(vm);

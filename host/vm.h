@@ -28,12 +28,16 @@
 
 #include "controller.h"
 #include "mtd.h"
+#include "policy.h"
 #include "qmp.h"
 #include "source.h"
+#include "state.h"
 #include "vmm.h"
 
 struct mtd_daemon;
 struct mtd_agent_link;
+struct mtd_pageout_hand;
+struct json_object;
 
 /*
  * The balloon and what the hypervisor knows about the guest: libvirt (libvirt_conn.c) or a
@@ -48,8 +52,16 @@ struct mtd_balloon_ops {
 	int (*read)(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats *stats);
 	/* Is free page reporting on for this balloon?  -ENOTSUP when it cannot be told. */
 	int (*fpr)(void *ctx, bool *on);
-	/* The QEMU process, for the guest RAM's resident size.  -ENOTSUP when unknown. */
+	/* The QEMU process, for the guest RAM's resident size and to tell a restarted QEMU
+	 * from a reconnect to the same one.  -ENOTSUP when unknown. */
 	int (*qemu_pid)(void *ctx, int *pid);
+	/* One QMP command through this connection (ram_layout.h, mtd_qmp_fn): host-side
+	 * eviction reads QEMU's memory map with it.  May be NULL. */
+	int (*qmp)(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
+		   char *err, size_t errlen);
+	/* Connections made so far (optional, NULL: the actuator never reconnects by itself):
+	 * when it moves, the actuator lost its connection and made a new one. */
+	unsigned (*connects)(void *ctx);
 	void (*destroy)(void *ctx);
 };
 
@@ -69,8 +81,7 @@ struct mtd_vm {
 
 	/* ---- mailbox: other threads -> loop ---- */
 	int wake_fd;                  /* eventfd: a write wakes the loop at once */
-	atomic_bool stop;             /* leave the loop (after the exit step if exiting) */
-	atomic_bool exiting;          /* daemon exit: go to the safe size before stopping */
+	atomic_bool stop;             /* leave the loop; the VM keeps the size it has */
 	atomic_bool detaching;        /* detach asked (the loop is on its way out) */
 	atomic_uint squeeze_permille; /* host arbiter's squeeze, 0..1000 */
 	/* loop -> arbiter: what a full squeeze could still take, target - max(floor, working
@@ -78,15 +89,21 @@ struct mtd_vm {
 	 * target; bytes */
 	_Atomic uint64_t reclaimable_bytes;
 	_Atomic uint64_t pending_bytes;
-	pthread_mutex_t mbox_lock; /* guards policy_new / policy_dirty */
+	pthread_mutex_t mbox_lock; /* guards policy_new, policy_dirty, policy_set, release_cmd */
 	struct mtd_policy policy_new;
 	bool policy_dirty;
+	/* runtime policy overrides (plain-QEMU mode: memtidectl policy set), value text per key
+	 * of mtd_policy_keys ("" not set): kept over [defaults] on SIGHUP, saved in the state */
+	char policy_set[MTD_POLICY_NKEYS][MTD_POLICY_VALUE_MAX];
+	int release_cmd; /* 0 none, 1 release, -1 resume: memtidectl's ask, not yet taken */
 
 	/* ---- actuators and inputs (set before the loop starts, then loop-private) ---- */
 	const struct mtd_balloon_ops *balloon;
 	void *balloon_ctx;
 	char agent_path[256]; /* unix socket of the agent channel ("" : none) */
 	bool agent_expected;
+	struct mtd_saved_vm *saved; /* a state file to resume from (taken on the first tick) */
+	bool forget;                /* on stop: remove the state file (the domain is gone) */
 
 	/* ---- loop-private ---- */
 	pthread_t thread;
@@ -114,13 +131,29 @@ struct mtd_vm {
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
-	uint64_t peer_down_since_ms; /* first call the peer did not answer (0: answering) */
-	uint64_t peer_next_probe_ms; /* while down: no balloon call before this */
-	unsigned peer_probes;        /* unanswered probes in a row (backoff exponent) */
-	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
+	uint64_t applied_bytes; /* the balloon target the hypervisor last accepted */
+	bool applied_valid;     /* applied_bytes holds one (none yet after attach or restart) */
+	bool apply_pending;     /* the last command failed or the actuator reconnected: send
+				 * the current target again at the next tick */
+	bool read_failing;      /* the balloon cannot be read: told once per outage */
+	unsigned connects_seen; /* balloon->connects at the last tick */
+	char instance[48];      /* the QEMU process now ("PID:STARTTIME", "" unknown) */
+	bool released;          /* memtidectl release in force */
+	bool release_waiting;   /* the host had nothing to spare at the last release step */
+	uint64_t majflt_seen;   /* balloon stats' major faults at the last fresh sample */
+	uint64_t majflt_seen_ms;
+	double majflt_per_s; /* over the last stats period (valid when majflt_known) */
+	bool majflt_known;
+	struct mtd_saved_vm *last_saved; /* what the state file holds (NULL: not written yet) */
+	bool state_failing;              /* saving fails: told once per outage */
+	bool observing;                  /* observe-only was in force at the last step */
+	bool history_warned;             /* a failed history write was logged (once) */
+	uint64_t peer_down_since_ms;     /* first call the peer did not answer (0: answering) */
+	uint64_t peer_next_probe_ms;     /* while down: no balloon call before this */
+	unsigned peer_probes;            /* unanswered probes in a row (backoff exponent) */
+	uint64_t last_sched_tick_ms;     /* start of the last scheduled tick */
 	unsigned late_in_row, ontime_in_row;
-	bool observing;                           /* observe-only was in force at the last step */
-	bool history_warned;                      /* a failed history write was logged (once) */
+	struct mtd_pageout_hand *hand;            /* host-side eviction (pageout_hand.h) */
 	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
 	size_t nr_evicted;
 	struct mtd_vm_status draft; /* built here each step, then published as a copy */
@@ -166,11 +199,15 @@ void mtd_vm_set_policy(struct mtd_vm *vm, const struct mtd_policy *p);
 
 /* The loop (vm_loop.c). */
 int mtd_vm_loop_start(struct mtd_vm *vm);
-/* Ask the loop to stop (exit_safe: first return the VM to its safe size) and join it. */
-void mtd_vm_loop_stop(struct mtd_vm *vm, bool exit_safe);
-/* Ask the loop to stop without waiting; it queues MTD_WORK_REAP when done when detach. */
-void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool exit_safe, bool detach);
+/* Ask the loop to stop and join it.  The VM keeps the size it has; its state is saved
+ * (or removed, when vm->forget says the domain is gone). */
+void mtd_vm_loop_stop(struct mtd_vm *vm);
+/* Ask the loop to stop without waiting (the VM keeps its size, as above); when detach, it
+ * queues MTD_WORK_REAP once done. */
+void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool detach);
 /* Join the loop by deadline_ms (CLOCK_MONOTONIC).  0, or -ETIMEDOUT (still running). */
 int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms);
+/* Ask for a release (true) or a resume (false) of the VM; the loop takes it at once. */
+void mtd_vm_release(struct mtd_vm *vm, bool release);
 
 #endif /* MEMTIDE_HOST_VM_H */

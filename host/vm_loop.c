@@ -19,15 +19,25 @@
  *   Step 5  actuate: agent reclaim request, then the balloon target (policy `return`:
  *           the balloon follows the target, or stays a cap while reclaim and free page
  *           reporting return the memory); libvmm learns which pages left (eviction hand)
- *           or came back;
- *   Step 6  publish the status snapshot (RCU).
+ *           or came back; with return=pageout or auto, the eviction hand's cold runs go
+ *           to host swap (pageout_hand.h, Step 5b; its refault scan is Step 2a);
+ *   Step 6  publish the status snapshot (RCU), and save what a restarted memtided needs
+ *           to resume (state.c) when it changed.
+ *
+ * Letting go: the loop never moves the balloon when it stops (daemon exit, detach) and
+ * never gives memory back only because it lost sight of the guest (agent silent, stats
+ * stale, the hypervisor unreachable): controller.h says why.  A balloon command that fails
+ * is not recorded as done: the current target is sent again each tick until the hypervisor
+ * takes it, and again after the actuator reconnects to the same QEMU; a QEMU that was
+ * restarted meanwhile (a new process behind the socket) is started over from its size.
  *
  * Peer health.  Every balloon call (QMP or libvirt) is bounded by [daemon] call_timeout
  * (qmp.c, bounded_call.c).  A call that times out marks the VM's peer unresponsive: one log
  * line, the status says since when and which call, and from then on the loop probes the peer
  * with one call at a time after 1, 2, 4 ... 30 s instead of every tick, carrying on with the
  * agent and its status meanwhile.  The first call that answers ends it (logged with its
- * duration).  Nothing is actuated while the peer is unresponsive: the VM stays as it is.
+ * duration).  Nothing is actuated while the peer is unresponsive: the VM stays as it is, and
+ * the current target is sent once it answers again.
  *
  * Overload.  The loops run at nice +LOOP_NICE, so the control socket's thread and the main
  * thread (nice 0) win the CPU when the loops saturate it (measured in bench/daemon_scale.py:
@@ -52,11 +62,14 @@
 #include "choose.h"
 #include "daemon.h"
 #include "log.h"
+#include "pageout_hand.h"
+#include "state.h"
 #include "vm.h"
 
 #define MiB                 ((uint64_t)1 << 20)
 #define LOOP_STACK_BYTES    (256 * 1024)
-#define BALLOON_ERROR_AFTER 3 /* failed actuations in a row before the VM shows ERROR */
+#define RELEASE_TICK_MS     1000 /* a release climbs once a second, whatever the interval */
+#define BALLOON_ERROR_AFTER 3    /* failed actuations in a row before the VM shows ERROR */
 #define EVICT_BATCH         64
 #define LOOP_NICE           10    /* loops yield the CPU to the front ends and main thread */
 #define PEER_PROBE_MAX_MS   30000 /* an unresponsive peer is probed at least this often */
@@ -169,6 +182,49 @@ static void peer_note(struct mtd_vm *vm, const char *call, uint64_t started_ms, 
 
 /* ---- attach ----------------------------------------------------------------------------- */
 
+/* Does the source report the guest's own accesses page by page (not amounts, not a
+ * simulation)?  Host-side eviction needs that. */
+static bool live_source(const struct mtd_vm *vm)
+{
+	return vm->source.ops && vm->source.ops->per_page && vm->d->cfg.source != MTD_SOURCE_SIM;
+}
+
+/* How memory goes back for this VM now: its policy's `return`, resolved for its agent and
+ * source (pageout_hand.h). */
+static enum mtd_return_via return_mode(const struct mtd_vm *vm)
+{
+	return mtd_return_resolve(vm->policy.return_via, vm->agent_expected, live_source(vm));
+}
+
+/* Host-side eviction's hand: it asks QEMU for the memory map the first time pageout is in
+ * force. */
+static int attach_pageout(struct mtd_vm *vm)
+{
+	struct mtd_hand_env env = {
+	    .vm_name = vm->name,
+	    .qmp = vm->balloon->qmp,
+	    .qmp_ctx = vm->balloon_ctx,
+	    .live_source = live_source(vm),
+	    .source_name = vm->source.ops ? vm->source.ops->name : "none",
+	};
+	int pid;
+
+	if (vm->balloon->qemu_pid && vm->balloon->qemu_pid(vm->balloon_ctx, &pid) == 0)
+		env.qemu_pid = pid;
+	return mtd_hand_new(&vm->d->cfg.pageout, &env, &vm->hand);
+}
+
+/* Which QEMU process is behind the actuator now: "PID:STARTTIME", "" when it cannot tell. */
+static void read_instance(struct mtd_vm *vm, char *out, size_t len)
+{
+	int pid;
+
+	out[0] = '\0';
+	if (vm->balloon->qemu_pid && vm->balloon->qemu_pid(vm->balloon_ctx, &pid) == 0 &&
+	    mtd_state_process_instance(pid, out, len) < 0)
+		out[0] = '\0';
+}
+
 /* The access-bit source, chosen per VM by its policy (host/access/choose.c). */
 static int choose_source(struct mtd_vm *vm)
 {
@@ -226,6 +282,9 @@ static int attach(struct mtd_vm *vm)
 	}
 	vm->draft.last_error[0] = '\0';
 	vm->draft.max_bytes = vm->domain_bytes;
+	read_instance(vm, vm->instance, sizeof(vm->instance));
+	if (vm->balloon->connects)
+		vm->connects_seen = vm->balloon->connects(vm->balloon_ctx);
 
 	if (vm->agent_path[0]) {
 		rc = mtd_agent_link_new(vm->agent_path, cfg->ctl.interval_ms, &vm->agent);
@@ -270,6 +329,9 @@ static int attach(struct mtd_vm *vm)
 	if (rc < 0)
 		return rc;
 	vm->cold_age_ms = vm->reclaim.age_ms;
+	rc = attach_pageout(vm);
+	if (rc < 0)
+		return rc;
 
 	/* Free page reporting returns what the agent's reclaim frees: without it the guest
 	 * keeps those pages, so say so once, loudly. */
@@ -350,6 +412,8 @@ struct tick {
 	uint64_t now_ms, dt_ms;
 	const struct proto_stats *as; /* agent stats, when the agent is fresh */
 	bool agent_fresh;
+	bool bstats_fresh;    /* the balloon's stats moved within agent_silence */
+	bool guest_took_back; /* actual rose above the target set, by the guest's doing */
 	uint64_t need_bytes;
 	struct vmm_guest_stats gs;
 	bool have_gs;
@@ -372,6 +436,61 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 		     proto_reclaim_result_name(r->result), "guest", false);
 }
 
+/* The actuator connected again (QEMU's QMP socket came back).  The same QEMU keeps the
+ * balloon target it had, but a command may have been lost on the way: send the current one
+ * again.  A new QEMU process is a new guest at its full size: start over from it. */
+static void on_reconnect(struct mtd_vm *vm)
+{
+	char now[sizeof(vm->instance)];
+	char err[200];
+
+	read_instance(vm, now, sizeof(now));
+	if (now[0] && vm->instance[0] && strcmp(now, vm->instance) != 0) {
+		uint64_t domain = vm->domain_bytes;
+		if (vm->balloon->open(vm->balloon_ctx, &domain, err, sizeof(err)) == 0)
+			vm->domain_bytes = domain;
+		memset(&vm->ctl, 0, sizeof(vm->ctl));
+		vm->applied_valid = vm->apply_pending = false;
+		vm->nr_evicted = 0;
+		vm->rounds = 0; /* the estimate was the old guest's: two rounds before a new one */
+		mtd_notice("%s: QEMU was restarted (process %s, was %s): starting over from its "
+			   "current size, %" PRIu64 " MiB",
+			   vm->name, now, vm->instance, vm->balloon_actual / MiB);
+	} else if (vm->applied_valid &&
+		   vm->balloon_actual > vm->applied_bytes + vm->d->cfg.ctl.min_change_bytes) {
+		/* More than memtided set: the guest deflated the balloon itself meanwhile
+		 * (deflate-on-oom), or a new QEMU is behind a proxy that hides its pid.  Either
+		 * way the old target is not sent to it: the size it has now is the start. */
+		mtd_notice("%s: reconnected to QEMU: the balloon holds %" PRIu64 " MiB, more than "
+			   "the %" PRIu64 " MiB set: starting from its size",
+			   vm->name, vm->balloon_actual / MiB, vm->applied_bytes / MiB);
+		vm->ctl.target_bytes = vm->ctl.balloon_bytes = vm->balloon_actual;
+		vm->applied_valid = vm->apply_pending = false;
+		vm->rounds = 0;
+	} else if (vm->applied_valid) {
+		vm->apply_pending = true;
+		mtd_notice("%s: reconnected to QEMU: sending the balloon target %" PRIu64
+			   " MiB again",
+			   vm->name, vm->ctl.balloon_bytes / MiB);
+	}
+	memcpy(vm->instance, now, sizeof(now));
+}
+
+/* The guest's major faults per second from the balloon's stats, over the last period. */
+static void note_faults(struct mtd_vm *vm, const struct mtd_balloon_stats *bs, uint64_t now_ms)
+{
+	if (vm->majflt_seen_ms && now_ms > vm->majflt_seen_ms &&
+	    bs->major_faults >= vm->majflt_seen) {
+		vm->majflt_per_s = (double)(bs->major_faults - vm->majflt_seen) * 1000.0 /
+				   (double)(now_ms - vm->majflt_seen_ms);
+		vm->majflt_known = true;
+	} else {
+		vm->majflt_known = false; /* the first sample, or the counter restarted */
+	}
+	vm->majflt_seen = bs->major_faults;
+	vm->majflt_seen_ms = now_ms;
+}
+
 /* Step 1: inputs. */
 static void read_inputs(struct mtd_vm *vm, struct tick *t)
 {
@@ -385,15 +504,47 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 		peer_note(vm, "balloon read", t->now_ms, rc, NULL);
 	}
 	if (rc == 0) {
+		if (vm->read_failing)
+			mtd_notice("%s: the balloon answers again (actual %" PRIu64 " MiB)",
+				   vm->name, actual / MiB);
+		uint64_t before = vm->balloon_actual;
+		vm->read_failing = false;
 		vm->balloon_actual = actual;
 		vm->bstats = bs;
 		if (bs.valid && bs.last_update_s != vm->bstats_seen_update_s) {
 			vm->bstats_seen_update_s = bs.last_update_s;
 			vm->bstats_seen_ms = t->now_ms;
+			note_faults(vm, &bs, t->now_ms);
 		}
-	} else {
+		bool reconnected = false;
+		if (vm->balloon->connects) {
+			unsigned c = vm->balloon->connects(vm->balloon_ctx);
+			reconnected = vm->connects_seen && c != vm->connects_seen;
+			if (reconnected)
+				on_reconnect(vm);
+			vm->connects_seen = c;
+		}
+		/* Deflate-on-oom: the guest took pages back from the balloon (actual rose, above
+		 * the target memtided set).  An inflation in flight only ever lowers actual. */
+		uint64_t slack = cfg->ctl.min_change_bytes;
+		if (!reconnected && vm->applied_valid && actual > vm->applied_bytes + slack &&
+		    actual > before + slack) {
+			t->guest_took_back = true;
+			mtd_notice("%s: the guest took %" PRIu64
+				   " MiB back from the balloon itself "
+				   "(deflate-on-oom): it keeps them",
+				   vm->name, (actual - vm->applied_bytes) / MiB);
+		}
+	} else if (!vm->peer_down_since_ms) { /* an unresponsive peer is told by peer_note */
+		if (!vm->read_failing)
+			mtd_warn("%s: cannot reach the balloon (%s): its size is left as it is; "
+				 "trying again each tick",
+				 vm->name, strerror(-rc));
+		vm->read_failing = true;
 		vm->bstats.valid = false;
 	}
+	t->bstats_fresh = vm->bstats.valid && vm->bstats_seen_ms &&
+			  t->now_ms - vm->bstats_seen_ms <= cfg->ctl.agent_silence_ms;
 	read_rss(vm, t->now_ms);
 	if (vm->agent) {
 		mtd_agent_link_service(vm->agent, t->now_ms);
@@ -415,6 +566,8 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 
 	if (!vm->guest)
 		return;
+	/* Step 2a: pages read back from host swap are refaults, before the source ages. */
+	mtd_hand_feedback(vm->hand, vm->guest, t->now_ms);
 	int rc = vm->source.ops->age(vm->source.ctx, vm->guest, t->now_ms);
 	if (rc == 0)
 		vm->rounds++;
@@ -525,16 +678,139 @@ static const char *change_source(const struct mtd_vm *vm, enum mtd_ctl_reason r)
 	case MTD_CTL_SILENT:
 		return "agent-silence";
 	case MTD_CTL_DISABLED:
+	case MTD_CTL_RELEASE:
 		return "operator";
-	case MTD_CTL_EXIT:
-		return "shutdown";
 	default:
 		return atomic_load(&vm->squeeze_permille) ? "arbiter" : "controller";
 	}
 }
 
+/* A state file from the previous memtided: take it over on the first tick, once the
+ * balloon's actual is known (mtd_ctl_resume checks the file against it). */
+static void resume(struct mtd_vm *vm, uint64_t now_ms)
+{
+	const struct mtd_config *cfg = &vm->d->cfg;
+	struct mtd_saved_vm *s = vm->saved;
+	char why[200];
+
+	vm->saved = NULL;
+	if (s->instance[0] && vm->instance[0] && strcmp(s->instance, vm->instance) != 0) {
+		mtd_notice("%s: the state file is from an earlier QEMU process (%s, now %s): "
+			   "starting from the current size, %" PRIu64 " MiB",
+			   vm->name, s->instance, vm->instance, vm->balloon_actual / MiB);
+		free(s);
+		return;
+	}
+	bool taken = mtd_ctl_resume(&cfg->ctl, &vm->policy, vm->domain_bytes, vm->balloon_actual,
+				    now_ms, &s->ctl, &vm->ctl, why, sizeof(why));
+	vm->released = s->released;
+	vm->draft.resumed = true;
+	if (!taken)
+		mtd_warn("%s: state file: %s; resuming from the current size, %" PRIu64 " MiB",
+			 vm->name, why, vm->ctl.balloon_bytes / MiB);
+	else
+		mtd_notice("%s: resumed from its state file (saved %" PRIu64 " s ago): balloon "
+			   "%" PRIu64 " MiB (actual %" PRIu64 " MiB), target %" PRIu64
+			   " MiB, no inflation for %" PRIu64 " s, %u steps refused in a row%s",
+			   vm->name, now_ms > s->saved_ms ? (now_ms - s->saved_ms) / 1000 : 0,
+			   vm->ctl.balloon_bytes / MiB, vm->balloon_actual / MiB,
+			   vm->ctl.target_bytes / MiB,
+			   vm->ctl.hold_until_ms > now_ms ? (vm->ctl.hold_until_ms - now_ms) / 1000
+							  : 0,
+			   vm->ctl.refusals, vm->released ? ", released" : "");
+	free(s);
+}
+
+/* What a release may give this step: the host's grant (daemon.c) toward the ceiling. */
+static uint64_t release_grant(struct mtd_vm *vm, uint64_t now_ms)
+{
+	uint64_t ceiling = mtd_ctl_safe_bytes(&vm->policy, vm->domain_bytes);
+	uint64_t have = vm->ctl.balloon_bytes > vm->ctl.target_bytes ? vm->ctl.balloon_bytes
+								     : vm->ctl.target_bytes;
+	bool host_short = false;
+	uint64_t g;
+
+	if (!vm->ctl.primed || have >= ceiling) {
+		vm->release_waiting = false;
+		return 0;
+	}
+	g = mtd_daemon_release_grant(vm->d, ceiling - have, now_ms, &host_short);
+	if (!g && host_short && !vm->release_waiting)
+		mtd_notice("%s: release waiting: the host has nothing to spare above its low mark",
+			   vm->name);
+	vm->release_waiting = !g && host_short;
+	return g;
+}
+
+/* Step 5: the balloon.  Sent when it moved, or when the last one was not taken (a failed
+ * command, a reconnect): until the hypervisor accepts it, it is not done.  Observe-only:
+ * said (audit "would"), never sent. */
+static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out,
+		  bool observe, const char *reason, const char *source)
+{
+	const struct mtd_config *cfg = &vm->d->cfg;
+	uint64_t prev = vm->applied_bytes;
+	bool first = !vm->applied_valid;
+	char err[200] = "";
+
+	if (observe) {
+		uint64_t was = vm->draft.balloon_target_bytes;
+		if (was && out->balloon_bytes != was)
+			mtd_vm_audit(vm, t->now_ms, "balloon", was, out->balloon_bytes, reason,
+				     source, true);
+		vm->draft.balloon_target_bytes = out->balloon_bytes;
+		return;
+	}
+	if (!first && !vm->apply_pending && out->balloon_bytes <= prev &&
+	    prev - out->balloon_bytes < cfg->ctl.min_change_bytes)
+		return;
+	if (vm->peer_down_since_ms) {
+		vm->apply_pending = true; /* sent once the peer answers again */
+		return; /* nothing is actuated through a peer that does not answer */
+	}
+	uint64_t t0 = mono_ms();
+	int rc = vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err));
+	peer_note(vm, "balloon target", t0, rc, err);
+	if (rc < 0 && vm->peer_down_since_ms) {
+		vm->apply_pending = true; /* said once by peer_note; not an actuator error */
+		return;
+	}
+	if (rc < 0) {
+		vm->balloon_failures++;
+		vm->draft.counters.balloon_errors++;
+		set_error(vm, "balloon: ", err);
+		if (!vm->apply_pending)
+			mtd_warn("%s: balloon target %" PRIu64 " MiB not set (%s): trying again "
+				 "each tick",
+				 vm->name, out->balloon_bytes / MiB, err);
+		vm->apply_pending = true;
+		if (vm->balloon_failures == BALLOON_ERROR_AFTER)
+			mtd_err("%s: balloon target failed %d times: %s", vm->name,
+				BALLOON_ERROR_AFTER, err);
+		return;
+	}
+	if (vm->balloon_failures)
+		mtd_notice("%s: balloon target %" PRIu64 " MiB set after %u failed tries", vm->name,
+			   out->balloon_bytes / MiB, vm->balloon_failures);
+	vm->balloon_failures = 0;
+	vm->apply_pending = false;
+	vm->applied_bytes = out->balloon_bytes;
+	vm->applied_valid = true;
+	vm->draft.balloon_target_bytes = out->balloon_bytes;
+	if (!first && out->balloon_bytes < prev) {
+		vm->draft.counters.inflations++;
+		vm->draft.counters.inflated_bytes += prev - out->balloon_bytes;
+	} else if (!first && out->balloon_bytes > prev) {
+		vm->draft.counters.deflations++;
+		vm->draft.counters.deflated_bytes += out->balloon_bytes - prev;
+	}
+	if (!first && out->balloon_bytes != prev)
+		mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason, source,
+			     false);
+}
+
 /* Steps 3-5: the controller decides, the actuators carry it out. */
-static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_ctl_output *out)
+static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *out)
 {
 	const struct mtd_config *cfg = &vm->d->cfg;
 	struct mtd_ctl_input in = {
@@ -544,18 +820,22 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	    .wss_valid = t->wss_valid,
 	    .wss_bytes = t->wss_bytes,
 	    .need_bytes = t->need_bytes,
+	    .guest_took_back = t->guest_took_back,
 	    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
-	    .exiting = exiting,
+	    .released = vm->released,
 	};
-	char err[200] = "";
 
+	if (vm->saved && !vm->ctl.primed)
+		resume(vm, t->now_ms);
+	in.released = vm->released;
+	if (vm->released)
+		in.release_grant_bytes = release_grant(vm, t->now_ms);
 	if (vm->agent_expected)
 		in.inputs_fresh = t->agent_fresh;
 	else if (vm->source.ops && vm->source.ops->fresh)
 		in.inputs_fresh = vm->source.ops->fresh(vm->source.ctx, t->now_ms);
 	else
-		in.inputs_fresh = vm->bstats_seen_ms &&
-				  t->now_ms - vm->bstats_seen_ms <= cfg->ctl.agent_silence_ms;
+		in.inputs_fresh = t->bstats_fresh;
 	if (t->as) {
 		const struct proto_hello *h = mtd_agent_link_hello(vm->agent);
 		in.avail_known = true;
@@ -569,9 +849,13 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 				 vm->fpr_known && vm->fpr_on;
 		in.psi_known = t->as->has_psi;
 		in.psi_some_avg10 = t->as->psi.some_avg10;
-	} else if (vm->bstats.valid && vm->bstats.has_available) {
-		in.avail_known = true;
+	} else if (t->bstats_fresh) {
+		/* No agent to ask: the balloon driver's own figures, while they are fresh (stale
+		 * ones would answer the same low MemAvailable again and again). */
+		in.avail_known = vm->bstats.has_available;
 		in.guest_avail_bytes = vm->bstats.available_bytes;
+		in.faults_known = vm->majflt_known;
+		in.major_faults_per_s = vm->majflt_per_s;
 	}
 
 	/* Observe-only (host-wide or this VM's policy): the controller runs on what the guest
@@ -597,30 +881,55 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	vm->draft.observe = observe;
 
 	enum mtd_ctl_reason before = vm->ctl.reason;
-	uint64_t prev = vm->draft.balloon_target_bytes, prev_target = vm->draft.target_bytes;
-	mtd_ctl_step(&cfg->ctl, &vm->policy, &in, &vm->ctl, out);
+	bool first = !vm->applied_valid;
+	uint64_t prev_target = vm->draft.target_bytes;
+	struct mtd_policy pol = vm->policy;
+	pol.return_via = return_mode(vm);
+	bool hostside = pol.return_via == MTD_RETURN_PAGEOUT || pol.return_via == MTD_RETURN_AUTO;
+	/* What the host already holds in swap is not the guest's to free (it would read each
+	 * page back to do so): return=auto asks the agent only for the rest. */
+	uint64_t in_swap = hostside ? mtd_hand_swapped_bytes(vm->hand) : 0;
+	uint64_t used_raw = in.guest_used_bytes;
+	if (in.used_known)
+		in.guest_used_bytes =
+		    in.guest_used_bytes > in_swap ? in.guest_used_bytes - in_swap : 0;
+	mtd_ctl_step(&cfg->ctl, &pol, &in, &vm->ctl, out);
 	vm->draft.target_bytes = out->target_bytes;
 	vm->draft.soft = out->soft;
-	vm->draft.guest_used_bytes = in.used_known ? in.guest_used_bytes : 0;
+	vm->draft.guest_used_bytes = in.used_known ? used_raw : 0;
 
 	/* What the host arbiter could still take here: down to the working set, never below
-	 * the floor; nothing without an estimate or while the VM is not steerable. */
+	 * the floor; nothing without an estimate or while the VM may not be inflated. */
 	uint64_t keep = t->wss_bytes > out->floor_bytes ? t->wss_bytes : out->floor_bytes;
-	atomic_store(&vm->reclaimable_bytes,
-		     t->wss_valid && vm->policy.enabled && !observe && out->target_bytes > keep
-			 ? out->target_bytes - keep
-			 : 0);
+	bool may_reclaim =
+	    t->wss_valid && vm->policy.enabled && !vm->released && in.inputs_fresh && !observe;
+	uint64_t reclaimable =
+	    may_reclaim && out->target_bytes > keep ? out->target_bytes - keep : 0;
+	/* Host-side eviction takes resident pages beyond the working set, within the room in
+	 * swap and net of the compressed pool. */
+	if (hostside && !observe)
+		reclaimable = mtd_hand_reclaimable(
+		    vm->hand, may_reclaim && (t->gs.resident_pages << VMM_PAGE_SHIFT) > keep
+				  ? (t->gs.resident_pages << VMM_PAGE_SHIFT) - keep
+				  : 0);
+	atomic_store(&vm->reclaimable_bytes, reclaimable);
 	uint64_t holds = out->soft && in.used_known ? in.guest_used_bytes : vm->balloon_actual;
 	atomic_store(&vm->pending_bytes,
 		     !observe && holds > out->target_bytes ? holds - out->target_bytes : 0);
 
-	/* Transitions into a deflating reason are events an operator wants; the first tick's
-	 * "silent" (the agent has not spoken yet) is not. */
-	if (out->reason != before && prev != 0 &&
-	    (out->reason == MTD_CTL_PRESSURE || out->reason == MTD_CTL_NEED ||
-	     out->reason == MTD_CTL_SILENT))
-		mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
-			   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
+	/* Transitions an operator wants to hear of; the first tick's "silent" (the agent has
+	 * not spoken yet) is not one. */
+	if (out->reason != before && !first) {
+		if (out->reason == MTD_CTL_PRESSURE || out->reason == MTD_CTL_NEED)
+			mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
+				   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
+		else if (out->reason == MTD_CTL_SILENT)
+			mtd_notice("%s: silent: nothing heard from the guest for %" PRIu64
+				   " s: holding at %" PRIu64 " MiB, no inflation until it "
+				   "reports again",
+				   vm->name, cfg->ctl.agent_silence_ms / 1000,
+				   out->balloon_bytes / MiB);
+	}
 	if (out->backoff_hold_ms)
 		vm->draft.counters.refused_steps++;
 	if (out->backoff_hold_ms)
@@ -629,7 +938,6 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		    "for %" PRIu64 " s",
 		    vm->name, vm->ctl.refusals, out->backoff_hold_ms / 1000);
 
-	bool first = prev == 0;
 	const char *reason = mtd_ctl_reason_name(out->reason);
 	const char *source = change_source(vm, out->reason);
 	/* Step 4 (eviction): the agent's reclaim.  before/after: what the guest uses, and what
@@ -647,8 +955,10 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 		}
 	}
 	/* libvmm follows the target, whichever actuator carries it out (not when nothing is
-	 * carried out); with the balloon a cap, the target moves alone, and the trail says so. */
-	if (!observe && out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
+	 * carried out, nor under host-side eviction, whose hand evicts for real); with the
+	 * balloon a cap, the target moves alone, and the trail says so. */
+	if (!observe && !hostside &&
+	    out->target_bytes != (prev_target ? prev_target : vm->balloon_actual))
 		account_target(vm, t->now_ms, prev_target ? prev_target : vm->balloon_actual,
 			       out->target_bytes);
 	if (out->soft && prev_target && out->target_bytes != prev_target &&
@@ -656,44 +966,106 @@ static void control(struct mtd_vm *vm, struct tick *t, bool exiting, struct mtd_
 	     prev_target - out->target_bytes >= cfg->ctl.min_change_bytes))
 		mtd_vm_audit(vm, t->now_ms, "target", prev_target, out->target_bytes, reason,
 			     source, observe);
-	if (!out->changed && !first)
+	apply(vm, t, out, observe, reason, source);
+}
+
+/* Field by field (struct padding may differ). */
+static bool same_saved(const struct mtd_saved_vm *a, const struct mtd_saved_vm *b)
+{
+	return a->ctl.primed == b->ctl.primed && a->ctl.target_bytes == b->ctl.target_bytes &&
+	       a->ctl.balloon_bytes == b->ctl.balloon_bytes &&
+	       a->ctl.hold_until_ms == b->ctl.hold_until_ms &&
+	       a->ctl.last_take_ms == b->ctl.last_take_ms &&
+	       a->ctl.refused_since_take == b->ctl.refused_since_take &&
+	       a->ctl.refusals == b->ctl.refusals && a->released == b->released &&
+	       strcmp(a->instance, b->instance) == 0 &&
+	       memcmp(a->policy_set, b->policy_set, sizeof(a->policy_set)) == 0;
+}
+
+/* What a restarted memtided needs, saved when it changed (state.c).  A failure is told
+ * once for the whole daemon, and tried again each tick. */
+static void save_state(struct mtd_vm *vm, uint64_t now_ms)
+{
+	struct mtd_daemon *d = vm->d;
+	struct mtd_saved_vm *s;
+	char err[300];
+
+	if (!vm->ctl.primed || !d->cfg.state_dir[0])
 		return;
-	/* Step 5: the balloon. */
-	if (observe) {
-		if (!first && out->balloon_bytes != prev)
-			mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason,
-				     source, true);
-		vm->draft.balloon_target_bytes = out->balloon_bytes;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	memcpy(s->name, vm->name, sizeof(s->name));
+	memcpy(s->uuid, vm->uuid, sizeof(s->uuid));
+	memcpy(s->boot_id, d->boot_id, sizeof(s->boot_id));
+	memcpy(s->instance, vm->instance, sizeof(s->instance));
+	s->ctl = vm->ctl;
+	s->ctl.reason = MTD_CTL_STEADY; /* not kept */
+	if (vm->observing) {
+		/* Observe-only: the controller's targets were never carried out; a memtided
+		 * that resumes acting must start from the balloon as it really is. */
+		s->ctl = (struct mtd_ctl_state){.primed = true,
+						.target_bytes = vm->balloon_actual,
+						.balloon_bytes = vm->balloon_actual};
+		if (!vm->balloon_actual) {
+			free(s);
+			return;
+		}
+	}
+	s->released = vm->released;
+	pthread_mutex_lock(&vm->mbox_lock);
+	memcpy(s->policy_set, vm->policy_set, sizeof(s->policy_set));
+	pthread_mutex_unlock(&vm->mbox_lock);
+	if (vm->last_saved && !vm->state_failing && same_saved(vm->last_saved, s)) {
+		free(s);
 		return;
 	}
-	if (vm->peer_down_since_ms)
-		return; /* nothing is actuated through a peer that does not answer */
-	uint64_t t0 = mono_ms();
-	int rc = vm->balloon->set_target(vm->balloon_ctx, out->balloon_bytes, err, sizeof(err));
-	peer_note(vm, "balloon target", t0, rc, err);
-	if (rc < 0 && vm->peer_down_since_ms)
-		return; /* said once by peer_note; not an actuator error */
-	if (rc < 0) {
-		vm->balloon_failures++;
-		vm->draft.counters.balloon_errors++;
-		set_error(vm, "balloon: ", err);
-		if (vm->balloon_failures == BALLOON_ERROR_AFTER)
-			mtd_err("%s: balloon target failed %d times: %s", vm->name,
-				BALLOON_ERROR_AFTER, err);
+	struct mtd_saved_vm cmp = *s; /* what is compared next time: without saved_ms */
+	s->saved_ms = now_ms;
+	if (mtd_state_save(d->cfg.state_dir, s, err, sizeof(err)) < 0) {
+		if (!atomic_exchange(&d->state_failing, true))
+			mtd_warn("%s: state not saved: %s; a memtided restarted now would resume "
+				 "this VM from its size alone, without its hold or release",
+				 vm->name, err);
+		vm->state_failing = true;
+		free(s);
 		return;
 	}
-	vm->balloon_failures = 0;
-	vm->draft.balloon_target_bytes = out->balloon_bytes;
-	if (!first && out->balloon_bytes < prev) {
-		vm->draft.counters.inflations++;
-		vm->draft.counters.inflated_bytes += prev - out->balloon_bytes;
-	} else if (!first && out->balloon_bytes > prev) {
-		vm->draft.counters.deflations++;
-		vm->draft.counters.deflated_bytes += out->balloon_bytes - prev;
-	}
-	if (!first && out->balloon_bytes != prev)
-		mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason, source,
-			     false);
+	if (atomic_exchange(&d->state_failing, false))
+		mtd_notice("%s: state saved in %s again", vm->name, d->cfg.state_dir);
+	vm->state_failing = false;
+	*s = cmp;
+	free(vm->last_saved);
+	vm->last_saved = s;
+}
+
+/* Step 5b: host-side eviction, once the controller has spoken (pageout_hand.h). */
+static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out)
+{
+	uint64_t seq = 0;
+	const struct proto_reclaim_reply *r =
+	    vm->agent ? mtd_agent_link_reclaim_reply(vm->agent, &seq) : NULL;
+	struct mtd_hand_input in = {
+	    .mode = return_mode(vm),
+	    /* Memory is taken only while the controller takes it: not under pressure, a need,
+	     * a hold, a silent source, on exit or opt-out. */
+	    .may_take = out->state == MTD_VM_ACTIVE && !vm->observing &&
+			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE),
+	    .why_not = vm->observing ? "observe-only" : mtd_ctl_reason_name(out->reason),
+	    .agent_asked = out->reclaim_bytes && vm->agent,
+	    .reply_seq = r ? seq : 0,
+	    .reply_done = r && r->freed_bytes >= r->requested_bytes,
+	    .interval_ms = vm->d->cfg.ctl.interval_ms,
+	    .watched_ms = t->now_ms - vm->first_tick_ms,
+	    .cold_age_ms = vm->cold_age_ms,
+	    .floor_bytes = vm->policy.min_bytes,
+	    .now_ms = t->now_ms,
+	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
+	    .evicted_ctx = vm->source.ctx,
+	};
+
+	if (t->have_gs)
+		mtd_hand_step(vm->hand, vm->guest, &in);
 }
 
 /* Step 6: the snapshot. */
@@ -713,6 +1085,11 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 		       st->counters.reclaimed_bytes, st->observe, &st->returned_bytes,
 		       &st->untouched_bytes);
 	st->saved_bytes = st->returned_bytes;
+	/* Host-side eviction: what it put in swap is returned, less the compressed pool's
+	 * share (pageout_hand.h). */
+	enum mtd_return_via mode = return_mode(vm);
+	st->return_in_force = mode == MTD_RETURN_RECLAIM && !st->soft ? MTD_RETURN_BALLOON : mode;
+	mtd_hand_publish(vm->hand, st);
 	if (t->have_gs) {
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 		for (unsigned i = 0; i < st->nr_gens; i++) {
@@ -731,6 +1108,11 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->hold_left_ms =
 	    vm->ctl.hold_until_ms > t->now_ms ? vm->ctl.hold_until_ms - t->now_ms : 0;
 	st->refused_steps = vm->ctl.refusals;
+	uint64_t ceiling = mtd_ctl_safe_bytes(&vm->policy, vm->domain_bytes);
+	st->released = vm->released;
+	st->release_left_bytes =
+	    vm->released && ceiling > vm->balloon_actual ? ceiling - vm->balloon_actual : 0;
+	st->release_waiting = vm->released && vm->release_waiting;
 	st->working_set_bytes = t->wss_bytes;
 	st->controller_output = vm->reclaim.pid.output;
 	st->agent_connected = vm->agent && mtd_agent_link_ready(vm->agent);
@@ -761,11 +1143,10 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 
 /*
  * One tick.  age: a scheduled tick (libvmm ages a generation); an out-of-schedule tick for
- * the agent's need (extra_need_bytes) only reads inputs and deflates, so the generations
- * keep their one-per-interval spacing.
+ * the agent's need (extra_need_bytes), a release's climb or an operator's ask only reads
+ * inputs and decides, so the generations keep their one-per-interval spacing.
  */
-static void tick(struct mtd_vm *vm, uint64_t now_ms, bool exiting, bool age,
-		 uint64_t extra_need_bytes)
+static void tick(struct mtd_vm *vm, uint64_t now_ms, bool age, uint64_t extra_need_bytes)
 {
 	struct tick *t = calloc(1, sizeof(*t)); /* ~1.5 KiB of libvmm stats: off the stack */
 	struct mtd_ctl_output out = {0};
@@ -785,8 +1166,11 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool exiting, bool age,
 	t->need_bytes += extra_need_bytes;
 	if (age)
 		run_libvmm(vm, t);
-	control(vm, t, exiting, &out);
+	control(vm, t, &out);
+	if (age)
+		evict_host(vm, t, &out);
 	publish(vm, t, &out);
+	save_state(vm, now_ms);
 	free(t);
 }
 
@@ -827,12 +1211,18 @@ static void note_tick_gap(struct mtd_vm *vm, uint64_t now_ms)
 	}
 }
 
-static void take_policy(struct mtd_vm *vm)
+/* What other threads asked for: a policy, a release or a resume.  True when something
+ * changed that a tick should act on now. */
+static bool take_mail(struct mtd_vm *vm, uint64_t now_ms)
 {
+	bool changed = false;
+	int cmd;
+
 	pthread_mutex_lock(&vm->mbox_lock);
 	if (vm->policy_dirty) {
 		vm->policy = vm->policy_new;
 		vm->policy_dirty = false;
+		changed = true;
 		mtd_notice("%s: policy %s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u "
 			   "headroom %" PRIu64 " MiB target refaults %.4g/min",
 			   vm->name, vm->policy.enabled ? "enabled" : "disabled",
@@ -840,7 +1230,33 @@ static void take_policy(struct mtd_vm *vm)
 			   vm->policy.priority, vm->policy.headroom_bytes / MiB,
 			   vm->policy.target_refault_per_min);
 	}
+	cmd = vm->release_cmd;
+	vm->release_cmd = 0;
 	pthread_mutex_unlock(&vm->mbox_lock);
+	if (cmd > 0 && !vm->released) {
+		vm->released = true;
+		changed = true;
+		mtd_notice("%s: released: back to %" PRIu64 " MiB at the host's pace; no "
+			   "inflation until memtidectl resume",
+			   vm->name, mtd_ctl_safe_bytes(&vm->policy, vm->domain_bytes) / MiB);
+	} else if (cmd < 0 && vm->released) {
+		vm->released = false;
+		vm->release_waiting = false;
+		changed = true;
+		/* Not at once: the guest has just been given its memory; a hold first. */
+		if (vm->ctl.hold_until_ms < now_ms + vm->d->cfg.ctl.hold_after_deflate_ms)
+			vm->ctl.hold_until_ms = now_ms + vm->d->cfg.ctl.hold_after_deflate_ms;
+		mtd_notice("%s: resumed: memtided may take memory again after %" PRIu64 " s",
+			   vm->name, vm->d->cfg.ctl.hold_after_deflate_ms / 1000);
+	}
+	return changed;
+}
+
+/* A release still climbing toward the ceiling: it ticks each RELEASE_TICK_MS. */
+static bool releasing(const struct mtd_vm *vm)
+{
+	return vm->released && vm->ctl.primed &&
+	       vm->ctl.balloon_bytes < mtd_ctl_safe_bytes(&vm->policy, vm->domain_bytes);
 }
 
 static void *loop_main(void *arg)
@@ -874,17 +1290,24 @@ static void *loop_main(void *arg)
 		goto out;
 	}
 	next_tick = mono_ms();
+	uint64_t next_release = 0;
 	while (!atomic_load(&vm->stop)) {
 		uint64_t now = mono_ms();
-		take_policy(vm);
+		bool asked = take_mail(vm, now);
 		if (now >= next_tick) {
 			note_tick_gap(vm, now);
-			tick(vm, now, false, true, 0);
+			tick(vm, now, true, 0);
 			next_tick += cfg->ctl.interval_ms;
 			if (next_tick <= now) /* fell behind (slow call): skip, do not burst */
 				next_tick = now + cfg->ctl.interval_ms;
+			next_release = now + RELEASE_TICK_MS;
+		} else if (vm->ctl.primed && (asked || (releasing(vm) && now >= next_release))) {
+			tick(vm, now, false, 0);
+			next_release = now + RELEASE_TICK_MS;
 		}
 		uint64_t deadline = next_tick;
+		if (releasing(vm) && next_release < deadline)
+			deadline = next_release;
 		if (vm->agent && mtd_agent_link_deadline(vm->agent) < deadline)
 			deadline = mtd_agent_link_deadline(vm->agent);
 		now = mono_ms();
@@ -908,18 +1331,23 @@ static void *loop_main(void *arg)
 			/* The agent says the guest needs memory: act now, not at the next tick. */
 			uint64_t need = mtd_agent_link_take_need(vm->agent);
 			if (need)
-				tick(vm, now, false, false, need);
+				tick(vm, now, false, need);
 		}
 	}
-	/* Say at once that it is on its way out (the exit step below may take a call). */
+	/* Say at once that it is on its way out (saving the state below may take a moment). */
 	vm->draft.detaching = atomic_load(&vm->detaching);
 	(void)mtd_vm_publish(vm);
-	/* Leaving: daemon exit or detach of a running domain leaves it at its safe size. */
-	if (atomic_load(&vm->exiting))
-		tick(vm, mono_ms(), true, false, 0);
+	/* Leaving (daemon exit, detach): the VM keeps the size it has.  Its state stays for the
+	 * next memtided, unless the domain is gone. */
+	if (vm->forget)
+		(void)mtd_state_remove(cfg->state_dir, vm->name);
+	else
+		save_state(vm, mono_ms());
 out:
 	vm->draft.state = MTD_VM_DETACHED;
 	(void)mtd_vm_publish(vm);
+	mtd_hand_free(vm->hand);
+	vm->hand = NULL;
 	if (vm->guest)
 		vmm_guest_free(vm->guest);
 	vm->guest = NULL;
@@ -952,10 +1380,16 @@ int mtd_vm_loop_start(struct mtd_vm *vm)
 	return 0;
 }
 
-void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool exit_safe, bool detach)
+void mtd_vm_release(struct mtd_vm *vm, bool release)
 {
-	if (exit_safe)
-		atomic_store(&vm->exiting, true);
+	pthread_mutex_lock(&vm->mbox_lock);
+	vm->release_cmd = release ? 1 : -1;
+	pthread_mutex_unlock(&vm->mbox_lock);
+	mtd_vm_wake(vm);
+}
+
+void mtd_vm_loop_request_stop(struct mtd_vm *vm, bool detach)
+{
 	if (detach)
 		atomic_store(&vm->detaching, true);
 	atomic_store(&vm->stop, true);
@@ -987,12 +1421,10 @@ int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms)
 	}
 }
 
-void mtd_vm_loop_stop(struct mtd_vm *vm, bool exit_safe)
+void mtd_vm_loop_stop(struct mtd_vm *vm)
 {
 	if (!vm->thread_started)
 		return;
-	if (exit_safe)
-		atomic_store(&vm->exiting, true);
 	atomic_store(&vm->stop, true);
 	mtd_vm_wake(vm);
 	pthread_join(vm->thread, NULL);

@@ -10,6 +10,8 @@ mkdir -p "$out"
 rc=0
 for b in "$BUILD"/bin/*-bench; do
 	[ -x "$b" ] || continue
+	# pageout-bench runs from bench/pageout.sh, with a zram swap of its own.
+	[ "$(basename "$b")" = pageout-bench ] && continue
 	echo "bench.sh: running $(basename "$b")" >&2
 	"$b" | tee -a "$out/results.jsonl" || rc=1
 done
@@ -25,6 +27,9 @@ if [ -x "$BUILD/bin/memtide-sim" ]; then
 	# The most any policy without foresight can save on the zipf trace (docs/results.md).
 	python3 sim/tools/zipf_online_bound.py | tee -a "$out/results.jsonl" || rc=1
 fi
+# Host-side eviction into a zram swap device of its own (seconds).
+echo "bench.sh: running bench/pageout.sh" >&2
+BUILD=$BUILD bash bench/pageout.sh | tee -a "$out/results.jsonl" || rc=1
 # The walker on live emulated-EPT tables of real TCG guests (boots QEMU: ~2 minutes).
 echo "bench.sh: running bench/ept_live.sh" >&2
 BUILD=$BUILD bash bench/ept_live.sh | tee -a "$out/results.jsonl" || rc=1

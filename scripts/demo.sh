@@ -11,19 +11,40 @@
 # ran), workload slowdown.
 # DEMO_JSON=FILE also writes that summary as one JSON object.  ~90 s; every process it
 # started is stopped on exit (lib.sh's EXIT trap), the temporary directory removed.
+# DEMO_AGENT=0 (`make demo DEMO_AGENT=0`) shows the agentless path instead: no agent and no
+# swap in the guest; QEMU carries memtide's ept plugin (the access source) and the host gets
+# a zram swap device of the demo's own (tests/e2e/lib_zram.sh; removed at the end), so
+# memtided's return resolves to pageout and it evicts the cold pages itself.  The summary
+# lines are the same; "returned" is then net of the zram pool's growth and "refaults" are
+# the pages memtided saw read back from host swap.
 # The hot-set rate under TCG is noisy (seen from 8.7 K to 110 M pages/s in one run): the
 # slowdown figure compares medians and is a rough one.
 set -u
 BUILD=${BUILD:-build}
+AGENT=${DEMO_AGENT:-1}
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+. "$(dirname "$0")/../tests/e2e/lib_zram.sh"
 e2e_init demo
 E2E_JSON=
 HOT=64 COLD_ANON=400 COLD_CACHE=100 SECS=75
 echo "== memtide demo: building the guest image"
 e2e_build || { echo "demo: cannot build the guest image" >&2; exit 1; }
 [ -x "$BUILD/bin/memtided" ] || { echo "demo: $BUILD/bin/memtided is not built" >&2; exit 1; }
-echo "== booting a 1 GiB guest: hot $HOT MiB, cold $COLD_ANON MiB anon + $COLD_CACHE MiB tmpfs"
-e2e_boot 1024 "memload hotcold $HOT $COLD_ANON $COLD_CACHE $SECS" "memtide.zram_mib=700 transparent_hugepage=never"
+if [ "$AGENT" = 1 ]; then
+	echo "== booting a 1 GiB guest: hot $HOT MiB, cold $COLD_ANON MiB anon + $COLD_CACHE MiB tmpfs"
+	e2e_boot 1024 "memload hotcold $HOT $COLD_ANON $COLD_CACHE $SECS" "memtide.zram_mib=700 transparent_hugepage=never"
+	MTD_ARGS=(--agent "$E2E_AGENT")
+else
+	PLUGIN=$PWD/$BUILD/lib/memtide/memtide-ept.so
+	[ -f "$PLUGIN" ] || { echo "demo: $PLUGIN is not built" >&2; exit 1; }
+	e2e_zram_add 1G || { echo "demo: the agentless path needs zram on the host (root)" >&2; exit 1; }
+	echo "== host swap: zram$E2E_ZRAM (1 GiB, the demo's own, removed at the end)"
+	echo "== booting a 1 GiB guest with no agent and memtide's ept plugin: hot $HOT MiB, cold $COLD_ANON MiB anon + $COLD_CACHE MiB tmpfs"
+	e2e_boot 1024 "memload hotcold $HOT $COLD_ANON $COLD_CACHE $SECS" "memtide.agent=0" \
+		-plugin "$PLUGIN,table=$E2E_DIR/demo.ept,ram=1024M"
+	printf '[daemon]\nept_dir = %s\n' "$E2E_DIR" >"$E2E_DIR/memtided.conf"
+	MTD_ARGS=(--name demo --config "$E2E_DIR/memtided.conf")
+fi
 e2e_wait '^WL-FILLED' 120 >/dev/null || { echo "demo: workload did not start" >&2; exit 1; }
 e2e_wait '^WL-RATE 10 ' 60 >/dev/null
 # The console's per-second rates for seconds FROM..TO: "median min max" (0 0 0 if none).
@@ -33,14 +54,18 @@ rates_median() {
 }
 read -r base _ < <(rates_median 3 10)
 rss0=$(e2e_guest_rss_mib)
+pool0=0
+[ "$AGENT" = 1 ] || read -r _ pool0 < <(e2e_zram_stat)
 echo "== baseline: $base pages/s, guest's host memory $rss0 MiB; starting memtided"
-e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
-	--no-metrics --socket "$E2E_DIR/ctl.sock" --log-level info 2>"$E2E_DIR/memtided.log"
+e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" "${MTD_ARGS[@]}" --interval 2 --foreground \
+	--no-metrics --socket "$E2E_DIR/ctl.sock" --state-dir "$E2E_DIR/state" --log-level info \
+	2>"$E2E_DIR/memtided.log"
 # The live view is memtidectl top (one frame every 2 s: the target, the balloon's actual size,
 # working set, generations, memory saved), with the host-side measurement and the workload's
 # rate under it.  memtided runs its defaults: return=reclaim, so the target falls while the
 # balloon stays at 1024 MiB, and the memory comes back through the agent's reclaim and free
-# page reporting.  Without a terminal the frames follow one another.
+# page reporting (agentless: return resolves to pageout, and memtided pages the cold memory
+# out to the host's zram itself).  Without a terminal the frames follow one another.
 t0=$(e2e_now_ms)
 min=$rss0
 CTL=("$BUILD/bin/memtidectl" --socket "$E2E_DIR/ctl.sock")
@@ -51,9 +76,13 @@ while kill -0 "$E2E_QEMU_PID" 2>/dev/null && ! grep -qa '^WL-DONE' "$E2E_CONSOLE
 	# that has reached " mig=" has its rate whole.
 	rate=$(tr -d '\r' <"$E2E_CONSOLE" | awk '/^WL-RATE / && / mig=/ { r = $3 } END { print r }')
 	"${CTL[@]}" top --count 1 2>/dev/null || echo "(memtided not answering yet)"
+	# Agentless, the guest never swaps: its refaults are the pages memtided saw read back
+	# from host swap (pageout.refaults_total), taken while the workload runs.
+	[ "$AGENT" = 1 ] || host_refaults=$("${CTL[@]}" --json vm show demo 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["vm"]["pageout"]["refaults_total"])' 2>/dev/null)
 	printf 'after %ss: guest RAM resident on the host %s MiB (was %s: %s MiB back); hot set %s pages/s (baseline %s)\n' \
 		$((($(e2e_now_ms) - t0) / 1000)) "${r:-?}" "$rss0" $((rss0 - ${r:-$rss0})) "${rate:-?}" "$base"
-	grep -E 'inflate|deflate|giving|reclaim|gave back' "$E2E_DIR/memtided.log" | tail -3 | sed 's/^memtided\[[0-9.]*\] [a-z]*: /memtided: /'
+	grep -E 'inflate|deflate|giving|reclaim|gave back|pageout:|host-side eviction' "$E2E_DIR/memtided.log" | tail -3 | sed 's/^memtided\[[0-9.]*\] [a-z]*: /memtided: /'
 	sleep 2
 done
 # The rate with memtided: the median of every second after it started (seconds > 10), and
@@ -64,18 +93,31 @@ read -r late lo hi < <(rates_median 11 999999)
 # Refaults: the guest's swap-ins while the workload ran (WL-DONE), not the cold-data check
 # after it, which reads every cold page back in.
 refaults=$(grep -a '^WL-DONE' "$E2E_CONSOLE" | tail -1 | sed -n 's/.*pswpin=\([0-9]*\).*/\1/p')
+if [ "$AGENT" != 1 ]; then
+	# The zram pool's growth is taken off what came back.
+	refaults=${host_refaults:-}
+	read -r _ pool1 < <(e2e_zram_stat)
+	pool_mib=$(((pool1 - pool0) >> 20))
+fi
 vm=$(e2e_wait '^E2E-VMSTAT' 30)
 all_in=$(echo "$vm" | sed -n 's/.*pswpin \([0-9]*\).*/\1/p')
 slow=$(awk -v a="$late" -v b="$base" 'BEGIN { printf "%.1f", (b > 0) ? 100 * (1 - a / b) : 0 }')
 cold=$((COLD_ANON + COLD_CACHE))
 echo "== summary"
 echo "cold memory in the guest:      $cold MiB"
-echo "returned to the host (peak):   $((rss0 - min)) MiB (guest RAM Rss $rss0 -> $min MiB; zram is inside it)"
-echo "refaults (guest swap-ins):     ${refaults:-?} pages while the workload ran (${all_in:-?} with the cold-data check)"
+if [ "$AGENT" = 1 ]; then
+	returned=$((rss0 - min))
+	echo "returned to the host (peak):   $returned MiB (guest RAM Rss $rss0 -> $min MiB; zram is inside it)"
+	echo "refaults (guest swap-ins):     ${refaults:-?} pages while the workload ran (${all_in:-?} with the cold-data check)"
+else
+	returned=$((rss0 - min - pool_mib))
+	echo "returned to the host (peak):   $returned MiB (guest RAM Rss $rss0 -> $min MiB, less $pool_mib MiB of zram pool; no agent)"
+	echo "refaults (host swap-ins):      ${refaults:-?} pages read back from host swap while the workload ran"
+fi
 echo "workload slowdown:             $slow% (median $late vs baseline $base pages/s; with memtided the rate ranged $lo..$hi: TCG noise, docs/e2e.md)"
 grep -qa '^WL-COLD-OK' "$E2E_CONSOLE" && echo "cold data verified intact"
 if [ -n "${DEMO_JSON:-}" ]; then
 	printf '{"cold_mib":%d,"returned_mib":%d,"refaults":%d,"slowdown_percent":%s}\n' \
-		"$cold" $((rss0 - min)) "${refaults:-0}" "$slow" >"$DEMO_JSON"
+		"$cold" "$returned" "${refaults:-0}" "$slow" >"$DEMO_JSON"
 	echo "summary written to $DEMO_JSON"
 fi

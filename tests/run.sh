@@ -6,6 +6,8 @@
 #   integration  every tests/integration/*.sh script
 #   fuzz         every $BUILD/fuzz/fuzz_* target, FUZZ_SECONDS (default 60) each
 #   e2e          every tests/e2e/scenarios/*.sh script (real QEMU guests)
+#   soak         (not in the default list) the long versions of the scenarios that have one
+#                (E2E_SOAK=1), as `make soak` runs them
 #   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
 #                package, too heavy for every make check); `make check-packaging`, run by CI
 # Each program or script prints TAP lines ("ok N - name", "not ok N - name", "ok N # SKIP why");
@@ -88,12 +90,19 @@ for suite in "${suites[@]}"; do
 			[ -f "$t" ] || continue
 			run_one e2e "$(basename "$t" .sh)" 900 bash "$t"
 		done ;;
+	soak)
+		# Long runs (10 minutes or more), not part of `make check`: each scenario that
+		# has a long version runs it with E2E_SOAK=1 and writes the same JSON file.
+		for t in tests/e2e/scenarios/*.sh; do
+			[ -f "$t" ] && grep -q 'E2E_SOAK' "$t" || continue
+			run_one soak "$(basename "$t" .sh)" 3600 env E2E_SOAK=1 bash "$t"
+		done ;;
 	packaging)
 		for t in tests/packaging/*.sh; do
 			[ -f "$t" ] || continue
 			run_one packaging "$(basename "$t" .sh)" 600 bash "$t"
 		done ;;
-	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e, packaging)" >&2; exit 2 ;;
+	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e, packaging, soak)" >&2; exit 2 ;;
 	esac
 done
 

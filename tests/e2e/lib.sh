@@ -2,8 +2,8 @@
 # lib.sh: the end-to-end harness, sourced by tests/e2e/scenarios/*.sh and scripts/demo.sh.
 #
 # It boots a real Debian guest under QEMU TCG the way an operator would (plain QEMU, a
-# virtio-balloon with free page reporting, QMP on a unix socket, a virtio-serial port named
-# org.memtide.agent.0 for memtide-agent), and gives the scenarios:
+# virtio-balloon with free page reporting and deflate-on-oom, QMP on a unix socket, a
+# virtio-serial port named org.memtide.agent.0 for memtide-agent), and gives the scenarios:
 #   e2e_init NAME            work dir, TAP counter, figures file $BUILD/e2e/NAME.json, and an
 #                            EXIT trap that stops every process the harness started, by PID.
 #   e2e_build                the guest image (tests/e2e/guest/build.sh) and our workloads.
@@ -13,10 +13,14 @@
 #   e2e_guest_rss_mib        the guest's host memory: Rss of QEMU's guest-RAM mapping from
 #                            /proc/PID/smaps, not VmRSS (which carries ~100 MiB of TCG code
 #                            buffers and device state, shared/README.md).
-#   e2e_qmp JSON...          QMP commands on a fresh connection, one reply line each.
+#   e2e_qmp JSON...          QMP commands on a fresh connection to the test's own QMP
+#                            monitor (memtided holds the first: QEMU serves one client per
+#                            monitor), one reply line each.
 #   e2e_start CMD...         starts a host process in the background and remembers its PID.
 #   e2e_memtided_conf RETURN writes a memtided.conf whose [defaults] set policy `return`
-#                            (reclaim or balloon) and prints its path, for --config.
+#                            (reclaim or balloon) and prints its path, for --config; its
+#                            state_dir is the test's own ($E2E_DIR/state, never
+#                            /var/lib/memtide).
 #   e2e_ok / e2e_not_ok      TAP lines; e2e_fig KEY VALUE records a figure (printed and JSON).
 # Data: $E2E_DIR holds console.log, qmp.sock, agent.sock; $E2E_PIDS lists started PIDs.
 set -u
@@ -109,13 +113,14 @@ e2e_boot() {
 	E2E_MEM_MIB=$mib
 	E2E_CONSOLE=$E2E_DIR/console.log
 	E2E_QMP=$E2E_DIR/qmp.sock
+	E2E_QMP_TEST=$E2E_DIR/qmp-test.sock
 	E2E_AGENT=$E2E_DIR/agent.sock
 	: >"$E2E_CONSOLE"
 	e2e_start qemu-system-x86_64 -accel tcg -m "$mib" -smp 2 -nographic -no-reboot -nic none \
 		-kernel "$E2E_KERNEL" -initrd "$E2E_INITRD" \
 		-append "console=ttyS0 quiet panic=-1 memtide.run=${run// /,} $append" \
-		-device virtio-balloon-pci,id=balloon0,free-page-reporting=on \
-		-qmp "unix:$E2E_QMP,server,nowait" \
+		-device virtio-balloon-pci,id=balloon0,free-page-reporting=on,deflate-on-oom=on \
+		-qmp "unix:$E2E_QMP,server,nowait" -qmp "unix:$E2E_QMP_TEST,server,nowait" \
 		-device virtio-serial-pci \
 		-chardev "socket,id=ch0,path=$E2E_AGENT,server=on,wait=off" \
 		-device virtserialport,chardev=ch0,name=org.memtide.agent.0 \
@@ -153,7 +158,7 @@ e2e_guest_thp_mib() {
 }
 
 e2e_qmp() {
-	python3 - "$E2E_QMP" "$@" <<'PY'
+	python3 - "$E2E_QMP_TEST" "$@" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.settimeout(10)
@@ -182,7 +187,8 @@ e2e_balloon_mib() {
 # e2e_now_ms: CLOCK_MONOTONIC-like milliseconds (bash's EPOCHREALTIME is wall time; fine for
 # a few seconds' intervals within one test, which is all it measures).
 e2e_memtided_conf() {
-	printf '[defaults]\nreturn = %s\n' "$1" >"$E2E_DIR/memtided.conf"
+	printf '[daemon]\nstate_dir = %s\n[defaults]\nreturn = %s\n' "$E2E_DIR/state" "$1" \
+		>"$E2E_DIR/memtided.conf"
 	echo "$E2E_DIR/memtided.conf"
 }
 

@@ -10,7 +10,8 @@
 #                            hook is restarted (running domains survive a libvirtd restart).
 #   e2e_lv_boot NAME MIB RUN [APPEND]
 #                            defines and starts a transient <domain type='qemu'> booting the
-#                            e2e guest, with <memballoon model='virtio' freePageReporting='on'>
+#                            e2e guest, with <memballoon model='virtio' freePageReporting='on'
+#                            autodeflate='on'>
 #                            and the agent's unix <channel>; sets E2E_QEMU_PID (from libvirt's
 #                            pid file) and E2E_CONSOLE, so e2e_wait and e2e_guest_rss_mib work
 #                            as with plain QEMU.
@@ -35,6 +36,20 @@ e2e_lv_cleanup() {
 	e2e_cleanup
 }
 
+# no_fds CMD...: run CMD (a daemon: virtlogd, libvirtd) without the fds this script holds
+# open.  Tests run under `flock /tmp/memtide-heavy.lock`; a daemon that inherits the lock's fd
+# holds the lock for as long as it lives, and every other test waits for ever (seen: a
+# libvirtd -d started by a test kept the shared lock for 40 minutes).
+no_fds() {
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			n=${fd##*/}
+			[ "$n" -gt 2 ] 2>/dev/null && eval "exec $n>&-" 2>/dev/null
+		done
+		exec "$@"
+	)
+}
+
 e2e_lv_up() {
 	local hook=$1 dst=/etc/libvirt/hooks/qemu.d/memtide restart=0 i
 	trap e2e_lv_cleanup EXIT
@@ -44,13 +59,12 @@ e2e_lv_up() {
 	fi
 	install -m 0755 "$hook" "$dst" || return 1
 	E2E_LV_HOOK=$dst
-	pgrep -x virtlogd >/dev/null || virtlogd -d
 	if pgrep -x libvirtd >/dev/null && [ $restart = 1 ]; then
 		# SIGTERM and wait for it to go: a second libvirtd would refuse to start.
 		pkill -x libvirtd
 		for i in $(seq 100); do pgrep -x libvirtd >/dev/null || break; sleep 0.1; done
 	fi
-	pgrep -x libvirtd >/dev/null || libvirtd -d
+	tests/libvirtd_up.sh || return 1
 	for i in $(seq 100); do
 		$E2E_V version >/dev/null 2>&1 && return 0
 		sleep 0.1
@@ -96,7 +110,7 @@ e2e_lv_boot() {
       <source mode='bind' path='$E2E_AGENT'/>
       <target type='virtio' name='org.memtide.agent.0'/>
     </channel>
-    <memballoon model='virtio' freePageReporting='on'>
+    <memballoon model='virtio' freePageReporting='on' autodeflate='on'>
       <stats period='2'/>
     </memballoon>
   </devices>

@@ -40,8 +40,7 @@ command -v libvirtd >/dev/null || skip_rest "libvirtd not installed"
 make --no-print-directory -s "$BUILD/guest/bin/memload" >/dev/null 2>&1 &&
 	BUILD=$BUILD tests/e2e/guest/build.sh >/dev/null 2>&1 || skip_rest "cannot build the e2e guest"
 
-pgrep -x virtlogd >/dev/null || virtlogd -d
-pgrep -x libvirtd >/dev/null || libvirtd -d
+tests/libvirtd_up.sh
 V="virsh -q -c qemu:///system"
 for _ in $(seq 50); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
 $V version >/dev/null 2>&1 || skip_rest "libvirtd does not answer"

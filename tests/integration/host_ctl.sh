@@ -12,12 +12,14 @@
 # unknown VM are refused with exit 1 and a message; garbage and an over-long line get JSON
 # errors and the daemon lives on; a non-root peer is refused; the socket is 0600; a second
 # memtided on the same socket refuses to start; memtidectl with no daemon exits 3 saying
-# so; `hook` with no daemon exits 3 at once, saying so; top --count 2 prints two frames.
+# so; `hook` with no daemon exits 3 at once, saying so; top --count 2 prints two frames;
+# SIGHUP keeps the policy set at run time (enabled=false, the kill switch, among it);
+# `release --wait` brings the VM back to its full size and `resume` ends the release.
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
 IT_GUEST_LIB=1 . "$(dirname "$0")/host_guest.sh"
-TOTAL=20
+TOTAL=23
 
 echo "1..$TOTAL"
 n=0 failed=0
@@ -81,6 +83,7 @@ stats_period = 1
 metrics_port = $PORT
 socket = $SOCK
 source = sim
+state_dir = $dir/state
 [controller]
 max_inflate_step = 64M
 [host]
@@ -246,27 +249,50 @@ rc=$?
 [ $rc != 0 ] && grep -q "cannot serve metrics on 127.0.0.1:$PORT" "$dir/third.log" && [ ! -e "$dir/third.sock" ]
 check $? "a taken metrics port: memtided exits $rc with a message and leaves nothing behind"
 
-# 18-19: SIGHUP re-reads the file ([defaults] is the policy in plain-QEMU mode); a broken
-# file changes nothing.
-sed -i 's/^headroom = 32M/headroom = 96M/' "$dir/memtided.conf"
+# 18-20: SIGHUP keeps what `policy set` changed at run time (plain QEMU has no metadata:
+# only memtided holds it), the operator's kill switch above all; release and resume.
+ctl policy set it-vm enabled=false
+low=$(ctl --json vm show it-vm | python3 -c 'import json,sys; print(json.load(sys.stdin)["vm"]["balloon_actual_bytes"] >> 20)')
 kill -HUP $mpid
-hr() { ctl policy get it-vm | grep -qx "headroom=$1"; }
-wait_for 5 hr 96M
-check $? "SIGHUP: the new [defaults] headroom (96M) is in force"
+wait_for 5 grep -q "reload keeps the runtime policy enabled=no" "$dir/memtided.log"
+disabled() { ctl policy get it-vm | grep -qx 'enabled=false' && ctl status | grep -Eq '^it-vm +disabled '; }
+wait_for 5 disabled && ctl policy get it-vm | grep -qx 'headroom=64M'
+check $? "SIGHUP keeps the runtime policy: enabled=false and headroom=64M stay in force"
+out=$(ctl release it-vm --wait 2>&1)
+rc=$?
+echo "$out" | sed 's/^/#   /'
+[ $rc = 0 ] && echo "$out" | grep -Eq "^  it-vm +${low}M -> 512M" && echo "$out" | grep -q '^done:' &&
+	ctl status | grep -Eq '^it-vm +released +512M' &&
+	ctl --json vm show it-vm | grep -q '"balloon_actual_bytes":536870912'
+check $? "release --wait: it-vm climbs from $low to 512 MiB, then shows 'released'"
+err=$(ctl release no-such-vm 2>&1)
+rc1=$?
+ctl resume it-vm >/dev/null && ctl policy set it-vm enabled=true
+rc2=$?
+[ $rc1 = 1 ] && [ $rc2 = 0 ] && ! ctl status | grep -Eq '^it-vm +released' &&
+	ctl --json vm show it-vm | grep -q '"released":false'
+check $? "resume ends the release; an unknown VM is refused ($err)"
+
+# 21-22: SIGHUP re-reads the file ([defaults] is the policy in plain-QEMU mode, under what
+# policy set changed: min was never set at run time); a broken file changes nothing.
+sed -i 's/^min = 192M/min = 160M/' "$dir/memtided.conf"
+kill -HUP $mpid
+mn() { ctl policy get it-vm | grep -qx "min=$1"; }
+wait_for 5 mn 160M && ctl policy get it-vm | grep -qx 'headroom=64M'
+check $? "SIGHUP: the new [defaults] min (160M) is in force, the runtime headroom=64M kept"
 echo "[defaults]" >>"$dir/memtided.conf"
-echo "headroom = much" >>"$dir/memtided.conf"
+echo "min = much" >>"$dir/memtided.conf"
 kill -HUP $mpid
-wait_for 5 grep -q "reload: .*keeping the settings in force" "$dir/memtided.log" && hr 96M && kill -0 $mpid
+wait_for 5 grep -q "reload: .*keeping the settings in force" "$dir/memtided.log" && mn 160M && kill -0 $mpid
 check $? "SIGHUP with a broken file: an error in the log, the old settings kept, memtided runs on"
 
-# 20: domxml-patch against a real libvirtd (started here as root when it is not running, as
+# 23: domxml-patch against a real libvirtd (started here as root when it is not running, as
 # host_libvirt.sh does): no change without --yes; --yes defines the patched domain; a second
 # run has nothing to change.
 V="virsh -q -c qemu:///system"
 lv_up() {
 	command -v libvirtd >/dev/null && [ "$(id -u)" = 0 ] || return 1
-	pgrep -x virtlogd >/dev/null || virtlogd -d
-	pgrep -x libvirtd >/dev/null || libvirtd -d
+	tests/libvirtd_up.sh
 	wait_for 10 $V version >/dev/null 2>&1
 }
 if lv_up; then
@@ -287,7 +313,8 @@ XML
 	out3=$("$BIN/memtidectl" domxml-patch "$pd")
 	$V undefine "$pd" >/dev/null
 	echo "$out1" | grep -q '^+.*freePageReporting="on"' && [ "$unchanged" = 0 ] &&
-		echo "$x" | grep -q "freePageReporting='on'" && echo "$x" | grep -q "<stats period='2'/>" &&
+		echo "$x" | grep -q "freePageReporting='on'" && echo "$x" | grep -q "autodeflate='on'" &&
+		echo "$x" | grep -q "<stats period='2'/>" &&
 		echo "$x" | grep -q "name='org.memtide.agent.0'" && echo "$out3" | grep -q "nothing to change"
 	check $? "domxml-patch: shows the diff, changes nothing without --yes, patches with --yes, then has nothing to change"
 else

@@ -85,6 +85,20 @@ for c in sys.argv[2:]:
 PY
 }
 
+# no_fds CMD...: run CMD (a daemon: virtlogd, libvirtd) without the fds this script holds
+# open.  Tests run under `flock /tmp/memtide-heavy.lock`; a daemon that inherits the lock's fd
+# holds the lock for as long as it lives, and every other test waits for ever (seen: a
+# libvirtd -d started by a test kept the shared lock for 40 minutes).
+no_fds() {
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			n=${fd##*/}
+			[ "$n" -gt 2 ] 2>/dev/null && eval "exec $n>&-" 2>/dev/null
+		done
+		exec "$@"
+	)
+}
+
 # balloon_mib SOCKET: the balloon's actual in MiB.
 balloon_mib() {
 	qmp_cmd "$1" '{"execute":"query-balloon"}' |

@@ -33,9 +33,7 @@ command -v libvirtd >/dev/null || skip_rest "libvirtd not installed"
 it_guest_build || skip_rest "cannot build the integration guest"
 # Started with every inherited descriptor closed (Python's close_fds): a daemon started under
 # `flock /tmp/memtide-heavy.lock` would otherwise keep the shared lock for as long as it runs.
-start_daemon() { python3 -c 'import subprocess, sys; subprocess.run(sys.argv[1:], close_fds=True)' "$@"; }
-pgrep -x virtlogd >/dev/null || start_daemon virtlogd -d
-pgrep -x libvirtd >/dev/null || start_daemon libvirtd -d
+tests/libvirtd_up.sh
 V="virsh -q -c qemu:///system"
 for _ in $(seq 50); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
 $V version >/dev/null 2>&1 || skip_rest "libvirtd does not answer"

@@ -29,7 +29,8 @@ for f in usr/sbin/memtided:755 usr/bin/memtidectl:755 lib/systemd/system/memtide
 	usr/share/man/man8/memtided.8:644 \
 	usr/share/man/man5/memtided.conf.5:644 usr/share/man/man1/memtidectl.1:644 \
 	usr/share/bash-completion/completions/memtidectl:644 \
-	usr/share/memtide/prometheus/memtide-alerts.yml:644 usr/lib/memtide/memtide-ept.so:644; do
+	usr/share/memtide/prometheus/memtide-alerts.yml:644 usr/lib/memtide/memtide-ept.so:644 \
+	usr/lib/memtide/memtide-zram-swap:755 lib/systemd/system/memtide-zram-swap.service:644; do
 	m=$(stat -c %a "$dest/${f%:*}" 2>/dev/null)
 	[ "$m" = "${f#*:}" ] || { echo "# ${f%:*}: mode '${m:-missing}', want ${f#*:}"; ok=1; }
 done
@@ -40,7 +41,10 @@ check $ok "binaries, unit, hook, config, man pages, completion and docs installe
 check $? "the host install leaves out the guest agent and the lab tools, and its binaries are stripped"
 
 grep -qx 'ExecStart=/usr/sbin/memtided --foreground --syslog' "$dest/lib/systemd/system/memtided.service" &&
-	! grep -q '@[A-Z]*@' "$dest/lib/systemd/system/memtided.service" "$dest/etc/libvirt/hooks/qemu.d/memtide" &&
+	grep -qx 'StateDirectory=memtide' "$dest/lib/systemd/system/memtided.service" &&
+	! grep -q '@[A-Z]*@' "$dest/lib/systemd/system/memtided.service" "$dest/etc/libvirt/hooks/qemu.d/memtide" \
+		"$dest/lib/systemd/system/memtide-zram-swap.service" &&
+	grep -qx 'ExecStart=/usr/lib/memtide/memtide-zram-swap start' "$dest/lib/systemd/system/memtide-zram-swap.service" &&
 	grep -qx 'MEMTIDECTL=/usr/bin/memtidectl' "$dest/etc/libvirt/hooks/qemu.d/memtide"
 check $? "the unit and the hook point at the installed programs (no placeholder left)"
 

@@ -48,8 +48,9 @@ static void test_bare_domain_gets_everything(void **state)
 	(void)state;
 
 	int n = patch(BARE, &after, &changes);
-	assert_int_equal(n, 3); /* balloon (with FPR), stats, channel */
-	assert_non_null(strstr(after, "<memballoon model=\"virtio\" freePageReporting=\"on\">"));
+	assert_int_equal(n, 3); /* balloon (with FPR and deflate-on-oom), stats, channel */
+	assert_non_null(strstr(after, "<memballoon model=\"virtio\" freePageReporting=\"on\" "
+				      "autodeflate=\"on\">"));
 	assert_non_null(strstr(after, "<stats period=\"2\"/>"));
 	assert_non_null(strstr(after, "name=\"org.memtide.agent.0\""));
 	assert_non_null(strstr(after, "<channel type=\"unix\">"));
@@ -92,6 +93,27 @@ static void test_existing_balloon_edited_in_place(void **state)
 	free(changes);
 }
 
+/* deflate-on-oom: a guest whose OOM killer is about to run takes pages back from the
+ * balloon itself, so a guest under pressure is safe even with memtided gone. */
+static void test_existing_balloon_gets_autodeflate(void **state)
+{
+	char *after, *changes;
+	(void)state;
+	const char *in = "<domain type='qemu'><name>a</name><devices>"
+			 "<memballoon model='virtio' freePageReporting='on' autodeflate='off'>"
+			 "<stats period='2'/></memballoon>"
+			 "<channel type='unix'><source mode='bind'/>"
+			 "<target type='virtio' name='org.memtide.agent.0'/></channel>"
+			 "</devices></domain>";
+
+	assert_int_equal(patch(in, &after, &changes), 1);
+	assert_non_null(strstr(after, "autodeflate=\"on\""));
+	assert_null(strstr(after, "autodeflate=\"off\""));
+	assert_non_null(strstr(changes, "deflate-on-oom"));
+	free(after);
+	free(changes);
+}
+
 static void test_model_none_becomes_virtio(void **state)
 {
 	char *after, *changes;
@@ -127,6 +149,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bare_domain_gets_everything),
 	    cmocka_unit_test(test_existing_balloon_edited_in_place),
+	    cmocka_unit_test(test_existing_balloon_gets_autodeflate),
 	    cmocka_unit_test(test_model_none_becomes_virtio),
 	    cmocka_unit_test(test_malformed_refused),
 	};

@@ -169,36 +169,95 @@ static void test_need_gives_need_plus_headroom(void **state)
 	assert_int_equal(out.target_bytes, 2 * GiB);
 }
 
-static void test_silence_exit_disabled_go_to_ceiling(void **state)
+/* Letting go keeps sizes: stale inputs (agent silent) or enabled=false leave the target and
+ * the balloon where they are (handing every VM its maximum is what overcommits a host), but
+ * a need or pressure the guest shows is still answered, by what it calls for. */
+static void test_silence_and_disabled_keep_size(void **state)
 {
 	struct mtd_ctl_output out;
 	(void)state;
 	setup_defaults();
 	pol.max_bytes = 1536 * MiB; /* the ceiling is the policy max, below the domain */
 
-	struct mtd_ctl_state st = {.primed = true, .target_bytes = 700 * MiB};
+	struct mtd_ctl_state st = {
+	    .primed = true, .target_bytes = 700 * MiB, .balloon_bytes = 700 * MiB};
 	struct mtd_ctl_input in = calm(5000, 700 * MiB, 400 * MiB);
 	in.inputs_fresh = false;
+	in.avail_known = in.psi_known = false; /* nothing is known about the guest */
+	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_SILENT);
+		assert_int_equal(out.state, MTD_VM_AGENT_SILENT);
+		assert_int_equal(out.target_bytes, 700 * MiB);
+		assert_int_equal(out.balloon_bytes, 700 * MiB);
+		assert_false(out.changed);
+		assert_int_equal(out.reclaim_bytes, 0);
+	}
+	/* A need while silent (the agent spoke once more) is answered. */
+	in.need_bytes = 100 * MiB;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reason, MTD_CTL_SILENT);
-	assert_int_equal(out.state, MTD_VM_AGENT_SILENT);
-	assert_int_equal(out.target_bytes, 1536 * MiB);
+	assert_int_equal(out.reason, MTD_CTL_NEED);
+	assert_int_equal(out.target_bytes, 700 * MiB + 100 * MiB + 128 * MiB);
+	assert_int_equal(out.balloon_bytes, out.target_bytes);
 
-	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB};
-	in = calm(5000, 700 * MiB, 400 * MiB);
-	in.exiting = true;
-	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reason, MTD_CTL_EXIT);
-	assert_int_equal(out.target_bytes, 1536 * MiB);
-
-	st = (struct mtd_ctl_state){.primed = true, .target_bytes = 700 * MiB};
+	/* enabled=false: kept, never inflated, pressure still answered. */
+	st = (struct mtd_ctl_state){
+	    .primed = true, .target_bytes = 700 * MiB, .balloon_bytes = 700 * MiB};
 	pol.enabled = false;
-	in = calm(5000, 700 * MiB, 400 * MiB);
+	in = calm(5000, 700 * MiB, 100 * MiB);
+	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_DISABLED);
+		assert_int_equal(out.state, MTD_VM_DISABLED);
+		assert_int_equal(out.target_bytes, 700 * MiB);
+		assert_int_equal(out.balloon_bytes, 700 * MiB);
+		assert_int_equal(out.reclaim_bytes, 0);
+	}
+	in.psi_some_avg10 = 50.0;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reason, MTD_CTL_DISABLED);
-	assert_int_equal(out.state, MTD_VM_DISABLED);
-	assert_int_equal(out.target_bytes, 1536 * MiB);
+	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
+	assert_int_equal(out.target_bytes, 700 * MiB + cfg.deflate_min_bytes);
 	assert_int_equal(mtd_ctl_safe_bytes(&pol, 2 * GiB), 1536 * MiB);
+}
+
+/* return=reclaim with the balloon below the ceiling (a squeeze ended, or a restarted
+ * memtided found it there): the cap does not rise by itself, only with the target (need,
+ * growth); and while the agent is silent it does not come down either. */
+static void test_reclaim_mode_cap_rises_only_with_need(void **state)
+{
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+	pol.return_via = MTD_RETURN_RECLAIM;
+
+	struct mtd_ctl_state st = {
+	    .primed = true, .target_bytes = 640 * MiB, .balloon_bytes = 1 * GiB};
+	struct mtd_ctl_input in = calm(1000, 1 * GiB, 512 * MiB);
+	in.can_reclaim = true;
+	in.used_known = true;
+	in.guest_used_bytes = 600 * MiB;
+	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_true(out.soft);
+		assert_int_equal(out.balloon_bytes, 1 * GiB);
+	}
+	in.need_bytes = 512 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_NEED);
+	assert_int_equal(out.target_bytes, 1 * GiB + 512 * MiB + 128 * MiB);
+	assert_int_equal(out.balloon_bytes, out.target_bytes);
+
+	/* Silent at the ceiling with a target far below: the balloon stays at the ceiling. */
+	st = (struct mtd_ctl_state){
+	    .primed = true, .target_bytes = 640 * MiB, .balloon_bytes = 2 * GiB};
+	in = calm(1000, 2 * GiB, 512 * MiB);
+	in.inputs_fresh = false;
+	in.avail_known = in.psi_known = false;
+	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.balloon_bytes, 2 * GiB);
+		assert_int_equal(out.reclaim_bytes, 0);
+	}
 }
 
 /* Silence at the safe size (start-up, before the agent speaks) gives nothing back, so it
@@ -547,26 +606,34 @@ static void test_reclaim_mode_falls_back_to_balloon(void **state)
 	}
 	assert_int_equal(balloon, 640 * MiB);
 
-	/* Reclaim back: the balloon returns to the ceiling at once. */
+	/* Reclaim back: the balloon, now a cap again, stays where it is (raising it would let
+	 * the guest fill memory nobody asked it to have); the guest's growth raises it. */
 	in.can_reclaim = true;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_true(out.soft);
-	assert_int_equal(out.balloon_bytes, 2 * GiB);
+	assert_int_equal(out.balloon_bytes, 640 * MiB);
+	assert_false(out.changed);
+	in.now_ms += cfg.interval_ms;
+	in.wss_bytes = 1 * GiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_GROW);
+	assert_int_equal(out.balloon_bytes, 1 * GiB + 128 * MiB);
 	assert_true(out.changed);
+	in.wss_bytes = 512 * MiB;
 
 	/* Host pressure: squeezed VMs are capped by the balloon even when they could reclaim. */
 	in.now_ms += cfg.interval_ms;
 	in.squeeze = 0.5;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_false(out.soft);
-	assert_true(out.balloon_bytes < 2 * GiB);
-	assert_true(2 * GiB - out.balloon_bytes <= 2 * cfg.max_inflate_step_bytes);
+	assert_true(out.balloon_bytes <= 1 * GiB + 128 * MiB);
 
 	/* A lowered max cuts the balloon at once, in soft mode too. */
 	in.squeeze = 0.0;
 	in.now_ms += cfg.interval_ms;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.balloon_bytes, 2 * GiB);
+	assert_true(out.soft);
+	assert_int_equal(out.balloon_bytes, 1 * GiB + 128 * MiB);
 	pol.max_bytes = 1 * GiB;
 	in.now_ms += cfg.interval_ms;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
@@ -604,14 +671,20 @@ static void test_random_invariants(void **state)
 		    .psi_some_avg10 = (double)(random() % 2000) / 100.0,
 		    .need_bytes = random() % 30 ? 0 : (uint64_t)(random() % 1024) * MiB,
 		    .squeeze = (double)(random() % 1500) / 1000.0 - 0.25,
-		    .exiting = random() % 100 == 0,
+		    .faults_known = random() % 3 == 0,
+		    .major_faults_per_s = (double)(random() % 3000),
+		    .released = random() % 50 == 0,
+		    .release_grant_bytes = (uint64_t)(random() % 512) * MiB,
 		    .used_known = random() % 4 != 0,
 		    .guest_used_bytes = (uint64_t)(random() % 4096) * MiB,
 		    .can_reclaim = random() % 4 != 0,
 		};
 		bool pressure =
 		    (in.psi_known && in.psi_some_avg10 > cfg.psi_some_avg10_high) ||
-		    (in.avail_known && in.guest_avail_bytes < cfg.mem_available_low_bytes);
+		    (in.avail_known && in.guest_avail_bytes < cfg.mem_available_low_bytes) ||
+		    (!in.psi_known && in.faults_known &&
+		     in.major_faults_per_s > cfg.major_faults_high_per_s);
+		bool may_take = pol.enabled && in.inputs_fresh && !in.released;
 		uint64_t balloon_before = st.balloon_bytes;
 		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 		assert_true(out.target_bytes >= out.floor_bytes);
@@ -621,22 +694,31 @@ static void test_random_invariants(void **state)
 		uint64_t p = prev < out.floor_bytes     ? out.floor_bytes
 			     : prev > out.ceiling_bytes ? out.ceiling_bytes
 							: prev;
-		/* Taken per step: at most twice the step (squeeze 1), never on pressure. */
+		/* Taken per step: at most twice the step (squeeze 1), never on pressure, never
+		 * while disabled, silent or released. */
 		if (i > 0 && out.target_bytes < p) {
 			assert_true(p - out.target_bytes <= 2 * cfg.max_inflate_step_bytes);
 			assert_false(pressure);
 			assert_false(in.need_bytes);
-			assert_true(in.inputs_fresh);
-			assert_false(in.exiting);
+			assert_true(may_take);
 		}
-		if (in.exiting || !pol.enabled || (!in.inputs_fresh && !pressure && !in.need_bytes))
-			assert_int_equal(out.target_bytes, ceiling);
+		/* Letting go keeps the size: no need, no pressure, no release: nothing given. */
+		if (i > 0 && !may_take && !pressure && !in.need_bytes && !in.released)
+			assert_int_equal(out.target_bytes, p);
+		/* A release gives at most its grant (above what the balloon held). */
+		uint64_t b = balloon_before < out.floor_bytes     ? out.floor_bytes
+			     : balloon_before > out.ceiling_bytes ? out.ceiling_bytes
+								  : balloon_before;
+		if (i > 0 && in.released && !pressure && !in.need_bytes)
+			assert_true(out.target_bytes <= (b > p ? b : p) + in.release_grant_bytes);
 		/* The balloon: within the bounds, never under the target, the ceiling when
 		 * soft, the target itself in balloon mode; the reclaim asked, a step at most. */
 		assert_true(out.balloon_bytes >= out.target_bytes);
 		assert_true(out.balloon_bytes <= out.ceiling_bytes);
-		if (out.soft)
-			assert_int_equal(out.balloon_bytes, ceiling);
+		/* Never lowered while the controller may not take, nor by itself when soft (the
+		 * cap); only a lowered ceiling (b, clamped) cuts it. */
+		if (i > 0 && (!may_take || out.soft))
+			assert_true(out.balloon_bytes >= b);
 		/* (after a switch from reclaim the balloon steps down to the target) */
 		if (pol.return_via == MTD_RETURN_BALLOON && in_step)
 			assert_int_equal(out.balloon_bytes, out.target_bytes);
@@ -647,8 +729,6 @@ static void test_random_invariants(void **state)
 		if (out.soft)
 			assert_true(out.reclaim_bytes <= 2 * cfg.max_inflate_step_bytes ||
 				    out.reclaim_bytes == cut);
-		if (in.exiting || !pol.enabled)
-			assert_int_equal(out.balloon_bytes, ceiling);
 		prev = out.target_bytes;
 	}
 }
@@ -687,7 +767,8 @@ int main(void)
 	    cmocka_unit_test(test_pressure_deflates_at_once_then_holds),
 	    cmocka_unit_test(test_low_mem_available_deflates),
 	    cmocka_unit_test(test_need_gives_need_plus_headroom),
-	    cmocka_unit_test(test_silence_exit_disabled_go_to_ceiling),
+	    cmocka_unit_test(test_silence_and_disabled_keep_size),
+	    cmocka_unit_test(test_reclaim_mode_cap_rises_only_with_need),
 	    cmocka_unit_test(test_silence_at_ceiling_does_not_hold),
 	    cmocka_unit_test(test_growth_is_given_back_at_once),
 	    cmocka_unit_test(test_no_estimate_keeps_target),

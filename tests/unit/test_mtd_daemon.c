@@ -23,6 +23,19 @@
 
 #define MiB ((uint64_t)1 << 20)
 
+static char state_dir[64];
+
+/* Tests never touch /var/lib/memtide: a directory of their own. */
+static void test_config(struct mtd_config *cfg)
+{
+	mtd_config_default(cfg);
+	if (!state_dir[0]) {
+		snprintf(state_dir, sizeof(state_dir), "/tmp/mtd-daemon-test.XXXXXX");
+		assert_non_null(mkdtemp(state_dir));
+	}
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", state_dir);
+}
+
 static size_t queued(struct mtd_daemon *d, enum mtd_work_kind kind);
 
 static struct mtd_daemon *start_qmp_daemon(void)
@@ -30,7 +43,7 @@ static struct mtd_daemon *start_qmp_daemon(void)
 	struct mtd_config cfg;
 	struct mtd_daemon *d;
 
-	mtd_config_default(&cfg);
+	test_config(&cfg);
 	cfg.ctl.interval_ms = 200;
 	assert_int_equal(mtd_daemon_new(&cfg, &d), 0);
 	d->mode = MTD_MODE_QMP;
@@ -125,14 +138,14 @@ static void test_hook_events(void **state)
 	char longname[MTD_NAME_MAX + 10];
 	(void)state;
 
-	mtd_config_default(&cfg);
+	test_config(&cfg);
 	assert_int_equal(mtd_daemon_new(&cfg, &d), 0);
 	assert_int_equal(mtd_daemon_hook_event(d, "web1", "started", "begin"), 0);
 	assert_int_equal(mtd_daemon_hook_event(d, "web1", "reconnect", "begin"), 0);
 	assert_int_equal(mtd_daemon_hook_event(d, "web1", "stopped", "end"), 0);
 	assert_int_equal(mtd_daemon_hook_event(d, "web1", "prepare", "begin"), 0); /* ignored */
 	assert_int_equal(queued(d, MTD_WORK_ATTACH), 2);
-	assert_int_equal(queued(d, MTD_WORK_DETACH), 1);
+	assert_int_equal(queued(d, MTD_WORK_GONE), 1); /* stopped: its state file goes too */
 	assert_string_equal(d->work_head->name, "web1");
 
 	memset(longname, 'x', sizeof(longname) - 1);
@@ -150,11 +163,65 @@ static void test_hook_events(void **state)
 	mtd_daemon_free(d);
 }
 
+/* Plain-QEMU mode keeps the policy set at run time (the kill switch enabled=false among
+ * it) over [defaults] when SIGHUP re-reads the file, and in the VM's state file. */
+static void test_reload_keeps_runtime_policy(void **state)
+{
+	struct mtd_daemon *d = start_qmp_daemon();
+	struct mtd_policy p;
+	char err[200], conf[128];
+	FILE *f;
+	(void)state;
+
+	rcu_register_thread();
+	snprintf(conf, sizeof(conf), "%s/memtided.conf", state_dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "[defaults]\nheadroom = 96M\nmin = 200M\n");
+	fclose(f);
+	snprintf(d->config_path, sizeof(d->config_path), "%s", conf);
+	assert_int_equal(mtd_daemon_policy_set(d, "vm1", "enabled", "false", err, sizeof(err)), 0);
+	assert_int_equal(mtd_daemon_policy_set(d, "vm1", "min", "300M", err, sizeof(err)), 0);
+	mtd_daemon_reload(d);
+	assert_int_equal(mtd_daemon_policy_get(d, "vm1", &p), 0);
+	assert_false(p.enabled);                      /* kept */
+	assert_int_equal(p.min_bytes, 300 * MiB);     /* kept over the file's 200M */
+	assert_int_equal(p.headroom_bytes, 96 * MiB); /* the file's new default */
+	/* A runtime value the new defaults refuse is dropped, the rest kept. */
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "[defaults]\nmax = 256M\n");
+	fclose(f);
+	mtd_daemon_reload(d);
+	assert_int_equal(mtd_daemon_policy_get(d, "vm1", &p), 0);
+	assert_false(p.enabled);
+	assert_int_equal(p.max_bytes, 256 * MiB);
+	assert_true(p.min_bytes <= 256 * MiB);
+	unlink(conf);
+
+	/* Release and resume: by name or all; an unknown name is refused. */
+	assert_int_equal(mtd_daemon_release(d, "nope", true, NULL, NULL), -ENOENT);
+	assert_int_equal(mtd_daemon_release(d, "vm1", true, NULL, NULL), 1);
+	assert_int_equal(mtd_daemon_release(d, NULL, false, NULL, NULL), 1);
+	assert_int_equal(mtd_daemon_release(d, "", true, NULL, NULL), -EINVAL);
+	rcu_unregister_thread();
+	mtd_daemon_stop(d);
+	mtd_daemon_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_front_end_calls),
 	    cmocka_unit_test(test_hook_events),
+	    cmocka_unit_test(test_reload_keeps_runtime_policy),
 	};
-	return cmocka_run_group_tests_name("mtd_daemon", tests, NULL, NULL);
+	int rc = cmocka_run_group_tests_name("mtd_daemon", tests, NULL, NULL);
+	if (state_dir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state_dir);
+		if (system(cmd) != 0)
+			rc = 1;
+	}
+	return rc;
 }

@@ -95,6 +95,12 @@ static void test_policy_keys(void **state)
 	assert_int_equal(mtd_policy_set_kv(&p, "headroom", "64M", err, sizeof(err)), 0);
 	assert_int_equal(p.headroom_bytes, 64 * MiB);
 	assert_int_equal(p.return_via, MTD_RETURN_RECLAIM); /* the default */
+	assert_int_equal(mtd_policy_set_kv(&p, "return", "pageout", err, sizeof(err)), 0);
+	assert_int_equal(p.return_via, MTD_RETURN_PAGEOUT);
+	assert_string_equal(mtd_return_via_name(p.return_via), "pageout");
+	assert_int_equal(mtd_policy_set_kv(&p, "return", "auto", err, sizeof(err)), 0);
+	assert_int_equal(p.return_via, MTD_RETURN_AUTO);
+	assert_string_equal(mtd_return_via_name(p.return_via), "auto");
 	assert_int_equal(mtd_policy_set_kv(&p, "return", "balloon", err, sizeof(err)), 0);
 	assert_int_equal(p.return_via, MTD_RETURN_BALLOON);
 
@@ -113,8 +119,8 @@ static void test_policy_keys(void **state)
 	    {"target_refault_per_min", "nan", "fraction"},
 	    {"target_refault_per_min", "2", "fraction"},
 	    {"headroom", "1E", "headroom"},
-	    {"return", "swap", "balloon or reclaim"},
-	    {"return", "", "balloon or reclaim"},
+	    {"return", "swap", "balloon, reclaim, pageout or auto"},
+	    {"return", "", "balloon, reclaim, pageout or auto"},
 	    {"colour", "blue", "unknown policy key"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -1,0 +1,482 @@
+#!/usr/bin/env python3
+"""pageout_run.py: one run of scenario 12 (host-side eviction) against a booted guest.
+
+The guest runs `pageload HOT COLD` (tests/e2e/workloads/pageload.c) and memtided has just been
+started on it; this script measures, in order, and prints one JSON object of figures:
+
+  0. with --base-s: memtided was started with the policy enabled=no; for that long it only
+     watches (the access source samples the guest exactly as it will afterwards) and the hot
+     rate over it is the baseline; then `memtidectl policy set VM enabled=yes`;
+  A. first eviction (without --base-s the baseline is from memtided's start to it) and
+     memtided's own timing of its first batch ("pageout: N MiB to swap in M ms" in its
+     log): pageout_mib_s;
+  B. at 60 s after memtided started: returned_net_mib = (drop of the guest-RAM mapping's Rss)
+     - (growth of the test's zram pool, mem_used_total); the hot rate after the eviction
+     against the baseline: tput_ratio (medians of per-second rates) and tput_ratio_cpu
+     (hot pages per CPU-second of QEMU: the same with the host's load taken out); the Rss
+     slope over the quiet end of this phase (creep_short_mib_per_min);
+  C. refaults: the guest plans N first touches of cold pages and tells their guest-physical
+     addresses; this script looks them up in QEMU's pagemap (swapped or not), which gives
+     refaults_true; the guest touches them; memtided's count (status pageout.refaults_total)
+     and QEMU's major faults over the same window are refaults_counted and refaults_majflt;
+     refaults_ept_seen is how many of them the ept source's table ever showed accessed
+     (the other candidate signal: the plugin instruments only in sampling windows);
+  D. creep (--creep-s): only the hot set runs; the guest-RAM Rss slope over its last part;
+  E. integrity (--cycles): each cycle waits until memtided has evicted the cold set again,
+     then has the guest check every cold page and rewrite one in eight: corrupted_pages;
+  F. balloon (--balloon): memtided is stopped, the balloon is inflated by the same 512 MiB in
+     the same guest and timed (QMP query-balloon every 50 ms): balloon_mib_s.
+Figure names get --prefix (the return=auto run is reported beside the agentless one).
+Progress goes to stderr.
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from console import Console  # noqa: E402
+
+MiB = 1 << 20
+
+
+T_START = time.monotonic()
+
+
+def log(*a):
+    print("# [%5.1f s]" % (time.monotonic() - T_START), *a, file=sys.stderr, flush=True)
+
+
+def now_ms():
+    return int(time.monotonic() * 1000)
+
+
+class Qmp:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.settimeout(20)
+        self.s.connect(path)
+        self.f = self.s.makefile("rw")
+        json.loads(self.f.readline())
+        self.cmd("qmp_capabilities")
+
+    def cmd(self, name, **args):
+        m = {"execute": name}
+        if args:
+            m["arguments"] = args
+        self.f.write(json.dumps(m) + "\n")
+        self.f.flush()
+        while True:
+            r = json.loads(self.f.readline())
+            if "event" in r:
+                continue
+            if "error" in r:
+                raise RuntimeError("QMP %s: %s" % (name, r["error"].get("desc")))
+            return r.get("return")
+
+    def hmp(self, line):
+        return self.cmd("human-monitor-command", **{"command-line": line})
+
+
+class Port:
+    """The workload's command port (a virtio-serial socket QEMU serves)."""
+
+    def __init__(self, path):
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.s = socket.socket(socket.AF_UNIX)
+                self.s.connect(path)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.s.settimeout(300)
+        self.f = self.s.makefile("rw")
+
+    def send(self, line):
+        self.f.write(line + "\n")
+        self.f.flush()
+
+    def line(self):
+        l = self.f.readline()
+        if not l:
+            raise RuntimeError("the workload's port closed")
+        return l.strip()
+
+
+class Sampler(threading.Thread):
+    """Once a second: guest-RAM Rss and AnonHugePages, the zram device's stats, memtided's
+    view of the VM, QEMU's major faults."""
+
+    def __init__(self, a):
+        super().__init__(daemon=True)
+        self.a = a
+        self.samples = []
+        self.stop = False
+        self.lock = threading.Lock()
+
+    def rss(self):
+        lo, hi = self.a.mem_mib * 1024, (self.a.mem_mib + 8) * 1024
+        best, rss, thp, size = 0, 0, 0, 0
+        cur_rss = 0
+        with open("/proc/%d/smaps" % self.a.qemu_pid) as f:
+            for line in f:
+                if line.startswith("Size:"):
+                    size = int(line.split()[1])
+                elif line.startswith("Rss:"):
+                    cur_rss = int(line.split()[1])
+                elif line.startswith("AnonHugePages:"):
+                    if lo <= size <= hi and size >= best:
+                        best, rss, thp = size, cur_rss, int(line.split()[1])
+        return rss * 1024, thp * 1024
+
+    def zram(self):
+        with open("/sys/block/zram%d/mm_stat" % self.a.zram) as f:
+            v = f.read().split()
+        return int(v[0]), int(v[2])  # orig_data_size, mem_used_total
+
+    def stat(self):
+        """QEMU's major faults and CPU seconds (utime + stime)."""
+        with open("/proc/%d/stat" % self.a.qemu_pid) as f:
+            s = f.read()
+        v = s[s.rindex(")") + 2:].split()
+        return int(v[9]), (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+    def status(self):
+        try:
+            out = subprocess.run([self.a.ctl, "--socket", self.a.ctl_sock, "--json", "vm", "show",
+                                  self.a.vm], capture_output=True, text=True, timeout=10).stdout
+            return json.loads(out)["vm"]
+        except (ValueError, KeyError, subprocess.SubprocessError):
+            return None
+
+    def take(self):
+        rss, thp = self.rss()
+        orig, pool = self.zram()
+        majflt, cpu = self.stat()
+        s = {"ms": now_ms(), "rss": rss, "thp": thp, "zram_orig": orig, "zram_pool": pool,
+             "majflt": majflt, "cpu_s": cpu}
+        st = self.status()
+        if st:
+            p = st.get("pageout", {})
+            s.update(state=p.get("state"), swapped=p.get("swapped_bytes", 0),
+                     refaults=p.get("refaults_total", 0), out_total=p.get("out_total_bytes", 0),
+                     collapsed=p.get("collapsed_total", 0), why=p.get("why", ""),
+                     vm_state=st.get("state"), cold_age_ms=st.get("cold_age_ms"))
+        return s
+
+    def run(self):
+        while not self.stop:
+            try:
+                s = self.take()
+                with self.lock:
+                    self.samples.append(s)
+            except OSError:
+                pass
+            time.sleep(1)
+
+    def last(self, key=None):
+        with self.lock:
+            for s in reversed(self.samples):
+                if key is None or key in s:
+                    return s
+        return None
+
+    def window(self, t0, t1):
+        with self.lock:
+            return [s for s in self.samples if t0 <= s["ms"] <= t1]
+
+
+class Rates(threading.Thread):
+    """The workload's per-second hot rates, with their arrival times."""
+
+    def __init__(self, console):
+        super().__init__(daemon=True)
+        self.c = Console(console)
+        self.rates = []
+        self.lock = threading.Lock()
+
+    def run(self):
+        while True:
+            for line, ms in self.c.lines(3600):
+                m = re.match(r"WL-RATE (\d+) (\d+)", line)
+                if m:
+                    with self.lock:
+                        self.rates.append((ms, int(m.group(2))))
+
+    def between(self, t0, t1):
+        with self.lock:
+            return [r for ms, r in self.rates if t0 <= ms <= t1]
+
+
+def per_cpu_second(rates, smp, t0, t1):
+    """Hot pages per CPU-second of QEMU over [t0, t1]: the rate with the host's contention
+    taken out (on a shared 2-core machine a vCPU gets from a third to all of a core)."""
+    w = smp.window(t0, t1)
+    if len(w) < 2:
+        return None
+    pages = sum(rates.between(w[0]["ms"], w[-1]["ms"]))
+    cpu = w[-1]["cpu_s"] - w[0]["cpu_s"]
+    return pages / cpu if cpu > 0 else None
+
+
+def slope_mib_per_min(samples):
+    """Least-squares slope of Rss over time, MiB per minute."""
+    if len(samples) < 3:
+        return None
+    xs = [s["ms"] / 60000.0 for s in samples]
+    ys = [s["rss"] / MiB for s in samples]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else None
+
+
+def wait_for(pred, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.5)
+    raise RuntimeError("timed out after %d s waiting for %s" % (timeout, what))
+
+
+def first_batch(logfile, cold_mib):
+    """memtided's first pageout batch that moved most of the cold set: (MiB, ms)."""
+    rx = re.compile(r"pageout: (\d+) MiB to swap in (\d+) ms")
+    with open(logfile, errors="replace") as f:
+        for line in f:
+            m = rx.search(line)
+            if m and int(m.group(1)) >= cold_mib * 0.8:
+                return int(m.group(1)), int(m.group(2))
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("qmp", "port", "console", "ctl", "ctl-sock", "log"):
+        ap.add_argument("--" + k, required=True)
+    ap.add_argument("--vm", default="qemu")
+    ap.add_argument("--qemu-pid", type=int, required=True)
+    ap.add_argument("--memtided-pid", type=int, default=0)
+    ap.add_argument("--zram", type=int, required=True)
+    ap.add_argument("--mem-mib", type=int, required=True)
+    ap.add_argument("--cold-mib", type=int, required=True)
+    ap.add_argument("--touches", type=int, default=4096)
+    ap.add_argument("--creep-s", type=int, default=0)
+    ap.add_argument("--creep-window-s", type=int, default=0)
+    ap.add_argument("--cycles", type=int, default=0)
+    ap.add_argument("--balloon", action="store_true")
+    ap.add_argument("--refaults", action="store_true")
+    ap.add_argument("--prefix", default="")
+    ap.add_argument("--ept-table", default="")
+    ap.add_argument("--base-s", type=int, default=0)
+    a = ap.parse_args()
+    figs = {}
+
+    def fig(k, v):
+        figs[a.prefix + k] = v
+        log("%s%s = %s" % (a.prefix, k, v))
+
+    qmp = Qmp(a.qmp)
+    port = Port(a.port)
+    smp = Sampler(a)
+    rates = Rates(a.console)
+    smp.start()
+    rates.start()
+    fig("cold_mib", a.cold_mib)
+
+    # 0. the baseline: memtided runs (the access source samples the guest as it will after)
+    # with the policy enabled=no, so nothing is taken; then it is enabled.
+    tb = now_ms()
+    if a.base_s:
+        wait_for(lambda: now_ms() - tb >= a.base_s * 1000, a.base_s + 30, "the baseline")
+        before = rates.between(tb + 2000, now_ms())
+        cb = per_cpu_second(rates, smp, tb + 2000, now_ms())
+        subprocess.run([a.ctl, "--socket", a.ctl_sock, "policy", "set", a.vm, "enabled=yes"],
+                       check=True, capture_output=True, timeout=10)
+    t0 = now_ms()
+    s0 = smp.take()
+
+    # A. the first eviction
+    ev = wait_for(lambda: (smp.last("out_total") or {}).get("out_total", 0) > 0 and
+                  smp.last("out_total"), 120, "memtided's first pageout")
+    t_ev = ev["ms"]
+    log("first pageout seen %.1f s after memtided started" % ((t_ev - t0) / 1000))
+    batch = first_batch(a.log, a.cold_mib)
+    if batch:
+        fig("pageout_mib_s", round(batch[0] / max(batch[1], 1) * 1000, 1))
+        fig("pageout_batch_mib", batch[0])
+
+    # B. at 60 s: what the host got back, the hot rate, and the short creep
+    wait_for(lambda: now_ms() - t0 >= 60000, 120, "60 s")
+    s60 = smp.take()
+    rss_drop = s0["rss"] - s60["rss"]
+    pool_growth = s60["zram_pool"] - s0["zram_pool"]
+    fig("rss_drop_mib", round(rss_drop / MiB, 1))
+    fig("zram_pool_growth_mib", round(pool_growth / MiB, 1))
+    fig("returned_net_mib", round((rss_drop - pool_growth) / MiB, 1))
+    if s60["zram_pool"]:
+        fig("zram_ratio", round(s60["zram_orig"] / s60["zram_pool"], 2))
+    # What the device holds against what memtided says it sent: anything else (another
+    # process, the host's own reclaim or DAMON) swapping into it shows here.
+    fig("zram_stored_mib", round(s60["zram_orig"] / MiB, 1))
+    fig("swapped_mib", round(s60.get("swapped", 0) / MiB, 1))
+    if not a.base_s:
+        before = rates.between(t0 + 2000, t_ev - 1000)
+        cb = per_cpu_second(rates, smp, t0 + 2000, t_ev - 1000)
+    after = rates.between(t_ev + 5000, s60["ms"])
+    if len(before) >= 3 and len(after) >= 3:
+        fig("rate_before", statistics.median(before))
+        fig("rate_after", statistics.median(after))
+        fig("tput_ratio", round(statistics.median(after) / statistics.median(before), 3))
+        fig("rate_samples", "%d/%d" % (len(before), len(after)))
+    ca = per_cpu_second(rates, smp, t_ev + 5000, s60["ms"])
+    if cb and ca:
+        fig("rate_per_cpu_s_before", round(cb))
+        fig("rate_per_cpu_s_after", round(ca))
+        fig("tput_ratio_cpu", round(ca / cb, 3))
+    quiet = smp.window(t_ev + 20000, s60["ms"])
+    sl = slope_mib_per_min(quiet)
+    if sl is not None:
+        fig("creep_short_mib_per_min", round(sl, 2))
+
+    # C. refaults, page by page
+    if a.refaults:
+        base = int(re.search(r"is (0x[0-9a-f]+)", qmp.hmp("gpa2hva 0x100000")).group(1), 16) - 0x100000
+        ra, bga = smp.take(), now_ms()
+        time.sleep(5)
+        rb = smp.take()
+        fig("refaults_background_5s", rb["refaults"] - ra["refaults"])
+        port.send("plan %d" % a.touches)
+        head = port.line()
+        n = int(head.split()[1])
+        gpas = []
+        while True:
+            l = port.line()
+            if l == "end":
+                break
+            gpas.append(int(l, 16))
+        pm = os.open("/proc/%d/pagemap" % a.qemu_pid, os.O_RDONLY)
+        swapped_set = set()
+        for g in gpas:
+            if g == 0 or g >= a.mem_mib * MiB:
+                continue
+            e = int.from_bytes(os.pread(pm, 8, ((base + g) >> 12) * 8), "little")
+            if (e >> 62) & 1:
+                swapped_set.add(g)
+        os.close(pm)
+        swapped = len(swapped_set)
+        fig("touched_pages", len(gpas))
+        fig("refaults_true", swapped)
+        # What the ept source could see of these first touches: their leaves' accessed bits
+        # in the plugin's table, polled every 50 ms from before the touch to 3 s after (a
+        # walk clears a bit once a second; the plugin sets it only within its windows).
+        seen = set()
+        swapped_gpas = [g for g in gpas if 0 < g < a.mem_mib * MiB and
+                        g in swapped_set]
+        stop_poll = threading.Event()
+
+        def poll_ept():
+            try:
+                with open(a.ept_table, "rb") as f:
+                    pt_off = int.from_bytes(os.pread(f.fileno(), 8, 56), "little")
+                    while not stop_poll.is_set():
+                        for g in swapped_gpas:
+                            if g not in seen:
+                                e = int.from_bytes(os.pread(f.fileno(), 8, pt_off + (g >> 12) * 8), "little")
+                                if e & (1 << 8):
+                                    seen.add(g)
+                        time.sleep(0.05)
+            except OSError as e:
+                log("ept table: %s" % e)
+        poller = threading.Thread(target=poll_ept, daemon=True)
+        if a.ept_table:
+            poller.start()
+        r0 = smp.take()
+        port.send("go")
+        done = port.line()
+        m = re.match(r"done (\d+) bad=(\d+)", done)
+        bad_touch = int(m.group(2)) if m else -1
+        time.sleep(3)  # the refault scan runs once per control interval
+        r1 = smp.take()
+        stop_poll.set()
+        if a.ept_table:
+            poller.join()
+            fig("refaults_ept_seen", len(seen))
+        fig("refaults_counted", r1["refaults"] - r0["refaults"])
+        fig("refaults_majflt", r1["majflt"] - r0["majflt"])
+        fig("touch_bad_pages", bad_touch)
+        if swapped:
+            fig("refaults_error", round(abs(figs[a.prefix + "refaults_counted"] - swapped) / swapped, 4))
+        log("plan %d -> %d swapped; %s" % (n, swapped, done))
+
+    # D. creep: only the hot set runs
+    if a.creep_s:
+        tc = now_ms()
+        wait_for(lambda: now_ms() - tc >= a.creep_s * 1000, a.creep_s + 60, "the creep phase")
+        w = a.creep_window_s or a.creep_s
+        sl = slope_mib_per_min(smp.window(now_ms() - w * 1000, now_ms()))
+        fig("creep_mib_per_min", round(sl, 3) if sl is not None else None)
+        fig("creep_window_s", w)
+        last = smp.last("collapsed")
+        fig("khugepaged_collapsed_pages", last.get("collapsed", 0) if last else 0)
+        fig("guest_thp_mib", round(smp.take()["thp"] / MiB, 1))
+
+    # E. integrity: evict, touch back, check
+    if a.cycles:
+        bad = 0
+        for c in range(a.cycles):
+            wait_for(lambda: (smp.take().get("swapped", 0)) >= a.cold_mib * MiB * 0.85, 180,
+                     "cycle %d: the cold set back in swap" % (c + 1))
+            port.send("verify")
+            l = port.line()
+            m = re.match(r"verified (\d+) bad=(\d+) pages=(\d+)", l)
+            if not m:
+                raise RuntimeError("verify: %s" % l)
+            bad += int(m.group(2))
+            log("cycle %d: %s" % (c + 1, l))
+        fig("cycles", a.cycles)
+        fig("corrupted_pages", bad + max(figs.get(a.prefix + "touch_bad_pages", 0), 0))
+
+    last = smp.take()
+    fig("refaults_total", last.get("refaults", 0))
+    fig("pageout_state", last.get("state"))
+    smp.stop = True
+
+    # F. the balloon, by the same amount, in the same guest, memtided gone
+    if a.balloon and a.memtided_pid:
+        os.kill(a.memtided_pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists("/proc/%d" % a.memtided_pid) or
+                 open("/proc/%d/stat" % a.memtided_pid).read().split()[2] == "Z", 30, "memtided to exit")
+        actual0 = qmp.cmd("query-balloon")["actual"]
+        target = actual0 - a.cold_mib * MiB
+        tb = time.monotonic()
+        qmp.cmd("balloon", value=target)
+        while qmp.cmd("query-balloon")["actual"] > target + 2 * MiB:
+            if time.monotonic() - tb > 120:
+                raise RuntimeError("the balloon did not inflate by %d MiB in 120 s" % a.cold_mib)
+            time.sleep(0.05)
+        dt = time.monotonic() - tb
+        fig("balloon_mib_s", round(a.cold_mib / dt, 1))
+        qmp.cmd("balloon", value=actual0)
+    port.send("quit")
+    print(json.dumps(figs))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (RuntimeError, OSError) as e:
+        print("pageout_run.py: %s" % e, file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,298 @@
+#!/bin/bash
+# host_restart.sh: memtided restarted under 8 managed VMs leaves every VM's size alone.
+#
+# Real: libvirtd (started here as root when it is not running, never with -l), 8 QEMU TCG
+# guests booting the tiny integration guest (host_guest.sh: Debian's kernel, busybox, the
+# virtio balloon driver that carries out memtided's targets), each a transient domain with a
+# virtio balloon (free page reporting, deflate-on-oom) and its memtide policy in its
+# metadata (a floor of its own, so each settles at a size of its own), and memtided itself
+# in libvirt mode.  Simulated: the working set (source = sim: these guests run no agent),
+# and the host's MemAvailable (a file memtided reads: this test cannot make the host short).
+# Balloon sizes are libvirt's (virsh domstats --balloon), read while memtided is down too.
+#
+# Checked, each against the sizes before: a clean restart (SIGTERM, start), kill -9 and a
+# start, and a restart as a package upgrade does it (the binary replaced by rename under the
+# running daemon, then SIGTERM and a start of the new one) move no balloon, and every VM
+# says it resumed from its state file; libvirtd lost under memtided (restarted, when this test
+# started it; else memtided's connection cut by libvirtd) moves none either;
+# 100 detach/attach cycles of one VM leak no fd and no memory (memtided's fds and RSS before
+# and after) and move nothing; a VM whose QEMU is killed in the middle of an inflation is
+# detached, its state file removed, memtided runs on, and started again it is not given
+# the dead one's target; no VM is ever seen below its floor.  Before issue 14 the clean and
+# the upgrade restarts handed every VM its full size at the SIGTERM.
+set -u
+BUILD=${BUILD:-build}
+BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
+IT_GUEST_LIB=1 . "$(dirname "$0")/host_guest.sh"
+NS=https://memtide.org/xmlns/policy/1
+NVM=8
+MAXMIB=384
+TOTAL=10
+
+echo "1..$TOTAL"
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); echo "not ok $n - $*"; failed=1; }
+check() { if [ "$1" = 0 ]; then ok "$2"; else nok "$2"; fi; }
+skip_rest() { while [ $n -lt $TOTAL ]; do n=$((n + 1)); echo "ok $n # SKIP $*"; done; exit 0; }
+
+[ "$(id -u)" = 0 ] || skip_rest "needs root to run libvirtd"
+[ -x "$BIN/memtided" ] && [ -x "$BIN/memtidectl" ] || skip_rest "memtided/memtidectl not built"
+command -v libvirtd >/dev/null || skip_rest "libvirtd not installed"
+it_guest_build || skip_rest "cannot build the integration guest"
+
+pgrep -x virtlogd >/dev/null || no_fds virtlogd -d
+own_libvirtd=0 # 1: this test started libvirtd, and may restart it
+if ! pgrep -x libvirtd >/dev/null; then
+	no_fds libvirtd -d
+	own_libvirtd=1
+fi
+V="virsh -q -c qemu:///system"
+for _ in $(seq 50); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
+$V version >/dev/null 2>&1 || skip_rest "libvirtd does not answer"
+
+dir=$(mktemp -d /tmp/memtide-it-restart.XXXXXX)
+chmod 755 "$dir"
+cp "$IT_KERNEL" "$IT_INITRD" "$dir/"
+chmod 644 "$dir/vmlinux" "$dir/initrd.cpio"
+mkdir -p "$dir/sbin"
+cp "$BIN/memtided" "$dir/sbin/memtided"
+tag=rs$$
+doms=()
+mpid=
+cleanup() {
+	[ -n "$mpid" ] && kill "$mpid" 2>/dev/null && wait "$mpid" 2>/dev/null
+	for d in "${doms[@]}"; do $V destroy "$d" >/dev/null 2>&1; done
+	[ "$failed" = 0 ] && [ -z "${KEEP:-}" ] && rm -rf "$dir"
+}
+trap cleanup EXIT
+SOCK=$dir/ctl.sock
+ctl() { "$BIN/memtidectl" --socket "$SOCK" "$@"; }
+logged() { grep -q "$1" "$dir/memtided.log"; }
+count() { grep -c "$1" "$dir/memtided.log"; }
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	while [ $SECONDS -lt $end ]; do
+		"$@" && return 0
+		sleep 0.25
+	done
+	"$@"
+}
+floor_of() { echo $((128 + 16 * $1)); } # MiB: each VM settles at a size of its own
+
+# dom_xml NAME I: the domain, its policy (floor) in its metadata.
+dom_xml() {
+	cat <<XML
+<domain type='qemu'>
+  <name>$1</name>
+  <memory unit='MiB'>$MAXMIB</memory>
+  <currentMemory unit='MiB'>$MAXMIB</currentMemory>
+  <vcpu>1</vcpu>
+  <metadata><memtide:policy xmlns:memtide='$NS' min='$(floor_of "$2")M' headroom='32M'/></metadata>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>$dir/vmlinux</kernel>
+    <initrd>$dir/initrd.cpio</initrd>
+    <cmdline>console=ttyS0 quiet</cmdline>
+  </os>
+  <on_poweroff>destroy</on_poweroff>
+  <devices>
+    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+    <serial type='file'><source path='$dir/$1.console'/><target port='0'/></serial>
+    <memballoon model='virtio' freePageReporting='on' autodeflate='on'><stats period='1'/></memballoon>
+  </devices>
+</domain>
+XML
+}
+for i in $(seq 0 $((NVM - 1))); do
+	doms+=("mtd-$tag-$i")
+	dom_xml "mtd-$tag-$i" "$i" >"$dir/$i.xml"
+done
+# Two at a time: libvirt probes QEMU at each start (~4.5 s here), and the host has 2 cores.
+for i in $(seq 0 2 $((NVM - 1))); do
+	$V create "$dir/$i.xml" >/dev/null &
+	$V create "$dir/$((i + 1)).xml" >/dev/null
+	wait
+done
+booted() { for d in "${doms[@]}"; do grep -q "memtide-it-guest ready" "$dir/$d.console" 2>/dev/null || return 1; done; }
+wait_for 60 booted || skip_rest "the $NVM guests did not boot"
+
+# sizes: "ACTUAL_MIB ..." of the 8 domains in order, from libvirt (memtided may be down).
+sizes() {
+	$V domstats --balloon "${doms[@]}" 2>/dev/null | awk '
+		/^Domain:/ { gsub(/[^0-9a-zA-Z_-]/, "", $2); d = $2 }
+		/balloon.current=/ { split($1, kv, "="); a[d] = int(kv[2] / 1024) }
+		END { for (i = 0; i < n; i++) printf "%s%s", (i ? " " : ""), a[name[i]] }
+		BEGIN { n = split(ENVIRON["DOMS"], name, " ") }'
+}
+export DOMS="${doms[*]}"
+at_floors() {
+	local i=0 s
+	for s in $(sizes); do [ "$s" = "$(floor_of $i)" ] || return 1; i=$((i + 1)); done
+	[ $i = $NVM ]
+}
+# Lowest size seen per VM, against its floor, over the whole test.
+declare -a lowest
+note_lowest() {
+	local i=0 s
+	for s in $(sizes); do
+		[ -z "${lowest[$i]:-}" ] || [ "$s" -lt "${lowest[$i]}" ] && lowest[$i]=$s
+		i=$((i + 1))
+	done
+}
+# steady_for SECONDS EXPECTED: the sizes stay EXPECTED for that long (polled twice a second).
+steady_for() {
+	local end=$((SECONDS + $1)) s
+	while [ $SECONDS -lt $end ]; do
+		s=$(sizes)
+		note_lowest
+		[ "$s" = "$2" ] || { echo "# moved: $s (was $2)"; return 1; }
+		sleep 0.5
+	done
+}
+
+printf 'MemTotal: 25165824 kB\nMemAvailable: 20971520 kB\n' >"$dir/meminfo"
+cat >"$dir/memtided.conf" <<CONF
+[daemon]
+interval = 1s
+stats_period = 1
+metrics_port = 0
+socket = $SOCK
+source = sim
+state_dir = $dir/state
+[controller]
+max_inflate_step = 64M
+hold_after_deflate = 3s
+[host]
+meminfo = $dir/meminfo
+[sim]
+hot_percent = 10
+CONF
+start_memtided() {
+	"$dir/sbin/memtided" --foreground --config "$dir/memtided.conf" --log-level info \
+		>>"$dir/memtided.log" 2>&1 &
+	mpid=$!
+}
+resumed_all() { [ "$(count 'resumed from its state file')" -ge "$1" ]; }
+start_memtided
+if wait_for 90 at_floors; then
+	before=$(sizes)
+	ok "$NVM VMs attached and inflated to their floors: $before MiB (from $MAXMIB)"
+else
+	nok "not all at their floors: $(sizes)"
+	tail -20 "$dir/memtided.log" | sed 's/^/# /'
+	exit 1
+fi
+note_lowest
+
+# 2: clean restart (what systemctl restart does).
+kill -TERM "$mpid"
+wait "$mpid"
+rc=$?
+after_stop=$(sizes)
+start_memtided
+wait_for 20 resumed_all $NVM
+steady_for 4 "$before"
+[ $? = 0 ] && [ $rc = 0 ] && [ "$after_stop" = "$before" ] && resumed_all $NVM
+check $? "clean restart: sizes $before -> $after_stop after the stop -> $(sizes) after the restart; $(count 'resumed from its state file') resumed"
+
+# 3: kill -9, then a start.
+kill -KILL "$mpid"
+wait "$mpid" 2>/dev/null
+after_kill=$(sizes)
+start_memtided
+wait_for 20 resumed_all $((2 * NVM))
+steady_for 4 "$before"
+[ $? = 0 ] && [ "$after_kill" = "$before" ] && resumed_all $((2 * NVM))
+check $? "kill -9 and a start: sizes $before -> $after_kill -> $(sizes); every VM resumed"
+
+# 4: an upgrade: the package manager renames the new binary over the running one, then
+# restarts the service (SIGTERM, start of the new file).
+cp "$BIN/memtided" "$dir/sbin/.memtided.dpkg-new" && mv -f "$dir/sbin/.memtided.dpkg-new" "$dir/sbin/memtided"
+kill -TERM "$mpid"
+wait "$mpid"
+rc=$?
+after_stop=$(sizes)
+start_memtided
+wait_for 20 resumed_all $((3 * NVM))
+steady_for 4 "$before"
+[ $? = 0 ] && [ $rc = 0 ] && [ "$after_stop" = "$before" ] && resumed_all $((3 * NVM)) &&
+	[ "$(readlink "/proc/$mpid/exe")" = "$dir/sbin/memtided" ]
+check $? "upgrade-style restart (binary replaced, then restarted): sizes $before -> $after_stop -> $(sizes)"
+
+# 5: libvirtd lost under memtided: the connection drops, memtided detaches (sizes left as
+# they are, state kept), reconnects and resumes every VM.  A libvirtd this test started is
+# restarted; one that was running before belongs to others on this host, so memtided's
+# connection is cut from the server side instead (virt-admin client-disconnect: what
+# memtided sees is the same, an EOF on its connection).
+lost=$(count 'lost the libvirt connection')
+if [ $own_libvirtd = 1 ]; then
+	how="libvirtd restarted"
+	lvpid=$(cat /run/libvirtd.pid 2>/dev/null)
+	[ -n "$lvpid" ] && kill "$lvpid"
+	for _ in $(seq 100); do [ -n "$lvpid" ] && kill -0 "$lvpid" 2>/dev/null || break; sleep 0.1; done
+	no_fds libvirtd -d
+	for _ in $(seq 100); do $V version >/dev/null 2>&1 && break; sleep 0.1; done
+else
+	how="memtided's libvirt connection cut by libvirtd (virt-admin client-disconnect)"
+	for id in $(virt-admin srv-clients-list libvirtd 2>/dev/null | awk 'NR > 2 && $1 ~ /^[0-9]+$/ {print $1}'); do
+		virt-admin client-info libvirtd "$id" 2>/dev/null | grep -Eq "unix_process_id *: *$mpid\$" &&
+			virt-admin client-disconnect libvirtd "$id" >/dev/null
+	done
+fi
+wait_for 30 resumed_all $((4 * NVM))
+steady_for 4 "$before"
+[ $? = 0 ] && [ "$(count 'lost the libvirt connection')" -gt "$lost" ] && resumed_all $((4 * NVM)) &&
+	logged "reconnected to qemu:///system"
+check $? "$how: one line for the loss, every VM resumed, sizes $(sizes)"
+
+# 6, 7: 100 detach/attach cycles of one VM: no fd, no memory leaked, nothing moved.
+X=${doms[3]}
+cycle() { ctl detach "$X" >/dev/null && ctl attach "$X" >/dev/null; }
+fds() { ls "/proc/$mpid/fd" | wc -l; }
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$mpid/status"; }
+for _ in $(seq 10); do cycle; done # warm up: allocator arenas, libvirt's caches
+fd0=$(fds) rss0=$(rss_kib) bad=0
+for _ in $(seq 100); do cycle || bad=$((bad + 1)); done
+wait_for 10 eval 'ctl status | grep -q "^$X "'
+fd1=$(fds) rss1=$(rss_kib)
+echo "# memtided over 100 detach/attach cycles: fds $fd0 -> $fd1, VmRSS $rss0 -> $rss1 KiB"
+[ $bad = 0 ] && [ "$fd1" -le "$fd0" ] && [ $((rss1 - rss0)) -le 2048 ]
+check $? "100 detach/attach cycles: fds $fd0 -> $fd1, RSS $rss0 -> $rss1 KiB (<= 2 MiB more), $bad failed"
+steady_for 3 "$before"
+check $? "the cycles moved no balloon: $(sizes)"
+
+# 8, 9: a VM's QEMU killed in the middle of an inflation: detached, its state removed,
+# memtided runs on, the others stay; started again, it is not given the dead one's target.
+K=${doms[7]}
+ctl policy set "$K" min=96M >/dev/null # its floor drops: it inflates again, 64 MiB a step
+kstate="$dir/state/$K.state"
+wait_for 10 grep -q "$K: inflate" "$dir/memtided.log"
+kill -KILL "$(cat "/run/libvirt/qemu/$K.pid")"
+wait_for 15 logged "$K: detached: the domain stopped"
+rest=$(sizes | cut -d' ' -f1-7)
+[ ! -e "$kstate" ] && kill -0 "$mpid" && [ "$rest" = "$(echo "$before" | cut -d' ' -f1-7)" ]
+check $? "QEMU of $K killed mid-inflate: detached with one line, state file removed, the others at $rest"
+resumed=$(count "$K: resumed") attached=$(count "$K: attached")
+$V create "$dir/7.xml" >/dev/null # a transient domain: its own metadata again (floor 240M)
+wait_for 30 eval '[ "$(count "$K: attached")" -gt "$attached" ]'
+fresh=$(sizes | cut -d' ' -f8)
+[ "$(count "$K: resumed")" = "$resumed" ] && [ "$fresh" -ge "$(floor_of 7)" ]
+check $? "$K started again: attached fresh at $fresh MiB, no state of the dead one resumed"
+
+# 10: no VM below its floor, ever.
+note_lowest
+low_ok=0
+for i in $(seq 0 $((NVM - 2))); do [ "${lowest[$i]}" -ge "$(floor_of $i)" ] || low_ok=1; done
+[ "${lowest[7]}" -ge 96 ] || low_ok=1
+check $low_ok "no VM below its floor: lowest seen ${lowest[*]} MiB"
+
+kill -TERM "$mpid"
+wait "$mpid"
+mpid=
+if [ "$failed" != 0 ]; then
+	echo "# logs kept in $dir"
+	grep -E 'warning|error|resumed|detached|lost|reconnect' "$dir/memtided.log" | tail -30 | sed 's/^/# /'
+fi
+exit $failed

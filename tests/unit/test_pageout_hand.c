@@ -1,0 +1,434 @@
+/*
+ * test_pageout_hand.c - host-side eviction's hand (host/pageout_hand.c): settings, how
+ * `return` resolves, and the hand's states driven end to end against a real process.
+ *
+ * The "QEMU" is a child process with 16 MiB of anonymous memory mapped as QEMU maps guest RAM
+ * (2 MiB-aligned, MADV_HUGEPAGE); the first 8 MiB are touched and then also mapped by a
+ * process of its own (a fork: as a vhost-user back end maps guest RAM, two mappers), the rest
+ * is untouched.  Its monitor is a function answering what QEMU 7.2 answers for
+ * a guest whose RAM is that mapping at GPA 1 GiB; /proc is a directory of the test's own
+ * whose PID entry links to the child's real one and whose meminfo and swaps say what swap the
+ * test wants (the real host's swap is host-global and not the unit tests' to touch).  Pages
+ * mapped by two processes are always skipped by the kernel's pageout, so every outcome is the
+ * same whether or not the host has swap.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "pageout_hand.h"
+#include "policy.h"
+#include "vmm.h"
+
+#define MiB       ((uint64_t)1 << 20)
+#define GPA_BASE  ((uint64_t)1 << 30)
+#define CHILD_MIB 16
+
+/* Times in the test are small; the loop's clock (CLOCK_MONOTONIC) is far from 0, where
+ * libvmm's first generation is born. */
+#define T(ms) ((uint64_t)(ms) + 100000)
+
+static void test_config(void **state)
+{
+	struct mtd_pageout_config c;
+	struct mtd_config cfg;
+	char err[200];
+	(void)state;
+
+	mtd_pageout_config_default(&c);
+	assert_int_equal(c.swap_reserve_bytes, 64 * MiB);
+	assert_int_equal(c.max_step_bytes, 1024 * MiB);
+	assert_int_equal(mtd_pageout_config_set(&c, "swap_reserve", "128M", err, sizeof(err)), 0);
+	assert_int_equal(c.swap_reserve_bytes, 128 * MiB);
+	assert_int_equal(mtd_pageout_config_set(&c, "max_step", "1M", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "max_step must be"));
+	assert_int_equal(mtd_pageout_config_set(&c, "requery", "500ms", err, sizeof(err)), -EINVAL);
+	assert_int_equal(mtd_pageout_config_set(&c, "requery", "2m", err, sizeof(err)), 0);
+	assert_int_equal(c.requery_ms, 120000);
+	assert_int_equal(mtd_pageout_config_set(&c, "swap", "1G", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown [pageout] key 'swap'"));
+	/* Through the daemon's config, as memtided.conf's [pageout] section. */
+	mtd_config_default(&cfg);
+	assert_int_equal(cfg.pageout.requery_ms, 60000);
+	assert_int_equal(mtd_config_set(&cfg, "pageout", "max_step", "256M", err, sizeof(err)), 0);
+	assert_int_equal(cfg.pageout.max_step_bytes, 256 * MiB);
+}
+
+static void test_resolve(void **state)
+{
+	(void)state;
+	/* The default (reclaim) becomes pageout only without an agent and with a live source. */
+	assert_int_equal(mtd_return_resolve(MTD_RETURN_RECLAIM, false, true), MTD_RETURN_PAGEOUT);
+	assert_int_equal(mtd_return_resolve(MTD_RETURN_RECLAIM, false, false), MTD_RETURN_RECLAIM);
+	assert_int_equal(mtd_return_resolve(MTD_RETURN_RECLAIM, true, true), MTD_RETURN_RECLAIM);
+	/* auto without an agent is pageout; with one it stays auto. */
+	assert_int_equal(mtd_return_resolve(MTD_RETURN_AUTO, false, true), MTD_RETURN_PAGEOUT);
+	assert_int_equal(mtd_return_resolve(MTD_RETURN_AUTO, true, true), MTD_RETURN_AUTO);
+	/* What the operator chose explicitly stays. */
+	assert_int_equal(mtd_return_resolve(MTD_RETURN_BALLOON, false, true), MTD_RETURN_BALLOON);
+	assert_int_equal(mtd_return_resolve(MTD_RETURN_PAGEOUT, true, false), MTD_RETURN_PAGEOUT);
+}
+
+/* ---- the child ("QEMU") and its monitor ------------------------------------------------ */
+
+struct child {
+	pid_t pid;
+	int cmd, ack;
+	uint64_t hva;
+};
+
+static void child_main(int cmd, int ack)
+{
+	size_t sz = CHILD_MIB * MiB;
+	char *raw =
+	    mmap(NULL, sz + 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = (char *)(((uintptr_t)raw + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	uint64_t a = (uintptr_t)p;
+	char c;
+	uint32_t idx;
+	pid_t peer;
+
+	madvise(p, sz, MADV_HUGEPAGE);
+	memset(p, 0x5a, sz / 2);
+	/* The peer maps the touched half too (fork shares its pages until either writes) and
+	 * waits to die with us: those pages have two mappers. */
+	peer = fork();
+	if (peer == 0) {
+		for (;;)
+			pause();
+	}
+	if (write(ack, &a, sizeof(a)) != sizeof(a))
+		_exit(2);
+	while (read(cmd, &c, 1) == 1 && c == 't') {
+		if (read(cmd, &idx, sizeof(idx)) != sizeof(idx))
+			break;
+		p[(size_t)idx * 4096] = 1;
+		if (write(ack, &c, 1) != 1)
+			break;
+	}
+	kill(peer, SIGKILL);
+	waitpid(peer, NULL, 0);
+	_exit(0);
+}
+
+static struct child *child_start(void)
+{
+	struct child *ch = calloc(1, sizeof(*ch));
+	int c[2], a[2];
+
+	assert_int_equal(pipe(c), 0);
+	assert_int_equal(pipe(a), 0);
+	ch->pid = fork();
+	if (ch->pid == 0) {
+		close(c[1]);
+		close(a[0]);
+		child_main(c[0], a[1]);
+	}
+	close(c[0]);
+	close(a[1]);
+	ch->cmd = c[1];
+	ch->ack = a[0];
+	assert_int_equal(read(ch->ack, &ch->hva, sizeof(ch->hva)), sizeof(ch->hva));
+	return ch;
+}
+
+static void child_touch(struct child *ch, uint32_t idx)
+{
+	char c = 't';
+	assert_int_equal(write(ch->cmd, &c, 1), 1);
+	assert_int_equal(write(ch->cmd, &idx, sizeof(idx)), sizeof(idx));
+	assert_int_equal(read(ch->ack, &c, 1), 1);
+}
+
+static void child_stop(struct child *ch)
+{
+	char c = 'q';
+	if (write(ch->cmd, &c, 1) != 1)
+		kill(ch->pid, SIGKILL);
+	waitpid(ch->pid, NULL, 0);
+	close(ch->cmd);
+	close(ch->ack);
+	free(ch);
+}
+
+struct monitor {
+	struct child *ch;
+	bool broken; /* answer the flat view with garbage */
+	unsigned calls;
+};
+
+/* QEMU 7.2's answers for a guest whose RAM is the child's 16 MiB at GPA 1 GiB. */
+static int fake_qmp(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
+		    char *err, size_t errlen)
+{
+	struct monitor *m = ctx;
+	char buf[1024];
+
+	m->calls++;
+	if (strcmp(cmd, "query-memdev") == 0) {
+		*ret = json_tokener_parse("[{\"id\":\"test.ram\",\"size\":16777216}]");
+		return 0;
+	}
+	if (strcmp(cmd, "query-memory-devices") == 0) {
+		*ret = json_object_new_array();
+		return 0;
+	}
+	if (strcmp(cmd, "human-monitor-command") != 0) {
+		snprintf(err, errlen, "unexpected %s", cmd);
+		return -EREMOTEIO;
+	}
+	struct json_object *cl;
+	assert_true(json_object_object_get_ex(args, "command-line", &cl));
+	const char *line = json_object_get_string(cl);
+	unsigned long long gpa = 0;
+	char *end = NULL;
+	if (strcmp(line, "info mtree -f") == 0) {
+		snprintf(buf, sizeof(buf),
+			 m->broken
+			     ? "garbage\n"
+			     : "FlatView #0\n AS \"memory\", root: system\n Root memory region: "
+			       "system\n  0000000040000000-0000000040ffffff (prio 0, ram): "
+			       "test.ram\n\n");
+	} else if (strcmp(line, "info ramblock") == 0) {
+		snprintf(
+		    buf, sizeof(buf),
+		    "              Block Name    PSize              Offset               Used "
+		    "             Total\n                test.ram    4 KiB  0x0000000000000000 "
+		    "0x0000000001000000 0x0000000001000000\n");
+	} else if (strncmp(line, "gpa2hva 0x", 10) == 0 &&
+		   (gpa = strtoull(line + 10, &end, 16), end != line + 10 && !*end)) {
+		snprintf(buf, sizeof(buf), "Host virtual address for 0x%llx (test.ram) is 0x%llx\n",
+			 gpa, (unsigned long long)(m->ch->hva + (gpa - GPA_BASE)));
+	} else {
+		snprintf(err, errlen, "unexpected HMP %s", line);
+		return -EREMOTEIO;
+	}
+	*ret = json_object_new_string(buf);
+	return 0;
+}
+
+/* A /proc of the test's own: PID links to the child's real entry; meminfo and swaps are
+ * written by set_swap. */
+static char proc_dir[64];
+
+static void make_proc(pid_t pid)
+{
+	char link[128], target[64];
+
+	snprintf(proc_dir, sizeof(proc_dir), "/tmp/memtide-test-proc.XXXXXX");
+	assert_non_null(mkdtemp(proc_dir));
+	snprintf(link, sizeof(link), "%s/%d", proc_dir, pid);
+	snprintf(target, sizeof(target), "/proc/%d", pid);
+	assert_int_equal(symlink(target, link), 0);
+}
+
+static void set_swap(uint64_t total_mib, uint64_t free_mib)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/meminfo", proc_dir);
+	f = fopen(path, "w");
+	fprintf(f, "MemTotal: 1000000 kB\nSwapTotal: %" PRIu64 " kB\nSwapFree: %" PRIu64 " kB\n",
+		total_mib * 1024, free_mib * 1024);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/swaps", proc_dir);
+	f = fopen(path, "w");
+	fprintf(f, "Filename Type Size Used Priority\n");
+	if (total_mib)
+		fprintf(f, "/swapfile file %" PRIu64 " 0 -2\n", total_mib * 1024);
+	fclose(f);
+}
+
+static void drop_proc(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", proc_dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static struct vmm_guest *guest_over_child(void)
+{
+	struct vmm_range r = {.start = GPA_BASE, .end = GPA_BASE + CHILD_MIB * MiB};
+	struct vmm_guest_config gc;
+	struct vmm_guest *g;
+
+	vmm_guest_config_default(&gc);
+	gc.ram = &r;
+	gc.nr_ram = 1;
+	gc.nr_gens = VMM_MAX_NR_GENS;
+	assert_int_equal(vmm_guest_new(&gc, &g), 0);
+	/* One aging round that saw nothing: every page stays in the first generation, which is
+	 * no longer the youngest (the eviction hand never takes the youngest). */
+	assert_int_equal(vmm_age_begin(g, T(500)), 0);
+	return g;
+}
+
+static struct mtd_hand_input input(uint64_t now_ms, uint64_t watched_ms)
+{
+	return (struct mtd_hand_input){.mode = MTD_RETURN_PAGEOUT,
+				       .may_take = true,
+				       .why_not = "steady",
+				       .interval_ms = 1000,
+				       .watched_ms = watched_ms,
+				       .cold_age_ms = 10000,
+				       .floor_bytes = 0,
+				       .now_ms = T(now_ms)};
+}
+
+static void test_states(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(0, 0);
+	mtd_pageout_config_default(&cfg);
+	cfg.requery_ms = 1000;
+
+	/* Not a live source: refused, and nothing asked of QEMU. */
+	struct mtd_hand_env env = {.vm_name = "t",
+				   .qmp = fake_qmp,
+				   .qmp_ctx = &mon,
+				   .qemu_pid = ch->pid,
+				   .live_source = false,
+				   .source_name = "agent",
+				   .proc_root = proc_dir,
+				   .sys_root = "/nonexistent"};
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_REFUSED);
+	assert_non_null(strstr(st.pageout.why, "no live page-level access source (source agent)"));
+	assert_int_equal(mon.calls, 0);
+	/* Under balloon the hand is off. */
+	in.mode = MTD_RETURN_BALLOON;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_OFF);
+	mtd_hand_free(h);
+
+	/* A live source, but QEMU's flat view does not parse: refused with the map's reason,
+	 * tried again only after requery_ms. */
+	env.live_source = true;
+	mon.broken = true;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_REFUSED);
+	assert_non_null(strstr(st.pageout.why, "Cannot read the memory map from QEMU"));
+	unsigned calls = mon.calls;
+	in.now_ms = T(1500);
+	mtd_hand_step(h, g, &in);
+	assert_int_equal(mon.calls, calls);
+	/* QEMU answers properly now: the map is read, but the host has no swap. */
+	mon.broken = false;
+	in.now_ms = T(2100);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.evictable_bytes, CHILD_MIB * MiB);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "the host has no swap"));
+	assert_non_null(mtd_hand_layout(h));
+	/* Swap, but the source has watched for less than the cold age. */
+	set_swap(1024, 1024);
+	in = input(3000, 5000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "watching the guest"));
+	/* The controller is not taking memory (pressure). */
+	in = input(3000, 60000);
+	in.may_take = false;
+	in.why_not = "pressure";
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_non_null(strstr(st.pageout.why, "not taking memory now (pressure)"));
+	/* Swap full: paused with the line an operator needs. */
+	set_swap(1024, 32);
+	in = input(3000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "host swap full (32 MiB free of 1024 MiB"));
+	assert_non_null(strstr(st.pageout.why, "nothing is lost"));
+	assert_int_equal(mtd_hand_reclaimable(h, 512 * MiB), 0);
+
+	/* auto with a guest still giving (its last answer: all it was asked for, just now). */
+	set_swap(1024, 1024);
+	in = input(4000, 60000);
+	in.mode = MTD_RETURN_AUTO;
+	in.reply_seq = 7;
+	in.reply_done = true;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_non_null(strstr(st.pageout.why, "still freeing"));
+	/* Three intervals later with no new answer: the guest has given what it will. */
+	in.now_ms = T(7100);
+
+	/* Active: everything past the cold age goes.  libvmm's pages all sit in the first
+	 * generation (born at 0), older than the cold age: the shared 8 MiB are tried and kept
+	 * (restored), the untouched 8 MiB are evicted as empty. */
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	assert_int_equal(gs.resident_pages, CHILD_MIB * 128);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	assert_true(mtd_hand_reclaimable(h, 512 * MiB) > 0);
+
+	/* The guest uses two of the empty pages: restored, no refault.  A first touch of an
+	 * empty 2 MiB block is backed by a huge page, so two blocks are resident again. */
+	child_touch(ch, CHILD_MIB * 128 + 10);
+	child_touch(ch, CHILD_MIB * 256 - 1);
+	mtd_hand_feedback(h, g, T(8000));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128 - 1024);
+	assert_int_equal(gs.refaults_total, 0);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.refaults_total, 0);
+	assert_int_equal(vmm_check_invariants(g), 0);
+
+	/* QEMU gone: refused, and the feedback says so without touching libvmm. */
+	child_stop(ch);
+	mtd_hand_feedback(h, g, T(9000));
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_REFUSED);
+	assert_non_null(strstr(st.pageout.why, "is gone"));
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	drop_proc();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_config),
+	    cmocka_unit_test(test_resolve),
+	    cmocka_unit_test(test_states),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
