@@ -3,8 +3,9 @@
 # Type=notify.
 #
 # systemd does not run as PID 1 on these machines (`systemctl is-system-running` says
-# "offline"; systemd-nspawn --boot of the host's own systemd never comes up here either), so
-# what needs a running systemd is checked in parts, each against the real thing it stands for:
+# "offline"; systemd-nspawn --boot never comes up here), so tests 1-7 check the parts on the
+# host, each against the real thing it stands for, and test 8 boots a guest whose PID 1 is
+# systemd:
 #   1-2  systemd-analyze verify: both units parse, name programs that exist and man pages
 #        that resolve (the built programs and docs/man stand in for the packaged ones)
 #   3-4  systemd-analyze security --offline: exposure 3.0 or better (the figure is printed)
