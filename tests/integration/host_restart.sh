@@ -125,7 +125,7 @@ sizes() {
 	$V domstats --balloon "${doms[@]}" 2>/dev/null | awk '
 		/^Domain:/ { gsub(/[^0-9a-zA-Z_-]/, "", $2); d = $2 }
 		/balloon.current=/ { split($1, kv, "="); a[d] = int(kv[2] / 1024) }
-		END { for (i = 0; i < n; i++) printf "%s%s", (i ? " " : ""), a[name[i]] }
+		END { for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " " : ""), a[name[i]] }
 		BEGIN { n = split(ENVIRON["DOMS"], name, " ") }'
 }
 export DOMS="${doms[*]}"
