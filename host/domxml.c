@@ -26,6 +26,7 @@
  * ones get indentation like their siblings so the diff an operator reads is tidy.
  */
 #include "domxml.h"
+#include "xml_indent.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -73,46 +74,6 @@ static int attr_is(xmlNodePtr n, const char *name, const char *value)
 	return same;
 }
 
-/* The whitespace before parent's closing tag, and the indent of its children. */
-static void indent_of(xmlNodePtr parent, char *ind, size_t len)
-{
-	snprintf(ind, len, "\n  ");
-	for (xmlNodePtr c = parent->children; c; c = c->next) {
-		if (c->type == XML_TEXT_NODE && c->next && c->next->type == XML_ELEMENT_NODE &&
-		    xmlIsBlankNode(c)) {
-			snprintf(ind, len, "%s", (const char *)c->content);
-			return;
-		}
-	}
-	/* No element children: one level deeper than the parent's own indent. */
-	if (parent->prev && parent->prev->type == XML_TEXT_NODE && xmlIsBlankNode(parent->prev))
-		snprintf(ind, len, "%s  ", (const char *)parent->prev->content);
-}
-
-/* Append el as the last element child of parent, indented like its siblings. */
-static void append_indented(xmlNodePtr parent, xmlNodePtr el)
-{
-	char ind[64];
-	xmlNodePtr last = parent->last;
-
-	indent_of(parent, ind, sizeof(ind));
-	if (last && last->type == XML_TEXT_NODE && xmlIsBlankNode(last)) {
-		/* Element first, then its indent before it: libxml2 merges a text node added
-		 * next to another text node, which would put the indent after el. */
-		xmlAddPrevSibling(last, el);
-		xmlAddPrevSibling(el, xmlNewText(BAD_CAST ind));
-	} else {
-		/* The parent closes on the same line: open a line for el and close after it. */
-		char close[64];
-		size_t n = strlen(ind);
-
-		snprintf(close, sizeof(close), "%.*s", (int)(n >= 2 ? n - 2 : n), ind);
-		xmlAddChild(parent, xmlNewText(BAD_CAST ind));
-		xmlAddChild(parent, el);
-		xmlAddChild(parent, xmlNewText(BAD_CAST close));
-	}
-}
-
 static void patch_balloon(xmlNodePtr devices, struct notes *nt)
 {
 	xmlNodePtr mb = child(devices, "memballoon"), stats;
@@ -123,7 +84,7 @@ static void patch_balloon(xmlNodePtr devices, struct notes *nt)
 		xmlNewProp(mb, BAD_CAST "model", BAD_CAST "virtio");
 		xmlNewProp(mb, BAD_CAST "freePageReporting", BAD_CAST "on");
 		xmlNewProp(mb, BAD_CAST "autodeflate", BAD_CAST "on");
-		append_indented(devices, mb);
+		mtd_xml_append_indented(devices, mb);
 		note(nt, "added a virtio memballoon with free page reporting and deflate-on-oom");
 	} else if (!attr_is(mb, "model", "virtio")) {
 		xmlSetProp(mb, BAD_CAST "model", BAD_CAST "virtio");
@@ -146,7 +107,7 @@ static void patch_balloon(xmlNodePtr devices, struct notes *nt)
 	if (!stats) {
 		stats = xmlNewNode(NULL, BAD_CAST "stats");
 		xmlNewProp(stats, BAD_CAST "period", BAD_CAST period);
-		append_indented(mb, stats);
+		mtd_xml_append_indented(mb, stats);
 		note(nt, "balloon stats period set to 2 s");
 	} else {
 		xmlChar *p = xmlGetProp(stats, BAD_CAST "period");
@@ -185,9 +146,9 @@ static void patch_channel(xmlNodePtr devices, struct notes *nt)
 	xmlNewProp(src, BAD_CAST "mode", BAD_CAST "bind");
 	xmlNewProp(tgt, BAD_CAST "type", BAD_CAST "virtio");
 	xmlNewProp(tgt, BAD_CAST "name", BAD_CAST MTD_AGENT_CHANNEL);
-	append_indented(devices, ch);
-	append_indented(ch, src);
-	append_indented(ch, tgt);
+	mtd_xml_append_indented(devices, ch);
+	mtd_xml_append_indented(ch, src);
+	mtd_xml_append_indented(ch, tgt);
 	note(nt, "added the memtide agent channel (unix socket, virtio-serial port "
 		 "org.memtide.agent.0)");
 }
@@ -199,14 +160,14 @@ static void patch_memory_backing(xmlNodePtr root, struct notes *nt)
 
 	if (!mb) {
 		mb = xmlNewNode(NULL, BAD_CAST "memoryBacking");
-		append_indented(root, mb);
+		mtd_xml_append_indented(root, mb);
 	}
 	src = child(mb, "source");
 	acc = child(mb, "access");
 	if (!src) {
 		src = xmlNewNode(NULL, BAD_CAST "source");
 		xmlNewProp(src, BAD_CAST "type", BAD_CAST "memfd");
-		append_indented(mb, src);
+		mtd_xml_append_indented(mb, src);
 		note(nt, "guest RAM from a memfd (memoryBacking source memfd), which the vsock "
 			 "back end can map");
 	} else if (!attr_is(src, "type", "memfd") && !attr_is(src, "type", "file")) {
@@ -217,7 +178,7 @@ static void patch_memory_backing(xmlNodePtr root, struct notes *nt)
 	if (!acc) {
 		acc = xmlNewNode(NULL, BAD_CAST "access");
 		xmlNewProp(acc, BAD_CAST "mode", BAD_CAST "shared");
-		append_indented(mb, acc);
+		mtd_xml_append_indented(mb, acc);
 		note(nt, "guest RAM shared (memoryBacking access shared): vhost-user needs it");
 	} else if (!attr_is(acc, "mode", "shared")) {
 		xmlSetProp(acc, BAD_CAST "mode", BAD_CAST "shared");
@@ -247,7 +208,7 @@ static void add_arg(xmlNodePtr cl, xmlNsPtr ns, const char *value)
 	xmlNodePtr a = xmlNewNode(ns, BAD_CAST "arg");
 
 	xmlNewProp(a, BAD_CAST "value", BAD_CAST value);
-	append_indented(cl, a);
+	mtd_xml_append_indented(cl, a);
 }
 
 /* Rule 4: the device, through qemu:commandline. */
@@ -295,7 +256,7 @@ static int patch_vsock_device(xmlNodePtr root, xmlNodePtr devices, const char *d
 		ns = xmlNewNs(root, BAD_CAST MTD_QEMU_NS, BAD_CAST "qemu");
 	if (!cl) {
 		cl = xmlNewNode(ns, BAD_CAST "commandline");
-		append_indented(root, cl);
+		mtd_xml_append_indented(root, cl);
 	}
 	add_arg(cl, ns, "-chardev");
 	add_arg(cl, ns, chardev);

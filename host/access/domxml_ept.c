@@ -34,6 +34,7 @@
 #include <libxml/tree.h>
 
 #include "ept_cli.h"
+#include "xml_indent.h"
 
 struct notes {
 	char text[1536];
@@ -143,42 +144,6 @@ static bool is_ept_value(const char *v)
 	static const char so[] = "memtide-ept.so";
 
 	return n >= sizeof(so) - 1 && !strncmp(v + n - (sizeof(so) - 1), so, sizeof(so) - 1);
-}
-
-/* The whitespace before parent's closing tag, and the indent of its children. */
-static void indent_of(xmlNodePtr parent, char *ind, size_t len)
-{
-	snprintf(ind, len, "\n  ");
-	for (xmlNodePtr c = parent->children; c; c = c->next)
-		if (c->type == XML_TEXT_NODE && c->next && c->next->type == XML_ELEMENT_NODE &&
-		    xmlIsBlankNode(c)) {
-			snprintf(ind, len, "%s", (const char *)c->content);
-			return;
-		}
-	if (parent->prev && parent->prev->type == XML_TEXT_NODE && xmlIsBlankNode(parent->prev))
-		snprintf(ind, len, "%s  ", (const char *)parent->prev->content);
-}
-
-/* Append el as the last element child of parent, indented like its siblings (the same
- * layout rule as host/domxml.c, so the diff an operator reads is tidy). */
-static void append_indented(xmlNodePtr parent, xmlNodePtr el)
-{
-	char ind[64];
-	xmlNodePtr last = parent->last;
-
-	indent_of(parent, ind, sizeof(ind));
-	if (last && last->type == XML_TEXT_NODE && xmlIsBlankNode(last)) {
-		xmlAddPrevSibling(last, el);
-		xmlAddPrevSibling(el, xmlNewText(BAD_CAST ind));
-	} else {
-		char close[64];
-		size_t n = strlen(ind);
-
-		snprintf(close, sizeof(close), "%.*s", (int)(n >= 2 ? n - 2 : n), ind);
-		xmlAddChild(parent, xmlNewText(BAD_CAST ind));
-		xmlAddChild(parent, el);
-		xmlAddChild(parent, xmlNewText(BAD_CAST close));
-	}
 }
 
 /* Remove n and the blank text before it (its indent). */
@@ -333,10 +298,10 @@ static void place_arg(xmlNodePtr root, const char *want, struct notes *nt)
 		ns = xmlNewNs(root, BAD_CAST MTD_QEMU_XMLNS, BAD_CAST "qemu");
 	if (!cl_first) {
 		cl_first = xmlNewNode(ns, BAD_CAST "commandline");
-		append_indented(root, cl_first);
+		mtd_xml_append_indented(root, cl_first);
 	}
-	append_indented(cl_first, new_arg(ns, "-plugin"));
-	append_indented(cl_first, new_arg(ns, want));
+	mtd_xml_append_indented(cl_first, new_arg(ns, "-plugin"));
+	mtd_xml_append_indented(cl_first, new_arg(ns, want));
 	note(nt, true,
 	     "added memtide's ept plugin (qemu:commandline -plugin %.300s): memtided then reads "
 	     "this TCG guest's page accesses (takes effect when the domain next starts)",
