@@ -399,7 +399,7 @@ static void say_detached(struct mtd_vm *vm)
 	const struct mtd_vm_status *st = rcu_dereference(vm->status);
 	uint64_t actual = st ? st->balloon_actual_bytes : 0;
 	rcu_read_unlock();
-	if (vm->forget)
+	if (vm->forget || atomic_load(&vm->gone))
 		mtd_notice("%s: detached: the domain stopped", vm->name);
 	else
 		mtd_notice("%s: detached, left at %" PRIu64 " MiB", vm->name, actual / MiB);
@@ -414,6 +414,8 @@ static int detach_request(struct mtd_daemon *d, const char *name, bool forget)
 
 	rcu_read_lock();
 	struct mtd_vm *vm = mtd_registry_find(d, name);
+	if (vm && forget)
+		atomic_store(&vm->gone, true);
 	if (vm && atomic_load(&vm->detaching)) {
 		rc = -EALREADY;
 	} else if (vm) {
@@ -441,6 +443,11 @@ static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 		mtd_err("%s: its loop said it finished but did not end", name);
 		return;
 	}
+	/* The domain stopped while an operator's or the hook's detach was already under way:
+	 * its state goes as if the stop had come first (a later domain of that name starts
+	 * afresh rather than being told of a stale file). */
+	if (atomic_load(&vm->gone) && !vm->forget && d->cfg.state_dir[0])
+		(void)mtd_state_remove(d->cfg.state_dir, vm->name);
 	say_detached(vm);
 	(void)mtd_registry_del(d, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);

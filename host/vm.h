@@ -106,6 +106,8 @@ struct mtd_vm {
 	bool vsock_expected;        /* the VM has memtided's vhost-user-vsock device */
 	struct mtd_saved_vm *saved; /* a state file to resume from (taken on the first tick) */
 	bool forget;                /* on stop: remove the state file (the domain is gone) */
+	atomic_bool gone;           /* the domain went away, maybe while a detach was under way: the
+			   * reap removes its state file too */
 
 	/* ---- loop-private ---- */
 	pthread_t thread;

@@ -120,15 +120,17 @@ done
 booted() { for d in "${doms[@]}"; do grep -q "memtide-it-guest ready" "$dir/$d.console" 2>/dev/null || return 1; done; }
 wait_for 60 booted || skip_rest "the $NVM guests did not boot"
 
-# sizes: "ACTUAL_MIB ..." of the 8 domains in order, from libvirt (memtided may be down).
+# sizes [DOMAIN...]: "ACTUAL_MIB ..." of those domains (default: the 8) in order, from libvirt
+# (memtided may be down).  One domstats call fails whole when a domain is gone: name them.
 sizes() {
-	$V domstats --balloon "${doms[@]}" 2>/dev/null | awk '
+	local ds=("$@")
+	[ ${#ds[@]} = 0 ] && ds=("${doms[@]}")
+	$V domstats --balloon "${ds[@]}" 2>/dev/null | DOMS="${ds[*]}" awk '
 		/^Domain:/ { gsub(/[^0-9a-zA-Z_-]/, "", $2); d = $2 }
 		/balloon.current=/ { split($1, kv, "="); a[d] = int(kv[2] / 1024) }
 		END { for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " " : ""), a[name[i]] }
 		BEGIN { n = split(ENVIRON["DOMS"], name, " ") }'
 }
-export DOMS="${doms[*]}"
 at_floors() {
 	local i=0 s
 	for s in $(sizes); do [ "$s" = "$(floor_of $i)" ] || return 1; i=$((i + 1)); done
@@ -273,7 +275,7 @@ kstate="$dir/state/$K.state"
 wait_for 10 grep -q "$K: inflate" "$dir/memtided.log"
 kill -KILL "$(cat "/run/libvirt/qemu/$K.pid")"
 wait_for 15 logged "$K: detached: the domain stopped"
-rest=$(sizes | cut -d' ' -f1-7)
+rest=$(sizes "${doms[@]:0:7}")
 [ ! -e "$kstate" ] && kill -0 "$mpid" && [ "$rest" = "$(echo "$before" | cut -d' ' -f1-7)" ]
 check $? "QEMU of $K killed mid-inflate: detached with one line, state file removed, the others at $rest"
 resumed=$(count "$K: resumed") attached=$(count "$K: attached")
