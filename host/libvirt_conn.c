@@ -109,7 +109,9 @@ static int on_lifecycle(virConnectPtr c, virDomainPtr dom, int event, int detail
 		break;
 	case VIR_DOMAIN_EVENT_STOPPED:
 	case VIR_DOMAIN_EVENT_CRASHED:
-		(void)mtd_daemon_queue(lv->d, MTD_WORK_DETACH, name);
+		/* Gone (shut down, destroyed, crashed, migrated away): its QEMU is no more, so its
+		 * state file goes too; a new QEMU of that name starts afresh. */
+		(void)mtd_daemon_queue(lv->d, MTD_WORK_GONE, name);
 		break;
 	default:
 		break;
