@@ -206,10 +206,10 @@ static int check_vms(struct mtd_cmdline *out, char *err, size_t errlen)
 		if (check_sock_path("--qmp", v->qmp, err, errlen) < 0)
 			return -EINVAL;
 		/* vsock:PATH: memtided is the back end of QEMU's vhost-user-vsock-pci on PATH */
-		if (v->agent && !strncmp(v->agent, "vsock:", 6) &&
+		if (v->agent && strncmp(v->agent, "vsock:", 6) == 0 &&
 		    check_sock_path("--agent vsock:PATH", v->agent + 6, err, errlen) < 0)
 			return -EINVAL;
-		if (v->agent && strncmp(v->agent, "vsock:", 6) &&
+		if (v->agent && strncmp(v->agent, "vsock:", 6) != 0 &&
 		    check_sock_path("--agent", v->agent, err, errlen) < 0)
 			return -EINVAL;
 		if (!v->name) {
