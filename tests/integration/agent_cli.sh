@@ -35,7 +35,7 @@ fi
 # and must not exit.  `timeout` ends the observation window (exit 124 = still running).
 timeout 1.5 "$AGENT" -v -v --hint-socket= >"$TMP/run.log" 2>&1; rc=$?
 check "with no config and no host it keeps running (never exits because the host is away)" \
-	'[ $rc -eq 124 ] && grep -q "starting (transport org.memtide.agent.0)" "$TMP/run.log" && grep -q "retrying in" "$TMP/run.log"'
+	'[ $rc -eq 124 ] && grep -q "starting (transport auto: vsock, then virtio-serial)" "$TMP/run.log" && grep -q "retrying in" "$TMP/run.log"'
 
 # --daemon returns once the child is ready (pidfile written): no polling for the file.
 # The daemon is stopped by its own pid, and the wait for its exit is tail --pid.
