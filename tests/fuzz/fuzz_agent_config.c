@@ -35,7 +35,7 @@ static void check(const struct agent_config *c)
 	CHECK(memchr(c->unix_path, 0, sizeof(c->unix_path)));
 	CHECK(memchr(c->hint_socket, 0, sizeof(c->hint_socket)));
 	CHECK(memchr(c->sys_root, 0, sizeof(c->sys_root)));
-	CHECK(c->transport >= AGENT_TR_VIRTIO && c->transport <= AGENT_TR_FD);
+	CHECK(c->transport >= AGENT_TR_VIRTIO && c->transport <= AGENT_TR_AUTO);
 	CHECK(c->report_interval_ms >= PROTO_INTERVAL_MIN_MS &&
 	      c->report_interval_ms <= PROTO_INTERVAL_MAX_MS);
 	CHECK(c->wss_interval_ms >= PROTO_INTERVAL_MIN_MS &&

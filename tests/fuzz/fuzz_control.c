@@ -75,8 +75,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0; /* the connection refuses longer lines before parsing */
 
 	if (mtd_control_parse((const char *)data, size, &req, err, sizeof(err)) == 0) {
-		CHECK(req.cmd > MTD_CTL_NONE && req.cmd <= MTD_CTL_VERSION);
-		bool named = req.cmd != MTD_CTL_STATUS && req.cmd != MTD_CTL_VERSION;
+		CHECK(req.cmd > MTD_CTL_NONE && req.cmd <= MTD_CTL_RESUME_VMS);
+		bool many = req.cmd == MTD_CTL_RELEASE_VMS || req.cmd == MTD_CTL_RESUME_VMS;
+		CHECK(!req.all || many); /* {"all": true} only where it means something */
+		bool named = req.cmd != MTD_CTL_STATUS && req.cmd != MTD_CTL_VERSION && !req.all;
 		check_field(req.name, !named);
 		check_field(req.key, req.cmd != MTD_CTL_POLICY_SET);
 		check_field(req.value, req.cmd != MTD_CTL_POLICY_SET);
