@@ -1082,9 +1082,8 @@ static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd
 	    .evicted_ctx = vm->source.ctx,
 	};
 
-	/* Without generations (no source at all) the hand still runs its checks, so that an
-	 * explicit return=pageout says why it cannot be done rather than staying "off". */
-	mtd_hand_step(vm->hand, t->have_gs ? vm->guest : NULL, &in);
+	if (t->have_gs)
+		mtd_hand_step(vm->hand, vm->guest, &in);
 }
 
 /* Step 6: the snapshot. */

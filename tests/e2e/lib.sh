@@ -128,6 +128,12 @@ e2e_start() {
 		wait "$E2E_VS_BRIDGE" 2>/dev/null
 		E2E_VS_BRIDGE=
 	fi
+	# A memtided of the tests keeps its state in the scenario's directory, never in the host's
+	# /var/lib/memtide: a state file left there by an earlier run of the same VM name would be
+	# resumed, runtime policy and all (seen: a policy set enabled=yes of a previous run).
+	if [ "$(basename "$1")" = memtided ] && [[ " $* " != *" --state-dir "* ]]; then
+		set -- "$@" --state-dir "$E2E_DIR/state"
+	fi
 	"$@" &
 	E2E_PIDS+=($!)
 	E2E_LAST_PID=$!

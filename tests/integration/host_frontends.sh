@@ -57,7 +57,7 @@ source = sim
 [host]
 meminfo = $dir/meminfo
 CONF
-"$BIN/memtided" --qmp "$dir/vm1.qmp" --name fe-vm --foreground --config "$dir/memtided.conf" \
+"$BIN/memtided" --qmp "$dir/vm1.qmp" --name fe-vm --foreground --config "$dir/memtided.conf" --state-dir "$dir/state" \
 	--log-level info >"$dir/memtided.log" 2>&1 &
 mpid=$!
 pids+=($mpid)
@@ -257,7 +257,7 @@ check $? "an idle control connection is closed after the idle timeout ($(cat "$d
 # 9: a long interval.
 kill $mpid 2>/dev/null
 wait $mpid 2>/dev/null
-timeout 20 "$BIN/memtided" --qmp "$dir/vm1.qmp" --name fe-vm --foreground \
+timeout 20 "$BIN/memtided" --qmp "$dir/vm1.qmp" --name fe-vm --foreground --state-dir "$dir/state" \
 	--config "$dir/memtided.conf" --interval 60s >"$dir/memtided60.log" 2>&1 &
 m60=$!
 pids+=($m60)

@@ -131,7 +131,7 @@ source = sim
 [host]
 meminfo = $dir/meminfo
 CONF
-"$BIN/memtided" --qmp "$dir/qmp.sock" --name hostile-vm --foreground \
+"$BIN/memtided" --qmp "$dir/qmp.sock" --name hostile-vm --foreground --state-dir "$dir/state" \
 	--config "$dir/memtided.conf" --log-level debug >"$dir/memtided.log" 2>&1 &
 mpid=$!
 pids+=($mpid)

@@ -79,7 +79,7 @@ meminfo = $dir/meminfo
 CONF
 args=()
 for i in 1 2 3 4 5 6 7 8; do args+=(--qmp "$dir/vm$i.qmp" --name "vm$i"); done
-"$BIN/memtided" "${args[@]}" --foreground --config "$dir/memtided.conf" --log-level info \
+"$BIN/memtided" "${args[@]}" --foreground --config "$dir/memtided.conf" --state-dir "$dir/state" --log-level info \
 	>"$dir/memtided.log" 2>&1 &
 mpid=$!
 pids+=($mpid)

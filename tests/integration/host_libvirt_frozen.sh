@@ -93,7 +93,7 @@ source = sim
 [host]
 meminfo = $dir/meminfo
 CONF
-"$BIN/memtided" --foreground --config "$dir/memtided.conf" --log-level info >"$dir/memtided.log" 2>&1 &
+"$BIN/memtided" --foreground --config "$dir/memtided.conf" --state-dir "$dir/state" --log-level info >"$dir/memtided.log" 2>&1 &
 mpid=$!
 ctl() { "$BIN/memtidectl" --socket "$SOCK" "$@"; }
 field() { # VM FIELD

@@ -15,8 +15,7 @@
 #                              restored)
 #   a memfd DIMM (share=on)    kept out and said: pagemap cannot show a swapped shmem page
 #   no plugin (source = ept)   no host-side eviction (return does not resolve to pageout with
-#                              no live source), and vm show says why ept is not there;
-#                              with return=pageout asked for: refused, and why
+#                              no live source), and vm show says why ept is not there
 # VFIO (pinned guest memory) needs a device to assign: tests/unit/test_ram_layout.c covers it
 # on recorded /proc/PID/fd links.
 # Part 2, host swap full: a 768 MiB guest with 384 MiB of cold data and a zram swap of only
@@ -27,7 +26,7 @@
 . "$(dirname "$0")/../e2e/lib_zram.sh"
 e2e_init host_pageout
 E2E_JSON= # no figures of its own
-echo "1..13"
+echo "1..12"
 PLUGIN=$PWD/$BUILD/lib/memtide/memtide-ept.so
 CTL=$BUILD/bin/memtidectl
 for f in "$BUILD/bin/memtided" "$CTL" "$PLUGIN"; do
@@ -151,12 +150,6 @@ OFF_OK=1 EXTRA_POLICY="source = ept" paused noplugin 512M ""
 # show says why the ept source asked for is not there.
 [ "$(po noplugin state)" = off ] && grep -q 'not ept: .*without the memtide-ept plugin' "$E2E_DIR/noplugin.show"
 e2e_check $? "without the plugin (no live source): no host-side eviction, and said ($(grep -o 'not ept: .*' "$E2E_DIR/noplugin.show" | head -c 90))"
-stop_paused
-
-# The same with return=pageout asked for explicitly: refused, and the reason said.
-EXTRA_POLICY=$'source = ept\nreturn = pageout' paused noplugin2 512M ""
-[ "$(po noplugin2 state)" = refused ] && po noplugin2 why | grep -q 'no live page-level access source'
-e2e_check $? "return=pageout without a live source: refused and said ($(po noplugin2 why | head -c 90))"
 stop_paused
 
 # Part 2: host swap full.
