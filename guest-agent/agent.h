@@ -151,6 +151,24 @@ int agent_parse_psi(const char *text, struct proto_psi *psi);
  * found (0 when all addresses read as 0: a non-root reader sees zeros). */
 int agent_parse_iomem(const char *text, struct proto_range *r, uint32_t max);
 
+/* The virtio balloon as the guest sees it (agent_balloon.c). */
+struct agent_balloon {
+	uint64_t pages;      /* 4 KiB pages the balloon holds now */
+	uint64_t held_bytes; /* the same in bytes (guest page size) */
+	bool in_mem_total;   /* deflate-on-oom: they still count in MemTotal, as allocated */
+};
+/* Pages held, from /proc/vmstat text: nr_balloon_pages, else balloon_inflate -
+ * balloon_deflate.  -ENOENT when the kernel has no balloon counters. */
+int agent_parse_balloon_pages(const char *text, uint64_t *pages);
+/* Bit `bit` of a virtio features string ('0'/'1' per bit, bit 0 first): 0, 1 or -EINVAL. */
+int agent_parse_virtio_feature(const char *text, unsigned bit);
+/* Read the balloon now; -errno (and *b zeroed) when the guest has no balloon counters. */
+int agent_balloon_read(const struct agent_config *c, struct agent_balloon *b);
+/* MemTotal net of the pages a deflate-on-oom balloon holds (kept >= MemAvailable, MemFree). */
+void agent_balloon_adjust(const struct agent_balloon *b, struct proto_stats *st);
+/* /proc/meminfo as the agent reports it: parsed, then adjusted for the balloon.  -errno. */
+int agent_read_meminfo(const struct agent_config *c, struct proto_stats *st);
+
 /* Collect a stats message now.  caps receives PROTO_CAP_STATS and PROTO_CAP_PSI as found.
  * -errno only when /proc/meminfo is unreadable. */
 int agent_collect_stats(const struct agent_config *c, struct proto_stats *st, uint32_t *caps);

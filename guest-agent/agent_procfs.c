@@ -280,6 +280,12 @@ int agent_collect_stats(const struct agent_config *c, struct proto_stats *st, ui
 		return n < 0 ? (int)n : -EINVAL;
 	}
 	*caps |= PROTO_CAP_STATS;
+	{
+		struct agent_balloon b;
+
+		if (agent_balloon_read(c, &b) == 0)
+			agent_balloon_adjust(&b, st);
+	}
 	agent_path(c, "/proc/vmstat", path, sizeof(path));
 	if (agent_read_file(path, buf, FILE_BUF_BYTES) >= 0)
 		agent_parse_vmstat(buf, st);

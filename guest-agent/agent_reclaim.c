@@ -19,9 +19,11 @@
  * therefore frees at most MemAvailable - floor, and says "floor" in the reply when that cut
  * the request.  floor = max(floor_bytes, floor_percent of MemTotal).
  *
- * Honesty: every figure in the reply is measured - MemFree before and after each step and
- * over the whole request - never the amount asked for.  Other activity in the guest moves
- * MemFree too; a negative delta is reported as 0.
+ * Honesty: every figure in the reply is measured - MemFree (plus what the balloon holds)
+ * before and after each step and over the whole request - never the amount asked for.  The
+ * balloon is counted because memtided inflates while the agent reclaims: pages freed and
+ * taken by the balloon at once were freed.  Other activity in the guest moves MemFree too; a
+ * negative delta is reported as 0.
  *
  * Steps run in chunks of at most CHUNK_BYTES, checking the deadline between chunks, so one
  * request blocks the agent's loop for about its deadline at most.
@@ -112,22 +114,25 @@ uint64_t agent_floor_bytes(const struct agent_config *c, uint64_t mem_total_byte
 	return pct > c->floor_bytes ? pct : c->floor_bytes;
 }
 
-/* MemFree and MemAvailable now; false when /proc/meminfo is unreadable. */
+/* MemFree and MemAvailable now (MemTotal net of the balloon); false when unreadable. */
 static bool meminfo_now(const struct agent_config *c, struct proto_stats *st)
 {
-	char path[AGENT_PATH_MAX + 32];
-	char buf[8192];
-
-	memset(st, 0, sizeof(*st));
-	agent_path(c, "/proc/meminfo", path, sizeof(path));
-	return agent_read_file(path, buf, sizeof(buf)) > 0 && agent_parse_meminfo(buf, st) == 0;
+	return agent_read_meminfo(c, st) == 0;
 }
 
+/* The level a reclaim raises: MemFree plus the pages the balloon holds.  memtided inflates
+ * while the agent reclaims, and the balloon takes free pages as they appear: MemFree alone
+ * would call memory freed and taken at once "not freed" (agent_balloon.c). */
 static uint64_t mem_free(const struct agent_config *c)
 {
 	struct proto_stats st;
+	struct agent_balloon b;
 
-	return meminfo_now(c, &st) ? st.mem_free_bytes : 0;
+	if (!meminfo_now(c, &st))
+		return 0;
+	if (agent_balloon_read(c, &b) < 0)
+		b.held_bytes = 0;
+	return st.mem_free_bytes + b.held_bytes;
 }
 
 struct run {

@@ -5,17 +5,20 @@
  * working set that grows by a few hundred MiB fills a guest's headroom in about a second,
  * and from then on the guest reclaims or swaps: deciding at the next interval is too late.
  * So the agent watches its guest's memory in use itself, every watch_interval_ms (250 ms by
- * default: one read of /proc/meminfo), and projects its recent growth over watch_horizon_ms
- * (2 s: about how long the host takes to hear, decide and deflate the balloon under TCG).
+ * default: a read of /proc/meminfo and of the balloon's counters), and projects its recent
+ * growth over watch_horizon_ms (2 s: about how long the host takes to hear, decide and
+ * deflate the balloon under TCG).
  * When the projected growth is more than what is still available, the guest will run out
  * within the horizon, and the agent sends a `need` hint for that projected amount, which
  * memtided answers at once (need + headroom, clamped to the domain's ceiling:
  * docs/protocol.md).
  *
  * Why these rules:
- *   - "In use" is MemTotal - MemAvailable, not MemAvailable alone: a balloon inflating takes
- *     its pages out of MemTotal too (virtio_balloon adjusts the managed pages), so the host's
- *     own inflation leaves it unchanged and never reads as a guest about to run out.
+ *   - "In use" is MemTotal - MemAvailable, not MemAvailable alone, with MemTotal net of the
+ *     balloon (agent_balloon.c): a balloon inflating takes its pages out of both, so the
+ *     host's own inflation leaves "in use" unchanged and never reads as a guest about to run
+ *     out.  (Without deflate-on-oom the driver takes them out of MemTotal itself; with it,
+ *     MemTotal stays and the agent subtracts them.)
  *   - The rate over one watch step is what the workload allocates now; growth slower than
  *     watch_min_rate (16 MiB/s) is the ordinary drift of a page cache and not a reason to
  *     wake the host.
@@ -62,17 +65,11 @@ uint64_t agent_watch_step(struct agent_watch *w, const struct agent_config *c, u
 
 int agent_watch_read(const struct agent_config *c, uint64_t *total_bytes, uint64_t *avail_bytes)
 {
-	char path[AGENT_PATH_MAX + 16], buf[4096];
 	struct proto_stats st;
-	long n;
+	int rc = agent_read_meminfo(c, &st);
 
-	agent_path(c, "/proc/meminfo", path, sizeof(path));
-	n = agent_read_file(path, buf, sizeof(buf));
-	if (n < 0)
-		return (int)n;
-	memset(&st, 0, sizeof(st));
-	if (agent_parse_meminfo(buf, &st) < 0)
-		return -EINVAL;
+	if (rc < 0)
+		return rc;
 	*total_bytes = st.mem_total_bytes;
 	*avail_bytes = st.mem_available_bytes;
 	return 0;

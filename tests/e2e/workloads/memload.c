@@ -18,7 +18,8 @@
  *                          the first touch took> pswpin= pswpout=": the guest's swap counters).
  *                          With GROW_BALLOON_MIB too, GROW_AT_S is the earliest second: the
  *                          growth waits until the host's balloon holds at least that much
- *                          (MemTotal fell by it), so it meets a guest the host has squeezed,
+ *                          (/proc/vmstat's balloon pages: with deflate-on-oom MemTotal does not
+ *                          fall), so it meets a guest the host has squeezed,
  *                          whatever the host's pace; at SECONDS - 20 it grows regardless.
  *   integrity MIB SECONDS
  *                          fill MIB of anonymous memory with checksummed pages, print "WL-FILLED",
@@ -132,24 +133,6 @@ static int write_cache(unsigned long mib)
 	return 0;
 }
 
-/* MemTotal in KiB (0 when unreadable): the balloon driver takes inflated pages out of it. */
-static unsigned long mem_total_kib(void)
-{
-	char line[128];
-	unsigned long kib = 0;
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "MemTotal:", 9)) {
-			kib = strtoul(line + 9, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return kib;
-}
-
 /* A counter from /proc/vmstat (pswpin, pswpout: pages the guest swapped in and out so far;
  * 0 when unreadable). */
 static unsigned long vmstat(const char *name)
@@ -168,6 +151,18 @@ static unsigned long vmstat(const char *name)
 	return out;
 }
 
+/* 4 KiB pages the balloon holds: nr_balloon_pages (6.15+), else inflations - deflations. */
+static unsigned long balloon_pages(void)
+{
+	unsigned long n = vmstat("nr_balloon_pages"), in, out;
+
+	if (n)
+		return n;
+	in = vmstat("balloon_inflate");
+	out = vmstat("balloon_deflate");
+	return in > out ? in - out : 0;
+}
+
 static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long cache_mib,
 		   unsigned long seconds, unsigned long grow_mib, unsigned long grow_at,
 		   unsigned long grow_balloon_mib)
@@ -177,7 +172,7 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 	/* The growth is mapped now and first touched at grow_at: untouched, it costs nothing. */
 	unsigned char *cold = map_mib(cold_mib), *hot = map_mib(hot_mib + grow_mib);
 	double t0, tsec, total = 0;
-	unsigned long sec = 0, touched = 0, i = 0, total0_kib = mem_total_kib(), balloon_mib = 0;
+	unsigned long sec = 0, touched = 0, i = 0, balloon_mib = 0;
 	unsigned long swpin0 = vmstat("pswpin"), mig0 = vmstat("pgmigrate_success");
 	int grow_now = 0;
 
@@ -231,10 +226,7 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 			tsec = t;
 			/* Once a second: is it time to grow? */
 			if (grow_mib && sec >= grow_at) {
-				unsigned long now_kib = mem_total_kib();
-
-				balloon_mib =
-				    total0_kib > now_kib ? (total0_kib - now_kib) / 1024 : 0;
+				balloon_mib = balloon_pages() * PAGE_BYTES / MIB_BYTES;
 				grow_now = balloon_mib >= grow_balloon_mib || sec + 20 >= seconds;
 			}
 		}

@@ -1,0 +1,156 @@
+/*
+ * agent_balloon.c - what the virtio balloon holds in this guest, so that the agent's figures
+ * mean memory the guest can use.
+ *
+ * Where balloon pages show up in /proc/meminfo depends on a feature the driver negotiated:
+ *   - without deflate-on-oom (VIRTIO_BALLOON_F_DEFLATE_ON_OOM, feature bit 2) the driver takes
+ *     each inflated page out of the managed pages: MemTotal falls with the balloon;
+ *   - with it (memtided's domxml-patch turns it on, the e2e guests run with it) MemTotal stays
+ *     and the inflated pages count as allocated: neither free nor available.
+ * In the second case MemTotal - MemAvailable, the agent's "in use" (its growth watch, the
+ * host's estimate for a guest without MGLRU), would rise with every page the host takes: the
+ * host would read its own inflation as the guest's growth and give the memory back at once.
+ * So the agent reports MemTotal net of the pages a deflate-on-oom balloon holds, and
+ * measures what a reclaim freed as MemFree's rise plus the pages the balloon took meanwhile
+ * (memtided inflates while the agent reclaims: the balloon eats what reclaim frees).
+ *
+ * Sources: /proc/vmstat nr_balloon_pages (Linux 6.15+), else balloon_inflate -
+ * balloon_deflate (both count pages since boot, CONFIG_MEMORY_BALLOON); the features string in
+ * /sys/bus/virtio/drivers/virtio_balloon/virtioN/features ('0'/'1' per bit, bit 0 first).
+ * A guest without a balloon, or whose files are unreadable, holds nothing: figures stay as
+ * the kernel prints them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define DEFLATE_ON_OOM_BIT 2
+#define VMSTAT_BUF_BYTES   (64 * 1024)
+
+/* A counter of vmstat text; false when absent. */
+static bool counter(const char *text, const char *key, uint64_t *v)
+{
+	size_t klen = strlen(key);
+	const char *p = text;
+
+	while (p && *p) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
+			char *end;
+			unsigned long long n = strtoull(p + klen + 1, &end, 10);
+
+			if (end == p + klen + 1)
+				return false;
+			*v = n;
+			return true;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
+int agent_parse_balloon_pages(const char *text, uint64_t *pages)
+{
+	uint64_t in, out;
+
+	if (counter(text, "nr_balloon_pages", pages))
+		return 0;
+	if (!counter(text, "balloon_inflate", &in) || !counter(text, "balloon_deflate", &out))
+		return -ENOENT;
+	/* deflations never outnumber inflations; a counter that wrapped reads as nothing held */
+	*pages = in > out ? in - out : 0;
+	return 0;
+}
+
+int agent_parse_virtio_feature(const char *text, unsigned bit)
+{
+	for (unsigned i = 0; i <= bit; i++)
+		if (text[i] != '0' && text[i] != '1')
+			return -EINVAL;
+	return text[bit] == '1';
+}
+
+/* Does the balloon driver keep its pages inside MemTotal?  0 no, 1 yes, -errno unknown. */
+static int deflate_on_oom(const struct agent_config *c)
+{
+	char dir[AGENT_PATH_MAX + 64], path[AGENT_PATH_MAX + 64 + 256 + 16], buf[128];
+	struct dirent *e;
+	DIR *d;
+	int rc = -ENOENT;
+
+	agent_path(c, "/sys/bus/virtio/drivers/virtio_balloon", dir, sizeof(dir));
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	/* one balloon per guest: the first device bound to the driver */
+	while ((e = readdir(d)) != NULL) {
+		if (strncmp(e->d_name, "virtio", 6) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/features", dir, e->d_name);
+		if (agent_read_file(path, buf, sizeof(buf)) > DEFLATE_ON_OOM_BIT)
+			rc = agent_parse_virtio_feature(buf, DEFLATE_ON_OOM_BIT);
+		break;
+	}
+	closedir(d);
+	return rc;
+}
+
+int agent_balloon_read(const struct agent_config *c, struct agent_balloon *b)
+{
+	char path[AGENT_PATH_MAX + 32];
+	char *buf;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	buf = malloc(VMSTAT_BUF_BYTES);
+	if (!buf)
+		return -ENOMEM;
+	agent_path(c, "/proc/vmstat", path, sizeof(path));
+	rc = agent_read_file(path, buf, VMSTAT_BUF_BYTES) < 0 ? -EIO
+							      : agent_parse_balloon_pages(buf, &b->pages);
+	free(buf);
+	if (rc < 0)
+		return rc;
+	b->held_bytes = b->pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	/* Unknown counts as "outside MemTotal": figures are then left as printed, the side
+	 * where a guest looks bigger, never smaller, than it is. */
+	b->in_mem_total = b->pages && deflate_on_oom(c) == 1;
+	return 0;
+}
+
+void agent_balloon_adjust(const struct agent_balloon *b, struct proto_stats *st)
+{
+	uint64_t floor;
+
+	if (!b->in_mem_total || !b->held_bytes)
+		return;
+	/* The pages are neither free nor available, so MemTotal net of them still holds both. */
+	floor = st->mem_available_bytes > st->mem_free_bytes ? st->mem_available_bytes
+							     : st->mem_free_bytes;
+	st->mem_total_bytes = st->mem_total_bytes > floor + b->held_bytes
+				  ? st->mem_total_bytes - b->held_bytes
+				  : floor;
+}
+
+int agent_read_meminfo(const struct agent_config *c, struct proto_stats *st)
+{
+	char path[AGENT_PATH_MAX + 32];
+	char buf[8192];
+	struct agent_balloon b;
+
+	memset(st, 0, sizeof(*st));
+	agent_path(c, "/proc/meminfo", path, sizeof(path));
+	if (agent_read_file(path, buf, sizeof(buf)) <= 0)
+		return -EIO;
+	if (agent_parse_meminfo(buf, st) < 0)
+		return -EINVAL;
+	if (agent_balloon_read(c, &b) == 0)
+		agent_balloon_adjust(&b, st);
+	return 0;
+}

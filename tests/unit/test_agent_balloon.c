@@ -1,0 +1,189 @@
+/*
+ * test_agent_balloon.c - the agent's view of the virtio balloon (guest-agent/agent_balloon.c).
+ *
+ * A deflate-on-oom balloon leaves its pages in MemTotal as allocated memory; the agent
+ * reports MemTotal net of them, so that the host's own inflation never reads as the guest's
+ * growth.  These tests build the guest's /proc and /sys files under a scratch root (the
+ * agent's sys_root), in the formats Linux 6.1 writes them; the real files are read by the
+ * e2e guests (scenario 03 inflates a deflate-on-oom balloon and checks the growth watch and
+ * the reclaim replies).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "agent.h"
+
+#define MIB (1ULL << 20)
+
+/* bit 0 first, as /sys/bus/virtio/devices/virtioN/features prints them: bits 1, 2 (deflate
+ * on oom), 3, 5 and 32 of a 6.1 guest with free page reporting */
+#define FEATURES_DOO    "0111010000000000000000000000000010000000000000000000000000000000\n"
+#define FEATURES_NO_DOO "0101010000000000000000000000000010000000000000000000000000000000\n"
+
+struct root {
+	char dir[64];
+	struct agent_config c;
+};
+
+static void put(struct root *r, const char *rel, const char *text)
+{
+	char path[256], cmd[320];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s%s", r->dir, rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
+	assert_int_equal(system(cmd), 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A 1024 MiB guest: 700 MiB free, 800 available. */
+static void guest(struct root *r, const char *vmstat_balloon, const char *features)
+{
+	char vmstat[512];
+
+	snprintf(r->dir, sizeof(r->dir), "/tmp/memtide-balloon-XXXXXX");
+	assert_non_null(mkdtemp(r->dir));
+	agent_config_defaults(&r->c);
+	snprintf(r->c.sys_root, sizeof(r->c.sys_root), "%s", r->dir);
+	put(r, "/proc/meminfo",
+	    "MemTotal:        1048576 kB\nMemFree:          716800 kB\n"
+	    "MemAvailable:     819200 kB\nBuffers:            1024 kB\n");
+	snprintf(vmstat, sizeof(vmstat), "nr_free_pages 179200\npgmajfault 12\n%sswap_ra 0\n",
+		 vmstat_balloon);
+	put(r, "/proc/vmstat", vmstat);
+	if (features)
+		put(r, "/sys/bus/virtio/drivers/virtio_balloon/virtio3/features", features);
+}
+
+static void done(struct root *r)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_parsers(void **state)
+{
+	uint64_t pages = 7;
+
+	(void)state;
+	/* 6.1: inflations - deflations */
+	assert_int_equal(agent_parse_balloon_pages("balloon_inflate 51200\nballoon_deflate 12800\n"
+						   "balloon_migrate 3\n",
+						   &pages),
+			 0);
+	assert_int_equal(pages, 38400);
+	/* 6.15+: the gauge wins over the events */
+	assert_int_equal(agent_parse_balloon_pages("nr_balloon_pages 99\nballoon_inflate 51200\n"
+						   "balloon_deflate 0\n",
+						   &pages),
+			 0);
+	assert_int_equal(pages, 99);
+	/* no balloon counters (CONFIG_MEMORY_BALLOON off), or a malformed number */
+	assert_int_equal(agent_parse_balloon_pages("pgmajfault 1\n", &pages), -ENOENT);
+	assert_int_equal(agent_parse_balloon_pages("balloon_inflate x\nballoon_deflate 0\n", &pages),
+			 -ENOENT);
+	/* more deflations than inflations cannot be: nothing held */
+	assert_int_equal(agent_parse_balloon_pages("balloon_inflate 5\nballoon_deflate 9\n", &pages),
+			 0);
+	assert_int_equal(pages, 0);
+
+	assert_int_equal(agent_parse_virtio_feature(FEATURES_DOO, 2), 1);
+	assert_int_equal(agent_parse_virtio_feature(FEATURES_NO_DOO, 2), 0);
+	assert_int_equal(agent_parse_virtio_feature("01", 2), -EINVAL);
+	assert_int_equal(agent_parse_virtio_feature("01x1", 2), -EINVAL);
+}
+
+/* 150 MiB in a deflate-on-oom balloon: MemTotal is reported net of it. */
+static void test_deflate_on_oom_nets_mem_total(void **state)
+{
+	struct root r;
+	struct agent_balloon b;
+	struct proto_stats st;
+	uint32_t caps;
+	uint64_t total, avail;
+
+	(void)state;
+	guest(&r, "balloon_inflate 51200\nballoon_deflate 12800\n", FEATURES_DOO);
+	assert_int_equal(agent_balloon_read(&r.c, &b), 0);
+	assert_int_equal(b.pages, 38400);
+	assert_int_equal(b.held_bytes, 150 * MIB);
+	assert_true(b.in_mem_total);
+	assert_int_equal(agent_read_meminfo(&r.c, &st), 0);
+	assert_int_equal(st.mem_total_bytes, (1024 - 150) * MIB);
+	assert_int_equal(st.mem_free_bytes, 700 * MIB);
+	assert_int_equal(st.mem_available_bytes, 800 * MIB);
+	/* every door the agent reads memory through agrees: stats and the growth watch */
+	assert_int_equal(agent_collect_stats(&r.c, &st, &caps), 0);
+	assert_int_equal(st.mem_total_bytes, (1024 - 150) * MIB);
+	assert_int_equal(st.pgmajfault, 12);
+	assert_int_equal(agent_watch_read(&r.c, &total, &avail), 0);
+	assert_int_equal(total, (1024 - 150) * MIB);
+	assert_int_equal(avail, 800 * MIB);
+	done(&r);
+}
+
+/* Without deflate-on-oom the driver took the pages out of MemTotal itself: left as printed. */
+static void test_plain_balloon_left_alone(void **state)
+{
+	struct root r;
+	struct proto_stats st;
+
+	(void)state;
+	guest(&r, "balloon_inflate 51200\nballoon_deflate 12800\n", FEATURES_NO_DOO);
+	assert_int_equal(agent_read_meminfo(&r.c, &st), 0);
+	assert_int_equal(st.mem_total_bytes, 1024 * MIB);
+	done(&r);
+	/* features unreadable: unknown, left as printed (the guest looks bigger, never smaller) */
+	guest(&r, "balloon_inflate 51200\nballoon_deflate 12800\n", NULL);
+	assert_int_equal(agent_read_meminfo(&r.c, &st), 0);
+	assert_int_equal(st.mem_total_bytes, 1024 * MIB);
+	done(&r);
+	/* no balloon counters at all */
+	guest(&r, "", FEATURES_DOO);
+	assert_int_equal(agent_read_meminfo(&r.c, &st), 0);
+	assert_int_equal(st.mem_total_bytes, 1024 * MIB);
+	done(&r);
+}
+
+/* Counters that claim more than MemTotal - MemAvailable (a hostile or broken kernel view):
+ * MemTotal never falls below what is available. */
+static void test_adjust_clamps(void **state)
+{
+	struct agent_balloon b = {.pages = 1, .held_bytes = 900 * MIB, .in_mem_total = true};
+	struct proto_stats st = {
+	    .mem_total_bytes = 1024 * MIB, .mem_free_bytes = 700 * MIB, .mem_available_bytes = 800 * MIB};
+
+	(void)state;
+	agent_balloon_adjust(&b, &st);
+	assert_int_equal(st.mem_total_bytes, 800 * MIB);
+	b.in_mem_total = false;
+	st.mem_total_bytes = 1024 * MIB;
+	agent_balloon_adjust(&b, &st);
+	assert_int_equal(st.mem_total_bytes, 1024 * MIB);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parsers),
+	    cmocka_unit_test(test_deflate_on_oom_nets_mem_total),
+	    cmocka_unit_test(test_plain_balloon_left_alone),
+	    cmocka_unit_test(test_adjust_clamps),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
