@@ -64,6 +64,7 @@ struct mtd_agent_link {
 	unsigned hint_head, hint_count;
 	uint64_t need_bytes;
 	uint32_t reclaim_outstanding; /* id of the request in flight, 0: none */
+	uint32_t reclaim_late;        /* id of the last request given up on, 0: none */
 	uint64_t reclaim_sent_ms;
 	uint32_t reclaim_deadline_ms;
 	struct proto_reclaim_reply reclaim_reply;
@@ -173,6 +174,7 @@ static void link_down(struct mtd_agent_link *l, uint64_t now_ms, const char *why
 	l->fd_from_source = false;
 	l->state = LINK_DOWN;
 	l->reclaim_outstanding = 0;
+	l->reclaim_late = 0;
 	l->ping_id = 0;
 	proto_reader_reset(&l->rd);
 	proto_writer_reset(&l->wr);
@@ -412,6 +414,7 @@ static enum proto_status on_hello(struct mtd_agent_link *l, const struct proto_m
 	if (l->state == LINK_READY && h->role == PROTO_ROLE_AGENT) {
 		l->ctr.rehellos++;
 		l->reclaim_outstanding = 0;
+		l->reclaim_late = 0;
 		proto_guard_init(&l->guard);
 		mtd_notice("agent %s: a new agent said hello on the open channel (restarted?): "
 			   "handshaking again",
@@ -468,6 +471,17 @@ static enum proto_status on_hint(struct mtd_agent_link *l, const struct proto_ms
 static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct proto_msg *m,
 					  struct proto_error *e)
 {
+	/* A reply to the request given up on last is still the guest's measured answer (a
+	 * reclaim under heavy swap can overrun its deadline by seconds under TCG): taken, late,
+	 * as long as no newer request went out since. */
+	if (!l->reclaim_outstanding && l->reclaim_late && m->u.reclaim_reply.re == l->reclaim_late) {
+		mtd_info("agent %s: the reply to reclaim %u came after its deadline", l->path,
+			 l->reclaim_late);
+		l->reclaim_late = 0;
+		l->reclaim_reply = m->u.reclaim_reply;
+		l->reclaim_seq++;
+		return PROTO_OK;
+	}
 	if (!l->reclaim_outstanding || m->u.reclaim_reply.re != l->reclaim_outstanding) {
 		snprintf(e->message, sizeof(e->message), "reclaim_reply answers no open request");
 		return PROTO_E_STATE;
@@ -662,6 +676,7 @@ void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms)
 	if (l->reclaim_outstanding && now_ms > l->reclaim_sent_ms + l->reclaim_deadline_ms + 5000) {
 		mtd_warn("agent %s: no reply to reclaim %u within its deadline", l->path,
 			 l->reclaim_outstanding);
+		l->reclaim_late = l->reclaim_outstanding;
 		l->reclaim_outstanding = 0;
 	}
 	maybe_ping(l, now_ms);
@@ -698,6 +713,7 @@ int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_t
 	if (rc < 0)
 		return rc;
 	l->reclaim_outstanding = m.id;
+	l->reclaim_late = 0;
 	l->reclaim_sent_ms = now_ms;
 	l->reclaim_deadline_ms = deadline_ms;
 	int f = proto_writer_flush(&l->wr, l->fd);

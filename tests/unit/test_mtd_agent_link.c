@@ -189,6 +189,41 @@ static void test_handshake_stats_need_reclaim(void **state)
 	assert_int_equal(rr->freed_bytes, 20u << 20);
 	assert_int_equal(mtd_agent_link_reclaim(l, 1u << 20, false, 1000, now), 0);
 
+	/* A reply after the deadline (+5 s grace) was given up on is still taken: the guest's
+	 * measured answer, late; a second copy answers nothing and changes nothing. */
+	peer_read(fd, &m);
+	rid = m.id;
+	now += 1000 + 5001;
+	mtd_agent_link_service(l, now);
+	assert_int_equal(mtd_agent_link_reclaim(l, 1u << 20, false, 1000, now), 0);
+	peer_read(fd, &m);
+	uint32_t rid3 = m.id;
+	/* a newer request went out: the late one's reply is refused */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_RECLAIM_REPLY;
+	m.u.reclaim_reply.re = rid;
+	m.u.reclaim_reply.result = PROTO_RECLAIM_DONE;
+	m.u.reclaim_reply.requested_bytes = 1u << 20;
+	m.u.reclaim_reply.freed_bytes = 1u << 20;
+	peer_send(fd, &m);
+	mtd_agent_link_service(l, now);
+	(void)mtd_agent_link_reclaim_reply(l, &seq);
+	assert_int_equal(seq, 1);
+	/* the newer one times out, then its reply comes: taken */
+	now += 1000 + 5001;
+	mtd_agent_link_service(l, now);
+	m.u.reclaim_reply.re = rid3;
+	m.u.reclaim_reply.freed_bytes = 3u << 20;
+	peer_send(fd, &m);
+	mtd_agent_link_service(l, now);
+	rr = mtd_agent_link_reclaim_reply(l, &seq);
+	assert_int_equal(seq, 2);
+	assert_int_equal(rr->freed_bytes, 3u << 20);
+	peer_send(fd, &m);
+	mtd_agent_link_service(l, now);
+	(void)mtd_agent_link_reclaim_reply(l, &seq);
+	assert_int_equal(seq, 2);
+
 	close(fd);
 	mtd_agent_link_free(l);
 	close(listen_fd);
