@@ -4,7 +4,7 @@
 #
 # Plain QEMU, the guest and workload of scenario 2 (200 MiB hot, 350 MiB cold anon, 150 MiB
 # cold tmpfs, zram swap inside, guest THP off), memtided --interval 2.  From second 20 of the
-# hot phase, once memtided's balloon holds at least 128 MiB (the guest's MemTotal fell by that:
+# hot phase, once memtided's balloon holds at least 128 MiB (the guest's vmstat balloon pages:
 # the growth must meet a squeezed guest, whatever pace memtided took; a fixed second raced with
 # it and, in one CI run, met a guest memtided had already given its memory back), memload grows
 # its hot set by 300 MiB (first touch of a new mapping).  What reacts
@@ -21,20 +21,6 @@
 . "$(dirname "$0")/../lib.sh"
 e2e_init 03_growth
 echo "1..5"
-# Known regression, bisected and open (issue 16): since the vhost-user-vsock merge (4de9017;
-# the scenario passes at 8044a76, just before it) it fails on this machine: the agent answers
-# memtided's first reclaim request "freed 0 of 128 MiB" (145 MiB before), memtided reads the
-# growth watch's next need as the step refused, holds 60 s at full size, and the growth meets
-# an unsqueezed guest (checks 1 and 2).  With memtided's agent pings off (agent_ping = 0) it
-# passed once, though the reclaim still answered "freed 0": a timing interplay between the
-# pings and the agent's reclaim, not yet understood.  Skipped in make check until it is fixed,
-# so that the rest lands; E2E_RUN_03=1 runs it as it is.
-if [ "${E2E_RUN_03:-0}" != 1 ]; then
-	for i in 1 2 3 4 5; do
-		echo "ok $i # SKIP known regression since the vsock merge (4de9017): the agent's first reclaim answers freed 0; E2E_RUN_03=1 runs it"
-	done
-	exit 0
-fi
 if ! e2e_build; then
 	e2e_not_ok "guest image: cannot build it (see above)"
 	exit 1
