@@ -208,8 +208,7 @@ static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_in
  * frees it (into 2 MiB blocks free page reporting hands back) before the balloon's own
  * 4 KiB picks.  In soft mode, the same step the target just took, or what the guest uses
  * beyond the target if that is more (it refilled), one step at most, and only while the
- * controller is taking memory (not within a hold or while giving back), and only while the
- * guest's use reaches into the new target's headroom.  The step matters
+ * controller is taking memory (not within a hold or while giving back).  The step matters
  * when the estimate follows the guest's use (an agent without MGLRU reports no wss: its
  * MemTotal - MemAvailable counts as the working set, so use never exceeds the target, and
  * each freed step is what lowers the next estimate, as the balloon's steps do).
@@ -245,14 +244,6 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 	if (soft && ask_guest && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
 		uint64_t cut = prev_target > st->target_bytes ? prev_target - st->target_bytes : 0;
 		uint64_t over = 0;
-		/* A guest already using less than the new target minus its headroom has room
-		 * under it: the cut asks nothing of it.  Asked anyway, it would free below what
-		 * it uses, and with nothing cold left that is its hot set (scenario 2 once asked a
-		 * guest using 241 MiB for 128 more as its target fell 540 -> 412 MiB: the hot
-		 * set went to swap and its rate to 0.63 of the baseline). */
-		if (in->used_known &&
-		    in->guest_used_bytes + policy->headroom_bytes <= st->target_bytes)
-			cut = 0;
 		if (in->used_known &&
 		    in->guest_used_bytes >= st->target_bytes + cfg->min_change_bytes)
 			over = in->guest_used_bytes - st->target_bytes;
