@@ -145,6 +145,8 @@ void agent_path(const struct agent_config *c, const char *p, char *out, size_t c
 /* Parsers on file text (pure; the tests feed them real files).  Each returns 0, or -EINVAL
  * when a required line is absent or malformed. */
 int agent_parse_meminfo(const char *text, struct proto_stats *st);
+/* One "Key:" line of meminfo text, kB turned into bytes; false when absent or malformed. */
+bool agent_meminfo_get(const char *text, const char *key, uint64_t *bytes);
 int agent_parse_vmstat(const char *text, struct proto_stats *st);
 int agent_parse_psi(const char *text, struct proto_psi *psi);
 /* System RAM ranges (top-level lines only), ascending, up to max; returns the number

@@ -101,7 +101,7 @@ static uint64_t clamp(uint64_t v, uint64_t max)
 }
 
 /* Value of "Key:" in meminfo text (kB -> bytes); false when absent. */
-static bool meminfo_get(const char *text, const char *key, uint64_t *bytes)
+bool agent_meminfo_get(const char *text, const char *key, uint64_t *bytes)
 {
 	size_t klen = strlen(key);
 	const char *p = text;
@@ -125,17 +125,17 @@ static bool meminfo_get(const char *text, const char *key, uint64_t *bytes)
 
 int agent_parse_meminfo(const char *text, struct proto_stats *st)
 {
-	if (!meminfo_get(text, "MemTotal", &st->mem_total_bytes) ||
-	    !meminfo_get(text, "MemFree", &st->mem_free_bytes))
+	if (!agent_meminfo_get(text, "MemTotal", &st->mem_total_bytes) ||
+	    !agent_meminfo_get(text, "MemFree", &st->mem_free_bytes))
 		return -EINVAL;
 	/* optional lines: MemAvailable appeared in 3.14; the rest are old */
-	if (!meminfo_get(text, "MemAvailable", &st->mem_available_bytes))
+	if (!agent_meminfo_get(text, "MemAvailable", &st->mem_available_bytes))
 		st->mem_available_bytes = st->mem_free_bytes;
-	meminfo_get(text, "Cached", &st->cached_bytes);
-	meminfo_get(text, "AnonPages", &st->anon_bytes);
-	meminfo_get(text, "Shmem", &st->shmem_bytes);
-	meminfo_get(text, "SwapTotal", &st->swap_total_bytes);
-	meminfo_get(text, "SwapFree", &st->swap_free_bytes);
+	agent_meminfo_get(text, "Cached", &st->cached_bytes);
+	agent_meminfo_get(text, "AnonPages", &st->anon_bytes);
+	agent_meminfo_get(text, "Shmem", &st->shmem_bytes);
+	agent_meminfo_get(text, "SwapTotal", &st->swap_total_bytes);
+	agent_meminfo_get(text, "SwapFree", &st->swap_free_bytes);
 	st->mem_free_bytes = clamp(st->mem_free_bytes, st->mem_total_bytes);
 	st->swap_free_bytes = clamp(st->swap_free_bytes, st->swap_total_bytes);
 	return 0;
