@@ -19,12 +19,6 @@
  * therefore frees at most MemAvailable - floor, and says "floor" in the reply when that cut
  * the request.  floor = max(floor_bytes, floor_percent of MemTotal).
  *
- * The LRU cut: at most Inactive(anon) + Inactive(file) (scope file: Inactive(file)), what the
- * guest's kernel calls inactive.  Past that, reclaim deactivates and swaps the active pages,
- * the hot set: memtided's estimate of a guest without MGLRU cannot tell hot from cold, and
- * scenario 2 once had a guest using 241 MiB asked for 128 more, which went to swap from
- * its 200 MiB hot set.  The reply says "partial" and why when this cut the request.
- *
  * Honesty: every figure in the reply is measured - MemFree (plus what the balloon holds)
  * before and after each step and over the whole request - never the amount asked for.  The
  * balloon is counted because memtided inflates while the agent reclaims: pages freed and
@@ -141,22 +135,6 @@ static uint64_t mem_free(const struct agent_config *c)
 	return st.mem_free_bytes + b.held_bytes;
 }
 
-/* Inactive(file), plus Inactive(anon) when anon may go; false when unreadable. */
-static bool inactive_bytes(const struct agent_config *c, bool anon, uint64_t *out)
-{
-	char path[AGENT_PATH_MAX + 32];
-	char buf[8192];
-	uint64_t ia = 0, ifile = 0;
-
-	agent_path(c, "/proc/meminfo", path, sizeof(path));
-	if (agent_read_file(path, buf, sizeof(buf)) <= 0 ||
-	    !agent_meminfo_get(buf, "Inactive(file)", &ifile) ||
-	    (anon && !agent_meminfo_get(buf, "Inactive(anon)", &ia)))
-		return false;
-	*out = ifile + (anon ? ia : 0);
-	return true;
-}
-
 struct run {
 	const struct agent_config *c;
 	uint64_t target;      /* bytes to free, after the floor cut */
@@ -262,8 +240,8 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
 	char memcg_file[AGENT_PATH_MAX + 32];
 	struct proto_stats st;
 	struct run r = {.c = c, .rep = rep};
-	uint64_t t0 = agent_now_ms(), floor, headroom, avail0, inactive = 0;
-	bool anon = req->scope == PROTO_SCOPE_ANY, cut = false, lru_cut = false;
+	uint64_t t0 = agent_now_ms(), floor, headroom, avail0;
+	bool anon = req->scope == PROTO_SCOPE_ANY, cut = false;
 	uint32_t caps = agent_reclaim_caps(c);
 
 	memset(rep, 0, sizeof(*rep));
@@ -281,15 +259,6 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
 	if (r.target > headroom) {
 		r.target = headroom;
 		cut = true;
-	}
-	/* The guest's own LRU: what it calls inactive is what reclaim takes first; asked for
-	 * more, memory.reclaim deactivates and swaps out the active pages, the ones in use.
-	 * The host's estimate cannot always tell those apart (a guest without MGLRU reports
-	 * no ages), so the agent never frees beyond its inactive lists (scope file: the file
-	 * list only), and says so. */
-	if (r.target > 0 && inactive_bytes(c, anon, &inactive) && r.target > inactive) {
-		r.target = inactive;
-		lru_cut = !cut;
 	}
 	r.start_free = st.mem_free_bytes;
 	r.deadline_ms = t0 + req->deadline_ms;
@@ -320,11 +289,6 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
 			 "MemAvailable %llu MiB, floor %llu MiB: at most %llu MiB may go",
 			 (unsigned long long)avail0 >> 20, (unsigned long long)floor >> 20,
 			 (unsigned long long)headroom >> 20);
-	} else if (lru_cut && rep->freed_bytes < req->bytes) {
-		rep->result = PROTO_RECLAIM_PARTIAL;
-		snprintf(rep->message, sizeof(rep->message),
-			 "the guest's LRU holds %llu MiB inactive: the rest is active, in use",
-			 (unsigned long long)inactive >> 20);
 	} else if (r.tried == 0) {
 		rep->result = PROTO_RECLAIM_UNSUPPORTED;
 		snprintf(rep->message, sizeof(rep->message),

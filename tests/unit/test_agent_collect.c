@@ -379,47 +379,6 @@ static void test_reclaim_floor_and_methods(void **state)
 		       agent_reclaim_caps(&c) & PROTO_CAP_RECLAIM_MEMCG ? "present" : "absent");
 }
 
-/* The LRU cut: a request beyond what the guest's kernel calls inactive is cut to it, and the
- * reply says so (partial, with the figure), whatever the methods could have freed. */
-static void test_reclaim_lru_cut(void **state)
-{
-	struct agent_config c;
-	struct proto_reclaim req = {64 << 20, PROTO_SCOPE_ANY, 2000, false};
-	struct proto_reclaim_reply rep;
-	char root[] = "/tmp/memtide-lru-XXXXXX", cmd[256], path[128];
-	FILE *f;
-
-	(void)state;
-	assert_non_null(mkdtemp(root));
-	snprintf(cmd, sizeof(cmd), "mkdir -p %s/proc", root);
-	assert_int_equal(system(cmd), 0);
-	snprintf(path, sizeof(path), "%s/proc/meminfo", root);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("MemTotal:        1048576 kB\nMemFree:          102400 kB\n"
-	      "MemAvailable:     819200 kB\nActive(anon):     204800 kB\n"
-	      "Inactive(anon):     4096 kB\nActive(file):      10240 kB\n"
-	      "Inactive(file):     6144 kB\n",
-	      f);
-	fclose(f);
-	agent_config_defaults(&c);
-	snprintf(c.sys_root, sizeof(c.sys_root), "%s", root);
-	agent_reclaim_run(&c, &req, &rep);
-	assert_int_equal(rep.result, PROTO_RECLAIM_PARTIAL);
-	assert_int_equal(rep.freed_bytes, 0);
-	assert_non_null(strstr(rep.message, "10 MiB inactive"));
-	req.scope = PROTO_SCOPE_FILE;
-	agent_reclaim_run(&c, &req, &rep);
-	assert_int_equal(rep.result, PROTO_RECLAIM_PARTIAL);
-	assert_non_null(strstr(rep.message, "6 MiB inactive"));
-	/* within the inactive lists: no cut (and here no method either) */
-	req.bytes = 4 << 20;
-	agent_reclaim_run(&c, &req, &rep);
-	assert_int_equal(rep.result, PROTO_RECLAIM_UNSUPPORTED);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-	assert_int_equal(system(cmd), 0);
-}
-
 static void test_pagemap(void **state)
 {
 	struct agent_config c;
@@ -546,7 +505,6 @@ int main(void)
 	    cmocka_unit_test(test_wss_fold_saturates),
 	    cmocka_unit_test(test_config_file),
 	    cmocka_unit_test(test_reclaim_floor_and_methods),
-	    cmocka_unit_test(test_reclaim_lru_cut),
 	    cmocka_unit_test(test_pagemap),
 	    cmocka_unit_test(test_virtio_port_lookup),
 	};
