@@ -345,8 +345,11 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	}
 	uint64_t desired = clamp_u64(sat_add(in->wss_bytes, headroom), floor, ceiling);
 
-	/* Step 8: the working set grew past the target: give the difference back now. */
-	if (desired > st->target_bytes) {
+	/* Step 8: the working set grew past the target: give the difference back now.  By at
+	 * least min_change, as a step down must be: an estimate that drifts by less (a guest
+	 * whose agent went quiet, seen 0.3 MiB a tick) is noise, and a deflate would arm the
+	 * hold and count as the guest refusing the last step. */
+	if (desired >= st->target_bytes + cfg->min_change_bytes) {
 		deflate_to(cfg, in, st, desired, MTD_CTL_GROW, out);
 		goto out;
 	}

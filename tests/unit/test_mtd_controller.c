@@ -291,6 +291,23 @@ static void test_growth_is_given_back_at_once(void **state)
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.reason, MTD_CTL_GROW);
 	assert_int_equal(out.target_bytes, 1 * GiB + 128 * MiB);
+
+	/* An estimate that drifts up by less than min_change is noise: no deflate, no hold, no
+	 * refusal counted (scenario 5 saw 0.3 MiB a tick from a quiet agent's stale figures). */
+	struct mtd_ctl_state st2 = {.primed = true,
+				    .target_bytes = 600 * MiB + 128 * MiB,
+				    .balloon_bytes = 600 * MiB + 128 * MiB,
+				    .last_take_ms = 4000};
+	in = calm(5000, 600 * MiB + 128 * MiB, 600 * MiB + cfg.min_change_bytes - 1);
+	mtd_ctl_step(&cfg, &pol, &in, &st2, &out);
+	assert_int_not_equal(out.reason, MTD_CTL_GROW);
+	assert_int_equal(out.target_bytes, 600 * MiB + 128 * MiB);
+	assert_int_equal(st2.refusals, 0);
+	assert_int_equal(st2.hold_until_ms, 0);
+	in.wss_bytes = 600 * MiB + cfg.min_change_bytes;
+	mtd_ctl_step(&cfg, &pol, &in, &st2, &out);
+	assert_int_equal(out.reason, MTD_CTL_GROW);
+	assert_int_equal(out.target_bytes, 600 * MiB + 128 * MiB + cfg.min_change_bytes);
 }
 
 static void test_no_estimate_keeps_target(void **state)
