@@ -112,8 +112,9 @@ int agent_balloon_read(const struct agent_config *c, struct agent_balloon *b)
 	if (!buf)
 		return -ENOMEM;
 	agent_path(c, "/proc/vmstat", path, sizeof(path));
-	rc = agent_read_file(path, buf, VMSTAT_BUF_BYTES) < 0 ? -EIO
-							      : agent_parse_balloon_pages(buf, &b->pages);
+	rc = agent_read_file(path, buf, VMSTAT_BUF_BYTES) < 0
+		 ? -EIO
+		 : agent_parse_balloon_pages(buf, &b->pages);
 	free(buf);
 	if (rc < 0)
 		return rc;

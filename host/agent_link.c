@@ -474,7 +474,8 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 	/* A reply to the request given up on last is still the guest's measured answer (a
 	 * reclaim under heavy swap can overrun its deadline by seconds under TCG): taken, late,
 	 * as long as no newer request went out since. */
-	if (!l->reclaim_outstanding && l->reclaim_late && m->u.reclaim_reply.re == l->reclaim_late) {
+	if (!l->reclaim_outstanding && l->reclaim_late &&
+	    m->u.reclaim_reply.re == l->reclaim_late) {
 		mtd_info("agent %s: the reply to reclaim %u came after its deadline", l->path,
 			 l->reclaim_late);
 		l->reclaim_late = 0;

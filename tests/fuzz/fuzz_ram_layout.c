@@ -78,7 +78,8 @@ static void check_layout(const struct mtd_ram_layout *l)
 		CHECK(mtd_ram_layout_find(l, r->gpa + r->bytes - 1) == r);
 		CHECK(mtd_ram_layout_gpa_to_hva(l, r->gpa + r->bytes - PAGE, &hva, &contig) == 0);
 		CHECK(hva == r->hva + r->bytes - PAGE && contig == PAGE);
-		CHECK(mtd_ram_layout_hva_to_gpa(l, hva, &gpa) == 0 && gpa == r->gpa + r->bytes - PAGE);
+		CHECK(mtd_ram_layout_hva_to_gpa(l, hva, &gpa) == 0 &&
+		      gpa == r->gpa + r->bytes - PAGE);
 	}
 	CHECK(ram == l->ram_bytes && evictable == l->evictable_bytes);
 }

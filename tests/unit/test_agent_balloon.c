@@ -95,11 +95,11 @@ static void test_parsers(void **state)
 	assert_int_equal(pages, 99);
 	/* no balloon counters (CONFIG_MEMORY_BALLOON off), or a malformed number */
 	assert_int_equal(agent_parse_balloon_pages("pgmajfault 1\n", &pages), -ENOENT);
-	assert_int_equal(agent_parse_balloon_pages("balloon_inflate x\nballoon_deflate 0\n", &pages),
-			 -ENOENT);
+	assert_int_equal(
+	    agent_parse_balloon_pages("balloon_inflate x\nballoon_deflate 0\n", &pages), -ENOENT);
 	/* more deflations than inflations cannot be: nothing held */
-	assert_int_equal(agent_parse_balloon_pages("balloon_inflate 5\nballoon_deflate 9\n", &pages),
-			 0);
+	assert_int_equal(
+	    agent_parse_balloon_pages("balloon_inflate 5\nballoon_deflate 9\n", &pages), 0);
 	assert_int_equal(pages, 0);
 
 	assert_int_equal(agent_parse_virtio_feature(FEATURES_DOO, 2), 1);
@@ -111,7 +111,7 @@ static void test_parsers(void **state)
 /* 150 MiB in a deflate-on-oom balloon: MemTotal is reported net of it. */
 static void test_deflate_on_oom_nets_mem_total(void **state)
 {
-	struct root r;
+	struct root r = {0};
 	struct agent_balloon b;
 	struct proto_stats st;
 	uint32_t caps;
@@ -140,7 +140,7 @@ static void test_deflate_on_oom_nets_mem_total(void **state)
 /* Without deflate-on-oom the driver took the pages out of MemTotal itself: left as printed. */
 static void test_plain_balloon_left_alone(void **state)
 {
-	struct root r;
+	struct root r = {0};
 	struct proto_stats st;
 
 	(void)state;
@@ -165,8 +165,9 @@ static void test_plain_balloon_left_alone(void **state)
 static void test_adjust_clamps(void **state)
 {
 	struct agent_balloon b = {.pages = 1, .held_bytes = 900 * MIB, .in_mem_total = true};
-	struct proto_stats st = {
-	    .mem_total_bytes = 1024 * MIB, .mem_free_bytes = 700 * MIB, .mem_available_bytes = 800 * MIB};
+	struct proto_stats st = {.mem_total_bytes = 1024 * MIB,
+				 .mem_free_bytes = 700 * MIB,
+				 .mem_available_bytes = 800 * MIB};
 
 	(void)state;
 	agent_balloon_adjust(&b, &st);
