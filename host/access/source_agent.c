@@ -20,7 +20,9 @@
  * whose agent reports less often than the daemon's interval does not look idle.  An agent
  * that sends no wss at all (its guest runs without MGLRU) is read through its stats instead:
  * MemTotal - MemAvailable counts as young, a high estimate, so only free and easily
- * reclaimed memory is taken from such a guest.
+ * reclaimed memory is taken from such a guest.  (The agent's MemTotal is net of the pages a
+ * deflate-on-oom balloon holds, guest-agent/agent_balloon.c: the kernel counts them as
+ * allocated, and memtided's own inflation would otherwise read as the guest's growth.)
  */
 #include "source.h"
 
