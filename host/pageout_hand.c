@@ -51,6 +51,7 @@ struct mtd_pageout_hand {
 	struct mtd_ram_layout *layout; /* NULL until first set up */
 	struct mtd_pageout *po;        /* NULL until set up, or after QEMU went away */
 	uint64_t next_setup_ms;        /* next (re)try of the setup, or of the full layout query */
+	uint64_t full_free_bytes;      /* swap free when the last cold run did not fit, 0: none */
 	struct mtd_thp_settings thp;
 	uint64_t thp_read_ms;
 	struct mtd_swap_stat swap;
@@ -448,11 +449,23 @@ static void tell_source(struct mtd_pageout_hand *h, struct vmm_run *runs, size_t
 		in->evicted(in->evicted_ctx, out, no);
 }
 
-/* Room in swap for this VM now, in pages; 0 with a paused state when there is none. */
-static uint64_t swap_budget(struct mtd_pageout_hand *h)
+/* Paused: the host's swap has no room for the next cold run (or none at all past the
+ * reserve).  Cold pages stay in guest RAM; nothing is lost. */
+static void say_full(struct mtd_pageout_hand *h)
 {
 	char a[32], b[32];
 
+	snprintf(a, sizeof(a), "%" PRIu64 " MiB", h->swap.free_bytes / MiB);
+	snprintf(b, sizeof(b), "%" PRIu64 " MiB", h->swap.total_bytes / MiB);
+	set_state(h, MTD_PAGEOUT_PAUSED,
+		  "host swap full (%s free of %s, %" PRIu64 " MiB kept in reserve): cold "
+		  "pages stay in guest RAM, nothing is lost",
+		  a, b, h->cfg.swap_reserve_bytes / MiB);
+}
+
+/* Room in swap for this VM now, in pages; 0 with a paused state when there is none. */
+static uint64_t swap_budget(struct mtd_pageout_hand *h)
+{
 	h->swap_known = mtd_swap_read(h->proc_root, h->sys_root, &h->swap) == 0;
 	if (!h->swap_known) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
@@ -464,15 +477,14 @@ static uint64_t swap_budget(struct mtd_pageout_hand *h)
 			  "docs/operations.md \"Host swap\")");
 		return 0;
 	}
-	if (h->swap.free_bytes <= h->cfg.swap_reserve_bytes) {
-		snprintf(a, sizeof(a), "%" PRIu64 " MiB", h->swap.free_bytes / MiB);
-		snprintf(b, sizeof(b), "%" PRIu64 " MiB", h->swap.total_bytes / MiB);
-		set_state(h, MTD_PAGEOUT_PAUSED,
-			  "host swap full (%s free of %s, %" PRIu64 " MiB kept in reserve): cold "
-			  "pages stay in guest RAM, nothing is lost",
-			  a, b, h->cfg.swap_reserve_bytes / MiB);
+	/* Full: nothing past the reserve, or no more room than when the last cold run did not
+	 * fit (until swap frees up, trying again each tick would only flap the state). */
+	if (h->swap.free_bytes <= h->cfg.swap_reserve_bytes ||
+	    (h->full_free_bytes && h->swap.free_bytes <= h->full_free_bytes)) {
+		say_full(h);
 		return 0;
 	}
+	h->full_free_bytes = 0;
 	return (h->swap.free_bytes - h->cfg.swap_reserve_bytes) >> VMM_PAGE_SHIFT;
 }
 
@@ -480,6 +492,7 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 {
 	struct vmm_guest_stats gs;
 	uint64_t sent = 0, ns = 0, evicted = 0, budget;
+	bool full = false;
 
 	if (!h)
 		return;
@@ -567,12 +580,22 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			set_state(h, MTD_PAGEOUT_REFUSED, "pageout failed: %s", strerror(-rc));
 			break;
 		}
-		if (pr.kept_pages[MTD_PO_KEPT_SWAP_FULL])
+		if (pr.kept_pages[MTD_PO_KEPT_SWAP_FULL]) {
+			full = true;
 			break; /* the next round reads the swap figures again */
+		}
 		if (er.nr_runs < EVICT_RUNS)
 			break;
 	}
 	h->g = NULL;
+	/* What is left past the reserve is smaller than the cold runs (whole 2 MiB blocks where
+	 * the host backs them with a huge page): as full as an empty reserve, and said so
+	 * (host_pageout's 160 MiB swap once stopped at 143 MiB, 17 MiB free, 16 in reserve,
+	 * "active" with nothing going out). */
+	if (full && !sent) {
+		h->full_free_bytes = h->swap.free_bytes;
+		say_full(h);
+	}
 	if (sent) {
 		h->last_out_bytes = sent << VMM_PAGE_SHIFT;
 		h->last_out_ms = ns / 1000000;
