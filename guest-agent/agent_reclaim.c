@@ -26,7 +26,9 @@
  * negative delta is reported as 0.
  *
  * Steps run in chunks of at most CHUNK_BYTES, checking the deadline between chunks, so one
- * request blocks the agent's loop for about its deadline at most.
+ * request blocks the agent's loop for about its deadline at most; memory.reclaim's chunks
+ * start at 4 MiB and follow how long each takes (doubled under 200 ms, halved over 500 ms),
+ * since a single write cannot be cut short.
  *
  * Seen (Debian 6.1 guest, 768 MiB, QEMU TCG, zram swap, 200 MiB of cold shmem): a 64 MiB
  * "any" request -> memcg freed 67.7 MB in 310 ms, MemFree +68 MiB as the guest's own
@@ -42,6 +44,10 @@
 #include "agent.h"
 
 #define CHUNK_BYTES    (64ULL << 20)
+#define CHUNK_MIN      (1ULL << 20) /* memory.reclaim's first and smallest chunk ... */
+#define CHUNK_FIRST    (4ULL << 20)
+#define CHUNK_FAST_MS  200          /* ... doubled while a chunk takes less, halved when it takes */
+#define CHUNK_SLOW_MS  500          /* more: the loop is back to its timers within ~0.5 s */
 #define MIN_GAIN_BYTES (1ULL << 20) /* a chunk that frees less ends the method */
 
 int agent_cgroup2_root(const struct agent_config *c, char *out, size_t cap)
@@ -190,16 +196,26 @@ static void run_memcg(struct run *r, const char *file)
 	uint64_t free0 = mem_free(r->c), t0 = agent_now_ms();
 	int err = 0;
 
+	uint64_t chunk = CHUNK_FIRST;
+
 	while (!done(r)) {
-		uint64_t left = r->target - freed_so_far(r);
+		uint64_t left = r->target - freed_so_far(r), c0 = agent_now_ms();
 		char num[32];
 
 		snprintf(num, sizeof(num), "%llu",
-			 (unsigned long long)(left < CHUNK_BYTES ? left : CHUNK_BYTES));
+			 (unsigned long long)(left < chunk ? left : chunk));
 		err = agent_write_file(file, num);
 		/* EAGAIN: the kernel could not reclaim the whole chunk - it has no more */
 		if (err < 0)
 			break;
+		/* Size the next chunk by how long this one took: one write cannot be cut short,
+		 * and a guest under load reclaims slowly (TCG, into zram: one 32 MiB write kept
+		 * the agent from its timers for over 30 s, and memtided called it silent). */
+		uint64_t took = agent_now_ms() - c0;
+		if (took < CHUNK_FAST_MS && chunk < CHUNK_BYTES)
+			chunk *= 2;
+		else if (took > CHUNK_SLOW_MS && chunk > CHUNK_MIN)
+			chunk /= 2;
 	}
 	step_end(r, s, free0, t0, err == -EAGAIN ? 0 : err);
 }

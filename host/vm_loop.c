@@ -567,8 +567,12 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 	if (vm->agent) {
 		mtd_agent_link_service(vm->agent, t->now_ms);
 		uint64_t heard = mtd_agent_link_last_heard(vm->agent);
+		/* An agent reclaiming for us is busy, not silent: its loop reports nothing while
+		 * the kernel reclaims (under TCG into zram one request took over 30 s). */
 		t->agent_fresh = mtd_agent_link_ready(vm->agent) && heard &&
-				 t->now_ms - heard <= cfg->ctl.agent_silence_ms;
+				 (t->now_ms - heard <= cfg->ctl.agent_silence_ms ||
+				  mtd_agent_link_reclaiming(vm->agent, t->now_ms,
+							    2 * cfg->ctl.agent_silence_ms));
 		const struct proto_stats *as = mtd_agent_link_stats(vm->agent, &seq);
 		t->as = t->agent_fresh ? as : NULL;
 		t->need_bytes = mtd_agent_link_take_need(vm->agent);

@@ -209,9 +209,12 @@ static void test_handshake_stats_need_reclaim(void **state)
 	mtd_agent_link_service(l, now);
 	(void)mtd_agent_link_reclaim_reply(l, &seq);
 	assert_int_equal(seq, 1);
-	/* the newer one times out, then its reply comes: taken */
+	/* the newer one times out, then its reply comes: taken; until then the agent counts as
+	 * busy reclaiming for us (not silent) for as long as the caller's silence allows */
 	now += 1000 + 5001;
 	mtd_agent_link_service(l, now);
+	assert_true(mtd_agent_link_reclaiming(l, now, 60000));
+	assert_false(mtd_agent_link_reclaiming(l, now, 1000));
 	m.u.reclaim_reply.re = rid3;
 	m.u.reclaim_reply.freed_bytes = 3u << 20;
 	peer_send(fd, &m);
@@ -219,6 +222,7 @@ static void test_handshake_stats_need_reclaim(void **state)
 	rr = mtd_agent_link_reclaim_reply(l, &seq);
 	assert_int_equal(seq, 2);
 	assert_int_equal(rr->freed_bytes, 3u << 20);
+	assert_false(mtd_agent_link_reclaiming(l, now, 60000));
 	peer_send(fd, &m);
 	mtd_agent_link_service(l, now);
 	(void)mtd_agent_link_reclaim_reply(l, &seq);
