@@ -154,7 +154,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(ALL_LIBS)
 # objects under $(BUILD)/obj carry no coverage and are never mixed in.  The linker takes
 # from each library only what a target calls.
 #   make fuzz-build                   build every target
-#   make fuzz [FUZZ_SECONDS=N]        build, then run each for N seconds (default 5), as
+#   make fuzz [FUZZ_SECONDS=N]        build, then run each for N seconds (default 3), as
 #                                     `make check`'s fuzz suite does; longer N for campaigns
 FUZZ_CC     ?= clang-14
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=undefined

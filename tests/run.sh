@@ -75,13 +75,13 @@ for suite in "${suites[@]}"; do
 			run_one integration "$(basename "$t" .sh)" 900 bash "$t"
 		done ;;
 	fuzz)
-		# Each target runs FUZZ_SECONDS (default 5: 12 targets, ~6-7 s each with start-up,
-		# keep make check's fuzzing at about 80 s; the long campaigns are docs/fuzzing.md's)
+		# Each target runs FUZZ_SECONDS (default 3: 13 targets, ~4-5 s each with start-up,
+		# keep make check's fuzzing near a minute; the long campaigns are docs/fuzzing.md's)
 		# from its committed seeds plus the corpus it grew on earlier runs (kept under
 		# $BUILD/fuzz-corpus, out of git), with its dictionary when there is one.  A
 		# crash, leak, sanitizer report or a single input slower than 10 s fails it; the
 		# input is saved as $BUILD/fuzz-corpus/NAME/crash-* (or leak-*, timeout-*).
-		secs=${FUZZ_SECONDS:-5}
+		secs=${FUZZ_SECONDS:-3}
 		for t in "$BUILD"/fuzz/fuzz_*; do
 			[ -x "$t" ] || continue
 			n=$(basename "$t")

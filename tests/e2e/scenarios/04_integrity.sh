@@ -24,8 +24,8 @@ if ! e2e_build; then
 	exit 1
 fi
 [ -x "$BUILD/bin/memtided" ] || { e2e_not_ok "memtided is not built"; exit 1; }
-# 12 cap + lift cycles in make check, 40 in make soak (E2E_SOAK=1)
-CYCLES=${INTEGRITY_CYCLES:-$([ -n "${E2E_SOAK:-}" ] && echo 40 || echo 12)}
+# 8 cap + lift cycles in make check (about 10 s each), 40 in make soak (E2E_SOAK=1)
+CYCLES=${INTEGRITY_CYCLES:-$([ -n "${E2E_SOAK:-}" ] && echo 40 || echo 8)}
 LOW=${INTEGRITY_LOW:-480} FULL=768 DATA=448
 e2e_boot $FULL "memload integrity $DATA 1200" "memtide.zram_mib=600 transparent_hugepage=never"
 e2e_wait '^E2E-READY' 60 >/dev/null
