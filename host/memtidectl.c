@@ -67,7 +67,7 @@ static void usage(FILE *f)
 	    "  policy set DOMAIN KEY=VALUE...  change it (stored in the domain's libvirt\n"
 	    "                                metadata); keys: enabled min max priority\n"
 	    "                                target_refault_per_min headroom return source\n"
-	    "                                ept_window observe\n"
+	    "                                ept_window observe cold_age\n"
 	    "  attach DOMAIN | detach DOMAIN start or stop managing a domain (detach leaves\n"
 	    "                                it at the size it has)\n"
 	    "  release DOMAIN|--all [--wait] give VMs their full memory back, at a pace the\n"
@@ -582,9 +582,13 @@ static void print_vm(struct json_object *vm)
 		printf("  agent capabilities unknown: no agent has said hello on this attach\n");
 	}
 	print_health(vm, "  ");
-	printf("  controller: cold age threshold %s (reuse floor %s), working set at it %s, "
+	struct json_object *fixed_pol = NULL;
+	bool fixed = json_object_object_get_ex(vm, "policy", &fixed_pol) &&
+		     get_i(fixed_pol, "cold_age_ms") > 0;
+	printf("  controller: cold age threshold %s%s (reuse floor %s), working set at it %s, "
 	       "refaults %.3f%% of resident pages per minute, output %.3f\n",
 	       age_str(get_i(vm, "cold_age_ms"), a, sizeof(a)),
+	       fixed ? " (fixed by policy cold_age)" : "",
 	       get_i(vm, "reuse_floor_ms") > 0 ? age_str(get_i(vm, "reuse_floor_ms"), c, sizeof(c))
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),

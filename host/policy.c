@@ -177,6 +177,7 @@ void mtd_policy_default(struct mtd_policy *p)
 	/* Every field: a policy on the stack must not start with a stray byte in observe
 	 * (found by tests/fuzz/fuzz_policy_xml.c: a bool read as 253). */
 	p->observe = false;
+	p->cold_age_ms = 0;
 }
 
 static const char *const access_names[] = {
@@ -192,7 +193,7 @@ const char *mtd_access_pref_name(enum mtd_access_pref p)
 
 const char *const mtd_policy_keys[MTD_POLICY_NKEYS] = {
     "enabled",  "min",    "max",    "priority",   "target_refault_per_min",
-    "headroom", "return", "source", "ept_window", "observe",
+    "headroom", "return", "source", "ept_window", "observe", "cold_age",
 };
 
 int mtd_policy_key_index(const char *key)
@@ -237,6 +238,9 @@ int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t
 		break;
 	case 9:
 		n = snprintf(buf, len, "%s", p->observe ? "yes" : "no");
+		break;
+	case 10:
+		n = snprintf(buf, len, "%" PRIu64 "ms", p->cold_age_ms);
 		break;
 	default:
 		return -EINVAL;
@@ -351,10 +355,22 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 				 value);
 			rc = -EINVAL;
 		}
+	} else if (strcmp(key, "cold_age") == 0) {
+		/* 0 gives the choice back to the controller; a fixed age below 5 s would evict
+		 * what the guest touched within two aging rounds. */
+		if (mtd_parse_ms(value, &n.cold_age_ms) < 0 ||
+		    (n.cold_age_ms && (n.cold_age_ms < 5000 || n.cold_age_ms > 3600000))) {
+			snprintf(err, errlen,
+				 "cold_age must be 0 (the refault controller chooses) or a duration "
+				 "from 5s to 1h such as 60s, not '%.32s'",
+				 value);
+			rc = -EINVAL;
+		}
 	} else {
 		snprintf(err, errlen,
 			 "unknown policy key '%.32s' (enabled, min, max, priority, "
-			 "target_refault_per_min, headroom, return, source, ept_window, observe)",
+			 "target_refault_per_min, headroom, return, source, ept_window, observe, "
+			 "cold_age)",
 			 key);
 		rc = -EINVAL;
 	}
@@ -440,10 +456,12 @@ int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len)
 	    snprintf(buf, len,
 		     "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
 		     "\" priority=\"%u\" target_refault_per_min=\"%s\" headroom=\"%" PRIu64
-		     "\" return=\"%s\" source=\"%s\" ept_window=\"%" PRIu64 "ms\" observe=\"%s\"/>",
+		     "\" return=\"%s\" source=\"%s\" ept_window=\"%" PRIu64
+		     "ms\" observe=\"%s\" cold_age=\"%" PRIu64 "ms\"/>",
 		     p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority, rate,
 		     p->headroom_bytes, mtd_return_via_name(p->return_via),
-		     mtd_access_pref_name(p->source), p->ept_window_ms, p->observe ? "yes" : "no");
+		     mtd_access_pref_name(p->source), p->ept_window_ms, p->observe ? "yes" : "no",
+		     p->cold_age_ms);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 

@@ -107,7 +107,7 @@ int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key,
 void mtd_policy_default(struct mtd_policy *p);
 
 /* The policy keys, in a fixed order (an index names a key in runtime overrides). */
-#define MTD_POLICY_NKEYS     10
+#define MTD_POLICY_NKEYS     11
 #define MTD_POLICY_VALUE_MAX 40 /* longest value text kept for a key (with its NUL) */
 extern const char *const mtd_policy_keys[MTD_POLICY_NKEYS];
 /* The index of key in mtd_policy_keys, or -1. */
@@ -116,8 +116,7 @@ int mtd_policy_key_index(const char *key);
  * (sizes in bytes).  0, -EINVAL or -ENOSPC. */
 int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len);
 /* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return,
- * source, ept_window) from
- * text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */
+ * source, ept_window, observe, cold_age) from text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
 		      size_t errlen);
 /* min <= max (when max is set), and the like.  0 or -EINVAL. */

@@ -39,6 +39,7 @@ struct json_object *mtd_json_policy(const struct mtd_policy *p)
 	put_str(o, "source", mtd_access_pref_name(p->source));
 	put_u64(o, "ept_window_ms", p->ept_window_ms);
 	json_object_object_add(o, "observe", json_object_new_boolean(p->observe));
+	put_u64(o, "cold_age_ms", p->cold_age_ms);
 	return o;
 }
 

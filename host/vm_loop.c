@@ -638,6 +638,12 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	 * guest still comes back to (vmm/reuse.c). */
 	vmm_reclaim_observe_reuse(&vm->reclaim, t->gs.reuse_hist);
 	vm->cold_age_ms = vmm_reclaim_update(&vm->reclaim, signal, t->gs.resident_pages, t->dt_ms);
+	/* A fixed cold age (policy cold_age) replaces the controller's choice; the controller
+	 * still runs, so its rate and floor stay visible.  The generations kept bound it too. */
+	if (vm->policy.cold_age_ms)
+		vm->cold_age_ms = vm->policy.cold_age_ms < vm->reclaim.cfg.max_age_ms
+				      ? vm->policy.cold_age_ms
+				      : vm->reclaim.cfg.max_age_ms;
 
 	/* Two aging rounds at least before the estimate means anything. */
 	if (vm->rounds >= 2 &&

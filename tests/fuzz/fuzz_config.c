@@ -67,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		      back.headroom_bytes == cfg.defaults.headroom_bytes &&
 		      back.return_via == cfg.defaults.return_via &&
 		      back.source == cfg.defaults.source &&
-		      back.ept_window_ms == cfg.defaults.ept_window_ms);
+		      back.ept_window_ms == cfg.defaults.ept_window_ms &&
+		      back.cold_age_ms == cfg.defaults.cold_age_ms);
 	} else {
 		CHECK(strncmp(err, "fuzz.conf", 9) == 0);
 		CHECK(same_bytes(&cfg, &before, sizeof(cfg)));

@@ -103,6 +103,11 @@ static void test_policy_keys(void **state)
 	assert_string_equal(mtd_return_via_name(p.return_via), "auto");
 	assert_int_equal(mtd_policy_set_kv(&p, "return", "balloon", err, sizeof(err)), 0);
 	assert_int_equal(p.return_via, MTD_RETURN_BALLOON);
+	assert_int_equal(p.cold_age_ms, 0); /* the default: the controller chooses */
+	assert_int_equal(mtd_policy_set_kv(&p, "cold_age", "45s", err, sizeof(err)), 0);
+	assert_int_equal(p.cold_age_ms, 45000);
+	assert_int_equal(mtd_policy_set_kv(&p, "cold_age", "0", err, sizeof(err)), 0);
+	assert_int_equal(p.cold_age_ms, 0);
 
 	keep = p;
 	struct {
@@ -121,6 +126,9 @@ static void test_policy_keys(void **state)
 	    {"headroom", "1E", "headroom"},
 	    {"return", "swap", "balloon, reclaim, pageout or auto"},
 	    {"return", "", "balloon, reclaim, pageout or auto"},
+	    {"cold_age", "1s", "from 5s to 1h"},
+	    {"cold_age", "2h", "from 5s to 1h"},
+	    {"cold_age", "soon", "cold_age must be"},
 	    {"colour", "blue", "unknown policy key"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -148,11 +156,13 @@ static void test_policy_xml_round_trip(void **state)
 	p.target_refault_per_min = 0.005;
 	p.return_via = MTD_RETURN_BALLOON;
 	p.observe = true;
+	p.cold_age_ms = 30000;
 	assert_int_equal(mtd_policy_to_xml(&p, xml, sizeof(xml)), 0);
 	mtd_policy_default(&q);
 	assert_false(q.observe);
 	assert_int_equal(mtd_policy_from_xml(&q, xml, err, sizeof(err)), 0);
 	assert_true(q.observe);
+	assert_int_equal(q.cold_age_ms, 30000);
 	assert_int_equal(q.min_bytes, p.min_bytes);
 	assert_int_equal(q.max_bytes, p.max_bytes);
 	assert_int_equal(q.priority, 3);
