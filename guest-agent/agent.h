@@ -147,6 +147,9 @@ void agent_path(const struct agent_config *c, const char *p, char *out, size_t c
 int agent_parse_meminfo(const char *text, struct proto_stats *st);
 /* One "Key:" line of meminfo text, kB turned into bytes; false when absent or malformed. */
 bool agent_meminfo_get(const char *text, const char *key, uint64_t *bytes);
+/* One "name value" line of vmstat text (clamped to PROTO_COUNTER_MAX); false when absent or
+ * when no number follows the name. */
+bool agent_vmstat_get(const char *text, const char *key, uint64_t *v);
 int agent_parse_vmstat(const char *text, struct proto_stats *st);
 int agent_parse_psi(const char *text, struct proto_psi *psi);
 /* System RAM ranges (top-level lines only), ascending, up to max; returns the number

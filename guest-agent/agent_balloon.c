@@ -32,36 +32,14 @@
 #define DEFLATE_ON_OOM_BIT 2
 #define VMSTAT_BUF_BYTES   (64 * 1024)
 
-/* A counter of vmstat text; false when absent. */
-static bool counter(const char *text, const char *key, uint64_t *v)
-{
-	size_t klen = strlen(key);
-	const char *p = text;
-
-	while (p && *p) {
-		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
-			char *end;
-			unsigned long long n = strtoull(p + klen + 1, &end, 10);
-
-			if (end == p + klen + 1)
-				return false;
-			*v = n;
-			return true;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return false;
-}
-
 int agent_parse_balloon_pages(const char *text, uint64_t *pages)
 {
 	uint64_t in, out;
 
-	if (counter(text, "nr_balloon_pages", pages))
+	if (agent_vmstat_get(text, "nr_balloon_pages", pages))
 		return 0;
-	if (!counter(text, "balloon_inflate", &in) || !counter(text, "balloon_deflate", &out))
+	if (!agent_vmstat_get(text, "balloon_inflate", &in) ||
+	    !agent_vmstat_get(text, "balloon_deflate", &out))
 		return -ENOENT;
 	/* deflations never outnumber inflations; a counter that wrapped reads as nothing held */
 	*pages = in > out ? in - out : 0;

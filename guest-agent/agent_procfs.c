@@ -141,15 +141,19 @@ int agent_parse_meminfo(const char *text, struct proto_stats *st)
 	return 0;
 }
 
-/* "name value" line of vmstat text. */
-static bool vmstat_get(const char *text, const char *key, uint64_t *v)
+bool agent_vmstat_get(const char *text, const char *key, uint64_t *v)
 {
 	size_t klen = strlen(key);
 	const char *p = text;
 
 	while (p && *p) {
 		if (strncmp(p, key, klen) == 0 && p[klen] == ' ') {
-			*v = clamp(strtoull(p + klen + 1, NULL, 10), PROTO_COUNTER_MAX);
+			char *end;
+			unsigned long long n = strtoull(p + klen + 1, &end, 10);
+
+			if (end == p + klen + 1)
+				return false;
+			*v = clamp(n, PROTO_COUNTER_MAX);
 			return true;
 		}
 		p = strchr(p, '\n');
@@ -161,14 +165,14 @@ static bool vmstat_get(const char *text, const char *key, uint64_t *v)
 
 int agent_parse_vmstat(const char *text, struct proto_stats *st)
 {
-	if (!vmstat_get(text, "pgmajfault", &st->pgmajfault))
+	if (!agent_vmstat_get(text, "pgmajfault", &st->pgmajfault))
 		return -EINVAL;
 	/* before 5.9 there was one workingset_refault counter, all of it page cache */
-	if (!vmstat_get(text, "workingset_refault_file", &st->refault_file))
-		vmstat_get(text, "workingset_refault", &st->refault_file);
-	vmstat_get(text, "workingset_refault_anon", &st->refault_anon);
-	vmstat_get(text, "pswpin", &st->pswpin);
-	vmstat_get(text, "pswpout", &st->pswpout);
+	if (!agent_vmstat_get(text, "workingset_refault_file", &st->refault_file))
+		agent_vmstat_get(text, "workingset_refault", &st->refault_file);
+	agent_vmstat_get(text, "workingset_refault_anon", &st->refault_anon);
+	agent_vmstat_get(text, "pswpin", &st->pswpin);
+	agent_vmstat_get(text, "pswpout", &st->pswpout);
 	return 0;
 }
 

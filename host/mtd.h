@@ -89,7 +89,7 @@ struct mtd_policy {
 	enum mtd_return_via return_via; /* key `return`: balloon, reclaim, pageout or auto */
 	enum mtd_access_pref source;    /* key `source`: auto, ept, idle, damon, agent */
 	uint64_t ept_window_ms;         /* key `ept_window`: the ept source's sampling window */
-	bool observe; /* key `observe`: compute and show what would be done, do nothing */
+	bool observe;         /* key `observe`: compute and show what would be done, do nothing */
 	uint64_t cold_age_ms; /* key `cold_age`: a fixed cold age, the refault controller
 			       * bypassed (a static threshold, tuned by hand); 0: the controller's */
 };

@@ -192,8 +192,8 @@ const char *mtd_access_pref_name(enum mtd_access_pref p)
 }
 
 const char *const mtd_policy_keys[MTD_POLICY_NKEYS] = {
-    "enabled",  "min",    "max",    "priority",   "target_refault_per_min",
-    "headroom", "return", "source", "ept_window", "observe", "cold_age",
+    "enabled", "min",        "max",     "priority", "target_refault_per_min", "headroom", "return",
+    "source",  "ept_window", "observe", "cold_age",
 };
 
 int mtd_policy_key_index(const char *key)
@@ -360,10 +360,11 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 		 * what the guest touched within two aging rounds. */
 		if (mtd_parse_ms(value, &n.cold_age_ms) < 0 ||
 		    (n.cold_age_ms && (n.cold_age_ms < 5000 || n.cold_age_ms > 3600000))) {
-			snprintf(err, errlen,
-				 "cold_age must be 0 (the refault controller chooses) or a duration "
-				 "from 5s to 1h such as 60s, not '%.32s'",
-				 value);
+			snprintf(
+			    err, errlen,
+			    "cold_age must be 0 (the refault controller chooses) or a duration "
+			    "from 5s to 1h such as 60s, not '%.32s'",
+			    value);
 			rc = -EINVAL;
 		}
 	} else {
@@ -452,16 +453,15 @@ int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len)
 	snprintf(rate, sizeof(rate), "%.15g", p->target_refault_per_min);
 	if (strtod(rate, NULL) != p->target_refault_per_min)
 		snprintf(rate, sizeof(rate), "%.17g", p->target_refault_per_min);
-	int n =
-	    snprintf(buf, len,
-		     "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
-		     "\" priority=\"%u\" target_refault_per_min=\"%s\" headroom=\"%" PRIu64
-		     "\" return=\"%s\" source=\"%s\" ept_window=\"%" PRIu64
-		     "ms\" observe=\"%s\" cold_age=\"%" PRIu64 "ms\"/>",
-		     p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority, rate,
-		     p->headroom_bytes, mtd_return_via_name(p->return_via),
-		     mtd_access_pref_name(p->source), p->ept_window_ms, p->observe ? "yes" : "no",
-		     p->cold_age_ms);
+	int n = snprintf(buf, len,
+			 "<policy enabled=\"%s\" min=\"%" PRIu64 "\" max=\"%" PRIu64
+			 "\" priority=\"%u\" target_refault_per_min=\"%s\" headroom=\"%" PRIu64
+			 "\" return=\"%s\" source=\"%s\" ept_window=\"%" PRIu64
+			 "ms\" observe=\"%s\" cold_age=\"%" PRIu64 "ms\"/>",
+			 p->enabled ? "yes" : "no", p->min_bytes, p->max_bytes, p->priority, rate,
+			 p->headroom_bytes, mtd_return_via_name(p->return_via),
+			 mtd_access_pref_name(p->source), p->ept_window_ms,
+			 p->observe ? "yes" : "no", p->cold_age_ms);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
 }
 

@@ -34,8 +34,7 @@ static bool same(const struct mtd_policy *a, const struct mtd_policy *b)
 	       a->target_refault_per_min == b->target_refault_per_min &&
 	       a->headroom_bytes == b->headroom_bytes && a->return_via == b->return_via &&
 	       a->source == b->source && a->ept_window_ms == b->ept_window_ms &&
-	       a->cold_age_ms == b->cold_age_ms &&
-	       a->observe == b->observe;
+	       a->cold_age_ms == b->cold_age_ms && a->observe == b->observe;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
