@@ -71,6 +71,22 @@ def swapped_pages(pid, base, mem_mib):
     return {i for i, e in enumerate(ents) if (e >> 62) & 1}
 
 
+def settled_refaults(smp, hold_s=3.0, limit_s=30.0):
+    """A sample whose refault count has not moved for hold_s (memtided's interval is 1 s)."""
+    t_end = time.monotonic() + limit_s
+    last = smp.take()
+    since = time.monotonic()
+    while time.monotonic() < t_end:
+        time.sleep(0.5)
+        cur = smp.take()
+        if cur.get("refaults") != last.get("refaults"):
+            last, since = cur, time.monotonic()
+        elif time.monotonic() - since >= hold_s:
+            return cur
+    log("refault count still moving after %d s" % limit_s)
+    return last
+
+
 def now_ms():
     return int(time.monotonic() * 1000)
 
@@ -423,15 +439,17 @@ def main():
         poller = threading.Thread(target=poll_ept, daemon=True)
         if a.ept_table:
             poller.start()
-        r0 = smp.take()
+        # memtided's count lags the pages by a scan and a status update (one interval each):
+        # a refault from before the window (the guest planning its touches) would land in
+        # it.  So both ends wait until the count holds still over three intervals.
+        r0 = settled_refaults(smp)
         before = swapped_pages(a.qemu_pid, base, a.mem_mib)
         port.send("go")
         done = port.line()
         m = re.match(r"done (\d+) bad=(\d+)", done)
         bad_touch = int(m.group(2)) if m else -1
-        time.sleep(3)  # the refault scan runs once per control interval
-        r1 = smp.take()
         after = swapped_pages(a.qemu_pid, base, a.mem_mib)
+        r1 = settled_refaults(smp)
         # The truth is every guest page that came back from swap over the window, not only
         # the planned ones: the guest's page-table pages that map them were cold too, and the
         # touches read them back (CI of 4 Dec: 3996 planned, 4206 back, 4168 major faults).
