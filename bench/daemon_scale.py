@@ -10,6 +10,9 @@
 #   status_p99_ms    round trip of {"cmd":"status"} on a fresh connection every 100 ms
 #   vm_show_p99_ms   the same for {"cmd":"vm"} (memtidectl vm show's request)
 #   tick_gap_p99_ms  gaps between successive snapshots of each VM (updated_ms), all VMs
+#   tick_gap_p50_ms  the median of the same
+#   tick_evenness    how evenly overloaded loops stretch: the fewest ticks any VM made in the
+#                    window over the most any VM made (1.0: every VM kept the same pace)
 #   attach_cpu_ms_per_vm  CPU from start until every VM is active, per VM
 #   ctl_wait_ms_per_wakeup  the control thread's run-queue wait per wake-up (schedstat of the
 #                    thread named memtide-ctl; null for builds that do not name it)
@@ -127,6 +130,7 @@ def run(binary, label, n, interval_ms, hog):
         w0 = ctl_thread_stat(p.pid)
         st_lat, show_lat, seen = [], [], {}
         gaps = []
+        ticks = {}
         k = 0
         while time.monotonic() - t0 < WINDOW_S:
             ms, r = call(sock, {"cmd": "status"})
@@ -135,6 +139,7 @@ def run(binary, label, n, interval_ms, hog):
                 last = seen.get(v["name"])
                 if last is not None and v["updated_ms"] != last:
                     gaps.append(v["updated_ms"] - last)
+                    ticks[v["name"]] = ticks.get(v["name"], 0) + 1
                 seen[v["name"]] = v["updated_ms"]
             ms, _ = call(sock, {"cmd": "vm", "name": "ds%03d" % (k % n)})
             show_lat.append(ms)
@@ -152,6 +157,9 @@ def run(binary, label, n, interval_ms, hog):
                 "status_p99_ms": round(p99(st_lat), 1), "status_max_ms": round(max(st_lat), 1),
                 "vm_show_p99_ms": round(p99(show_lat), 1),
                 "tick_gap_p99_ms": p99(gaps), "tick_gap_samples": len(gaps),
+                "tick_gap_p50_ms": sorted(gaps)[len(gaps) // 2] if gaps else None,
+                "tick_evenness": round(min(ticks.get("ds%03d" % i, 0) for i in range(n)) /
+                                       max(ticks.values()), 3) if ticks else None,
                 "attach_cpu_ms_per_vm": round(attach_cpu / n, 1),
                 "ctl_wait_ms_per_wakeup": wait, "client_rt": CLIENT_RT,
                 "window_s": round(t1 - t0, 1)}
