@@ -646,10 +646,19 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	vm->cold_age_ms = vmm_reclaim_update(&vm->reclaim, signal, t->gs.resident_pages, t->dt_ms);
 	/* A fixed cold age (policy cold_age) replaces the controller's choice; the controller
 	 * still runs, so its rate and floor stay visible.  The generations kept bound it too. */
-	if (vm->policy.cold_age_ms)
-		vm->cold_age_ms = vm->policy.cold_age_ms < vm->reclaim.cfg.max_age_ms
-				      ? vm->policy.cold_age_ms
-				      : vm->reclaim.cfg.max_age_ms;
+	if (vm->policy.cold_age_ms) {
+		uint64_t most = vm->reclaim.cfg.max_age_ms;
+		vm->cold_age_ms = vm->policy.cold_age_ms < most ? vm->policy.cold_age_ms : most;
+		if (vm->policy.cold_age_ms > most &&
+		    vm->cold_age_capped_ms != vm->policy.cold_age_ms) {
+			mtd_notice("%s: policy cold_age %" PRIu64
+				   " s is older than the generations kept can tell apart (%u "
+				   "intervals); using %" PRIu64 " s",
+				   vm->name, vm->policy.cold_age_ms / 1000, VMM_MAX_NR_GENS - 2,
+				   most / 1000);
+			vm->cold_age_capped_ms = vm->policy.cold_age_ms;
+		}
+	}
 
 	/* Two aging rounds at least before the estimate means anything. */
 	if (vm->rounds >= 2 &&
