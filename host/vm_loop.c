@@ -39,18 +39,12 @@
  * duration).  Nothing is actuated while the peer is unresponsive: the VM stays as it is, and
  * the current target is sent once it answers again.
  *
- * Overload.  The loops work at nice +LOOP_NICE, so the control socket's thread, the main
- * thread and the guests' own QEMU threads (nice 0) win the CPU when the loops saturate it
- * (measured in bench/daemon_scale.py: 256 simulated VMs at 1 s with a CPU hog beside them).
- * A loop that cannot keep its interval skips the ticks it missed rather than bursting (the
- * ticks stretch, evenly across VMs since they share one nice level), counts them
- * (ticks_late), and says so once when it falls behind and once when it is back.
- * A loop waits at the process's own nice, though, and reads its agent's messages there:
- * Linux lets a waking thread preempt the running one only when it is ahead by a granularity
- * scaled by its weight, 9x larger at nice +10, so a loop asleep at +10 behind a busy TCG vCPU
- * read a pong or a `need` only when the vCPU's slice ended (scenario 16: ping p50 4.1 ms,
- * p99 18.9 ms).  Raising nice is always allowed; lowering it back needs CAP_SYS_NICE (the
- * unit grants it), and without it the loop simply stays at +LOOP_NICE.
+ * Overload.  The loops run at nice +LOOP_NICE, so the control socket's thread and the main
+ * thread (nice 0) win the CPU when the loops saturate it (measured in bench/daemon_scale.py:
+ * 256 simulated VMs at 1 s with a CPU hog beside them).  A loop that cannot keep its interval
+ * skips the ticks it missed rather than bursting (the ticks stretch, evenly across VMs since
+ * they share one nice level), counts them (ticks_late), and says so once when it falls
+ * behind and once when it is back.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -1303,34 +1297,6 @@ static bool releasing(const struct mtd_vm *vm)
 	       vm->ctl.balloon_bytes < mtd_ctl_safe_bytes(&vm->policy, vm->domain_bytes);
 }
 
-/* The loop's nice: `work` while it ticks, `wait` while it sleeps and reads its agent. */
-struct loop_nice {
-	int wait, work, cur;
-};
-
-static void loop_nice_init(struct loop_nice *n)
-{
-	errno = 0;
-	int now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
-	if (errno)
-		now = 0;
-	n->wait = now;
-	n->work = now + LOOP_NICE > 19 ? 19 : now + LOOP_NICE;
-	n->cur = now;
-}
-
-static void loop_nice_set(struct loop_nice *n, bool working)
-{
-	int want = working ? n->work : n->wait;
-
-	if (want == n->cur)
-		return;
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), want) == 0)
-		n->cur = want;
-	else if (!working)
-		n->wait = n->work; /* cannot lower it again: wait at the working level too */
-}
-
 static void *loop_main(void *arg)
 {
 	struct mtd_vm *vm = arg;
@@ -1341,14 +1307,16 @@ static void *loop_main(void *arg)
 	snprintf(tname, sizeof(tname), "vm:%.12s", vm->name); /* top -H, perf */
 	(void)pthread_setname_np(pthread_self(), tname);
 	rcu_register_thread();
-	/* Whatever thread started it, a loop runs under the normal policy, and works at nice
-	 * +LOOP_NICE: per-thread on Linux, so only this loop (and the call worker it starts,
-	 * which inherits the level it is started at) yields. */
+	/* Whatever thread started it, a loop runs under the normal policy, and at nice
+	 * +LOOP_NICE: per-thread on Linux, so only this loop (and the call worker it starts)
+	 * yields. */
 	struct sched_param sp = {.sched_priority = 0};
 	(void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
-	struct loop_nice prio;
-	loop_nice_init(&prio);
-	loop_nice_set(&prio, true);
+	errno = 0;
+	int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	if (errno == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid),
+				  nice_now + LOOP_NICE > 19 ? 19 : nice_now + LOOP_NICE);
 	int rc = attach(vm);
 	if (rc < 0) {
 		if (rc != -ECANCELED) {
@@ -1362,7 +1330,6 @@ static void *loop_main(void *arg)
 	next_tick = mono_ms();
 	uint64_t next_release = 0;
 	while (!atomic_load(&vm->stop)) {
-		loop_nice_set(&prio, true);
 		uint64_t now = mono_ms();
 		/* A ping in flight is answered before the tick's QMP calls could hold its pong
 		 * up: the round trip measures the channel, not this loop (at most 50 ms). */
@@ -1393,7 +1360,6 @@ static void *loop_main(void *arg)
 			p[1].events = mtd_agent_link_events(vm->agent);
 		}
 		int timeout = deadline > now ? (int)(deadline - now) : 0;
-		loop_nice_set(&prio, false);
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents & POLLIN) {
@@ -1407,10 +1373,8 @@ static void *loop_main(void *arg)
 			mtd_agent_link_service(vm->agent, now);
 			/* The agent says the guest needs memory: act now, not at the next tick. */
 			uint64_t need = mtd_agent_link_take_need(vm->agent);
-			if (need) {
-				loop_nice_set(&prio, true);
+			if (need)
 				tick(vm, now, false, need);
-			}
 		}
 	}
 	/* Say at once that it is on its way out (saving the state below may take a moment). */

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <grp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -65,6 +66,7 @@ struct ep {
 	uint64_t sp_gen;  /* the device connection it belongs to */
 	int pending;      /* the VM's end, until it takes it */
 	bool more;        /* the device has work left: poll without waiting */
+	uint64_t out_us;  /* when the host's last bytes went to the guest, not yet answered */
 };
 
 struct mtd_vsock_claim {
@@ -95,6 +97,14 @@ static uint64_t mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static void signal_fd(int fd)
@@ -354,6 +364,14 @@ static void sync_stream(struct mtd_vsock *v, struct ep *e)
 				return;
 			}
 			vsock_dev_in_consume(e->dev, (size_t)w);
+			/* A diagnostic of where a round trip's time goes: from the host's bytes
+			 * (a ping) handed to the device to the guest's next bytes (its pong), the
+			 * guest's share; memtided's own is the rest of the link's round trip. */
+			if (e->out_us) {
+				mtd_debug("%s: vsock: the guest answered in %" PRIu64 " us",
+					  e->name, mono_us() - e->out_us);
+				e->out_us = 0;
+			}
 		}
 		vsock_dev_conn(e->dev, &cv);
 	}
@@ -369,6 +387,8 @@ static void sync_stream(struct mtd_vsock *v, struct ep *e)
 
 		if (r > 0) {
 			(void)vsock_dev_out_push(e->dev, buf, (size_t)r);
+			if (!e->out_us)
+				e->out_us = mono_us();
 			vsock_dev_conn(e->dev, &cv);
 			continue;
 		}

@@ -38,7 +38,7 @@ printf '[daemon]\nagent_ping = 100ms\n' >"$CONF"
 start_memtided() { # LOG
 	e2e_start "$BUILD/bin/memtided" --qmp "$E2E_DIR/qmp.sock" --agent "vsock:$E2E_DIR/vsock.sock" \
 		--interval 2 --foreground --no-metrics --socket "$SOCK" --config "$CONF" \
-		--log-level info 2>"$1"
+		--log-level "${E2E_LOG_LEVEL:-info}" 2>"$1"
 	MPID=$E2E_LAST_PID
 }
 status() { "$BUILD/bin/memtidectl" --socket "$SOCK" --json vm show qemu 2>/dev/null; }
