@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,17 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The CPUs memtided may run on (its affinity: a unit's CPUAffinity= counts), at least 1. */
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
 int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 {
 	struct mtd_daemon *d = calloc(1, sizeof(*d));
@@ -70,7 +82,8 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	pthread_mutex_init(&d->work_lock, NULL);
 	pthread_mutex_init(&d->host_lock, NULL);
 	d->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->work_fd < 0 || mtd_registry_init(d) < 0) {
+	if (d->work_fd < 0 || mtd_registry_init(d) < 0 ||
+	    mtd_turns_init(&d->turns, usable_cpus()) < 0) {
 		mtd_daemon_free(d);
 		return -ENOMEM;
 	}
@@ -107,6 +120,7 @@ void mtd_daemon_free(struct mtd_daemon *d)
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->work_lock);
 	pthread_mutex_destroy(&d->host_lock);
+	mtd_turns_destroy(&d->turns);
 	free(d);
 }
 

@@ -588,9 +588,13 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 
 	if (!vm->guest)
 		return;
+	/* The round's CPU work waits its turn behind the other VMs' (turns.h): an overloaded
+	 * host stretches every VM's interval alike.  No call to QEMU or libvirt inside. */
+	bool turn = mtd_turns_take(&vm->d->turns);
 	/* Step 2a: pages read back from host swap are refaults, before the source ages. */
 	mtd_hand_feedback(vm->hand, vm->guest, t->now_ms);
 	int rc = vm->source.ops->age(vm->source.ctx, vm->guest, t->now_ms);
+	mtd_turns_give(&vm->d->turns, turn);
 	if (rc == 0)
 		vm->rounds++;
 	else if (rc != -EAGAIN)
