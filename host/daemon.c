@@ -60,6 +60,13 @@ static uint64_t mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Aging rounds that may run at once, per CPU.  The loops work at nice +10, a tenth of an
+ * ordinary task's weight: nine of them weigh about one nice-0 task, so under contention the
+ * rounds together take about what one ordinary process per CPU would.  One per CPU left
+ * them a tenth of that beside two busy processes (daemon_scale: 0.15 cores, against 0.67
+ * with no turns at all). */
+#define TURNS_PER_CPU 9
+
 /* The CPUs memtided may run on (its affinity: a unit's CPUAffinity= counts), at least 1. */
 static unsigned usable_cpus(void)
 {
@@ -83,7 +90,7 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	pthread_mutex_init(&d->host_lock, NULL);
 	d->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->work_fd < 0 || mtd_registry_init(d) < 0 ||
-	    mtd_turns_init(&d->turns, usable_cpus()) < 0) {
+	    mtd_turns_init(&d->turns, TURNS_PER_CPU * usable_cpus()) < 0) {
 		mtd_daemon_free(d);
 		return -ENOMEM;
 	}

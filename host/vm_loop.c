@@ -42,9 +42,11 @@
  * Overload.  The loops run at nice +LOOP_NICE, so the control socket's thread and the main
  * thread (nice 0) win the CPU when the loops saturate it (measured in bench/daemon_scale.py:
  * 256 simulated VMs at 1 s with a CPU hog beside them).  A loop that cannot keep its interval
- * skips the ticks it missed rather than bursting (the ticks stretch, evenly across VMs since
- * they share one nice level), counts them (ticks_late), and says so once when it falls
- * behind and once when it is back.
+ * skips the ticks it missed rather than bursting, counts them (ticks_late), and says so once
+ * when it falls behind and once when it is back.  The ticks stretch evenly across VMs
+ * because the CPU part of each aging round waits its turn, first come first served
+ * (turns.h): left to the scheduler alone, some VMs aged every few seconds and others not
+ * for twenty.
  */
 #include <errno.h>
 #include <inttypes.h>
