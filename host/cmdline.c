@@ -68,7 +68,7 @@ void mtd_cmdline_usage(FILE *f)
 	    "  [host]       low_mark high_mark interval settle release_rate meminfo\n"
 	    "  [defaults]   enabled min max priority target_refault_per_min headroom\n"
 	    "               return (balloon, reclaim, pageout or auto) source ept_window observe\n"
-	    "               cold_age (0: the refault controller's)\n"
+	    "               cold_age\n"
 	    "               (per-domain policy unless the domain's memtide metadata says)\n"
 	    "  [pageout]    swap_reserve max_step requery (host-side eviction)\n"
 	    "  [sim]        hot_percent\n");
