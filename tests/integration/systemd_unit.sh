@@ -253,7 +253,9 @@ journalctl -b -u memtided.service -o short-monotonic --no-pager >"$o/journal.txt
 put done yes
 RUN
 	t0=$SECONDS
-	BUILD=$BUILD tests/integration/lib/systemd_guest.sh "$s" 300 2>"$dir/guest.err"
+	# 103-197 s measured in clean-clone CI runs; one run on a busier machine went past 300 s
+	# still booting.  The budget is for a TCG boot that the host's load can double.
+	BUILD=$BUILD tests/integration/lib/systemd_guest.sh "$s" 480 2>"$dir/guest.err"
 	grc=$?
 	echo "# guest: $((SECONDS - t0)) s wall under TCG (exit $grc)"
 	[ -f "$s/result.txt" ] || {
