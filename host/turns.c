@@ -47,13 +47,15 @@ bool mtd_turns_take(struct mtd_turns *t)
 		pthread_mutex_unlock(&t->lock);
 		return true;
 	}
+	/* The waiter lives on this stack while it is queued: mtd_turns_give unlinks it (under
+	 * the lock) before setting go, so no pointer to it is left once this returns. */
 	struct mtd_turn_waiter w = {.go = false, .next = NULL};
 	pthread_cond_init(&w.cond, NULL);
 	if (t->tail)
 		t->tail->next = &w;
 	else
-		t->head = &w;
-	t->tail = &w;
+		t->head = &w; // cppcheck-suppress autoVariables ; unlinked before go (above)
+	t->tail = &w;         // cppcheck-suppress autoVariables ; unlinked before go (above)
 	t->waited_total++;
 	while (!w.go)
 		pthread_cond_wait(&w.cond, &t->lock);
