@@ -90,7 +90,7 @@ struct mtd_daemon {
 	pthread_mutex_t host_lock;          /* guards host and release */
 	struct mtd_host_status host;
 	struct mtd_release_budget release; /* memtidectl release's pace, shared by all VMs */
-	struct mtd_turns turns; /* the loops' aging rounds, one per CPU at a time (turns.h) */
+	struct mtd_turns turns; /* the loops' aging rounds, a few per CPU at a time (turns.h) */
 
 	char boot_id[37];          /* this boot's id: state files of another boot are void */
 	atomic_bool state_failing; /* saving VM state fails (told once, not per VM) */

@@ -116,7 +116,8 @@ int mtd_policy_key_index(const char *key);
  * (sizes in bytes).  0, -EINVAL or -ENOSPC. */
 int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len);
 /* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return,
- * source, ept_window, observe, cold_age) from text.  0 or -EINVAL with a sentence in err; p is unchanged on error. */
+ * source, ept_window, observe, cold_age) from text.  0 or -EINVAL with a sentence in err; p
+ * is unchanged on error. */
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
 		      size_t errlen);
 /* min <= max (when max is set), and the like.  0 or -EINVAL. */

@@ -6,9 +6,9 @@
  * CPU is short, many loops are due at once; left to the scheduler, each gets a thin slice
  * of a core and finishes whenever it happens to, so some VMs age every few seconds and
  * others not for twenty (bench/daemon_scale.py's tick_evenness).  Turns make the loops
- * queue: at most `slots` rounds run at a time (the CPUs memtided may use), and the others
- * wait in the order they asked.  An overloaded host then stretches every VM's interval by
- * the same amount, and a round, once it runs, runs at a core's full speed.
+ * queue: at most `slots` rounds run at a time (nine per CPU memtided may use: daemon.c
+ * says why nine), and the others wait in the order they asked.  An overloaded host then
+ * stretches every VM's interval by about the same amount.
  *
  * Only CPU work is done inside a turn: a call to QEMU or libvirt, which can stall for
  * call_timeout on a frozen peer, never holds one.

@@ -18,8 +18,9 @@ started on it; this script measures, in order, and prints one JSON object of fig
   C. refaults: the guest plans N first touches of cold pages and tells their guest-physical
      addresses; this script looks them up in QEMU's pagemap (touched_swapped); the guest
      touches them; every guest page that left swap over the window, by a pagemap snapshot
-     of all guest RAM before and after, is refaults_true; memtided's count (status pageout.refaults_total)
-     and QEMU's major faults over the same window are refaults_counted and refaults_majflt;
+     of all guest RAM before and after, is refaults_true; memtided's count (status
+     pageout.refaults_total) and QEMU's major faults over the same window are
+     refaults_counted and refaults_majflt;
      refaults_ept_seen is how many of them the ept source's table ever showed accessed
      (the other candidate signal: the plugin instruments only in sampling windows);
   D. creep (--creep-s): only the hot set runs; the guest-RAM Rss slope over its last part;
@@ -404,15 +405,8 @@ def main():
             if l == "end":
                 break
             gpas.append(int(l, 16))
-        pm = os.open("/proc/%d/pagemap" % a.qemu_pid, os.O_RDONLY)
-        swapped_set = set()
-        for g in gpas:
-            if g == 0 or g >= a.mem_mib * MiB:
-                continue
-            e = int.from_bytes(os.pread(pm, 8, ((base + g) >> 12) * 8), "little")
-            if (e >> 62) & 1:
-                swapped_set.add(g)
-        os.close(pm)
+        in_swap = swapped_pages(a.qemu_pid, base, a.mem_mib)
+        swapped_set = {g for g in gpas if 0 < g < a.mem_mib * MiB and g >> 12 in in_swap}
         fig("touched_pages", len(gpas))
         fig("touched_swapped", len(swapped_set))
         # What the ept source could see of these first touches: their leaves' accessed bits
