@@ -83,6 +83,9 @@ enum mtd_ctl_reason {
 	MTD_CTL_DISABLED,      /* policy enabled=false: size kept, never inflated */
 	MTD_CTL_RELEASE,       /* released by the operator: back to the ceiling at the host's
 				* pace, never inflated */
+	MTD_CTL_GROWING,       /* the guest's use still grows fast: no step taken (steady.h) */
+	MTD_CTL_FUTILE,        /* the guest freed ~nothing when last asked and nothing changed
+				* since: no step taken, nothing asked (steady.h) */
 };
 const char *mtd_ctl_reason_name(enum mtd_ctl_reason r);
 
@@ -109,6 +112,12 @@ struct mtd_ctl_input {
 	double major_faults_per_s; /* pgmajfault per second over the last stats period */
 	bool released;             /* memtidectl release: climb to the ceiling, take nothing */
 	uint64_t release_grant_bytes; /* what the host lets a release give this step */
+	bool growing;                 /* the guest's use grows fast (steady.h) */
+	bool reclaim_futile;          /* the last reclaim freed ~nothing, nothing changed since */
+	bool cold_known;              /* cold_bytes is known: the working set comes from page ages
+				       * (the guest's MGLRU or access bits), not from its use */
+	uint64_t cold_bytes;          /* the guest's use beyond the working set: no reclaim request
+				       * asks for more (a lowered ceiling excepted) */
 };
 
 struct mtd_ctl_state {

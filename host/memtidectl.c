@@ -593,6 +593,10 @@ static void print_vm(struct json_object *vm)
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
+	printf("  working set from: %s; decision: %s%s%s\n",
+	       *get_s(vm, "wss_source") ? get_s(vm, "wss_source") : "-",
+	       *get_s(vm, "decision") ? get_s(vm, "decision") : "-",
+	       *get_s(vm, "decision_detail") ? ": " : "", get_s(vm, "decision_detail"));
 	print_channel(vm);
 	if (get_b(vm, "released"))
 		printf("  released: %s\n",

@@ -164,6 +164,9 @@ struct mtd_vm_status {
 	uint64_t gen_pages[MTD_MAX_GENS]; /* oldest first */
 	uint64_t gen_age_ms[MTD_MAX_GENS];
 
+	char wss_source[40];         /* where the working set comes from ("guest MGLRU", ...) */
+	char decision[24];           /* the controller's reason this interval ("inflate", ...) */
+	char decision_detail[200];   /* why it holds back, when a steady-guest rule does */
 	double refault_rate_per_min; /* measured, fraction of resident pages per minute */
 	uint64_t cold_age_ms;        /* reclaim controller output */
 	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */

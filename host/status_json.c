@@ -181,6 +181,9 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	if (!full)
 		return o;
 	put_str(o, "source_detail", st->source_detail);
+	put_str(o, "wss_source", st->wss_source);
+	put_str(o, "decision", st->decision);
+	put_str(o, "decision_detail", st->decision_detail);
 	struct json_object *nt = json_object_new_array();
 	for (unsigned i = 0; i < st->nr_source_not_taken && i < MTD_SOURCE_NOTES; i++) {
 		struct json_object *x = json_object_new_object();

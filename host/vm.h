@@ -32,6 +32,7 @@
 #include "qmp.h"
 #include "source.h"
 #include "state.h"
+#include "steady.h"
 #include "vmm.h"
 
 struct mtd_daemon;
@@ -134,6 +135,7 @@ struct mtd_vm {
 	uint64_t bstats_seen_update_s; /* last-update of the newest balloon stats */
 	uint64_t bstats_seen_ms;       /* when last-update last moved */
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
+	struct mtd_steady steady;      /* growing and futile-reclaim rules (steady.h) */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
 	struct mtd_vsock_claim *vsock;  /* our claim on the vsock service's endpoint */

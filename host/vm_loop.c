@@ -451,6 +451,8 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 	if (!r || seq == vm->reclaim_seen)
 		return;
 	vm->reclaim_seen = seq;
+	mtd_steady_reply(&vm->steady, &vm->d->cfg.ctl, r->requested_bytes, r->freed_bytes,
+			 proto_reclaim_result_name(r->result));
 	vm->draft.counters.reclaimed_bytes += r->freed_bytes;
 	mtd_vm_audit(vm, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
 		     proto_reclaim_result_name(r->result), "guest", false);
@@ -852,6 +854,65 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 			     false);
 }
 
+/* Where the working set comes from: the guest's MGLRU, the source's own access bits, or
+ * the MemAvailable fallback (which counts every byte in use, so that only free and easily
+ * reclaimed memory is ever taken).  In vm show, and in the log when it changes.  by_age:
+ * the guest's use beyond the working set is cold. */
+static bool note_estimate(struct mtd_vm *vm)
+{
+	bool by_age = true;
+	const char *e = !vm->source.ops ? "none (no source)"
+			: vm->source.ops->estimate
+			    ? vm->source.ops->estimate(vm->source.ctx, &by_age)
+			    : "access bits";
+
+	if (strcmp(e, vm->draft.wss_source) != 0) {
+		snprintf(vm->draft.wss_source, sizeof(vm->draft.wss_source), "%s", e);
+		if (strcmp(e, "MemAvailable fallback") == 0)
+			mtd_notice("%s: working set from the %s: the guest's MGLRU reports nothing "
+				   "(off, or not built in), so everything the guest uses counts as "
+				   "its working set and only free or easily reclaimed memory is "
+				   "taken (docs/operations.md, \"Working-set source\")",
+				   vm->name, e);
+		else
+			mtd_notice("%s: working set from %s", vm->name, e);
+	}
+	return by_age && vm->source.ops;
+}
+
+/* The steady-guest rules' inputs (steady.h), and how much of the guest's use is cold. */
+static void steady_inputs(struct mtd_vm *vm, const struct tick *t, uint64_t used_raw,
+			  struct mtd_ctl_input *in)
+{
+	const struct mtd_ctl_config *c = &vm->d->cfg.ctl;
+	bool by_age = note_estimate(vm);
+
+	in->growing = mtd_steady_growing(&vm->steady, c, in->used_known, used_raw, t->now_ms);
+	in->reclaim_futile =
+	    in->used_known && mtd_steady_futile(&vm->steady, c, used_raw, t->wss_bytes, t->now_ms);
+	if (by_age && t->wss_valid && in->used_known) {
+		in->cold_known = true;
+		in->cold_bytes =
+		    in->guest_used_bytes > t->wss_bytes ? in->guest_used_bytes - t->wss_bytes : 0;
+	}
+}
+
+/* The controller's reason, and why a steady-guest rule holds it back (vm show; the log
+ * once when the sentence changes). */
+static void note_decision(struct mtd_vm *vm, enum mtd_ctl_reason reason)
+{
+	char why[sizeof(vm->draft.decision_detail)];
+
+	snprintf(vm->draft.decision, sizeof(vm->draft.decision), "%s", mtd_ctl_reason_name(reason));
+	mtd_steady_why(&vm->steady, &vm->d->cfg.ctl, reason, why, sizeof(why));
+	/* The growth figure changes every tick: said once per stretch, not per figure. */
+	bool same = reason == MTD_CTL_GROWING ? strstr(vm->draft.decision_detail, "grows") != NULL
+					      : strcmp(why, vm->draft.decision_detail) == 0;
+	if (!same && why[0])
+		mtd_info("%s: %s", vm->name, why);
+	snprintf(vm->draft.decision_detail, sizeof(vm->draft.decision_detail), "%s", why);
+}
+
 /* Steps 3-5: the controller decides, the actuators carry it out. */
 static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *out)
 {
@@ -936,7 +997,9 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	if (in.used_known)
 		in.guest_used_bytes =
 		    in.guest_used_bytes > in_swap ? in.guest_used_bytes - in_swap : 0;
+	steady_inputs(vm, t, used_raw, &in);
 	mtd_ctl_step(&cfg->ctl, &pol, &in, &vm->ctl, out);
+	note_decision(vm, out->reason);
 	vm->draft.target_bytes = out->target_bytes;
 	vm->draft.soft = out->soft;
 	vm->draft.guest_used_bytes = in.used_known ? used_raw : 0;

@@ -54,6 +54,11 @@ struct mtd_source_ops {
 	 * every publish): 0, or -errno and buf untouched.  May be NULL (the line written at
 	 * attach stands). */
 	int (*describe)(void *ctx, char *buf, size_t len);
+	/* Where the working set comes from, for vm show and the log ("guest MGLRU",
+	 * "MemAvailable fallback").  *by_age: it comes from pages' idle ages, so what the guest
+	 * uses beyond it is cold; false when it follows the guest's use.  May be NULL: the
+	 * source's own access bits, by age. */
+	const char *(*estimate)(void *ctx, bool *by_age);
 	void (*destroy)(void *ctx);
 };
 

@@ -39,6 +39,8 @@ struct agent_src {
 	struct vmm_range ram;   /* [0, guest bytes) */
 	uint64_t last_wss_seq;  /* the wss report used last round */
 	uint64_t young_bytes;   /* from that report */
+	const char *estimate;   /* what young_bytes was last read from (vm show) */
+	bool by_age;            /* ...the guest's own page ages (MGLRU), not its use */
 	uint64_t silence_ms;    /* fresh while the agent spoke within this */
 	uint64_t young_ms;      /* touched within this is young this round: 2 intervals */
 	struct proto_hint hint; /* scratch, 4 KiB: off the stack */
@@ -70,6 +72,8 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 	if (fresh) {
 		s->last_wss_seq = seq;
 		s->young_bytes = young_from_wss(w, s->young_ms);
+		s->estimate = "guest MGLRU";
+		s->by_age = true;
 		if (mtd_log_enabled(MTD_LOG_DEBUG)) {
 			char line[512];
 			int n = 0;
@@ -95,6 +99,8 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 		s->young_bytes = st->mem_total_bytes > st->mem_available_bytes
 				     ? st->mem_total_bytes - st->mem_available_bytes
 				     : 0;
+		s->estimate = "MemAvailable fallback";
+		s->by_age = false;
 	}
 	uint64_t span = s->ram.end - s->ram.start;
 	uint64_t pages = (s->young_bytes < span ? s->young_bytes : span) >> VMM_PAGE_SHIFT;
@@ -121,6 +127,14 @@ static bool agent_fresh(void *ctx, uint64_t now_ms)
 	return mtd_agent_link_ready(s->link) && t && now_ms - t <= s->silence_ms;
 }
 
+static const char *agent_estimate(void *ctx, bool *by_age)
+{
+	const struct agent_src *s = ctx;
+
+	*by_age = s->by_age;
+	return s->estimate ? s->estimate : "none yet (no report from the agent)";
+}
+
 static void agent_destroy(void *ctx)
 {
 	free(ctx);
@@ -132,6 +146,7 @@ static const struct mtd_source_ops agent_ops = {
     .age = agent_age,
     .evicted = NULL,
     .fresh = agent_fresh,
+    .estimate = agent_estimate,
     .destroy = agent_destroy,
 };
 

@@ -66,6 +66,12 @@ static int dump_describe(void *ctx, char *buf, size_t len)
 	return d->inner.ops->describe(d->inner.ctx, buf, len);
 }
 
+static const char *dump_estimate(void *ctx, bool *by_age)
+{
+	struct dump *d = ctx;
+	return d->inner.ops->estimate(d->inner.ctx, by_age);
+}
+
 static void dump_destroy(void *ctx)
 {
 	struct dump *d = ctx;
@@ -88,6 +94,7 @@ int mtd_source_young_dump(struct mtd_source *src, const char *dir, const char *v
 	d->ops.evicted = src->ops->evicted ? dump_evicted : NULL;
 	d->ops.fresh = src->ops->fresh ? dump_fresh : NULL;
 	d->ops.describe = src->ops->describe ? dump_describe : NULL;
+	d->ops.estimate = src->ops->estimate ? dump_estimate : NULL;
 	d->ops.destroy = dump_destroy;
 	snprintf(d->path, sizeof(d->path), "%s/%s.young", dir, vm_name);
 	*src =

@@ -1,0 +1,85 @@
+/*
+ * steady.c - the growing and futile-reclaim rules (steady.h says why they exist).
+ */
+#include "steady.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#define MiB ((uint64_t)1 << 20)
+
+static uint64_t absdiff(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+bool mtd_steady_growing(struct mtd_steady *s, const struct mtd_ctl_config *c, bool used_known,
+			uint64_t used_bytes, uint64_t now_ms)
+{
+	if (!used_known) {
+		s->have_used = false;
+		s->growth_bps = 0;
+		return false;
+	}
+	if (s->have_used && now_ms > s->last_used_ms && c->interval_ms) {
+		double dt_s = (double)(now_ms - s->last_used_ms) / 1000.0;
+		double rate = used_bytes > s->last_used_bytes
+				  ? (double)(used_bytes - s->last_used_bytes) / dt_s
+				  : 0.0;
+		/* An exponential average with a time constant of three intervals; a reading
+		 * after a long gap replaces it. */
+		double w = dt_s / (3.0 * (double)c->interval_ms / 1000.0);
+		s->growth_bps += (rate - s->growth_bps) * (w < 1.0 ? w : 1.0);
+	}
+	s->have_used = true;
+	s->last_used_bytes = used_bytes;
+	s->last_used_ms = now_ms;
+	return c->interval_ms &&
+	       s->growth_bps > 4.0 * (double)c->min_change_bytes * 1000.0 / (double)c->interval_ms;
+}
+
+void mtd_steady_reply(struct mtd_steady *s, const struct mtd_ctl_config *c, uint64_t asked_bytes,
+		      uint64_t freed_bytes, const char *result)
+{
+	s->futile =
+	    asked_bytes && freed_bytes < c->min_change_bytes && 2 * freed_bytes < asked_bytes;
+	s->futile_fresh = s->futile;
+	s->futile_asked_bytes = asked_bytes;
+	s->futile_freed_bytes = freed_bytes;
+	snprintf(s->futile_result, sizeof(s->futile_result), "%s", result ? result : "?");
+}
+
+bool mtd_steady_futile(struct mtd_steady *s, const struct mtd_ctl_config *c, uint64_t used_bytes,
+		       uint64_t wss_bytes, uint64_t now_ms)
+{
+	if (s->futile_fresh) {
+		s->futile_fresh = false;
+		s->futile_used_bytes = used_bytes;
+		s->futile_wss_bytes = wss_bytes;
+		s->futile_since_ms = now_ms;
+	}
+	if (s->futile &&
+	    (absdiff(used_bytes, s->futile_used_bytes) >= c->min_change_bytes ||
+	     absdiff(wss_bytes, s->futile_wss_bytes) >= c->min_change_bytes ||
+	     now_ms < s->futile_since_ms || now_ms - s->futile_since_ms >= c->hold_max_ms))
+		s->futile = false;
+	return s->futile;
+}
+
+void mtd_steady_why(const struct mtd_steady *s, const struct mtd_ctl_config *c,
+		    enum mtd_ctl_reason reason, char *buf, size_t len)
+{
+	if (reason == MTD_CTL_GROWING)
+		snprintf(buf, len,
+			 "the guest's use grows by %.1f MiB/s: nothing is taken until it settles",
+			 s->growth_bps / (double)MiB);
+	else if (reason == MTD_CTL_FUTILE)
+		snprintf(buf, len,
+			 "the guest freed %" PRIu64 " of %" PRIu64
+			 " MiB when last asked (%s): not asked again until its use or working set "
+			 "moves by %" PRIu64 " MiB (or for %" PRIu64 " s)",
+			 s->futile_freed_bytes / MiB, s->futile_asked_bytes / MiB, s->futile_result,
+			 c->min_change_bytes / MiB, c->hold_max_ms / 1000);
+	else if (len)
+		buf[0] = '\0';
+}

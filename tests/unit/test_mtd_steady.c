@@ -1,0 +1,273 @@
+/*
+ * test_mtd_steady.c - the steady-guest rules (host/steady.c) and how the controller keeps
+ * them (host/controller.c).
+ *
+ * growing: a guest loading its data at tens of MiB a second is growing after a few
+ * readings, and stops being so within a few intervals of settling; a steady trickle never
+ * is; a reading with no figures forgets the history.  futile: an answer that freed nothing
+ * holds until the guest's use or working set moves, or hold_max passes; an answer that
+ * freed most of what was asked is not futile.  The controller then takes no step while the
+ * guest grows, asks nothing after a futile answer (return=reclaim takes no step either; the
+ * balloon still does), and never asks for more than the estimate calls cold, a lowered
+ * ceiling excepted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controller.h"
+#include "steady.h"
+
+#define MiB ((uint64_t)1 << 20)
+#define GiB ((uint64_t)1 << 30)
+
+static struct mtd_ctl_config cfg;
+static struct mtd_policy pol;
+
+static void setup_defaults(void)
+{
+	mtd_ctl_config_default(&cfg);
+	pol = (struct mtd_policy){
+	    .enabled = true,
+	    .min_bytes = 256 * MiB,
+	    .target_refault_per_min = 0.002,
+	    .headroom_bytes = 128 * MiB,
+	};
+}
+
+static struct mtd_ctl_input calm(uint64_t now_ms, uint64_t actual, uint64_t wss)
+{
+	return (struct mtd_ctl_input){
+	    .now_ms = now_ms,
+	    .domain_bytes = 2 * GiB,
+	    .actual_bytes = actual,
+	    .wss_valid = true,
+	    .wss_bytes = wss,
+	    .inputs_fresh = true,
+	    .avail_known = true,
+	    .guest_avail_bytes = 1 * GiB,
+	    .psi_known = true,
+	};
+}
+
+static void test_growing_follows_the_load(void **state)
+{
+	struct mtd_steady s = {0};
+	uint64_t now = 1000, used = 300 * MiB;
+	int first = -1, settled = -1;
+	(void)state;
+	setup_defaults();
+
+	/* Loading: 100 MiB per 5 s interval (20 MiB/s). */
+	for (int i = 0; i < 8; i++, now += cfg.interval_ms, used += 100 * MiB)
+		if (mtd_steady_growing(&s, &cfg, true, used, now) && first < 0)
+			first = i;
+	assert_true(first >= 1 && first <= 2); /* the second reading already shows it */
+	/* Loaded: the use holds still; growth fades within a few intervals. */
+	for (int i = 0; i < 10; i++, now += cfg.interval_ms)
+		if (!mtd_steady_growing(&s, &cfg, true, used, now) && settled < 0)
+			settled = i;
+	assert_true(settled >= 1 && settled <= 5);
+
+	/* A trickle of 2 MiB an interval (0.4 MiB/s) is never growth. */
+	struct mtd_steady t = {0};
+	for (int i = 0; i < 30; i++, now += cfg.interval_ms, used += 2 * MiB)
+		assert_false(mtd_steady_growing(&t, &cfg, true, used, now));
+	/* Falls (reclaim, frees) are not growth either. */
+	for (int i = 0; i < 10; i++, now += cfg.interval_ms, used -= 50 * MiB)
+		assert_false(mtd_steady_growing(&t, &cfg, true, used, now));
+
+	/* No figures: the history is forgotten, and the next reading starts over. */
+	for (int i = 0; i < 3; i++, now += cfg.interval_ms, used += 100 * MiB)
+		(void)mtd_steady_growing(&s, &cfg, true, used, now);
+	assert_true(mtd_steady_growing(&s, &cfg, true, used + 100 * MiB, now + cfg.interval_ms));
+	assert_false(mtd_steady_growing(&s, &cfg, false, 0, now + 2 * cfg.interval_ms));
+	assert_false(mtd_steady_growing(&s, &cfg, true, used + 4 * GiB, now + 3 * cfg.interval_ms));
+}
+
+static void test_futile_until_something_changes(void **state)
+{
+	struct mtd_steady s = {0};
+	uint64_t now = 1000;
+	char why[200];
+	(void)state;
+	setup_defaults();
+
+	assert_false(mtd_steady_futile(&s, &cfg, 900 * MiB, 400 * MiB, now));
+	mtd_steady_reply(&s, &cfg, 128 * MiB, 0, "partial");
+	assert_true(mtd_steady_futile(&s, &cfg, 900 * MiB, 400 * MiB, now));
+	mtd_steady_why(&s, &cfg, MTD_CTL_FUTILE, why, sizeof(why));
+	assert_non_null(strstr(why, "freed 0 of 128 MiB"));
+	assert_non_null(strstr(why, "partial"));
+	/* Small drifts are not a change. */
+	assert_true(mtd_steady_futile(&s, &cfg, 902 * MiB, 401 * MiB, now + 5000));
+	/* The guest's use moved by min_change: asked again. */
+	assert_false(
+	    mtd_steady_futile(&s, &cfg, 900 * MiB + cfg.min_change_bytes, 400 * MiB, now + 10000));
+
+	/* The working set moved. */
+	mtd_steady_reply(&s, &cfg, 64 * MiB, 1 * MiB, "done");
+	assert_true(mtd_steady_futile(&s, &cfg, 900 * MiB, 400 * MiB, now));
+	assert_false(mtd_steady_futile(&s, &cfg, 900 * MiB, 300 * MiB, now + 5000));
+
+	/* Time alone: hold_max. */
+	mtd_steady_reply(&s, &cfg, 64 * MiB, 0, "error");
+	assert_true(mtd_steady_futile(&s, &cfg, 900 * MiB, 400 * MiB, now));
+	assert_true(mtd_steady_futile(&s, &cfg, 900 * MiB, 400 * MiB, now + cfg.hold_max_ms - 1));
+	assert_false(mtd_steady_futile(&s, &cfg, 900 * MiB, 400 * MiB, now + cfg.hold_max_ms));
+
+	/* Freed most of it, or asked for less than min_change and got half: not futile. */
+	mtd_steady_reply(&s, &cfg, 128 * MiB, 100 * MiB, "partial");
+	assert_false(mtd_steady_futile(&s, &cfg, 900 * MiB, 400 * MiB, now));
+	mtd_steady_reply(&s, &cfg, 2 * MiB, 1 * MiB, "partial");
+	assert_false(mtd_steady_futile(&s, &cfg, 900 * MiB, 400 * MiB, now));
+	mtd_steady_why(&s, &cfg, MTD_CTL_INFLATE, why, sizeof(why));
+	assert_string_equal(why, "");
+}
+
+/* While the guest grows, no step: in balloon mode and in reclaim mode, and no reclaim asked
+ * for a steady target either.  Memory still goes back at once when the estimate rises. */
+static void test_controller_waits_while_growing(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	for (int mode = 0; mode < 2; mode++) {
+		st = (struct mtd_ctl_state){0};
+		pol.return_via = mode ? MTD_RETURN_RECLAIM : MTD_RETURN_BALLOON;
+		struct mtd_ctl_input in = calm(1000, 2 * GiB, 512 * MiB);
+		in.can_reclaim = true;
+		in.used_known = true;
+		in.guest_used_bytes = 1536 * MiB;
+		in.growing = true;
+		for (int i = 0; i < 5; i++, in.now_ms += cfg.interval_ms) {
+			mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+			assert_int_equal(out.reason, MTD_CTL_GROWING);
+			assert_int_equal(out.target_bytes, 2 * GiB);
+			assert_int_equal(out.balloon_bytes, 2 * GiB);
+			assert_int_equal(out.reclaim_bytes, 0);
+		}
+		in.growing = false;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_INFLATE);
+		assert_int_equal(out.target_bytes, 2 * GiB - cfg.max_inflate_step_bytes);
+		assert_int_equal(out.reclaim_bytes, cfg.max_inflate_step_bytes);
+		/* Growth past the target is still given back at once while growing. */
+		in.now_ms += cfg.interval_ms;
+		in.growing = true;
+		in.wss_bytes = 2 * GiB;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_GROW);
+		assert_int_equal(out.target_bytes, 2 * GiB);
+	}
+
+	/* Reclaim mode at a steady target with the guest's use above it: not asked while
+	 * growing (the steady path's request). */
+	st = (struct mtd_ctl_state){
+	    .primed = true, .target_bytes = 640 * MiB, .balloon_bytes = 2 * GiB};
+	pol.return_via = MTD_RETURN_RECLAIM;
+	struct mtd_ctl_input in = calm(100000, 2 * GiB, 512 * MiB);
+	in.can_reclaim = true;
+	in.used_known = true;
+	in.guest_used_bytes = 900 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_STEADY);
+	assert_int_equal(out.reclaim_bytes, cfg.max_inflate_step_bytes);
+	in.now_ms += cfg.interval_ms;
+	in.growing = true;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reclaim_bytes, 0);
+}
+
+/* After a futile answer: return=reclaim takes no step and asks nothing; the balloon still
+ * steps (it takes free memory) without a reclaim request; auto keeps stepping (host pageout
+ * takes the rest) without asking the guest. */
+static void test_controller_after_a_futile_answer(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	for (int mode = 0; mode < 3; mode++) {
+		enum mtd_return_via via[] = {MTD_RETURN_RECLAIM, MTD_RETURN_BALLOON,
+					     MTD_RETURN_AUTO};
+		st = (struct mtd_ctl_state){0};
+		pol.return_via = via[mode];
+		struct mtd_ctl_input in = calm(1000, 2 * GiB, 512 * MiB);
+		in.can_reclaim = true;
+		in.used_known = true;
+		in.guest_used_bytes = 1536 * MiB;
+		in.reclaim_futile = true;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reclaim_bytes, 0);
+		if (pol.return_via == MTD_RETURN_RECLAIM) {
+			assert_int_equal(out.reason, MTD_CTL_FUTILE);
+			assert_int_equal(out.target_bytes, 2 * GiB);
+		} else {
+			assert_int_equal(out.reason, MTD_CTL_INFLATE);
+			assert_int_equal(out.target_bytes, 2 * GiB - cfg.max_inflate_step_bytes);
+		}
+		if (pol.return_via == MTD_RETURN_BALLOON)
+			assert_int_equal(out.balloon_bytes, 2 * GiB - cfg.max_inflate_step_bytes);
+		/* Something changed: asked again. */
+		in.reclaim_futile = false;
+		in.now_ms += cfg.interval_ms;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_INFLATE);
+		assert_true(out.reclaim_bytes > 0);
+	}
+}
+
+/* No request beyond what the estimate calls cold; a lowered ceiling is asked in full. */
+static void test_reclaim_capped_at_cold(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	for (int mode = 0; mode < 2; mode++) {
+		st = (struct mtd_ctl_state){0};
+		pol.return_via = mode ? MTD_RETURN_RECLAIM : MTD_RETURN_BALLOON;
+		pol.max_bytes = 0;
+		struct mtd_ctl_input in = calm(1000, 2 * GiB, 512 * MiB);
+		in.can_reclaim = true;
+		in.used_known = true;
+		in.guest_used_bytes = 560 * MiB;
+		in.cold_known = true;
+		in.cold_bytes = 48 * MiB;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_INFLATE);
+		assert_int_equal(out.reclaim_bytes, 48 * MiB);
+		/* Not known (the estimate follows the guest's use): the whole step. */
+		in.now_ms += cfg.interval_ms;
+		in.cold_known = false;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reclaim_bytes, cfg.max_inflate_step_bytes);
+		/* The operator lowers max by 512 MiB: the cut is asked in full. */
+		in.now_ms += cfg.interval_ms;
+		in.cold_known = true;
+		pol.max_bytes = st.balloon_bytes - 512 * MiB;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_true(out.reclaim_bytes >= 512 * MiB - cfg.max_inflate_step_bytes);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_growing_follows_the_load),
+	    cmocka_unit_test(test_futile_until_something_changes),
+	    cmocka_unit_test(test_controller_waits_while_growing),
+	    cmocka_unit_test(test_controller_after_a_futile_answer),
+	    cmocka_unit_test(test_reclaim_capped_at_cold),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
