@@ -39,6 +39,9 @@ size_t sim_default_knob_values(const struct sim_policy *pol, double *vals, size_
 	/* memtide: the floor of its cold age threshold (the controller moves it above). */
 	static const double mt[] = {600000, 450000, 300000, 240000, 120000,
 				    60000,  30000,  20000,  10000,  5000};
+	/* idle: the one threshold memtide must beat, on a fine grid (it is tuned in hindsight). */
+	static const double idle[] = {900000, 600000, 450000, 300000, 240000, 180000, 120000, 90000,
+				      60000,  45000,  30000,  20000,  15000,  10000,  5000,   2000};
 	static const double oracle[] = {0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05};
 	const double *v = NULL;
 	size_t n = 0;
@@ -52,6 +55,9 @@ size_t sim_default_knob_values(const struct sim_policy *pol, double *vals, size_
 	} else if (!strcmp(pol->name, "lru2")) {
 		v = lru2;
 		n = sizeof(lru2) / sizeof(*lru2);
+	} else if (!strcmp(pol->name, "idle")) {
+		v = idle;
+		n = sizeof(idle) / sizeof(*idle);
 	} else if (!strcmp(pol->name, "memtide")) {
 		v = mt;
 		n = sizeof(mt) / sizeof(*mt);

@@ -31,7 +31,7 @@ static void usage(FILE *out)
 	    "       memtide-sim gen   KIND -o FILE [generator options]\n"
 	    "       memtide-sim sweep (--trace FILE | --gen KIND) -o BASE [--policies a,b,...]\n"
 	    "                         [--param NAME --values v1,v2,...] [--PARAM VALUE...]\n"
-	    "       memtide-sim bench [--traces DIR] [--quick]\n"
+	    "       memtide-sim bench [--traces DIR] [--quick] [--budget B] [--PARAM VALUE...]\n"
 	    "\n"
 	    "run     replay one trace against one policy; prints one JSON object: mean and peak\n"
 	    "        resident pages, memory saved vs no management, refaults (count, per minute\n"
@@ -40,10 +40,14 @@ static void usage(FILE *out)
 	    "        the refault rate is back under --budget (windows of --window-ms).\n"
 	    "gen     write a synthetic trace.  KIND: zipf grow phases scan sparse step.\n"
 	    "sweep   run every policy (or --policies) at several settings of its knob (or of\n"
-	    "        --param at --values), write BASE.csv and plot BASE.png / BASE.svg.\n"
-	    "bench   the sim_pareto and sim_react benchmarks (docs/results.md).\n"
+	    "        --param at --values), write BASE.csv and plot BASE.png / BASE.svg;\n"
+	    "        prints the best setting of each under the budgets (0.002 and 0.01 per\n"
+	    "        minute, or --budget alone).\n"
+	    "bench   the sim_pareto, sim_defaults and sim_react benchmarks at the same budgets\n"
+	    "        (docs/results.md): every policy tuned in hindsight, memtide at its defaults\n"
+	    "        given only the budget, the best idle threshold and the oracle.\n"
 	    "\n"
-	    "policies: none fpr-only mom damon lru2 memtide oracle\n"
+	    "policies: none fpr-only mom damon lru2 idle memtide oracle\n"
 	    "generator options: --ram-pages N (32768) --epochs N (600) --epoch-ms MS (1000)\n"
 	    "                   --gen-seed N (42)\n"
 	    "parameters (--NAME VALUE, default, meaning):\n");
@@ -56,7 +60,20 @@ struct opts {
 	struct sim_params p;
 	uint64_t step_ms, window_ms;
 	bool quick;
+	bool budget_set; /* --budget given: sweep and bench report that budget alone */
 };
+
+/* The budgets a sweep or bench reports: --budget alone when given, else the two. */
+static int budgets(const struct opts *o, double b[2])
+{
+	if (o->budget_set) {
+		b[0] = o->p.budget;
+		return 1;
+	}
+	b[0] = BUDGET_LO;
+	b[1] = BUDGET_HI;
+	return 2;
+}
 
 static int parse_u64(const char *s, uint64_t *v)
 {
@@ -133,10 +150,22 @@ static int parse_opts(int argc, char **argv, int first, struct opts *o)
 					a);
 				return rc;
 			}
-			if (rc) {
-				fprintf(stderr, "memtide-sim: %s: bad value '%s'\n", a, v);
+			if (rc == -ERANGE) {
+				double lo = 0, hi = 0;
+				(void)sim_params_range(a + 2, &lo, &hi);
+				fprintf(stderr, "memtide-sim: %s: %s is out of range (%g to %g)\n",
+					a, v, lo, hi);
 				return rc;
 			}
+			if (rc) {
+				char *end;
+				(void)strtod(v, &end);
+				fprintf(stderr, "memtide-sim: %s: '%s' is not a %s\n", a, v,
+					end != v && !*end ? "whole number" : "number");
+				return rc;
+			}
+			if (!strcmp(a, "--budget"))
+				o->budget_set = true;
 		}
 		i++;
 	}
@@ -301,6 +330,8 @@ static int cmd_sweep(struct opts *o)
 	char csv[4096];
 	FILE *f;
 	int rc = 0;
+	double bud[2];
+	int nb = budgets(o, bud);
 
 	if (!o->out) {
 		fprintf(stderr, "memtide-sim: sweep needs -o BASE (writes BASE.csv, .png, .svg)\n");
@@ -366,8 +397,8 @@ static int cmd_sweep(struct opts *o)
 		}
 		sim_points_csv(f, header, pol->name, knob, pts, n);
 		header = false;
-		for (int b = 0; b < 2; b++) {
-			double budget = b ? BUDGET_HI : BUDGET_LO, saved;
+		for (int b = 0; b < nb; b++) {
+			double budget = bud[b], saved;
 			int best = sim_best_under_budget(pts, n, budget, &saved);
 			printf("{\"name\":\"sim_sweep\",\"trace\":\"%s\",\"policy\":\"%s\","
 			       "\"budget\":%g,"
@@ -381,7 +412,7 @@ static int cmd_sweep(struct opts *o)
 	if (!rc) {
 		char title[256];
 		snprintf(title, sizeof(title), "memory saved vs refaults: %s", trace_name(o, &t));
-		rc = sim_plot(csv, o->out, title, BUDGET_LO, BUDGET_HI);
+		rc = sim_plot(csv, o->out, title, bud[0], bud[nb - 1]);
 		if (rc)
 			fprintf(stderr, "memtide-sim: gnuplot: %s (apt install gnuplot-nox)\n",
 				strerror(-rc));
@@ -400,17 +431,28 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* What memtide at its defaults did against the budgets: how many cases landed in the
+ * controller's band, and on how many real-program cases it saved more than the best idle
+ * threshold tuned in hindsight. */
+struct defaults_tally {
+	int cases, in_band, real_cases, beat_idle;
+};
+
 /* sim_pareto for one trace: every non-oracle policy swept over its knob, the oracle solved
- * at each budget; one JSON line per budget. */
-static int pareto_one(const struct sim_trace *t, const char *tname, const struct sim_params *p,
-		      int *beats, int *near, int *total)
+ * at each budget; one JSON line per budget.  Then sim_defaults: memtide at its defaults,
+ * given only the budget (as its refault target), beside the best hindsight-tuned idle
+ * threshold and the oracle. */
+static int pareto_one(const struct sim_trace *t, const char *tname, bool real,
+		      const struct sim_params *p, const double *bud, int nb, int *beats, int *near,
+		      int *total, struct defaults_tally *dt)
 {
 	/* The last column is memtide with --mt-smooth 0 (each interval's refaults fed raw, as
 	 * before libvmm averaged them): reported, not part of the goal. */
-	static const char *const pols[] = {"fpr-only", "mom",     "damon",
-					   "lru2",     "memtide", "memtide"};
-	static const char *const cols[] = {"fpr-only", "mom",     "damon",
-					   "lru2",     "memtide", "memtide_raw"};
+	static const char *const pols[] = {"fpr-only", "mom",     "damon",  "lru2",
+					   "idle",     "memtide", "memtide"};
+	static const char *const cols[] = {"fpr-only", "mom",     "damon",      "lru2",
+					   "idle",     "memtide", "memtide_raw"};
+	enum { IDLE = 4, MT = 5 };
 	struct sim_point pts[sizeof(pols) / sizeof(*pols)][MAX_PTS];
 	size_t npts[sizeof(pols) / sizeof(*pols)] = {0};
 	double vals[MAX_PTS], t0 = now_s();
@@ -430,35 +472,60 @@ static int pareto_one(const struct sim_trace *t, const char *tname, const struct
 			return rc;
 		}
 	}
-	for (int b = 0; b < 2; b++) {
-		double budget = b ? BUDGET_HI : BUDGET_LO, saved[8] = {0}, best_base = 0;
-		struct sim_params po = *p;
-		struct sim_result orc;
+	for (int b = 0; b < nb; b++) {
+		double budget = bud[b], saved[8] = {0}, best_base = 0;
+		int bi[8];
+		struct sim_params po = *p, pd = *p;
+		struct sim_result orc, def;
 		po.budget = budget;
 		rc = sim_replay(t, &sim_policy_oracle, &po, false, &orc);
+		if (rc)
+			return rc;
+		/* memtide at its defaults: the budget is all it is told. */
+		pd.budget = budget;
+		pd.mt_target = budget;
+		rc = sim_replay(t, &sim_policy_memtide, &pd, false, &def);
 		if (rc)
 			return rc;
 		printf("{\"name\":\"sim_pareto\",\"trace\":\"%s\",\"ram_pages\":%llu,\"budget\":%g",
 		       tname, (unsigned long long)t->ram_pages, budget);
 		for (size_t i = 0; i < sizeof(pols) / sizeof(*pols); i++) {
 			int best = sim_best_under_budget(pts[i], npts[i], budget, &saved[i]);
+			bi[i] = best;
 			printf(",\"%s\":{\"saved\":%.4f,\"setting\":%g,\"refault_rate\":%.5f}",
 			       cols[i], saved[i], best >= 0 ? pts[i][best].knob : -1,
 			       best >= 0 ? pts[i][best].refault_rate : 0);
 			if (strncmp(cols[i], "memtide", 7) != 0 && saved[i] > best_base)
 				best_base = saved[i];
 		}
-		double mt = saved[4], ratio = orc.saved > 0 ? mt / orc.saved : 0;
+		double mt = saved[MT], ratio = orc.saved > 0 ? mt / orc.saved : 0;
 		bool beat = mt > best_base, ok85 = ratio >= 0.85;
 		printf(
-		    ",\"oracle\":{\"saved\":%.4f,\"refault_rate\":%.5f},\"memtide_vs_oracle\":%.3f,"
+		    ",\"memtide_defaults\":{\"saved\":%.4f,\"refault_rate\":%.5f},"
+		    "\"oracle\":{\"saved\":%.4f,\"refault_rate\":%.5f},\"memtide_vs_oracle\":%.3f,"
 		    "\"memtide_beats_baselines\":%s,\"memtide_85pct_oracle\":%s,\"wall_s\":%.1f}\n",
-		    orc.saved, orc.refault_rate, ratio, beat ? "true" : "false",
-		    ok85 ? "true" : "false", now_s() - t0);
+		    def.saved, def.refault_rate, orc.saved, orc.refault_rate, ratio,
+		    beat ? "true" : "false", ok85 ? "true" : "false", now_s() - t0);
+		/* The controller's goal: its refault rate within [0.5, 1.25] x the budget. */
+		double rr = budget > 0 ? def.refault_rate / budget : 0;
+		bool band = rr >= 0.5 && rr <= 1.25, beat_idle = def.saved > saved[IDLE];
+		printf("{\"name\":\"sim_defaults\",\"trace\":\"%s\",\"real_program\":%s,"
+		       "\"budget\":%g,\"rate_ratio\":%.3f,\"in_band\":%s,\"saved\":%.4f,"
+		       "\"idle_best_saved\":%.4f,\"idle_best_age_ms\":%g,\"beats_idle\":%s,"
+		       "\"tuned_saved\":%.4f,\"oracle_saved\":%.4f}\n",
+		       tname, real ? "true" : "false", budget, rr, band ? "true" : "false",
+		       def.saved, saved[IDLE], bi[IDLE] >= 0 ? pts[IDLE][bi[IDLE]].knob : -1,
+		       beat_idle ? "true" : "false", mt, orc.saved);
 		fflush(stdout);
+		sim_result_free(&def);
+		sim_result_free(&orc);
 		*beats += beat;
 		*near += ok85;
 		(*total)++;
+		dt->cases++;
+		dt->in_band += band;
+		dt->real_cases += real;
+		dt->beat_idle += real && beat_idle;
 	}
 	return 0;
 }
@@ -469,7 +536,9 @@ static int cmd_bench(struct opts *o)
 						  SIM_GEN_SCAN, SIM_GEN_SPARSE};
 	const char *dir = o->traces_dir ? o->traces_dir : "sim/traces";
 	int beats = 0, near = 0, total = 0, rc = 0, real = 0;
-	double t0 = now_s();
+	double t0 = now_s(), bud[2];
+	int nb = budgets(o, bud);
+	struct defaults_tally dt = {0};
 
 	for (size_t i = 0; i < sizeof(suite) / sizeof(*suite) && !rc; i++) {
 		struct sim_gen_opts go;
@@ -479,7 +548,8 @@ static int cmd_bench(struct opts *o)
 			go.epochs = 200;
 		rc = sim_gen(&go, &t);
 		if (!rc)
-			rc = pareto_one(&t, t.source, &o->p, &beats, &near, &total);
+			rc = pareto_one(&t, t.source, false, &o->p, bud, nb, &beats, &near, &total,
+					&dt);
 		sim_trace_free(&t);
 	}
 	DIR *d = opendir(dir);
@@ -501,7 +571,8 @@ static int cmd_bench(struct opts *o)
 		struct sim_trace t;
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		if (!rc && sim_trace_read(&t, path, err, sizeof(err)) == 0) {
-			rc = pareto_one(&t, t.source, &o->p, &beats, &near, &total);
+			rc = pareto_one(&t, t.source, true, &o->p, bud, nb, &beats, &near, &total,
+					&dt);
 			sim_trace_free(&t);
 			real++;
 		} else if (!rc) {
@@ -514,6 +585,9 @@ static int cmd_bench(struct opts *o)
 	printf("{\"name\":\"sim_pareto_summary\",\"cases\":%d,\"real_traces\":%d,"
 	       "\"memtide_beats_baselines\":%d,\"memtide_85pct_oracle\":%d,\"wall_s\":%.1f}\n",
 	       total, real, beats, near, now_s() - t0);
+	printf("{\"name\":\"sim_defaults_summary\",\"cases\":%d,\"in_band\":%d,"
+	       "\"real_program_cases\":%d,\"beats_idle\":%d}\n",
+	       dt.cases, dt.in_band, dt.real_cases, dt.beat_idle);
 
 	/* sim_react: the step trace; memtide with its target at the budget. */
 	const struct sim_policy *mtp = sim_policy_get("memtide");
@@ -526,12 +600,12 @@ static int cmd_bench(struct opts *o)
 	sim_gen_opts_default(&go, SIM_GEN_STEP);
 	if (sim_gen(&go, &t))
 		return 1;
-	for (int v = 0; v < 4; v++) {
+	for (int v = 0; v < 2 * nb; v++) {
 		struct sim_params p = o->p;
 		struct sim_result r;
-		p.budget = v % 2 ? BUDGET_HI : BUDGET_LO;
+		p.budget = bud[v % nb];
 		p.mt_target = p.budget;
-		p.mt_smooth = v < 2;
+		p.mt_smooth = v < nb;
 		if (sim_replay(&t, mtp, &p, true, &r))
 			return 1;
 		uint64_t react = sim_react_ms(&t, &r, go.step_at_ms, p.mt_interval_ms, p.budget);
@@ -574,6 +648,11 @@ int main(int argc, char **argv)
 	}
 	if (parse_opts(argc, argv, 2, &o))
 		return 2;
+	char err[256];
+	if (sim_params_check(&o.p, err, sizeof(err))) {
+		fprintf(stderr, "memtide-sim: %s\n", err);
+		return 2;
+	}
 	if (!strcmp(cmd, "run"))
 		return cmd_run(&o);
 	if (!strcmp(cmd, "sweep"))

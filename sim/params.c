@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,7 @@ struct pdesc {
 
 #define F(f) offsetof(struct sim_params, f)
 static const struct pdesc pdescs[] = {
-    {"budget", P_DBL, F(budget), 0, 1, "refault budget, share of resident pages per minute"},
+    {"budget", P_DBL, F(budget), 0, 100, "refault budget, share of resident pages per minute"},
     {"fpr", P_BOOL, F(fpr), 0, 1, "free page reporting on (every policy but none)"},
     {"fpr-delay-ms", P_U64, F(fpr_delay_ms), 0, 3.6e6, "free -> reported to the host"},
     {"seed", P_U64, F(seed), 0, 1.8e19, "random seed (damon's sampling)"},
@@ -42,9 +43,10 @@ static const struct pdesc pdescs[] = {
     {"damon-min-age-ms", P_U64, F(damon_min_age_ms), 0, 3.6e7, "reclaim regions idle this long"},
     {"damon-quota-bytes-s", P_U64, F(damon_quota_bytes_s), 0, 1e13, "reclaim size quota"},
     {"lru2-limit", P_DBL, F(lru2_limit), 0, 1, "resident limit, share of RAM"},
+    {"idle-age-ms", P_U64, F(idle_age_ms), 1, 3.6e8, "idle: evict a page idle this long"},
     {"mt-nr-gens", P_UINT, F(mt_nr_gens), VMM_MIN_NR_GENS, VMM_MAX_NR_GENS, "generations"},
     {"mt-interval-ms", P_U64, F(mt_interval_ms), 1, 3.6e6, "control interval"},
-    {"mt-target", P_DBL, F(mt_target), 0, 1, "target refaults, share of resident per minute"},
+    {"mt-target", P_DBL, F(mt_target), 0, 100, "target refaults, share of resident per minute"},
     {"mt-min-age-ms", P_U64, F(mt_min_age_ms), 1, 3.6e7, "cold age threshold, lowest"},
     {"mt-max-age-ms", P_U64, F(mt_max_age_ms), 1, 3.6e8, "cold age threshold, highest"},
     {"mt-initial-age-ms", P_U64, F(mt_initial_age_ms), 1, 3.6e8, "cold age threshold, start"},
@@ -116,6 +118,7 @@ void sim_params_default(struct sim_params *p)
 	p->damon_min_age_ms = 120000;
 	p->damon_quota_bytes_s = 128ull << 20;
 	p->lru2_limit = 0.5;
+	p->idle_age_ms = 120000;
 	mt_defaults(p);
 }
 
@@ -137,8 +140,10 @@ int sim_params_set(struct sim_params *p, const char *name, const char *value)
 		return -ENOENT;
 	errno = 0;
 	v = strtod(value, &end);
-	if (errno || end == value || *end || v != v || v < d->min || v > d->max)
+	if (errno || end == value || *end || v != v)
 		return -EINVAL;
+	if (v < d->min || v > d->max)
+		return -ERANGE;
 	if (d->type != P_DBL && v != (double)(uint64_t)v)
 		return -EINVAL;
 	char *f = (char *)p + d->off;
@@ -177,6 +182,41 @@ double sim_params_get(const struct sim_params *p, const char *name, int *err)
 		return *(const unsigned *)(const void *)f;
 	case P_BOOL:
 		return *(const bool *)(const void *)f;
+	}
+	return 0;
+}
+
+int sim_params_range(const char *name, double *min, double *max)
+{
+	const struct pdesc *d = find(name);
+
+	if (!d)
+		return -ENOENT;
+	*min = d->min;
+	*max = d->max;
+	return 0;
+}
+
+int sim_params_check(const struct sim_params *p, char *err, size_t len)
+{
+	if (p->mt_min_age_ms > p->mt_max_age_ms) {
+		snprintf(err, len,
+			 "--mt-min-age-ms (%llu) is above --mt-max-age-ms (%llu): the cold age "
+			 "threshold's floor must not exceed its ceiling",
+			 (unsigned long long)p->mt_min_age_ms,
+			 (unsigned long long)p->mt_max_age_ms);
+		return -EINVAL;
+	}
+	if (p->damon_min_regions > p->damon_max_regions) {
+		snprintf(err, len, "--damon-min-regions (%llu) is above --damon-max-regions (%llu)",
+			 (unsigned long long)p->damon_min_regions,
+			 (unsigned long long)p->damon_max_regions);
+		return -EINVAL;
+	}
+	if (p->mom_min_step > p->mom_max_step) {
+		snprintf(err, len, "--mom-min-step (%g) is above --mom-max-step (%g)",
+			 p->mom_min_step, p->mom_max_step);
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -7,8 +7,9 @@
 #include "sim.h"
 
 const struct sim_policy *const sim_policies[] = {
-    &sim_policy_none, &sim_policy_fpr,     &sim_policy_mom,    &sim_policy_damon,
-    &sim_policy_lru2, &sim_policy_memtide, &sim_policy_oracle, NULL,
+    &sim_policy_none,    &sim_policy_fpr,    &sim_policy_mom,
+    &sim_policy_damon,   &sim_policy_lru2,   &sim_policy_idle,
+    &sim_policy_memtide, &sim_policy_oracle, NULL,
 };
 
 const struct sim_policy *sim_policy_get(const char *name)

@@ -211,15 +211,23 @@ struct sim_params {
 	uint64_t mt_smooth_tau_ms; /* that average's time constant */
 	uint64_t mt_reuse_tau_ms;  /* reuse floor's window (0: no floor) */
 	bool mt_take_free;         /* the guest's freed pages go to the host at once */
+	/* idle: the single idle-age threshold memtide is compared with */
+	uint64_t idle_age_ms;
 	/* oracle: none, it reads `budget` */
 	uint64_t seed;
 };
 
 void sim_params_default(struct sim_params *p);
 /* Set one parameter by its command-line name ("mom-min-free", "mt-target", ...).  Returns
- * 0, -ENOENT (no such parameter), -EINVAL (not a number, or out of range). */
+ * 0, -ENOENT (no such parameter), -EINVAL (not a number, or not whole where it must be),
+ * -ERANGE (outside the range sim_params_range gives). */
 int sim_params_set(struct sim_params *p, const char *name, const char *value);
 double sim_params_get(const struct sim_params *p, const char *name, int *err);
+/* The range a parameter accepts: 0 or -ENOENT. */
+int sim_params_range(const char *name, double *min, double *max);
+/* Settings that are each in range but cannot run together (a floor above its ceiling):
+ * 0, or -EINVAL with a sentence in err. */
+int sim_params_check(const struct sim_params *p, char *err, size_t len);
 /* Print every parameter with its default and meaning. */
 void sim_params_help(FILE *out);
 
@@ -258,7 +266,7 @@ struct sim_ctx {
 int sim_evict(struct sim_ctx *ctx, uint32_t idx);
 
 extern const struct sim_policy sim_policy_none, sim_policy_fpr, sim_policy_mom, sim_policy_damon,
-    sim_policy_lru2, sim_policy_memtide, sim_policy_oracle;
+    sim_policy_lru2, sim_policy_idle, sim_policy_memtide, sim_policy_oracle;
 
 const struct sim_policy *sim_policy_get(const char *name);
 /* NULL-terminated list of every policy, in report order. */

@@ -17,13 +17,20 @@ check() { if eval "$2"; then ok "$1"; else nok "$1"; fi; }
 # 1. --help names every command and policy; a bad option is exit 2 with a message.
 "$SIM" --help >"$work/help" 2>&1
 check "memtide-sim --help lists every policy" \
-	'for p in none fpr-only mom damon lru2 memtide oracle; do grep -qw -- "$p" "$work/help" || exit 1; done'
+	'for p in none fpr-only mom damon lru2 idle memtide oracle; do grep -qw -- "$p" "$work/help" || exit 1; done'
 "$SIM" run --policy none --gen zipf --no-such-option 1 >/dev/null 2>"$work/err"
 rc=$?
 check "unknown option: exit 2 and names it" '[ $rc -eq 2 ] && grep -q "no-such-option" "$work/err"'
 "$SIM" run --policy mom --gen zipf --mom-max-step 7 >/dev/null 2>"$work/err"
 rc=$?
-check "out-of-range parameter: exit 2" '[ $rc -eq 2 ] && grep -q "mom-max-step" "$work/err"'
+check "out-of-range parameter: exit 2" '[ $rc -eq 2 ] && grep -q "mom-max-step: 7 is out of range (0 to 1)" "$work/err"'
+"$SIM" run --policy memtide --gen zipf --mt-min-age-ms 4000000 --mt-max-age-ms 3000000 >/dev/null 2>"$work/err"
+rc=$?
+check "a floor above the maximum age: exit 2, says which" \
+	'[ $rc -eq 2 ] && grep -q "mt-min-age-ms (4000000) is above --mt-max-age-ms (3000000)" "$work/err"'
+"$SIM" run --policy oracle --gen zipf --ram-pages 4096 --epochs 60 --budget 2 >"$work/b2" 2>"$work/err"
+rc=$?
+check "a budget above 1/min is accepted" '[ $rc -eq 0 ] && grep -q "\"policy\":\"oracle\"" "$work/b2"'
 "$TRACE" --help | grep -q "record" && ok "memtide-trace --help" || nok "memtide-trace --help"
 
 # 2. gen writes a trace that replays exactly as the generator's own output.
@@ -38,14 +45,18 @@ check "a written trace replays like the generated one" '[ -n "$a" ] && [ "$a" = 
 rc=$?
 check "sweep exits 0" '[ $rc -eq 0 ]'
 check "sweep CSV has its header" 'head -1 "$work/sw.csv" | grep -q "^policy,knob,value,saved,refault_rate_per_min"'
-check "sweep CSV has rows for all 7 policies" \
-	'[ "$(tail -n +2 "$work/sw.csv" | cut -d, -f1 | sort -u | wc -l)" -eq 7 ]'
+check "sweep CSV has rows for all 8 policies" \
+	'[ "$(tail -n +2 "$work/sw.csv" | cut -d, -f1 | sort -u | wc -l)" -eq 8 ]'
 check "sweep CSV: savings within 0..1, rates >= 0" \
 	'tail -n +2 "$work/sw.csv" | awk -F, "\$4 < 0 || \$4 > 1 || \$5 < 0 { bad = 1 } END { exit bad }"'
 check "sweep PNG is a non-empty PNG" '[ -s "$work/sw.png" ] && head -c 8 "$work/sw.png" | grep -q PNG'
 check "sweep SVG is a non-empty SVG" '[ -s "$work/sw.svg" ] && grep -q "<svg" "$work/sw.svg"'
 check "sweep prints the best setting per budget" \
-	'[ "$(grep -c "\"name\":\"sim_sweep\"" "$work/sweep.out")" -eq 14 ]'
+	'[ "$(grep -c "\"name\":\"sim_sweep\"" "$work/sweep.out")" -eq 16 ]'
+"$SIM" sweep --gen scan --ram-pages 4096 --epochs 60 --policies mom,idle --budget 0.05 \
+	-o "$work/sw3" >"$work/sweep3.out" 2>/dev/null
+check "sweep --budget reports that budget alone" \
+	'[ "$(grep -c "\"budget\":0.05," "$work/sweep3.out")" -eq 2 ] && [ "$(grep -c sim_sweep "$work/sweep3.out")" -eq 2 ]'
 "$SIM" sweep --gen scan --ram-pages 4096 --epochs 60 --policies fpr-only,mom \
 	--param fpr-delay-ms --values 1000,5000 -o "$work/sw2" >/dev/null 2>&1
 check "sweep --param/--values varies that parameter" \
