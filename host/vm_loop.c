@@ -662,8 +662,12 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 		}
 	}
 
-	/* Two aging rounds at least before the estimate means anything. */
-	if (vm->rounds >= 2 &&
+	/* Two aging rounds at least, and a whole cold age of watching, before the estimate
+	 * means anything: libvmm vouches for no page idle longer than it has watched it
+	 * (vmm_age_begin, step 0), so until then every page not seen yet counts as used, and
+	 * an estimate of all of RAM would hand the guest its maximum at every attach and
+	 * every restart of memtided. */
+	if (vm->rounds >= 2 && t->now_ms - vm->first_tick_ms >= vm->cold_age_ms &&
 	    vmm_wss(vm->guest, t->now_ms, &vm->cold_age_ms, 1, &t->wss_bytes) == 0)
 		t->wss_valid = true;
 	for (unsigned i = 0; i < MTD_WSS_BINS; i++)
@@ -905,6 +909,11 @@ static void note_decision(struct mtd_vm *vm, enum mtd_ctl_reason reason)
 
 	snprintf(vm->draft.decision, sizeof(vm->draft.decision), "%s", mtd_ctl_reason_name(reason));
 	mtd_steady_why(&vm->steady, &vm->d->cfg.ctl, reason, why, sizeof(why));
+	if (reason == MTD_CTL_NO_ESTIMATE && vm->guest)
+		snprintf(why, sizeof(why),
+			 "watching the guest for one cold age (%" PRIu64 " s) before the first "
+			 "estimate: no page is known to be idle for longer than it was watched",
+			 vm->cold_age_ms / 1000);
 	/* The growth figure changes every tick: said once per stretch, not per figure. */
 	bool same = reason == MTD_CTL_GROWING ? strstr(vm->draft.decision_detail, "grows") != NULL
 					      : strcmp(why, vm->draft.decision_detail) == 0;

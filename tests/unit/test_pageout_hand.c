@@ -272,8 +272,10 @@ static struct vmm_guest *guest_over_child(void)
 	gc.nr_ram = 1;
 	gc.nr_gens = VMM_MAX_NR_GENS;
 	assert_int_equal(vmm_guest_new(&gc, &g), 0);
-	/* One aging round that saw nothing: every page stays in the first generation, which is
-	 * no longer the youngest (the eviction hand never takes the youngest). */
+	/* Watched from 0, then one aging round that saw nothing: every page stays in the first
+	 * generation (born at 0), which is no longer the youngest (the eviction hand never
+	 * takes the youngest). */
+	assert_int_equal(vmm_age_begin(g, 0), 0);
 	assert_int_equal(vmm_age_begin(g, T(500)), 0);
 	return g;
 }

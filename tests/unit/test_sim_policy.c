@@ -516,7 +516,17 @@ static void test_params(void **state)
 	assert_int_equal(sim_params_set(&p, "mom-max-step", "0.1"), 0);
 	assert_true(sim_params_get(&p, "mom-max-step", &err) == 0.1);
 	assert_int_equal(err, 0);
-	assert_int_equal(sim_params_set(&p, "mom-max-step", "2"), -EINVAL);
+	assert_int_equal(sim_params_set(&p, "mom-max-step", "2"), -ERANGE);
+	double lo, hi;
+	assert_int_equal(sim_params_range("mom-max-step", &lo, &hi), 0);
+	assert_true(lo == 0 && hi == 1);
+	assert_int_equal(sim_params_set(&p, "budget", "2"), 0); /* budgets above 1/min */
+	char why[200];
+	assert_int_equal(sim_params_check(&p, why, sizeof(why)), 0);
+	assert_int_equal(sim_params_set(&p, "mt-max-age-ms", "10000"), 0);
+	assert_int_equal(sim_params_set(&p, "mt-min-age-ms", "20000"), 0);
+	assert_int_equal(sim_params_check(&p, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "mt-min-age-ms (20000) is above --mt-max-age-ms (10000)"));
 	assert_int_equal(sim_params_set(&p, "mom-max-step", "x"), -EINVAL);
 	assert_int_equal(sim_params_set(&p, "mt-nr-gens", "4.5"), -EINVAL);
 	assert_int_equal(sim_params_set(&p, "no-such", "1"), -ENOENT);

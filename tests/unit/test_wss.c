@@ -3,7 +3,8 @@
  *
  * A constructed history with known answers: rounds at 5 s, 10 s and 40 s mark disjoint
  * sets of 1000, 200 and 50 pages young (plus 10 pages of the 5 s set again at 40 s), so
- * at 41 s the bytes touched within each idle age are known exactly.
+ * at 41 s the bytes touched within each idle age are known exactly.  A guest first aged at
+ * 10 days of host uptime is idle only for as long as it was watched.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -30,6 +31,7 @@ static void test_constructed_history(void **state)
 	cfg.nr_ram = 1;
 	cfg.nr_gens = 8;
 	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	assert_int_equal(vmm_age_begin(g, 0), 0); /* watching starts: seq 0 born at 0 */
 	assert_int_equal(vmm_age_begin(g, 5000), 0);
 	assert_int_equal(vmm_mark_young(g, 0, 1000, false), 0);
 	assert_int_equal(vmm_age_begin(g, 10000), 0);
@@ -38,8 +40,8 @@ static void test_constructed_history(void **state)
 	assert_int_equal(vmm_mark_young(g, 1200 * PAGE, 50, false), 0);
 	assert_int_equal(vmm_mark_young(g, 0, 10, false), 0); /* used again: counted once */
 
-	/* At 41 s: seq 3 is 1 s old (60 pages), seq 2 31 s (200), seq 1 36 s (990), seq 0
-	 * 41 s (the other 2846). */
+	/* At 41 s: seq 4 is 1 s old (60 pages), seq 3 31 s (200), seq 2 36 s (990), seqs 0
+	 * and 1 41 s (the other 2846). */
 	const uint64_t ages_ms[] = {500, 1000, 30000, 31000, 36000, 40999, 41000, 3600000};
 	const uint64_t pages[] = {0, 60, 60, 260, 1250, 1250, 4096, 4096};
 	uint64_t bytes[8];
@@ -63,10 +65,55 @@ static void test_constructed_history(void **state)
 	vmm_guest_free(g);
 }
 
+/* The clock bug: memtided's clock is CLOCK_MONOTONIC, the host's uptime.  A guest first
+ * aged 10 days into it must not look 10 days idle: pages are idle for at most as long as
+ * libvmm has watched them, so nothing is cold before a whole cold age of watching. */
+static void test_late_start(void **state)
+{
+	struct vmm_range ram = {0, 16 * MiB}; /* 4096 pages */
+	struct vmm_guest_config cfg;
+	struct vmm_guest *g = NULL;
+	const uint64_t t0 = 10ULL * 24 * 3600 * 1000;
+
+	(void)state;
+	vmm_guest_config_default(&cfg);
+	cfg.ram = &ram;
+	cfg.nr_ram = 1;
+	cfg.nr_gens = 16;
+	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	for (uint64_t t = t0; t <= t0 + 30000; t += 5000) {
+		assert_int_equal(vmm_age_begin(g, t), 0);
+		assert_int_equal(vmm_mark_young(g, 0, 100, false), 0);
+	}
+	uint64_t now = t0 + 31000, bytes[3];
+	const uint64_t ages_ms[] = {2000, 20000, 60000};
+	assert_int_equal(vmm_wss(g, now, ages_ms, 3, bytes), 0);
+	assert_int_equal(bytes[0], 100 * PAGE);  /* touched in the last round */
+	assert_int_equal(bytes[1], 100 * PAGE);  /* the rest idle 31 s since watching began */
+	assert_int_equal(bytes[2], 4096 * PAGE); /* but not vouched idle for a minute */
+
+	struct vmm_run runs[8] = {{0}};
+	struct vmm_evict_result res;
+	struct vmm_evict_req req = {
+	    .max_pages = 4096, .min_age_ms = 60000, .now_ms = now, .runs = runs, .max_runs = 8};
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 0);
+	/* Once watched for a minute, the untouched pages are cold. */
+	for (uint64_t t = t0 + 35000; t <= t0 + 65000; t += 5000) {
+		assert_int_equal(vmm_age_begin(g, t), 0);
+		assert_int_equal(vmm_mark_young(g, 0, 100, false), 0);
+	}
+	req.now_ms = t0 + 66000;
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 4096 - 100);
+	vmm_guest_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_constructed_history),
+	    cmocka_unit_test(test_late_start),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

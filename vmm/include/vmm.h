@@ -374,8 +374,9 @@ void vmm_guest_config_default(struct vmm_guest_config *cfg);
 struct vmm_guest;
 
 /*
- * Every page of the layout starts resident in the oldest generation, tier 0, seq 0 (born
- * at 0 ms).  The layout is copied.  Memory: one byte per RAM page plus 32 bytes per 2 MiB
+ * Every page of the layout starts resident in the oldest generation, tier 0, seq 0, born
+ * at the first aging round (vmm_age_begin): nothing is known to be idle before libvmm
+ * watched it.  The layout is copied.  Memory: one byte per RAM page plus 32 bytes per 2 MiB
  * plus the bloom filter, about 1.06 bytes per page (vmm_guest_stats.metadata_bytes);
  * holes cost nothing.  Returns 0, -EINVAL (no layout, ranges unaligned, empty, unsorted or
  * overlapping, nr_gens / nr_tiers / lookaround_max (0..511) / bloom out of range) or
