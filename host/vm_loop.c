@@ -870,7 +870,10 @@ static bool note_estimate(struct mtd_vm *vm)
 			    ? vm->source.ops->estimate(vm->source.ctx, &by_age)
 			    : "access bits";
 
-	if (strcmp(e, vm->draft.wss_source) != 0) {
+	/* "none yet" is not said: the agent's hello and what follows it are. */
+	if (strcmp(e, vm->draft.wss_source) != 0 && strncmp(e, "none yet", 8) == 0) {
+		snprintf(vm->draft.wss_source, sizeof(vm->draft.wss_source), "%s", e);
+	} else if (strcmp(e, vm->draft.wss_source) != 0) {
 		snprintf(vm->draft.wss_source, sizeof(vm->draft.wss_source), "%s", e);
 		if (strcmp(e, "MemAvailable fallback") == 0)
 			mtd_notice("%s: working set from the %s: the guest's MGLRU reports nothing "
@@ -907,6 +910,7 @@ static void note_decision(struct mtd_vm *vm, enum mtd_ctl_reason reason)
 {
 	char why[sizeof(vm->draft.decision_detail)];
 
+	bool same_reason = strcmp(vm->draft.decision, mtd_ctl_reason_name(reason)) == 0;
 	snprintf(vm->draft.decision, sizeof(vm->draft.decision), "%s", mtd_ctl_reason_name(reason));
 	mtd_steady_why(&vm->steady, &vm->d->cfg.ctl, reason, why, sizeof(why));
 	if (reason == MTD_CTL_NO_ESTIMATE && vm->guest)
@@ -914,9 +918,9 @@ static void note_decision(struct mtd_vm *vm, enum mtd_ctl_reason reason)
 			 "watching the guest for one cold age (%" PRIu64 " s) before the first "
 			 "estimate: no page is known to be idle for longer than it was watched",
 			 vm->cold_age_ms / 1000);
-	/* The growth figure changes every tick: said once per stretch, not per figure. */
-	bool same = reason == MTD_CTL_GROWING ? strstr(vm->draft.decision_detail, "grows") != NULL
-					      : strcmp(why, vm->draft.decision_detail) == 0;
+	/* The growth and the cold age change every tick: said once per stretch, not per figure. */
+	bool same = same_reason && (reason == MTD_CTL_GROWING || reason == MTD_CTL_NO_ESTIMATE ||
+				    strcmp(why, vm->draft.decision_detail) == 0);
 	if (!same && why[0])
 		mtd_info("%s: %s", vm->name, why);
 	snprintf(vm->draft.decision_detail, sizeof(vm->draft.decision_detail), "%s", why);

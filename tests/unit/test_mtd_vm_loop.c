@@ -334,6 +334,8 @@ static void test_exit_leaves_size(void **state)
 	unsigned sets = f.sets;
 	pthread_mutex_unlock(&f.lock);
 	a = fake_actual(&f);
+	/* The sim's page-level bits are the working set's source, said in the status. */
+	assert_string_equal(vm->draft.wss_source, "access bits");
 	stop(true);
 	/* no balloon command after the stop that gives memory back */
 	assert_true(f.max_set_bytes <= a);
