@@ -26,9 +26,7 @@ AGENT=${DEMO_AGENT:-1}
 . "$(dirname "$0")/../tests/e2e/lib_zram.sh"
 e2e_init demo
 E2E_JSON=
-# 90 s of workload: memtided starts at its 10th second and watches the guest for one cold age
-# (28 s at the demo's 2 s interval) before its first step.
-HOT=64 COLD_ANON=400 COLD_CACHE=100 SECS=90
+HOT=64 COLD_ANON=400 COLD_CACHE=100 SECS=75
 echo "== memtide demo: building the guest image"
 e2e_build || { echo "demo: cannot build the guest image" >&2; exit 1; }
 [ -x "$BUILD/bin/memtided" ] || { echo "demo: $BUILD/bin/memtided is not built" >&2; exit 1; }
