@@ -170,6 +170,8 @@ struct mtd_vm_status {
 	double refault_rate_per_min; /* measured, fraction of resident pages per minute */
 	uint64_t cold_age_ms;        /* reclaim controller output */
 	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */
+	char reclaim_hold[24];       /* why the controller takes nothing by age ("" : it does;
+				      * vmm_reclaim_hold_name) */
 	double controller_output;
 	uint64_t hold_left_ms;       /* no inflation for this much longer (0: none) */
 	unsigned refused_steps;      /* steps the guest gave back at once, in a row */

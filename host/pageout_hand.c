@@ -532,6 +532,10 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			  in->cold_age_ms / 1000);
 		return;
 	}
+	if (in->hold) {
+		set_state(h, MTD_PAGEOUT_PAUSED, "the refault controller holds: %s", in->hold);
+		return;
+	}
 	budget = swap_budget(h);
 	if (!budget)
 		return;

@@ -101,6 +101,8 @@ struct mtd_hand_input {
 	uint64_t watched_ms;  /* how long the source has watched the guest: a page is
 				   * known idle for at most that long */
 	uint64_t cold_age_ms; /* the reclaim controller's threshold */
+	const char *hold;     /* the reclaim controller takes nothing by age now: why (NULL:
+			       * it does; vmm_reclaim_ctl.hold) */
 	uint64_t floor_bytes; /* policy min: guest RAM kept resident */
 	uint64_t now_ms;
 	const struct vmm_pt *pt; /* the source's tables for look-around (NULL: none) */

@@ -1165,9 +1165,43 @@ static void save_state(struct mtd_vm *vm, uint64_t now_ms)
 	vm->last_saved = s;
 }
 
+/* The reclaim controller takes nothing by age for now (vmm/reclaim_ctl.c, "Holding"),
+ * unless policy cold_age fixed the age by hand, which bypasses the controller. */
+static bool reclaim_holds(const struct mtd_vm *vm)
+{
+	return vm->reclaim.hold && !vm->policy.cold_age_ms;
+}
+
+/* Why it holds, for host pageout's state and the log. */
+static const char *hold_why(const struct mtd_vm *vm, char *buf, size_t len)
+{
+	switch (vm->reclaim.hold_why) {
+	case VMM_HOLD_LEARNING:
+		snprintf(buf, len,
+			 "learning which idle ages the guest comes back to (a cold age counts "
+			 "after watching the guest %u times as long)",
+			 vm->reclaim.cfg.trust_factor);
+		break;
+	case VMM_HOLD_TOO_OLD:
+		snprintf(buf, len,
+			 "pages idle past the longest age the generations tell apart (%" PRIu64
+			 " s) come back faster than the refault target",
+			 vm->reclaim.cfg.max_age_ms / 1000);
+		break;
+	case VMM_HOLD_REFAULTS:
+		snprintf(buf, len, "refaults stay above the target even at the longest age (%" PRIu64
+			 " s)", vm->reclaim.cfg.max_age_ms / 1000);
+		break;
+	default:
+		snprintf(buf, len, "-");
+	}
+	return buf;
+}
+
 /* Step 5b: host-side eviction, once the controller has spoken (pageout_hand.h). */
 static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out)
 {
+	char why[160];
 	uint64_t seq = 0;
 	const struct proto_reclaim_reply *r =
 	    vm->agent ? mtd_agent_link_reclaim_reply(vm->agent, &seq) : NULL;
@@ -1184,6 +1218,7 @@ static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd
 	    .interval_ms = vm->d->cfg.ctl.interval_ms,
 	    .watched_ms = t->now_ms - vm->first_tick_ms,
 	    .cold_age_ms = vm->cold_age_ms,
+	    .hold = reclaim_holds(vm) ? hold_why(vm, why, sizeof(why)) : NULL,
 	    .floor_bytes = vm->policy.min_bytes,
 	    .now_ms = t->now_ms,
 	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
@@ -1231,6 +1266,8 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->refault_rate_per_min = vm->reclaim.last_rate_per_min;
 	st->cold_age_ms = vm->cold_age_ms;
 	st->reuse_floor_ms = vm->reclaim.floor_ms;
+	snprintf(st->reclaim_hold, sizeof(st->reclaim_hold), "%s",
+		 reclaim_holds(vm) ? vmm_reclaim_hold_name(vm->reclaim.hold_why) : "");
 	st->hold_left_ms =
 	    vm->ctl.hold_until_ms > t->now_ms ? vm->ctl.hold_until_ms - t->now_ms : 0;
 	st->refused_steps = vm->ctl.refusals;

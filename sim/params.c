@@ -60,7 +60,10 @@ static const struct pdesc pdescs[] = {
      "window of the reuse histogram that floors the threshold (0: no floor)"},
     {"mt-take-free", P_BOOL, F(mt_take_free), 0, 1,
      "pages the guest frees go to the host at once (the balloon takes free memory first)"},
-    {"mt-aging-div", P_UINT, F(mt_aging_div), 1, 64, "aging rounds per cold age threshold"},
+    {"mt-trust", P_UINT, F(mt_trust), 0, 64,
+     "the reuse floor at T counts after watching the guest for trust x T (0: at once)"},
+    {"mt-aging-div", P_UINT, F(mt_aging_div), 0, 64,
+     "aging rounds per cold age threshold (0: one every control interval, as memtided)"},
 };
 #undef F
 
@@ -90,6 +93,7 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_smooth = rc.smooth_tau_ms != 0;
 	p->mt_smooth_tau_ms = rc.smooth_tau_ms;
 	p->mt_reuse_tau_ms = rc.reuse_tau_ms;
+	p->mt_trust = rc.trust_factor;
 	p->mt_take_free = true;
 }
 

@@ -79,7 +79,7 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 
 	if (!m)
 		return -ENOMEM;
-	if (p->mt_nr_gens < p->mt_aging_div + 2) {
+	if (p->mt_aging_div && p->mt_nr_gens < p->mt_aging_div + 2) {
 		free(m);
 		return -EINVAL;
 	}
@@ -112,6 +112,7 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	/* The reuse floor: the aging hand's reuses by idle age keep the threshold above the
 	 * ages the guest still reuses (vmm/reuse.c); --mt-reuse-tau-ms 0 turns it off. */
 	rc.reuse_tau_ms = p->mt_reuse_tau_ms;
+	rc.trust_factor = p->mt_trust;
 	rc.pid.kp = p->mt_kp;
 	rc.pid.ki = p->mt_ki;
 	rc.pid.kd = p->mt_kd;
@@ -252,10 +253,15 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		m->last_ctl_ms = t1;
 		m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
 	}
-	if (t1 < m->last_aging_ms + m->age_ms / ctx->p->mt_aging_div)
+	/* mt-aging-div 0: a round every control interval, as memtided ages. */
+	uint64_t every = ctx->p->mt_aging_div ? m->age_ms / ctx->p->mt_aging_div
+					      : ctx->p->mt_interval_ms;
+	if (t1 < m->last_aging_ms + every)
 		return 0;
-	rc = mt_age(m, ctx, t1);               /* Step 4 */
-	return rc ? rc : mt_evict(m, ctx, t1); /* Step 5 */
+	rc = mt_age(m, ctx, t1); /* Step 4 */
+	if (rc || m->ctl.hold)   /* the controller holds: take nothing (vmm/reclaim_ctl.c) */
+		return rc;
+	return mt_evict(m, ctx, t1); /* Step 5 */
 }
 
 const struct sim_policy sim_policy_memtide = {

@@ -210,6 +210,7 @@ struct sim_params {
 	bool mt_smooth;            /* libvmm averages the refault rate (default on) */
 	uint64_t mt_smooth_tau_ms; /* that average's time constant */
 	uint64_t mt_reuse_tau_ms;  /* reuse floor's window (0: no floor) */
+	unsigned mt_trust;         /* the floor at T counts after watching trust x T */
 	bool mt_take_free;         /* the guest's freed pages go to the host at once */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;

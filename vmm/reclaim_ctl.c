@@ -83,6 +83,7 @@ void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg)
 	cfg->initial_age_ms = 2 * 60 * 1000;
 	cfg->smooth_tau_ms = 60 * 1000;
 	cfg->reuse_tau_ms = 5 * 60 * 1000;
+	cfg->trust_factor = 4;
 	cfg->pid = (struct vmm_pid_config){
 	    .kp = 0.25, .ki = 0.01, .kd = 0.0, .d_smoothing = 0.2,
 	    /* out_min / out_max are set by vmm_reclaim_init from the age limits */
@@ -123,6 +124,21 @@ int vmm_reclaim_init(struct vmm_reclaim_ctl *ctl, const struct vmm_reclaim_confi
 	return 0;
 }
 
+const char *vmm_reclaim_hold_name(enum vmm_reclaim_hold why)
+{
+	switch (why) {
+	case VMM_HOLD_NONE:
+		return "none";
+	case VMM_HOLD_LEARNING:
+		return "learning";
+	case VMM_HOLD_TOO_OLD:
+		return "reused-past-longest-age";
+	case VMM_HOLD_REFAULTS:
+		return "refaults-at-longest-age";
+	}
+	return "?";
+}
+
 void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist)
 {
 	if (!ctl || !hist)
@@ -135,20 +151,28 @@ void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist
 }
 
 /* The reuse floor (why: the file comment): fold the interval's reuses and refaults into
- * the window, then find the lowest threshold whose predicted refault rate keeps target. */
-static uint64_t reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
-			    uint64_t resident_pages, uint64_t dt_ms, double target)
+ * the window, find the lowest threshold whose predicted refault rate keeps the target
+ * (ctl->floor_ms), and say whether the window vouches for it ("Holding", the file comment).
+ * *informed: the window holds reuses the aging hand saw (refaults alone say only that the
+ * threshold was too short, nothing about what a shorter one would cost). */
+static enum vmm_reclaim_hold reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
+					 uint64_t resident_pages, uint64_t dt_ms, double target,
+					 bool *informed)
 {
 	const struct vmm_reclaim_config *c = &ctl->cfg;
 	double decay = exp(-(double)dt_ms / (double)c->reuse_tau_ms);
+	uint64_t seen = 0;
 
 	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
 		uint64_t grew = ctl->reuse_now[k] - ctl->reuse_last[k];
 		ctl->reuse_last[k] = ctl->reuse_now[k];
 		ctl->reuse_win[k] = ctl->reuse_win[k] * decay + (double)grew;
+		seen += grew;
 	}
 	ctl->reuse_win[vmm_reuse_bucket_of(ctl->age_ms)] += (double)refault_pages;
 	ctl->reuse_win_ms = ctl->reuse_win_ms * decay + (double)dt_ms;
+	ctl->reuses_seen = ctl->reuses_seen * decay + (double)seen;
+	*informed = ctl->reuses_seen >= 1.0;
 
 	/* Reuses a threshold in bucket k would have turned into refaults: those at ages in
 	 * bucket k or above.  The allowance is the target's count over the window. */
@@ -157,16 +181,26 @@ static uint64_t reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 	unsigned k = VMM_REUSE_BUCKETS;
 	while (k > 0 && cost + ctl->reuse_win[k - 1] <= allowed)
 		cost += ctl->reuse_win[--k];
-	if (k == VMM_REUSE_BUCKETS)
-		return c->max_age_ms; /* even the longest ages reuse too often */
-	return vmm_reuse_bucket_ms(k);
+	if (k == VMM_REUSE_BUCKETS || vmm_reuse_bucket_ms(k) > c->max_age_ms) {
+		ctl->floor_ms = c->max_age_ms;
+		return VMM_HOLD_TOO_OLD; /* even the longest age reuses too often */
+	}
+	ctl->floor_ms = vmm_reuse_bucket_ms(k);
+	if (!*informed && ctl->watched_ms < c->reuse_tau_ms)
+		return VMM_HOLD_LEARNING; /* no reuse seen yet: nothing measured */
+	uint64_t t = ctl->floor_ms > c->min_age_ms ? ctl->floor_ms : c->min_age_ms;
+	if (ctl->watched_ms < (uint64_t)c->trust_factor * t)
+		return VMM_HOLD_LEARNING; /* not watched long enough to see reuses past t */
+	return VMM_HOLD_NONE;
 }
 
 uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 			    uint64_t resident_pages, uint64_t dt_ms)
 {
 	const struct vmm_reclaim_config *c = &ctl->cfg;
+	enum vmm_reclaim_hold why = VMM_HOLD_NONE;
 
+	ctl->watched_ms += dt_ms;
 	/* No interval, or nothing resident: no rate to measure; hold. */
 	if (dt_ms == 0 || resident_pages == 0)
 		return ctl->age_ms;
@@ -186,10 +220,19 @@ uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 
 	ctl->last_rate_per_min = rate;
 	if (c->reuse_tau_ms) {
-		ctl->floor_ms = reuse_floor(ctl, refault_pages, resident_pages, dt_ms, target);
+		bool informed;
+		why = reuse_floor(ctl, refault_pages, resident_pages, dt_ms, target, &informed);
 		double a_floor = ctl->floor_ms > 0
 				     ? log2((double)c->max_age_ms / (double)ctl->floor_ms)
 				     : ctl->pid.cfg.out_max;
+		/* A floor the reuses vouch for, below the PID's threshold, while refaults keep
+		 * the target: go down to it at once (the file comment, "Holding"). */
+		if (why == VMM_HOLD_NONE && informed && a < a_floor &&
+		    ctl->rate_per_min <= target) {
+			a = a_floor > ctl->pid.cfg.out_max ? ctl->pid.cfg.out_max : a_floor;
+			ctl->pid.integral = a;
+			ctl->pid.output = a;
+		}
 		if (a > a_floor) { /* the floor binds: track it (the file comment) */
 			a = a_floor < 0.0 ? 0.0 : a_floor;
 			if (ctl->pid.integral > a)
@@ -197,6 +240,11 @@ uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 			ctl->pid.output = a;
 		}
 	}
+	/* At the longest age and still above the target: nothing shorter is left to try. */
+	if (why == VMM_HOLD_NONE && a <= 0.0 && ctl->rate_per_min > target)
+		why = VMM_HOLD_REFAULTS;
+	ctl->hold_why = why;
+	ctl->hold = why != VMM_HOLD_NONE;
 	ctl->age_ms = age_of(c, a);
 	return ctl->age_ms;
 }

@@ -589,7 +589,17 @@ struct vmm_reclaim_config {
 				    * each interval's own rate (see vmm/reclaim_ctl.c) */
 	uint64_t reuse_tau_ms;     /* time constant of the reuse histogram's window; 0: no
 				    * reuse floor (see vmm/reclaim_ctl.c) */
+	unsigned trust_factor;     /* the floor at T counts only after watching the guest for
+				    * trust_factor x T; 0: at once (see vmm/reclaim_ctl.c) */
 	struct vmm_pid_config pid; /* acts on log2 of the threshold; see vmm/reclaim_ctl.c */
+};
+
+/* Why the reclaim controller holds (takes nothing for now): vmm_reclaim_ctl.hold. */
+enum vmm_reclaim_hold {
+	VMM_HOLD_NONE,
+	VMM_HOLD_LEARNING, /* watched too briefly for the reuses to vouch for a threshold */
+	VMM_HOLD_TOO_OLD,  /* pages idle past the longest age come back too often */
+	VMM_HOLD_REFAULTS, /* at the longest age, refaults still above the target */
 };
 
 struct vmm_reclaim_ctl {
@@ -605,10 +615,21 @@ struct vmm_reclaim_ctl {
 	double reuse_win[VMM_REUSE_BUCKETS];    /* decayed reuse counts */
 	double reuse_win_ms;                    /* the same decay applied to elapsed time */
 	uint64_t floor_ms; /* the shortest threshold the reuses say keeps the target (0: none) */
+	uint64_t watched_ms; /* time fed to vmm_reclaim_update since init */
+	double reuses_seen;  /* reuses (not refaults) in the window */
+	/* Take nothing for now: the reuses do not yet vouch for any threshold the generations
+	 * can tell apart, or even the longest refaults above the target.  A caller that evicts
+	 * by age (host pageout, the lab) evicts nothing while it is set; hold_why says why. */
+	bool hold;
+	enum vmm_reclaim_hold hold_why;
 };
 
+/* A short phrase for hold_why ("learning", ...). */
+const char *vmm_reclaim_hold_name(enum vmm_reclaim_hold why);
+
 /* target 0.002/min, thresholds 10 s .. 1 h starting at 2 min, rate averaged over 60 s,
- * reuse window 5 min, kp 0.25, ki 0.01/s, kd 0 (measured in tests/unit/test_reclaim_ctl.c). */
+ * reuse window 5 min, trust factor 4, kp 0.25, ki 0.01/s, kd 0 (measured in
+ * tests/unit/test_reclaim_ctl.c and memtide-sim's sim_defaults). */
 void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg);
 /* Returns 0 or -EINVAL (target not > 0, min_age_ms 0 or above max_age_ms, initial_age_ms
  * outside [min, max]).  The pid's out_min/out_max are set here from the age limits. */
