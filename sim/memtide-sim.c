@@ -435,7 +435,7 @@ static double now_s(void)
  * controller's band, and on how many real-program cases it saved more than the best idle
  * threshold tuned in hindsight. */
 struct defaults_tally {
-	int cases, in_band, real_cases, beat_idle;
+	int cases, in_band, real_cases, beat_idle, within, within_memtided;
 };
 
 /* sim_pareto for one trace: every non-oracle policy swept over its knob, the oracle solved
@@ -475,8 +475,8 @@ static int pareto_one(const struct sim_trace *t, const char *tname, bool real,
 	for (int b = 0; b < nb; b++) {
 		double budget = bud[b], saved[8] = {0}, best_base = 0;
 		int bi[8];
-		struct sim_params po = *p, pd = *p;
-		struct sim_result orc, def;
+		struct sim_params po = *p, pd = *p, pm;
+		struct sim_result orc, def, dm;
 		po.budget = budget;
 		rc = sim_replay(t, &sim_policy_oracle, &po, false, &orc);
 		if (rc)
@@ -485,6 +485,12 @@ static int pareto_one(const struct sim_trace *t, const char *tname, bool real,
 		pd.budget = budget;
 		pd.mt_target = budget;
 		rc = sim_replay(t, &sim_policy_memtide, &pd, false, &def);
+		if (rc)
+			return rc;
+		/* The same, with the generations memtided keeps (sim_params_memtided_layout). */
+		pm = pd;
+		sim_params_memtided_layout(&pm);
+		rc = sim_replay(t, &sim_policy_memtide, &pm, false, &dm);
 		if (rc)
 			return rc;
 		printf("{\"name\":\"sim_pareto\",\"trace\":\"%s\",\"ram_pages\":%llu,\"budget\":%g",
@@ -512,14 +518,17 @@ static int pareto_one(const struct sim_trace *t, const char *tname, bool real,
 		 * the idle threshold's best setting was held to. */
 		bool band = rr >= 0.5 && rr <= 1.25,
 		     beat_idle = def.saved > saved[IDLE] && def.refault_rate <= budget;
+		double rm = budget > 0 ? dm.refault_rate / budget : 0;
 		printf("{\"name\":\"sim_defaults\",\"trace\":\"%s\",\"real_program\":%s,"
 		       "\"budget\":%g,\"rate_ratio\":%.3f,\"in_band\":%s,\"saved\":%.4f,"
 		       "\"idle_best_saved\":%.4f,\"idle_best_age_ms\":%g,\"beats_idle\":%s,"
-		       "\"tuned_saved\":%.4f,\"oracle_saved\":%.4f}\n",
+		       "\"tuned_saved\":%.4f,\"oracle_saved\":%.4f,"
+		       "\"memtided_layout\":{\"rate_ratio\":%.3f,\"saved\":%.4f}}\n",
 		       tname, real ? "true" : "false", budget, rr, band ? "true" : "false",
 		       def.saved, saved[IDLE], bi[IDLE] >= 0 ? pts[IDLE][bi[IDLE]].knob : -1,
-		       beat_idle ? "true" : "false", mt, orc.saved);
+		       beat_idle ? "true" : "false", mt, orc.saved, rm, dm.saved);
 		fflush(stdout);
+		sim_result_free(&dm);
 		sim_result_free(&def);
 		sim_result_free(&orc);
 		*beats += beat;
@@ -529,6 +538,8 @@ static int pareto_one(const struct sim_trace *t, const char *tname, bool real,
 		dt->in_band += band;
 		dt->real_cases += real;
 		dt->beat_idle += real && beat_idle;
+		dt->within += rr <= 1.25;
+		dt->within_memtided += rm <= 1.25;
 	}
 	return 0;
 }
@@ -589,8 +600,9 @@ static int cmd_bench(struct opts *o)
 	       "\"memtide_beats_baselines\":%d,\"memtide_85pct_oracle\":%d,\"wall_s\":%.1f}\n",
 	       total, real, beats, near, now_s() - t0);
 	printf("{\"name\":\"sim_defaults_summary\",\"cases\":%d,\"in_band\":%d,"
+	       "\"at_or_under_1_25x\":%d,\"memtided_layout_at_or_under_1_25x\":%d,"
 	       "\"real_program_cases\":%d,\"beats_idle\":%d}\n",
-	       dt.cases, dt.in_band, dt.real_cases, dt.beat_idle);
+	       dt.cases, dt.in_band, dt.within, dt.within_memtided, dt.real_cases, dt.beat_idle);
 
 	/* sim_react: the step trace; memtide with its target at the budget. */
 	const struct sim_policy *mtp = sim_policy_get("memtide");

@@ -97,6 +97,16 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_take_free = true;
 }
 
+void sim_params_memtided_layout(struct sim_params *p)
+{
+	p->mt_nr_gens = VMM_MAX_NR_GENS;
+	p->mt_aging_div = 0;
+	p->mt_max_age_ms = (uint64_t)(VMM_MAX_NR_GENS - 2) * p->mt_interval_ms;
+	if (p->mt_min_age_ms > p->mt_max_age_ms)
+		p->mt_min_age_ms = p->mt_max_age_ms;
+	p->mt_initial_age_ms = p->mt_max_age_ms;
+}
+
 void sim_params_default(struct sim_params *p)
 {
 	memset(p, 0, sizeof(*p));

@@ -219,6 +219,10 @@ struct sim_params {
 };
 
 void sim_params_default(struct sim_params *p);
+/* memtide's generations laid out as memtided keeps them: VMM_MAX_NR_GENS generations, a round
+ * every control interval, thresholds up to nr_gens - 2 intervals (host/vm_loop.c), starting
+ * at the longest.  The lab's own layout (mt-aging-div rounds per threshold) reaches 1 h. */
+void sim_params_memtided_layout(struct sim_params *p);
 /* Set one parameter by its command-line name ("mom-min-free", "mt-target", ...).  Returns
  * 0, -ENOENT (no such parameter), -EINVAL (not a number, or not whole where it must be),
  * -ERANGE (outside the range sim_params_range gives). */

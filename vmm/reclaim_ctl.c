@@ -57,6 +57,32 @@
  *   floor rises past it.  When the floor binds, the PID's integral is set back to the
  *   floor's position (tracking anti-windup), so that a refault burst moves the threshold up
  *   at once rather than after unwinding what the PID accumulated while the floor held it.
+ * Holding: the controller may also say "take nothing by age for now" (ctl->hold, with
+ *   hold_why); whoever evicts by age (memtided's host pageout, memtide-sim) then evicts
+ *   nothing.  Without it the controller's least aggressive output is still its longest
+ *   age, and a guest whose pages come back after longer idle times than that is evicted
+ *   anyway: at memtided's 70 s, memtide-sim's zipf trace refaulted at 160x a 0.2% budget,
+ *   cc1 and python3 at 83-95x.  It holds when:
+ *   - learning: the floor counts only once the guest has been watched for trust_factor
+ *     (4) times the threshold it names, and once the aging hand has reported any reuse
+ *     (or the reuse window has passed with none: an idle guest).  A page watched for W
+ *     can only be seen reused after up to W; right after attach every cohort looks
+ *     unused, and the floor of an empty window is the shortest threshold.  Starting
+ *     at the shortest threshold evicted zipf's whole live set 15 s in, and paid it
+ *     back over the next 10 minutes at 48x the budget;
+ *   - too old: even the longest age the generations tell apart would cost more than
+ *     the budget (the floor lies past max_age_ms): the reuses seen there are pages
+ *     idle for longer, and evicting them would refault them;
+ *   - refaults: the PID sits at the longest age and the averaged rate is still above
+ *     the target.
+ *   When the floor is vouched for, lies below the PID's threshold and refaults keep the
+ *   target, the threshold goes straight down to it: the floor is a measurement, and the
+ *   PID's slow descent (0.01 octave a second) is for when nothing else is known.
+ *   Measured (memtide-sim bench, 18 trace x budget cases; docs/results.md "sim_defaults"):
+ *   at or under 1.25x the budget on 14 (2 before), with 0 refaults on 12 of them; the 4
+ *   over are phases and scan, whose idle data comes back all at once after minutes of
+ *   idleness, which no reuse seen before could predict.  The price is memory: with no
+ *   vouched threshold the guest gives back only what it does not use.
  * Known bias: the loop zeroes the average of log2(1 + r / target), and a noisy r whose log
  * averages to the target's has a higher plain average (Jensen), so a noisy rate settles
  * above the target: 8% with raw interval counts in the test above; with the moving
@@ -188,7 +214,9 @@ static enum vmm_reclaim_hold reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t r
 	ctl->floor_ms = vmm_reuse_bucket_ms(k);
 	if (!*informed && ctl->watched_ms < c->reuse_tau_ms)
 		return VMM_HOLD_LEARNING; /* no reuse seen yet: nothing measured */
-	uint64_t t = ctl->floor_ms > c->min_age_ms ? ctl->floor_ms : c->min_age_ms;
+	/* The floor the reuses name, not min_age_ms: an operator's raised minimum is a
+	 * setting, not something the reuses have to vouch for. */
+	uint64_t t = ctl->floor_ms > 1000 ? ctl->floor_ms : 1000;
 	if (ctl->watched_ms < (uint64_t)c->trust_factor * t)
 		return VMM_HOLD_LEARNING; /* not watched long enough to see reuses past t */
 	return VMM_HOLD_NONE;

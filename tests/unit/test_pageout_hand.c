@@ -368,6 +368,15 @@ static void test_states(void **state)
 	mtd_hand_step(h, g, &in);
 	mtd_hand_publish(h, &st);
 	assert_non_null(strstr(st.pageout.why, "not taking memory now (pressure)"));
+	/* The refault controller holds (vmm_reclaim_ctl.hold): nothing is evicted, and why. */
+	in = input(3000, 60000);
+	in.hold = "pages idle past the longest age come back faster than the refault target";
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "the refault controller holds: pages idle past"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
 	/* Swap full: paused with the line an operator needs. */
 	set_swap(1024, 32);
 	in = input(3000, 60000);

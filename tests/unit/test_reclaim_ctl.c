@@ -218,12 +218,104 @@ static void test_bursts_read_as_their_rate(void **state)
 	}
 }
 
+/* One interval of a guest whose aging hand saw `reuses` pages used again after `idle_ms`
+ * (cumulative in hist, as vmm_guest_stats.reuse_hist). */
+static uint64_t step_reuse(struct vmm_reclaim_ctl *ctl, uint64_t *hist, uint64_t idle_ms,
+			   uint64_t reuses, uint64_t refaults)
+{
+	hist[vmm_reuse_bucket_of(idle_ms)] += reuses;
+	vmm_reclaim_observe_reuse(ctl, hist);
+	return vmm_reclaim_update(ctl, refaults, 10000, STEP_MS);
+}
+
+/*
+ * Holding (vmm/reclaim_ctl.c): the controller takes nothing by age until the reuses vouch
+ * for a threshold, i.e. it has watched the guest trust_factor times as long; it then goes
+ * straight down to the floor.  memtided's layout: thresholds 10..70 s.
+ */
+static void test_holds_until_reuses_vouch(void **state)
+{
+	struct vmm_reclaim_config cfg;
+	struct vmm_reclaim_ctl ctl;
+	uint64_t hist[VMM_REUSE_BUCKETS] = {0};
+	(void)state;
+
+	vmm_reclaim_config_default(&cfg);
+	cfg.max_age_ms = cfg.initial_age_ms = 70000;
+	assert_int_equal(vmm_reclaim_init(&ctl, &cfg), 0);
+	/* A hot set reused every 5 s: the reuses name a floor of 5.7 s (the bucket above 5 s),
+	 * vouched for once the guest has been watched for 4 x 5.7 s; the threshold then goes
+	 * straight to the 10 s minimum. */
+	int held = 0;
+	do {
+		step_reuse(&ctl, hist, 5000, 1000, 0);
+		if (!ctl.hold)
+			break;
+		assert_int_equal(ctl.hold_why, VMM_HOLD_LEARNING);
+		held++; /* the PID may move meanwhile; nothing is taken by age */
+	} while (held < 100);
+	assert_int_equal(ctl.floor_ms, vmm_reuse_bucket_ms(vmm_reuse_bucket_of(5000) + 1));
+	assert_true(ctl.watched_ms >= 4 * ctl.floor_ms);
+	assert_true(ctl.watched_ms < 4 * ctl.floor_ms + STEP_MS);
+	assert_int_equal(ctl.age_ms, cfg.min_age_ms);
+	assert_false(ctl.hold);
+	assert_string_equal(vmm_reclaim_hold_name(ctl.hold_why), "none");
+
+	/* Pages idle for 100 s, past the longest age, come back at 5x the target: no age
+	 * the generations tell apart keeps it, so take nothing. */
+	for (int i = 0; i < 12; i++)
+		step_reuse(&ctl, hist, 5000, 1000, 0), step_reuse(&ctl, hist, 100000, 17, 0);
+	assert_true(ctl.hold);
+	assert_int_equal(ctl.hold_why, VMM_HOLD_TOO_OLD);
+	assert_int_equal(ctl.age_ms, 70000);
+	assert_string_equal(vmm_reclaim_hold_name(ctl.hold_why), "reused-past-longest-age");
+}
+
+/* An idle guest (no reuse seen at all) is learned after the reuse window; refaults above
+ * the target at the longest age hold until they fall back under it. */
+static void test_holds_idle_and_refaulting(void **state)
+{
+	struct vmm_reclaim_config cfg;
+	struct vmm_reclaim_ctl ctl;
+	uint64_t hist[VMM_REUSE_BUCKETS] = {0};
+	(void)state;
+
+	vmm_reclaim_config_default(&cfg);
+	cfg.max_age_ms = cfg.initial_age_ms = 70000;
+	assert_int_equal(vmm_reclaim_init(&ctl, &cfg), 0);
+	for (uint64_t t = STEP_MS; t < cfg.reuse_tau_ms; t += STEP_MS) {
+		step_reuse(&ctl, hist, 5000, 0, 0);
+		assert_int_equal(ctl.hold_why, VMM_HOLD_LEARNING);
+	}
+	step_reuse(&ctl, hist, 5000, 0, 0);
+	assert_false(ctl.hold);
+
+	/* No reuse floor (the agent's amounts): 100x the target at the longest age holds. */
+	cfg.reuse_tau_ms = 0;
+	assert_int_equal(vmm_reclaim_init(&ctl, &cfg), 0);
+	for (int i = 0; i < 24; i++)
+		vmm_reclaim_update(&ctl, 10000 / 60, 10000, STEP_MS); /* 0.2 of resident / min */
+	assert_int_equal(ctl.age_ms, 70000);
+	assert_true(ctl.hold);
+	assert_int_equal(ctl.hold_why, VMM_HOLD_REFAULTS);
+	/* Nothing refaults any more: the average falls under the target, the hold ends. */
+	int intervals = 0;
+	while (ctl.hold && intervals < 720) {
+		vmm_reclaim_update(&ctl, 0, 10000, STEP_MS);
+		intervals++;
+	}
+	assert_false(ctl.hold);
+	assert_true(intervals > 12); /* the 60 s average, not one quiet interval */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_tracks_target),
 	    cmocka_unit_test(test_config_errors),
 	    cmocka_unit_test(test_bursts_read_as_their_rate),
+	    cmocka_unit_test(test_holds_until_reuses_vouch),
+	    cmocka_unit_test(test_holds_idle_and_refaulting),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
