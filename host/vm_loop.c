@@ -324,6 +324,9 @@ static int attach(struct mtd_vm *vm)
 		gc.ram = vm->source.ram;
 		gc.nr_ram = vm->source.nr_ram;
 		gc.nr_gens = VMM_MAX_NR_GENS;
+		/* The agent's amounts: what lies beyond them is what the guest says it does not
+		 * use, not pages libvmm has yet to watch (source_agent.c). */
+		gc.unseen_is_unused = !vm->source.ops->per_page;
 		rc = vmm_guest_new(&gc, &vm->guest);
 		if (rc < 0)
 			return rc;
@@ -662,12 +665,15 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 		}
 	}
 
-	/* Two aging rounds at least, and a whole cold age of watching, before the estimate
-	 * means anything: libvmm vouches for no page idle longer than it has watched it
-	 * (vmm_age_begin, step 0), so until then every page not seen yet counts as used, and
-	 * an estimate of all of RAM would hand the guest its maximum at every attach and
-	 * every restart of memtided. */
-	if (vm->rounds >= 2 && t->now_ms - vm->first_tick_ms >= vm->cold_age_ms &&
+	/* Two aging rounds at least, and with page-level bits a whole cold age of watching,
+	 * before the estimate means anything: libvmm vouches for no page idle longer than it
+	 * has watched it (vmm_age_begin, step 0), so until then every page not seen yet counts
+	 * as used, and an estimate of all of RAM would hand the guest its maximum at every
+	 * attach and every restart of memtided.  The agent's amounts need no watch: what they
+	 * leave out is what the guest says it does not use (vmm_guest_config.unseen_is_unused). */
+	bool watched =
+	    !vm->source.ops->per_page || t->now_ms - vm->first_tick_ms >= vm->cold_age_ms;
+	if (vm->rounds >= 2 && watched &&
 	    vmm_wss(vm->guest, t->now_ms, &vm->cold_age_ms, 1, &t->wss_bytes) == 0)
 		t->wss_valid = true;
 	for (unsigned i = 0; i < MTD_WSS_BINS; i++)
@@ -913,7 +919,8 @@ static void note_decision(struct mtd_vm *vm, enum mtd_ctl_reason reason)
 	bool same_reason = strcmp(vm->draft.decision, mtd_ctl_reason_name(reason)) == 0;
 	snprintf(vm->draft.decision, sizeof(vm->draft.decision), "%s", mtd_ctl_reason_name(reason));
 	mtd_steady_why(&vm->steady, &vm->d->cfg.ctl, reason, why, sizeof(why));
-	if (reason == MTD_CTL_NO_ESTIMATE && vm->guest)
+	if (reason == MTD_CTL_NO_ESTIMATE && vm->guest && vm->source.ops->per_page &&
+	    vm->rounds >= 2)
 		snprintf(why, sizeof(why),
 			 "watching the guest for one cold age (%" PRIu64 " s) before the first "
 			 "estimate: no page is known to be idle for longer than it was watched",

@@ -176,7 +176,8 @@ static void sweep(struct vmm_guest *g)
  *      now.  libvmm has watched nothing before this round, so it knows no page to be older;
  *      a birth of 0 would make every unseen page as old as the caller's clock (memtided's
  *      CLOCK_MONOTONIC: the host's uptime), evictable at once and a reuse of days when seen
- *      (a sim guest attached on a host up 10 days had 90% of its pages evicted 5 s later);
+ *      (a sim guest attached on a host up 10 days had 90% of its pages evicted 5 s later).
+ *      Not when the caller said unseen pages are unused (cfg.unseen_is_unused);
  *   1. drop empty generations at the old end (their tier control carries over);
  *   2. when all nr_gens generations are in use, fold the oldest into the next;
  *   3. open max_seq + 1, born now_ms;
@@ -191,7 +192,7 @@ int vmm_age_begin(struct vmm_guest *g, uint64_t now_ms)
 	if (now_ms < g->gen_birth_ms[SLOT(g->max_seq)])
 		return -EINVAL; /* time must not run backwards: ages would go negative */
 	/* Step 0 */
-	if (g->max_seq == 0)
+	if (g->max_seq == 0 && !g->unseen_is_unused)
 		g->gen_birth_ms[SLOT(0)] = now_ms;
 	/* Step 1 */
 	vmm_gen_trim(g);

@@ -38,6 +38,7 @@ void vmm_guest_config_default(struct vmm_guest_config *cfg)
 	cfg->use_nonleaf_accessed = true;
 	cfg->dirty_ages_up = false;
 	cfg->lookaround_feeds_bloom = true;
+	cfg->unseen_is_unused = false;
 }
 
 /* Ranges must be non-empty, 4 KiB aligned, ascending and disjoint. */
@@ -80,6 +81,7 @@ int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out)
 	g->use_nonleaf_accessed = cfg->use_nonleaf_accessed;
 	g->dirty_ages_up = cfg->dirty_ages_up;
 	g->lookaround_feeds_bloom = cfg->lookaround_feeds_bloom;
+	g->unseen_is_unused = cfg->unseen_is_unused;
 	vmm_tp_init(&g->tp, cfg->nr_tiers);
 
 	rc = -ENOMEM;

@@ -127,6 +127,7 @@ struct vmm_guest {
 	bool use_nonleaf_accessed;           /* config: see vmm_guest_config */
 	bool dirty_ages_up;                  /* config: see vmm_guest_config */
 	bool lookaround_feeds_bloom;         /* config: see vmm_guest_config */
+	bool unseen_is_unused;               /* config: see vmm_guest_config */
 	uint64_t min_seq;                    /* oldest generation */
 	uint64_t max_seq;                    /* youngest generation; max_seq - min_seq < nr_gens */
 	uint64_t gen_pages[VMM_MAX_NR_GENS]; /* resident pages per seq % 16 */

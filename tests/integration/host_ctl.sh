@@ -251,6 +251,10 @@ check $? "a taken metrics port: memtided exits $rc with a message and leaves not
 
 # 18-20: SIGHUP keeps what `policy set` changed at run time (plain QEMU has no metadata:
 # only memtided holds it), the operator's kill switch above all; release and resume.
+# memtided first steps a VM down one cold age after attach (11 s here: it vouches for no page
+# idle longer than it watched it); the release below is to climb from there.
+below_full() { [ "$(ctl --json vm show it-vm | python3 -c 'import json,sys; print(json.load(sys.stdin)["vm"]["balloon_actual_bytes"] >> 20)')" -lt 512 ]; }
+wait_for 60 below_full
 ctl policy set it-vm enabled=false
 low=$(ctl --json vm show it-vm | python3 -c 'import json,sys; print(json.load(sys.stdin)["vm"]["balloon_actual_bytes"] >> 20)')
 kill -HUP $mpid

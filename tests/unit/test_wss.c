@@ -107,6 +107,17 @@ static void test_late_start(void **state)
 	assert_int_equal(vmm_evict(g, &req, &res), 0);
 	assert_int_equal(res.evicted_pages, 4096 - 100);
 	vmm_guest_free(g);
+
+	/* A caller whose unseen pages are unused by its own word (memtided's agent source: the
+	 * amounts its guest reports) keeps them as old as can be from the first round. */
+	cfg.unseen_is_unused = true;
+	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	assert_int_equal(vmm_age_begin(g, t0), 0);
+	assert_int_equal(vmm_mark_young(g, 0, 100, false), 0);
+	assert_int_equal(vmm_age_begin(g, t0 + 5000), 0);
+	assert_int_equal(vmm_wss(g, t0 + 6000, &ages_ms[2], 1, bytes), 0);
+	assert_int_equal(bytes[0], 100 * PAGE);
+	vmm_guest_free(g);
 }
 
 int main(void)

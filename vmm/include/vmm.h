@@ -365,10 +365,16 @@ struct vmm_guest_config {
 	 *                          aging walk (Linux's rule). */
 	bool dirty_ages_up;
 	bool lookaround_feeds_bloom;
+	/* The pages not yet reported young are unused by the caller's own word, not merely
+	 * unwatched: a source that reports amounts and lays them over the first pages of RAM
+	 * (memtided's agent source: what its guest says it does not use).  Generation 0 then
+	 * keeps a birth of 0 (as old as can be) instead of the first round's.  Default off. */
+	bool unseen_is_unused;
 };
 
 /* nr_gens 4, nr_tiers 4, lookaround_max 63, the bloom filter's defaults,
- * use_nonleaf_accessed on, dirty_ages_up off, lookaround_feeds_bloom on; no layout. */
+ * use_nonleaf_accessed on, dirty_ages_up off, lookaround_feeds_bloom on, unseen_is_unused
+ * off; no layout. */
 void vmm_guest_config_default(struct vmm_guest_config *cfg);
 
 struct vmm_guest;
@@ -376,7 +382,7 @@ struct vmm_guest;
 /*
  * Every page of the layout starts resident in the oldest generation, tier 0, seq 0, born
  * at the first aging round (vmm_age_begin): nothing is known to be idle before libvmm
- * watched it.  The layout is copied.  Memory: one byte per RAM page plus 32 bytes per 2 MiB
+ * watched it (unless cfg.unseen_is_unused: born at 0).  The layout is copied.  Memory: one byte per RAM page plus 32 bytes per 2 MiB
  * plus the bloom filter, about 1.06 bytes per page (vmm_guest_stats.metadata_bytes);
  * holes cost nothing.  Returns 0, -EINVAL (no layout, ranges unaligned, empty, unsorted or
  * overlapping, nr_gens / nr_tiers / lookaround_max (0..511) / bloom out of range) or
