@@ -12,7 +12,8 @@ started on it; this script measures, in order, and prints one JSON object of fig
      log): pageout_mib_s;
   B. at 60 s after memtided started: returned_net_mib = (drop of the guest-RAM mapping's Rss)
      - (growth of the test's zram pool, mem_used_total); the hot rate after the eviction
-     against the baseline: tput_ratio (medians of per-second rates) and tput_ratio_cpu
+     against the baseline: tput_ratio (90th percentiles of per-second rates; the medians'
+     ratio beside it) and tput_ratio_cpu
      (hot pages per CPU-second of QEMU: the same with the host's load taken out); the Rss
      slope over the quiet end of this phase (creep_short_mib_per_min);
   C. refaults: the guest plans N first touches of cold pages and tells their guest-physical
@@ -403,10 +404,19 @@ def main():
         before = rates.between(t0 + 2000, t_ev - 1000)
         cb = per_cpu_second(rates, smp, t0 + 2000, t_ev - 1000)
     after = rates.between(t_ev + 5000, s60["ms"])
+    # The 90th percentiles, as scenario 2 compares them: TCG runs the same loop in modes a
+    # few seconds to minutes long (8.9 / 4.7 M pages/s with nothing managing the guest), so a
+    # median of 18 seconds before against 54 after compares modes as often as it compares
+    # the hot set (CI of 5 Dec: medians 7.40 / 6.96 M, 0.94, no hot page refaulted).  The
+    # medians are reported beside it.
     if len(before) >= 3 and len(after) >= 3:
-        fig("rate_before", statistics.median(before))
-        fig("rate_after", statistics.median(after))
-        fig("tput_ratio", round(statistics.median(after) / statistics.median(before), 3))
+        def p90(xs):
+            xs = sorted(xs)
+            return xs[min(len(xs) - 1, (len(xs) * 9) // 10)]
+        fig("rate_before", p90(before))
+        fig("rate_after", p90(after))
+        fig("tput_ratio", round(p90(after) / p90(before), 3))
+        fig("tput_ratio_median", round(statistics.median(after) / statistics.median(before), 3))
         fig("rate_samples", "%d/%d" % (len(before), len(after)))
     ca = per_cpu_second(rates, smp, t_ev + 5000, s60["ms"])
     if cb and ca:
