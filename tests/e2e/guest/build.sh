@@ -10,7 +10,8 @@
 #   cache/       the kernel .deb and its unpacked tree (dpkg -x, depmod -b).
 # /init mounts proc, sysfs, devtmpfs, debugfs and cgroup2, loads the modules in dependency
 # order, starts memtide-agent when the image has one and the command line does not say
-# memtide.agent=0 (memtide.kill_agent_after=S kills it S seconds in), runs the command in memtide.run= (commas stand for spaces), prints
+# memtide.agent=0 (memtide.kill_agent_after=S kills it S seconds in; memtide.agent_args= adds
+# its options, commas for spaces), runs the command in memtide.run= (commas stand for spaces), prints
 # "E2E-EXIT <status>" and powers off.
 #
 # Idempotent: the initramfs is rebuilt only when one of its inputs is newer than it; a second
@@ -93,11 +94,12 @@ mkdir -p /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs -o size=95% tmp /tmp
 . /etc/modules.sh
 for m in $MODULES; do insmod /lib/modules/$m.ko || echo "E2E-MODULE-FAILED $m"; done
-run= agent=1 swap=0 kill_after=0
+run= agent=1 agent_args= swap=0 kill_after=0
 for a in $(cat /proc/cmdline); do
 	case $a in
 	memtide.run=*) run=$(echo "${a#memtide.run=}" | tr ',' ' ') ;;
 	memtide.agent=*) agent=${a#memtide.agent=} ;;
+	memtide.agent_args=*) agent_args=$(echo "${a#memtide.agent_args=}" | tr ',' ' ') ;;
 	memtide.zram_mib=*) swap=${a#memtide.zram_mib=} ;;
 	memtide.kill_agent_after=*) kill_after=${a#memtide.kill_agent_after=} ;;
 	esac
@@ -107,7 +109,7 @@ if [ "$swap" -gt 0 ]; then
 		swapon /dev/zram0 && echo "E2E-SWAP zram ${swap} MiB"
 fi
 if [ "$agent" = 1 ] && [ -x /bin/memtide-agent ]; then
-	memtide-agent --log_level=1 >/dev/ttyS0 2>&1 &
+	memtide-agent --log_level=1 $agent_args >/dev/ttyS0 2>&1 &
 	apid=$!
 	echo "E2E-AGENT $apid"
 	# Scenario 5: the agent dies (SIGKILL, no goodbye) while the guest keeps running.

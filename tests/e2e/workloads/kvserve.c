@@ -1,0 +1,180 @@
+/*
+ * kvserve.c: the e2e guest's key-value server (static, runs as the guest's /init child).
+ *
+ *   kvserve TOTAL_MIB HOT_PERCENT LOAD_S SERVE_S
+ *
+ * A server's shape, as issue 13 met it on a real guest: its values are loaded while
+ * memtided already runs, the hot ones first (what a server writes first is often what it
+ * reads most: its index, its recent keys), and afterwards only HOT_PERCENT of them are read.
+ *   load   TOTAL_MIB of 4 KiB values, written over LOAD_S seconds (paced), hot ones first;
+ *          "WL-KV-LOADING", then "WL-KV-LOADED <seconds>";
+ *   serve  for SERVE_S seconds, requests read one random hot value each (eight words of it,
+ *          summed so the reads are not optimised away); the requests done in every 100 ms
+ *          window are counted.  Once a second: "WL-KV <second> <requests/s> <the slowest
+ *          100 ms window of that second, as requests/s>".  At the end:
+ *          "WL-KV-DONE median=<requests/s> longest_dip_ms=<ms> dips=<n> windows=<n>
+ *          pswpin=<pages> pswpout=<pages>": a dip is a run of consecutive 100 ms windows
+ *          under half the median of all windows; its length is the run's.
+ * Values: each 4 KiB value holds a 64-byte random block repeated (zram compresses it about
+ * 30x, so cold values cost the host little once reclaimed).  Exit status 0 unless a mapping
+ * could not be made.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define VALUE_BYTES 4096UL
+#define MIB_BYTES   (1UL << 20)
+#define WINDOW_MS   100
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545F4914F6CDD1Dull;
+}
+
+static unsigned long vmstat(const char *name)
+{
+	char line[128];
+	unsigned long v = 0;
+	size_t n = strlen(name);
+	FILE *f = fopen("/proc/vmstat", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, n) && line[n] == ' ')
+			v = strtoul(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+static void write_value(uint64_t *v)
+{
+	uint64_t block[8];
+
+	for (int i = 0; i < 8; i++)
+		block[i] = rnd();
+	for (unsigned long w = 0; w < VALUE_BYTES / 8; w++)
+		v[w] = block[w % 8];
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5) {
+		fprintf(stderr, "usage: kvserve TOTAL_MIB HOT_PERCENT LOAD_S SERVE_S\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	unsigned long total_mib = strtoul(argv[1], NULL, 0), hot_pct = strtoul(argv[2], NULL, 0);
+	double load_s = strtod(argv[3], NULL), serve_s = strtod(argv[4], NULL);
+	unsigned long nr = total_mib * MIB_BYTES / VALUE_BYTES;
+	unsigned long nr_hot = nr * hot_pct / 100;
+	uint64_t *vals = mmap(NULL, nr * VALUE_BYTES, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (vals == MAP_FAILED || nr_hot == 0) {
+		printf("WL-ERROR cannot map %lu MiB (or no hot values)\n", total_mib);
+		return 1;
+	}
+	/* Load, hot values first, paced so it takes load_s. */
+	printf("WL-KV-LOADING %lu %lu\n", total_mib, nr_hot * VALUE_BYTES / MIB_BYTES);
+	double t0 = now_s();
+	for (unsigned long i = 0; i < nr; i++) {
+		write_value(vals + i * (VALUE_BYTES / 8));
+		if ((i & 255) == 0) {
+			double due = t0 + load_s * (double)i / (double)nr;
+			while (now_s() < due) {
+				struct timespec d = {0, 2000000};
+				nanosleep(&d, NULL);
+			}
+		}
+	}
+	printf("WL-KV-LOADED %.1f\n", now_s() - t0);
+
+	/* Serve. */
+	unsigned long nwin = (unsigned long)(serve_s * 1000 / WINDOW_MS) + 1, w = 0;
+	uint32_t *win = calloc(nwin, sizeof(*win));
+	uint64_t sink = 0, in_win = 0, in_sec = 0;
+	uint32_t slowest = UINT32_MAX;
+	double start = now_s(), win_end = start + WINDOW_MS / 1000.0, sec_end = start + 1.0;
+	int sec = 0;
+
+	if (!win)
+		return 1;
+	while (w < nwin) {
+		for (int k = 0; k < 64; k++) {
+			const uint64_t *v = vals + (rnd() % nr_hot) * (VALUE_BYTES / 8);
+			unsigned long off = (rnd() % (VALUE_BYTES / 64)) * 8;
+			for (int j = 0; j < 8; j++)
+				sink += v[off + (unsigned long)j];
+			in_win++;
+		}
+		double t = now_s();
+		while (t >= win_end && w < nwin) {
+			win[w] = (uint32_t)in_win;
+			if (in_win < slowest)
+				slowest = (uint32_t)in_win;
+			in_sec += in_win;
+			in_win = 0;
+			w++;
+			win_end += WINDOW_MS / 1000.0;
+		}
+		if (t >= sec_end) {
+			printf("WL-KV %d %lu %lu\n", ++sec, (unsigned long)in_sec,
+			       (unsigned long)slowest * (1000 / WINDOW_MS));
+			in_sec = 0;
+			slowest = UINT32_MAX;
+			sec_end += 1.0;
+		}
+		if (t - start > serve_s + 5)
+			break; /* the host stole the CPU for long: stop, the windows say so */
+	}
+	/* The median window, and the longest run of windows under half of it. */
+	uint32_t *sorted = malloc(w * sizeof(*sorted));
+	if (!sorted || w == 0)
+		return 1;
+	memcpy(sorted, win, w * sizeof(*sorted));
+	qsort(sorted, w, sizeof(*sorted), cmp_u32);
+	uint32_t median = sorted[w / 2];
+	unsigned long run = 0, longest = 0, dips = 0;
+	for (unsigned long i = 0; i < w; i++) {
+		if (win[i] * 2 < median) {
+			if (!run)
+				dips++;
+			run++;
+			if (run > longest)
+				longest = run;
+		} else {
+			run = 0;
+		}
+	}
+	printf("WL-KV-DONE median=%lu longest_dip_ms=%lu dips=%lu windows=%lu pswpin=%lu "
+	       "pswpout=%lu sink=%llu\n",
+	       (unsigned long)median * (1000 / WINDOW_MS), longest * WINDOW_MS, dips, w,
+	       vmstat("pswpin"), vmstat("pswpout"), (unsigned long long)(sink & 1));
+	free(sorted);
+	free(win);
+	return 0;
+}
