@@ -70,6 +70,7 @@ struct agent_config {
 	uint32_t floor_percent;        /* ... this percentage of MemTotal) */
 	bool allow_drop_caches;        /* guest admin allows dropping clean page cache */
 	bool enable_mglru;             /* write 'y' to lru_gen/enabled at start */
+	uint32_t reclaim_nice;         /* reclaim for the host runs at this nice (0-19) */
 	uint32_t backoff_min_ms;       /* reconnect delays grow from here ... */
 	uint32_t backoff_max_ms;       /* ... to here */
 	double send_rate_per_s;        /* all frames to the host (token bucket) */

@@ -53,6 +53,8 @@ static const struct key keys[] = {
     {"floor_percent", K_U32, F(floor_percent), 0, 90, "... nor below this % of MemTotal"},
     {"allow_drop_caches", K_BOOL, F(allow_drop_caches), 0, 1, "may drop clean page cache"},
     {"enable_mglru", K_BOOL, F(enable_mglru), 0, 1, "turn MGLRU on at start"},
+    {"reclaim_nice", K_U32, F(reclaim_nice), 0, 19,
+     "nice value of reclaim done for the host (the guest's own work goes first)"},
     {"backoff_min_ms", K_U32, F(backoff_min_ms), 1, 600000, "first reconnect delay"},
     {"backoff_max_ms", K_U32, F(backoff_max_ms), 1, 600000, "longest reconnect delay"},
     {"send_rate", K_DBL, F(send_rate_per_s), 0.1, 1000, "frames/s to the host, at most"},
@@ -93,6 +95,7 @@ void agent_config_defaults(struct agent_config *c)
 	c->watch_interval_ms = 250;
 	c->watch_horizon_ms = 2000;
 	c->watch_min_rate_bytes = 16ULL << 20;
+	c->reclaim_nice = 10;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)

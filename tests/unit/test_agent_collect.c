@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -370,6 +371,14 @@ static void test_reclaim_floor_and_methods(void **state)
 	assert_int_equal(agent_floor_bytes(&c, 1000ULL << 20), 100ULL << 20);
 	c.floor_percent = 0;
 	assert_int_equal(agent_floor_bytes(&c, 1000ULL << 20), 1 << 20);
+	/* Reclaim runs niced (reclaim_nice) and the agent comes back to its own priority. */
+	errno = 0;
+	int prio = getpriority(PRIO_PROCESS, 0);
+	assert_int_equal(errno, 0);
+	c.floor_bytes = PROTO_BYTES_MAX;
+	agent_reclaim_run(&c, &req, &rep);
+	assert_int_equal(getpriority(PRIO_PROCESS, 0), prio);
+	assert_int_equal(c.reclaim_nice, 10);
 
 	/* cgroup v2 memory.reclaim is exercised for real by tests/integration/agent_cli.sh
 	 * (`memtide-agent reclaim`), which skips with the reason where the controller is off */
