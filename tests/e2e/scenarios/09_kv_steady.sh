@@ -56,7 +56,10 @@ series=$E2E_DIR/series.jsonl
 	while kill -0 "$mpid" 2>/dev/null; do
 		"$BUILD/bin/memtidectl" --socket "$sock" --json vm show qemu 2>/dev/null |
 			python3 -c 'import json,sys,time
-v = json.load(sys.stdin)
+try:
+    v = json.load(sys.stdin)["vm"]
+except (ValueError, KeyError):
+    sys.exit(0)  # memtided not answering yet: no row
 print(json.dumps({"t": time.time(), "target": v["target_bytes"] >> 20,
                   "rss": v["host_rss_bytes"] >> 20, "src": v.get("wss_source", ""),
                   "reason": v.get("decision", ""), "note": v.get("decision_detail", "")}))' >>"$series"
