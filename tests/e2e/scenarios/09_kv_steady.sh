@@ -100,7 +100,7 @@ rss = [r["rss"] for r in rows if r["rss"]]
 peak = max(rss) if rss else 0
 low = min(rss[rss.index(peak):]) if rss else 0
 src = rows[-1]["src"].replace(" ", "_") if rows else "none"
-targets = [r["target"] for r in rows]
+targets = [r["target"] for r in rows if r["target"] > 0]  # 0: before the first figure
 # Once the target first came within 64 MiB of where it ended, did it climb back by more?
 final = targets[-1] if targets else 0
 settled = next((i for i, t in enumerate(targets) if t <= final + 64), len(targets))
