@@ -276,8 +276,9 @@ void agent_reclaim_run(const struct agent_config *c, const struct proto_reclaim 
 
 	reclaim_steps(c, req, rep);
 	if (niced && setpriority(PRIO_PROCESS, 0, before) < 0)
-		agent_log(AGENT_WARN, "reclaim: cannot return to nice %d (%s): the agent stays at %u",
-			  before, strerror(errno), c->reclaim_nice);
+		agent_log(AGENT_WARN,
+			  "reclaim: cannot return to nice %d (%s): the agent stays at %u", before,
+			  strerror(errno), c->reclaim_nice);
 }
 
 static void reclaim_steps(const struct agent_config *c, const struct proto_reclaim *req,

@@ -1189,8 +1189,9 @@ static const char *hold_why(const struct mtd_vm *vm, char *buf, size_t len)
 			 vm->reclaim.cfg.max_age_ms / 1000);
 		break;
 	case VMM_HOLD_REFAULTS:
-		snprintf(buf, len, "refaults stay above the target even at the longest age (%" PRIu64
-			 " s)", vm->reclaim.cfg.max_age_ms / 1000);
+		snprintf(buf, len,
+			 "refaults stay above the target even at the longest age (%" PRIu64 " s)",
+			 vm->reclaim.cfg.max_age_ms / 1000);
 		break;
 	default:
 		snprintf(buf, len, "-");

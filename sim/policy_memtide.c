@@ -254,8 +254,8 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
 	}
 	/* mt-aging-div 0: a round every control interval, as memtided ages. */
-	uint64_t every = ctx->p->mt_aging_div ? m->age_ms / ctx->p->mt_aging_div
-					      : ctx->p->mt_interval_ms;
+	uint64_t every =
+	    ctx->p->mt_aging_div ? m->age_ms / ctx->p->mt_aging_div : ctx->p->mt_interval_ms;
 	if (t1 < m->last_aging_ms + every)
 		return 0;
 	rc = mt_age(m, ctx, t1); /* Step 4 */

@@ -614,7 +614,7 @@ struct vmm_reclaim_ctl {
 	uint64_t reuse_last[VMM_REUSE_BUCKETS]; /* what the window already holds */
 	double reuse_win[VMM_REUSE_BUCKETS];    /* decayed reuse counts */
 	double reuse_win_ms;                    /* the same decay applied to elapsed time */
-	uint64_t floor_ms; /* the shortest threshold the reuses say keeps the target (0: none) */
+	uint64_t floor_ms;   /* the shortest threshold the reuses say keeps the target (0: none) */
 	uint64_t watched_ms; /* time fed to vmm_reclaim_update since init */
 	double reuses_seen;  /* reuses (not refaults) in the window */
 	/* Take nothing for now: the reuses do not yet vouch for any threshold the generations
