@@ -1165,11 +1165,13 @@ static void save_state(struct mtd_vm *vm, uint64_t now_ms)
 	vm->last_saved = s;
 }
 
-/* The reclaim controller takes nothing by age for now (vmm/reclaim_ctl.c, "Holding"),
- * unless policy cold_age fixed the age by hand, which bypasses the controller. */
+/* The reclaim controller takes nothing by age for now (vmm/reclaim_ctl.c, "Holding").  Only
+ * page-level sources evict by age; policy cold_age fixes the age by hand and bypasses the
+ * controller. */
 static bool reclaim_holds(const struct mtd_vm *vm)
 {
-	return vm->reclaim.hold && !vm->policy.cold_age_ms;
+	return vm->reclaim.hold && !vm->policy.cold_age_ms && vm->source.ops &&
+	       vm->source.ops->per_page;
 }
 
 /* Why it holds, for host pageout's state and the log. */
