@@ -206,7 +206,8 @@ bool mtd_agent_link_reclaiming(const struct mtd_agent_link *l, uint64_t now_ms, 
 {
 	uint32_t id = l->reclaim_outstanding ? l->reclaim_outstanding : l->reclaim_late;
 
-	return l->state == LINK_READY && id && now_ms <= l->reclaim_sent_ms + silence_ms;
+	return l->state == LINK_READY && id &&
+	       now_ms <= l->reclaim_sent_ms + l->reclaim_deadline_ms + silence_ms;
 }
 
 uint64_t mtd_agent_link_deadline(const struct mtd_agent_link *l)

@@ -74,8 +74,9 @@ void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms);
 bool mtd_agent_link_ready(const struct mtd_agent_link *l);
 /* CLOCK_MONOTONIC ms of the last valid message (0: never). */
 uint64_t mtd_agent_link_last_heard(const struct mtd_agent_link *l);
-/* Is the agent busy with our reclaim request (sent within silence_ms, not answered yet)?
- * Its loop does not report while the kernel reclaims, so it is not silent then. */
+/* Is the agent busy with our reclaim request (not answered yet, and its deadline passed by
+ * less than silence_ms)?  Its loop does not report while the kernel reclaims, so it is not
+ * silent then. */
 bool mtd_agent_link_reclaiming(const struct mtd_agent_link *l, uint64_t now_ms,
 			       uint64_t silence_ms);
 /* The agent's hello (valid when ready). */

@@ -19,7 +19,7 @@
 # VFIO (pinned guest memory) needs a device to assign: tests/unit/test_ram_layout.c covers it
 # on recorded /proc/PID/fd links.
 # Part 2, host swap full: a 768 MiB guest with 384 MiB of cold data and a zram swap of only
-# 160 MiB: memtided fills it, pauses with a clear line ("host swap full"), keeps running,
+# 32 MiB: memtided fills it, pauses with a clear line ("host swap full"), keeps running,
 # and every cold page still checks (pageload verify).
 # Needs root, zram and QEMU; run under the shared lock.  About 90 s.
 . "$(dirname "$0")/../e2e/lib.sh"
@@ -157,7 +157,7 @@ if ! e2e_build || [ ! -x "$BUILD/guest/bin/pageload" ]; then
 	e2e_not_ok "guest image or pageload missing"
 	exit 1
 fi
-if ! e2e_zram_add 160M; then
+if ! e2e_zram_add 32M; then
 	# A host without swap or zram: part 2's three checks cannot run; say why.
 	for _ in 1 2 3; do E2E_N=$((E2E_N + 1)); echo "ok $E2E_N # SKIP host swap full: $E2E_ZRAM_WHY"; done
 	exit 0
@@ -166,18 +166,32 @@ e2e_boot 768 "pageload 32 384" "memtide.agent=0" -plugin "$PLUGIN,table=$E2E_DIR
 	-chardev "socket,id=tc,path=$E2E_DIR/full.port,server=on,wait=off" \
 	-device virtserialport,chardev=tc,name=org.memtide.test.0
 e2e_wait '^WL-READY' 120 >/dev/null || { e2e_not_ok "the guest did not start pageload"; exit 1; }
-printf '[daemon]\nept_dir = %s\n[pageout]\nswap_reserve = 16M\n' "$E2E_DIR" >"$E2E_DIR/full.conf"
+# A short hold after the guest takes memory back (as scenario 12's cycles): the test is
+# about a full swap, not the controller's back-off between batches.
+printf '[daemon]\nept_dir = %s\n[pageout]\nswap_reserve = 16M\n[controller]\nhold_after_deflate = 10s\nhold_max = 15s\n' \
+	"$E2E_DIR" >"$E2E_DIR/full.conf"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --name full --interval 1s --foreground \
 	--config "$E2E_DIR/full.conf" --no-metrics --socket "$E2E_DIR/full.sock" --log-level info \
 	2>"$E2E_DIR/full.log"
-# (Here it comes 23 s after the start: the first cold age of watching, 11 s, then 12 s of
-# pageout.  A clean-clone CI run on a loaded machine did not see it within 90 s.)
+# The swap (16 MiB past its reserve) is smaller than memtided's first batch (38-136 MiB to
+# swap, here), so it fills on the first tick that evicts.  With 160
+# MiB it took several ticks, and the controller paused pageout between them for reasons of
+# its own (its target grew back on the guest's signals, then a cooldown; the refault
+# controller learning): the swap stopped at 141-143 MiB, short of its 16 MiB reserve, with
+# no line in 180 s (two clean-clone CI runs; here with 96 MiB twice, with 64 MiB once).
 line=$(e2e_wait_file "$E2E_DIR/full.log" 'host swap full' 180)
-e2e_check $? "swap full: a clear log line (${line#*: })"
+rc=$?
 "$CTL" --socket "$E2E_DIR/full.sock" --json vm show full >"$E2E_DIR/full.json"
+e2e_check $rc "swap full: a clear log line (${line#*: })"
+if [ $rc != 0 ]; then # twice in clean-clone CI runs, never here: say what memtided was doing
+	echo "# pageout $(po full state): $(po full why)"
+	grep -E 'pageout|eviction|hold|decision| target ' "$E2E_DIR/full.log" | tail -15 | sed 's/^/# /'
+	tail -5 "$E2E_DIR/full.log" | sed 's/^/# /'
+	sed 's/^/# swaps: /' /proc/swaps
+fi
 sw=$(po full swapped_bytes)
-[ "$(po full state)" = paused ] && [ "$sw" -gt $((64 * MiB)) ] && [ "$sw" -le $((160 * MiB)) ]
-e2e_check $? "pageout paused with swap full, $((sw / MiB)) MiB in the 160 MiB swap"
+[ "$(po full state)" = paused ] && [ "$sw" -gt $((8 * MiB)) ] && [ "$sw" -le $((32 * MiB)) ]
+e2e_check $? "pageout paused with swap full, $((sw / MiB)) MiB in the 32 MiB swap"
 verdict=$(python3 - "$E2E_DIR/full.port" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(120)

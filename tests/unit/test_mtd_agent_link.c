@@ -210,11 +210,13 @@ static void test_handshake_stats_need_reclaim(void **state)
 	(void)mtd_agent_link_reclaim_reply(l, &seq);
 	assert_int_equal(seq, 1);
 	/* the newer one times out, then its reply comes: taken; until then the agent counts as
-	 * busy reclaiming for us (not silent) for as long as the caller's silence allows */
+	 * busy reclaiming for us (not silent) until the caller's silence after its deadline
+	 * (1000 ms) has passed */
 	now += 1000 + 5001;
 	mtd_agent_link_service(l, now);
 	assert_true(mtd_agent_link_reclaiming(l, now, 60000));
-	assert_false(mtd_agent_link_reclaiming(l, now, 1000));
+	assert_true(mtd_agent_link_reclaiming(l, now, 5001));
+	assert_false(mtd_agent_link_reclaiming(l, now, 5000));
 	m.u.reclaim_reply.re = rid3;
 	m.u.reclaim_reply.freed_bytes = 3u << 20;
 	peer_send(fd, &m);
