@@ -335,7 +335,7 @@ static int attach(struct mtd_vm *vm)
 	vmm_reclaim_config_default(&rcfg);
 	rcfg.target_refault_per_min = vm->policy.target_refault_per_min;
 	/* The threshold must be resolvable by the generations kept: nr_gens - 2 intervals. */
-	uint64_t span_ms = (VMM_MAX_NR_GENS - 2) * cfg->ctl.interval_ms;
+	uint64_t span_ms = vmm_gens_reach_ms(VMM_MAX_NR_GENS, cfg->ctl.interval_ms);
 	if (rcfg.max_age_ms > span_ms)
 		rcfg.max_age_ms = span_ms;
 	if (rcfg.min_age_ms > rcfg.max_age_ms)

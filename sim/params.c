@@ -101,7 +101,7 @@ void sim_params_memtided_layout(struct sim_params *p)
 {
 	p->mt_nr_gens = VMM_MAX_NR_GENS;
 	p->mt_aging_div = 0;
-	p->mt_max_age_ms = (uint64_t)(VMM_MAX_NR_GENS - 2) * p->mt_interval_ms;
+	p->mt_max_age_ms = vmm_gens_reach_ms(VMM_MAX_NR_GENS, p->mt_interval_ms);
 	if (p->mt_min_age_ms > p->mt_max_age_ms)
 		p->mt_min_age_ms = p->mt_max_age_ms;
 	p->mt_initial_age_ms = p->mt_max_age_ms;

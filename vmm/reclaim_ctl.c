@@ -150,6 +150,11 @@ int vmm_reclaim_init(struct vmm_reclaim_ctl *ctl, const struct vmm_reclaim_confi
 	return 0;
 }
 
+uint64_t vmm_gens_reach_ms(unsigned nr_gens, uint64_t round_ms)
+{
+	return nr_gens > 2 ? (uint64_t)(nr_gens - 2) * round_ms : round_ms;
+}
+
 const char *vmm_reclaim_hold_name(enum vmm_reclaim_hold why)
 {
 	switch (why) {

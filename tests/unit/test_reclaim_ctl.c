@@ -228,6 +228,15 @@ static uint64_t step_reuse(struct vmm_reclaim_ctl *ctl, uint64_t *hist, uint64_t
 	return vmm_reclaim_update(ctl, refaults, 10000, STEP_MS);
 }
 
+/* memtided's layout at its 5 s interval: thresholds 10..70 s, starting at the longest. */
+static void memtided_layout(struct vmm_reclaim_config *cfg, struct vmm_reclaim_ctl *ctl)
+{
+	vmm_reclaim_config_default(cfg);
+	cfg->max_age_ms = cfg->initial_age_ms = vmm_gens_reach_ms(VMM_MAX_NR_GENS, STEP_MS);
+	assert_int_equal(cfg->max_age_ms, 70000);
+	assert_int_equal(vmm_reclaim_init(ctl, cfg), 0);
+}
+
 /*
  * Holding (vmm/reclaim_ctl.c): the controller takes nothing by age until the reuses vouch
  * for a threshold, i.e. it has watched the guest trust_factor times as long; it then goes
@@ -240,9 +249,7 @@ static void test_holds_until_reuses_vouch(void **state)
 	uint64_t hist[VMM_REUSE_BUCKETS] = {0};
 	(void)state;
 
-	vmm_reclaim_config_default(&cfg);
-	cfg.max_age_ms = cfg.initial_age_ms = 70000;
-	assert_int_equal(vmm_reclaim_init(&ctl, &cfg), 0);
+	memtided_layout(&cfg, &ctl);
 	/* A hot set reused every 5 s: the reuses name a floor of 5.7 s (the bucket above 5 s),
 	 * vouched for once the guest has been watched for 4 x 5.7 s; the threshold then goes
 	 * straight to the 10 s minimum. */
@@ -280,9 +287,7 @@ static void test_holds_idle_and_refaulting(void **state)
 	uint64_t hist[VMM_REUSE_BUCKETS] = {0};
 	(void)state;
 
-	vmm_reclaim_config_default(&cfg);
-	cfg.max_age_ms = cfg.initial_age_ms = 70000;
-	assert_int_equal(vmm_reclaim_init(&ctl, &cfg), 0);
+	memtided_layout(&cfg, &ctl);
 	for (uint64_t t = STEP_MS; t < cfg.reuse_tau_ms; t += STEP_MS) {
 		step_reuse(&ctl, hist, 5000, 0, 0);
 		assert_int_equal(ctl.hold_why, VMM_HOLD_LEARNING);

@@ -624,6 +624,11 @@ struct vmm_reclaim_ctl {
 	enum vmm_reclaim_hold hold_why;
 };
 
+/* The longest idle age nr_gens generations, one born every round_ms, tell apart: nr_gens - 2
+ * rounds (the two oldest fold together under the younger one's birth).  memtided bounds its
+ * cold age by it, and memtide-sim lays out memtided's generations with it. */
+uint64_t vmm_gens_reach_ms(unsigned nr_gens, uint64_t round_ms);
+
 /* A short phrase for hold_why ("learning", ...). */
 const char *vmm_reclaim_hold_name(enum vmm_reclaim_hold why);
 
