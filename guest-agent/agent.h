@@ -71,6 +71,7 @@ struct agent_config {
 	bool allow_drop_caches;        /* guest admin allows dropping clean page cache */
 	bool enable_mglru;             /* write 'y' to lru_gen/enabled at start */
 	uint32_t reclaim_nice;         /* reclaim for the host runs at this nice (0-19) */
+	uint32_t reclaim_pause_ms;     /* ... and pauses this long after each second of it */
 	uint32_t backoff_min_ms;       /* reconnect delays grow from here ... */
 	uint32_t backoff_max_ms;       /* ... to here */
 	double send_rate_per_s;        /* all frames to the host (token bucket) */
@@ -241,6 +242,12 @@ uint32_t agent_reclaim_caps(const struct agent_config *c);
 int agent_cgroup2_root(const struct agent_config *c, char *out, size_t cap);
 /* The MemAvailable floor in bytes for this MemTotal. */
 uint64_t agent_floor_bytes(const struct agent_config *c, uint64_t mem_total_bytes);
+/* Reclaim's pauses (agent_reclaim.c, "Pauses"): add a chunk's duration; returns how long to
+ * pause now (pause_ms once a second of work has built up, else 0; 0 when pause_ms is 0). */
+struct agent_reclaim_pace {
+	uint64_t busy_ms; /* reclaim work since the last pause */
+};
+uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uint64_t took_ms);
 /*
  * Carry out a reclaim request (see docs/protocol.md "reclaim"): methods best first, each in
  * chunks, stopping at the request's size, its deadline, or the floor; compaction last when

@@ -55,6 +55,8 @@ static const struct key keys[] = {
     {"enable_mglru", K_BOOL, F(enable_mglru), 0, 1, "turn MGLRU on at start"},
     {"reclaim_nice", K_U32, F(reclaim_nice), 0, 19,
      "nice value of reclaim done for the host (the guest's own work goes first)"},
+    {"reclaim_pause_ms", K_U32, F(reclaim_pause_ms), 0, 5000,
+     "pause after each second of reclaim for the host (0: none)"},
     {"backoff_min_ms", K_U32, F(backoff_min_ms), 1, 600000, "first reconnect delay"},
     {"backoff_max_ms", K_U32, F(backoff_max_ms), 1, 600000, "longest reconnect delay"},
     {"send_rate", K_DBL, F(send_rate_per_s), 0.1, 1000, "frames/s to the host, at most"},
@@ -96,6 +98,7 @@ void agent_config_defaults(struct agent_config *c)
 	c->watch_horizon_ms = 2000;
 	c->watch_min_rate_bytes = 16ULL << 20;
 	c->reclaim_nice = 10;
+	c->reclaim_pause_ms = 250;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)

@@ -35,6 +35,13 @@
  * the 100 ms windows under half from 246 to 56 of 4201; scenario 2 still returned 478 MiB
  * in 60 s.
  *
+ * Pauses: after every PACE_BUSY_MS (1 s) of reclaim work the agent sleeps reclaim_pause_ms
+ * (250 ms), so the guest's own threads get stretches of the CPUs without reclaim beside them
+ * (a niced thread still takes its share of a contended CPU, and each swap-out on TCG flushes
+ * every vCPU's software TLB).  That costs at most a fifth of reclaim's speed and bounds how
+ * long the guest's work runs next to uninterrupted reclaim; the pause never runs past the
+ * request's deadline.
+ *
  * Steps run in chunks of at most CHUNK_BYTES, checking the deadline between chunks, so one
  * request blocks the agent's loop for about its deadline at most; memory.reclaim's chunks
  * start at 4 MiB and follow how long each takes (doubled under 200 ms, halved over 500 ms),
@@ -50,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -60,6 +68,7 @@
 #define CHUNK_FAST_MS  200          /* ... doubled while a chunk takes less, halved when it takes */
 #define CHUNK_SLOW_MS  500          /* more: the loop is back to its timers within ~0.5 s */
 #define MIN_GAIN_BYTES (1ULL << 20) /* a chunk that frees less ends the method */
+#define PACE_BUSY_MS   1000         /* reclaim work between two pauses */
 
 int agent_cgroup2_root(const struct agent_config *c, char *out, size_t cap)
 {
@@ -159,6 +168,7 @@ struct run {
 	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
 	struct proto_reclaim_reply *rep;
 	int tried, failed;
+	struct agent_reclaim_pace pace;
 };
 
 static uint64_t freed_so_far(const struct run *r)
@@ -171,6 +181,32 @@ static uint64_t freed_so_far(const struct run *r)
 static bool done(const struct run *r)
 {
 	return freed_so_far(r) >= r->target || agent_now_ms() >= r->deadline_ms;
+}
+
+uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uint64_t took_ms)
+{
+	if (!pause_ms)
+		return 0;
+	p->busy_ms += took_ms;
+	if (p->busy_ms < PACE_BUSY_MS)
+		return 0;
+	p->busy_ms = 0;
+	return pause_ms;
+}
+
+/* A chunk took took_ms: pause when the pace says so, never past the deadline. */
+static void pace_after(struct run *r, uint64_t took_ms)
+{
+	uint64_t ms = agent_reclaim_pace(&r->pace, r->c->reclaim_pause_ms, took_ms),
+		 now = agent_now_ms();
+
+	if (!ms || now >= r->deadline_ms)
+		return;
+	if (ms > r->deadline_ms - now)
+		ms = r->deadline_ms - now;
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 /* Start a step record; returns it. */
@@ -227,6 +263,7 @@ static void run_memcg(struct run *r, const char *file)
 			chunk *= 2;
 		else if (took > CHUNK_SLOW_MS && chunk > CHUNK_MIN)
 			chunk /= 2;
+		pace_after(r, took);
 	}
 	step_end(r, s, free0, t0, err == -EAGAIN ? 0 : err);
 }
@@ -240,12 +277,13 @@ static void run_mglru(struct run *r, bool anon)
 	int err = 0;
 
 	while (!done(r)) {
-		uint64_t before = freed_so_far(r), left = r->target - before;
+		uint64_t before = freed_so_far(r), left = r->target - before, c0 = agent_now_ms();
 
 		err = agent_mglru_evict(
 		    r->c, (left < CHUNK_BYTES ? left : CHUNK_BYTES) / (uint64_t)page + 1, anon);
 		if (err < 0 || freed_so_far(r) < before + MIN_GAIN_BYTES)
 			break;
+		pace_after(r, agent_now_ms() - c0);
 	}
 	step_end(r, s, free0, t0, err);
 }

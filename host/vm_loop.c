@@ -457,6 +457,9 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 	mtd_steady_reply(&vm->steady, &vm->d->cfg.ctl, r->requested_bytes, r->freed_bytes,
 			 proto_reclaim_result_name(r->result));
 	vm->draft.counters.reclaimed_bytes += r->freed_bytes;
+	/* Page-level bits saw the guest read every page it swapped out (reclaim_echo.h). */
+	if (vm->source.ops && vm->source.ops->per_page)
+		mtd_echo_add(&vm->echo, now_ms, r->freed_bytes);
 	mtd_vm_audit(vm, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
 		     proto_reclaim_result_name(r->result), "guest", false);
 }
@@ -680,6 +683,12 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	if (vm->rounds >= 2 && watched &&
 	    vmm_wss(vm->guest, t->now_ms, &vm->cold_age_ms, 1, &t->wss_bytes) == 0)
 		t->wss_valid = true;
+	/* Pages the guest's reclaim read on their way out look used to page-level bits for one
+	 * cold age (plus the round that saw the reads): leave them out (reclaim_echo.h). */
+	vm->draft.wss_echo_bytes =
+	    mtd_echo_bytes(&vm->echo, t->now_ms, vm->cold_age_ms + t->dt_ms);
+	if (t->wss_valid)
+		t->wss_bytes = mtd_echo_discount(t->wss_bytes, vm->draft.wss_echo_bytes);
 	for (unsigned i = 0; i < MTD_WSS_BINS; i++)
 		vm->draft.wss_age_ms[i] = wss_age_intervals[i] * vm->d->cfg.ctl.interval_ms;
 	(void)vmm_wss(vm->guest, t->now_ms, vm->draft.wss_age_ms, MTD_WSS_BINS,

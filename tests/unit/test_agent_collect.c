@@ -379,6 +379,17 @@ static void test_reclaim_floor_and_methods(void **state)
 	agent_reclaim_run(&c, &req, &rep);
 	assert_int_equal(getpriority(PRIO_PROCESS, 0), prio);
 	assert_int_equal(c.reclaim_nice, 10);
+	/* ... and pauses after each second of work: chunks of 400 ms pause on the third (1.2 s
+	 * built up), then count afresh; a chunk of 3 s pauses at once; pause 0 never pauses. */
+	struct agent_reclaim_pace pace = {0};
+	assert_int_equal(c.reclaim_pause_ms, 250);
+	assert_int_equal(agent_reclaim_pace(&pace, 250, 400), 0);
+	assert_int_equal(agent_reclaim_pace(&pace, 250, 400), 0);
+	assert_int_equal(agent_reclaim_pace(&pace, 250, 400), 250);
+	assert_int_equal(agent_reclaim_pace(&pace, 250, 400), 0);
+	assert_int_equal(agent_reclaim_pace(&pace, 250, 3000), 250);
+	assert_int_equal(agent_reclaim_pace(&pace, 0, 3000), 0);
+	assert_int_equal(agent_reclaim_pace(&pace, 0, 3000), 0);
 
 	/* cgroup v2 memory.reclaim is exercised for real by tests/integration/agent_cli.sh
 	 * (`memtide-agent reclaim`), which skips with the reason where the controller is off */
