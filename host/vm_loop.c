@@ -458,7 +458,7 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 			 proto_reclaim_result_name(r->result));
 	vm->draft.counters.reclaimed_bytes += r->freed_bytes;
 	/* Page-level bits saw the guest read every page it swapped out (reclaim_echo.h). */
-	if (vm->source.ops && vm->source.ops->per_page)
+	if (live_source(vm))
 		mtd_echo_add(&vm->echo, now_ms, r->freed_bytes);
 	mtd_vm_audit(vm, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
 		     proto_reclaim_result_name(r->result), "guest", false);
@@ -689,6 +689,12 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	    mtd_echo_bytes(&vm->echo, t->now_ms, vm->cold_age_ms + t->dt_ms);
 	if (t->wss_valid)
 		t->wss_bytes = mtd_echo_discount(t->wss_bytes, vm->draft.wss_echo_bytes);
+	/* Nor can a page-level estimate exceed what the host holds of the guest's RAM: a page
+	 * used since it left (free page reporting, the balloon) would have faulted back in.
+	 * Pages memtided paged out are not in the estimate either way (they are evicted). */
+	if (t->wss_valid && live_source(vm) && vm->draft.host_rss_bytes &&
+	    t->wss_bytes > vm->draft.host_rss_bytes)
+		t->wss_bytes = vm->draft.host_rss_bytes;
 	for (unsigned i = 0; i < MTD_WSS_BINS; i++)
 		vm->draft.wss_age_ms[i] = wss_age_intervals[i] * vm->d->cfg.ctl.interval_ms;
 	(void)vmm_wss(vm->guest, t->now_ms, vm->draft.wss_age_ms, MTD_WSS_BINS,
