@@ -593,10 +593,6 @@ static void print_vm(struct json_object *vm)
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
-	if (get_i(vm, "wss_echo_bytes") > 0)
-		printf("  working set leaves out %s the guest's reclaim just freed (page-level "
-		       "access bits saw it read those pages on their way out)\n",
-		       size_str(get_i(vm, "wss_echo_bytes"), c, sizeof(c)));
 	if (*get_s(vm, "reclaim_hold"))
 		printf("  eviction by age held: %s (the controller takes nothing by age until "
 		       "the guest's reuses vouch for a threshold)\n",

@@ -158,8 +158,6 @@ struct mtd_vm_status {
 	struct mtd_vm_pageout pageout;
 
 	uint64_t working_set_bytes; /* at the cold age threshold: what the target is built on */
-	uint64_t wss_echo_bytes;    /* left out of it: what the guest's reclaim just freed, which
-				     * host-side access bits saw read (reclaim_echo.h) */
 	uint64_t wss_age_ms[MTD_WSS_BINS];
 	uint64_t wss_bytes[MTD_WSS_BINS];
 	unsigned nr_gens;

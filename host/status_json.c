@@ -142,7 +142,6 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "untouched_bytes", st->untouched_bytes);
 	json_object_object_add(o, "observe", json_object_new_boolean(st->observe));
 	put_u64(o, "working_set_bytes", st->working_set_bytes);
-	put_u64(o, "wss_echo_bytes", st->wss_echo_bytes);
 	json_object_object_add(o, "refault_rate_per_min",
 			       json_object_new_double(st->refault_rate_per_min));
 	put_u64(o, "cold_age_ms", st->cold_age_ms);

@@ -32,7 +32,6 @@
 #include "qmp.h"
 #include "source.h"
 #include "state.h"
-#include "reclaim_echo.h"
 #include "steady.h"
 #include "vmm.h"
 
@@ -137,7 +136,6 @@ struct mtd_vm {
 	uint64_t bstats_seen_ms;       /* when last-update last moved */
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	struct mtd_steady steady;      /* growing and futile-reclaim rules (steady.h) */
-	struct mtd_echo echo;          /* recent reclaims, as page-level bits saw them */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
 	struct mtd_vsock_claim *vsock;  /* our claim on the vsock service's endpoint */

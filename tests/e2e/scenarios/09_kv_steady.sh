@@ -65,7 +65,7 @@ except (ValueError, KeyError):
 print(json.dumps({"t": time.time(), "target": v["target_bytes"] >> 20,
                   "rss": v["host_rss_bytes"] >> 20, "src": v.get("wss_source", ""),
                   "reason": v.get("decision", ""), "note": v.get("decision_detail", ""),
-                  "wss": v.get("working_set_bytes", 0) >> 20, "echo": v.get("wss_echo_bytes", 0) >> 20,
+                  "wss": v.get("working_set_bytes", 0) >> 20,
                   "cold_age_s": v.get("cold_age_ms", 0) // 1000, "hold": v.get("reclaim_hold", ""),
                   "gens": [[g["age_ms"] // 1000, g["pages"] >> 8] for g in v.get("generations", [])]}))' >>"$series"
 		sleep 2
