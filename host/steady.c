@@ -1,5 +1,5 @@
 /*
- * steady.c - the growing and futile-reclaim rules (steady.h says why they exist).
+ * steady.c - the growing, futile-reclaim and peak rules (steady.h says why they exist).
  */
 #include "steady.h"
 
@@ -82,4 +82,31 @@ void mtd_steady_why(const struct mtd_steady *s, const struct mtd_ctl_config *c,
 			 c->min_change_bytes / MiB, c->hold_max_ms / 1000);
 	else if (len)
 		buf[0] = '\0';
+}
+
+uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_ms,
+			 uint64_t window_ms)
+{
+	unsigned keep = 0;
+	uint64_t peak = wss_bytes;
+
+	/* Forget readings older than the window (or from a clock that went back). */
+	for (unsigned i = 0; i < s->nr_wss; i++) {
+		if (s->wss[i].at_ms > now_ms || now_ms - s->wss[i].at_ms > window_ms)
+			continue;
+		s->wss[keep++] = s->wss[i];
+	}
+	s->nr_wss = keep;
+	if (s->nr_wss == MTD_STEADY_WSS_MAX) {
+		for (unsigned i = 1; i < s->nr_wss; i++)
+			s->wss[i - 1] = s->wss[i];
+		s->nr_wss--;
+	}
+	s->wss[s->nr_wss].at_ms = now_ms;
+	s->wss[s->nr_wss].bytes = wss_bytes;
+	s->nr_wss++;
+	for (unsigned i = 0; i < s->nr_wss; i++)
+		if (s->wss[i].bytes > peak)
+			peak = s->wss[i].bytes;
+	return peak;
 }

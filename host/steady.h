@@ -13,6 +13,14 @@
  * changed (futile).  Neither ever stops memory going back to the guest: both only hold
  * back a step down (controller.c, step 9).
  *
+ * A third rule is about the estimate itself (peak).  Page-level bits from the host are
+ * noisy: DAMON marks a whole region young when the one page it sampled there was used, so
+ * on scenario 9 (a 150 MiB hot set scattered through 1 GiB) the working set read 160-336
+ * MiB from one 5 s round to the next, and every low reading took a step the next high one
+ * gave back ("grow").  The controller is given the highest reading of the last cold age
+ * instead: a low reading has to last a cold age before memory is taken on its strength,
+ * and growth is seen at once.
+ *
  * Thread context: one VM loop thread owns a struct mtd_steady; nothing here is shared.
  */
 #ifndef MEMTIDE_STEADY_H
@@ -23,6 +31,8 @@
 #include <stdint.h>
 
 #include "controller.h"
+
+#define MTD_STEADY_WSS_MAX 64 /* readings kept for the peak: a cold age at 1 s intervals */
 
 struct mtd_steady {
 	/* growth of the guest's use (MemTotal - MemFree), bytes per second, averaged */
@@ -35,6 +45,11 @@ struct mtd_steady {
 	uint64_t futile_used_bytes, futile_wss_bytes, futile_since_ms;
 	uint64_t futile_asked_bytes, futile_freed_bytes;
 	char futile_result[24];
+	/* the working set's recent readings, oldest first (peak) */
+	unsigned nr_wss;
+	struct {
+		uint64_t at_ms, bytes;
+	} wss[MTD_STEADY_WSS_MAX];
 };
 
 /*
@@ -61,6 +76,11 @@ void mtd_steady_reply(struct mtd_steady *s, const struct mtd_ctl_config *c, uint
  */
 bool mtd_steady_futile(struct mtd_steady *s, const struct mtd_ctl_config *c, uint64_t used_bytes,
 		       uint64_t wss_bytes, uint64_t now_ms);
+
+/* The highest working set read within the last window_ms, this one included.  Readings
+ * are kept at most MTD_STEADY_WSS_MAX; with more in the window the oldest go first. */
+uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_ms,
+			 uint64_t window_ms);
 
 /* One sentence for `memtidectl vm show` and the log: why the controller holds back, for
  * the reasons above; "" for any other. */

@@ -687,9 +687,12 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	 * the read, and the page stays "used" for a cold age after free page reporting gave
 	 * it back (scenario 9 with DAMON: after a 92 MiB reclaim the target climbed 520 -> 706
 	 * MiB while the guest's RAM on the host fell by 88 MiB). */
-	if (t->wss_valid && live_source(vm) && vm->draft.host_rss_bytes &&
-	    t->wss_bytes > vm->draft.host_rss_bytes)
-		t->wss_bytes = vm->draft.host_rss_bytes;
+	if (t->wss_valid && live_source(vm)) {
+		/* The highest reading of the last cold age (steady.h, "peak"), then the bound. */
+		t->wss_bytes = mtd_steady_peak(&vm->steady, t->wss_bytes, t->now_ms, vm->cold_age_ms);
+		if (vm->draft.host_rss_bytes && t->wss_bytes > vm->draft.host_rss_bytes)
+			t->wss_bytes = vm->draft.host_rss_bytes;
+	}
 	for (unsigned i = 0; i < MTD_WSS_BINS; i++)
 		vm->draft.wss_age_ms[i] = wss_age_intervals[i] * vm->d->cfg.ctl.interval_ms;
 	(void)vmm_wss(vm->guest, t->now_ms, vm->draft.wss_age_ms, MTD_WSS_BINS,

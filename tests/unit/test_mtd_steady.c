@@ -260,6 +260,39 @@ static void test_reclaim_capped_at_cold(void **state)
 	}
 }
 
+/* Scenario 9's DAMON readings, one every 5 s with a 70 s cold age: the controller sees the
+ * highest of the last 70 s, so a low reading takes nothing until it has lasted that long,
+ * and a rise is seen at once. */
+static void test_peak_holds_a_cold_age(void **state)
+{
+	static const uint64_t read_mib[] = {336, 294, 232, 204, 204, 208, 160};
+	struct mtd_steady s;
+	(void)state;
+
+	memset(&s, 0, sizeof(s));
+	for (unsigned i = 0; i < sizeof(read_mib) / sizeof(*read_mib); i++)
+		assert_int_equal(mtd_steady_peak(&s, read_mib[i] * MiB, 5000 * (uint64_t)i, 70000),
+				 336 * MiB);
+	/* 336 was read at 0 s: at 70 s it still counts, at 75 s it is gone. */
+	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 70000, 70000), 336 * MiB);
+	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 75000, 70000), 294 * MiB);
+	/* Growth is taken at once. */
+	assert_int_equal(mtd_steady_peak(&s, 400 * MiB, 80000, 70000), 400 * MiB);
+	/* After a cold age of low readings, the low one stands. */
+	for (uint64_t t = 85000; t <= 155000; t += 5000)
+		(void)mtd_steady_peak(&s, 150 * MiB, t, 70000);
+	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 160000, 70000), 150 * MiB);
+	/* At 1 s intervals the list holds its last MTD_STEADY_WSS_MAX readings: a high one
+	 * older than that is forgotten early, never one inside it. */
+	memset(&s, 0, sizeof(s));
+	(void)mtd_steady_peak(&s, 500 * MiB, 0, 70000);
+	for (uint64_t t = 1000; t < 1000 * MTD_STEADY_WSS_MAX; t += 1000)
+		assert_int_equal(mtd_steady_peak(&s, 100 * MiB, t, 70000), 500 * MiB);
+	assert_int_equal(mtd_steady_peak(&s, 100 * MiB, 1000 * MTD_STEADY_WSS_MAX, 70000),
+			 100 * MiB);
+	assert_int_equal(s.nr_wss, MTD_STEADY_WSS_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +301,7 @@ int main(void)
 	    cmocka_unit_test(test_controller_waits_while_growing),
 	    cmocka_unit_test(test_controller_after_a_futile_answer),
 	    cmocka_unit_test(test_reclaim_capped_at_cold),
+	    cmocka_unit_test(test_peak_holds_a_cold_age),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
