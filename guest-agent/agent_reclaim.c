@@ -204,7 +204,8 @@ static void pace_after(struct run *r, uint64_t took_ms)
 		return;
 	if (ms > r->deadline_ms - now)
 		ms = r->deadline_ms - now;
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+			      .tv_nsec = (long)(ms % 1000) * 1000000L};
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }

@@ -3,6 +3,8 @@
  */
 #include "steady.h"
 
+#include "vmm.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -85,7 +87,7 @@ void mtd_steady_why(const struct mtd_steady *s, const struct mtd_ctl_config *c,
 }
 
 uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_ms,
-			 uint64_t window_ms)
+			 uint64_t window_ms, bool record)
 {
 	unsigned keep = 0;
 	uint64_t peak = wss_bytes;
@@ -97,6 +99,15 @@ uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_
 		s->wss[keep++] = s->wss[i];
 	}
 	s->nr_wss = keep;
+	if (!record && s->nr_wss) {
+		peak = 0;
+		for (unsigned i = 0; i < s->nr_wss; i++)
+			if (s->wss[i].bytes > peak)
+				peak = s->wss[i].bytes;
+		return peak;
+	}
+	if (!record)
+		return wss_bytes;
 	if (s->nr_wss == MTD_STEADY_WSS_MAX) {
 		for (unsigned i = 1; i < s->nr_wss; i++)
 			s->wss[i - 1] = s->wss[i];
@@ -109,4 +120,63 @@ uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_
 		if (s->wss[i].bytes > peak)
 			peak = s->wss[i].bytes;
 	return peak;
+}
+
+void mtd_steady_reclaim_sent(struct mtd_steady *s, uint64_t now_ms, uint64_t deadline_ms,
+			     uint64_t interval_ms)
+{
+	if (s->nr_reclaims == MTD_STEADY_RECLAIMS) {
+		/* Full: the two oldest become one window spanning both (more is left out, for
+		 * a while, never less). */
+		s->reclaims[1].from_ms = s->reclaims[0].from_ms;
+		for (unsigned i = 1; i < s->nr_reclaims; i++)
+			s->reclaims[i - 1] = s->reclaims[i];
+		s->nr_reclaims--;
+	}
+	s->reclaims[s->nr_reclaims].from_ms = now_ms;
+	s->reclaims[s->nr_reclaims].to_ms = now_ms + deadline_ms + interval_ms;
+	s->nr_reclaims++;
+}
+
+void mtd_steady_reclaim_answered(struct mtd_steady *s, uint64_t now_ms, uint64_t interval_ms)
+{
+	if (s->nr_reclaims && s->reclaims[s->nr_reclaims - 1].from_ms <= now_ms)
+		s->reclaims[s->nr_reclaims - 1].to_ms = now_ms + interval_ms;
+}
+
+static bool in_reclaim(const struct mtd_steady *s, uint64_t birth_ms)
+{
+	for (unsigned i = 0; i < s->nr_reclaims; i++)
+		if (birth_ms > s->reclaims[i].from_ms && birth_ms <= s->reclaims[i].to_ms)
+			return true;
+	return false;
+}
+
+uint64_t mtd_steady_echo(struct mtd_steady *s, const struct vmm_guest_stats *gs, uint64_t now_ms,
+			 uint64_t cold_age_ms, bool *youngest)
+{
+	uint64_t pages = 0, oldest_birth = now_ms;
+	unsigned n = gs->nr_gens < VMM_MAX_NR_GENS ? gs->nr_gens : VMM_MAX_NR_GENS;
+
+	*youngest = false;
+	for (unsigned i = n; i-- > 0;) {
+		uint64_t birth = gs->gen[i].birth_ms;
+		if (now_ms > birth && now_ms - birth > cold_age_ms)
+			break; /* older than the cold age: not in the estimate anyway */
+		oldest_birth = birth;
+		if (!in_reclaim(s, birth))
+			continue;
+		if (i == n - 1)
+			*youngest = true;
+		else
+			pages += gs->gen[i].pages;
+	}
+	/* A closed window that ended before the oldest generation in the estimate was born
+	 * can hold none of them again. */
+	unsigned keep = 0;
+	for (unsigned i = 0; i < s->nr_reclaims; i++)
+		if (s->reclaims[i].to_ms >= oldest_birth)
+			s->reclaims[keep++] = s->reclaims[i];
+	s->nr_reclaims = keep;
+	return pages << VMM_PAGE_SHIFT;
 }

@@ -21,6 +21,18 @@
  * instead: a low reading has to last a cold age before memory is taken on its strength,
  * and growth is seen at once.
  *
+ * And a fourth about the guest's own reclaim (echo).  To swap a page out the guest reads it
+ * (zram compresses it, a disk write DMAs it), and host-side bits take the read for a use:
+ * every page a reclaim request frees turns young just as it leaves the working set.  Those
+ * pages sit in the generations born while the guest reclaimed (from the request until one
+ * interval after the answer: the round after it still holds the last reads), and nothing
+ * touches them again, so once younger generations exist those generations hold little
+ * else, and they are left out of the page-level estimate for as long as they are within
+ * the cold age.  While the youngest generation is itself one of them, it holds the hot set
+ * and the reads together: that reading is not taken, and the peak of the earlier ones
+ * stands.  Seen on scenario 9 with DAMON: after a 128 MiB reclaim the youngest generation
+ * held 462 MiB and the target climbed 534 -> 678 MiB.
+ *
  * Thread context: one VM loop thread owns a struct mtd_steady; nothing here is shared.
  */
 #ifndef MEMTIDE_STEADY_H
@@ -32,7 +44,10 @@
 
 #include "controller.h"
 
-#define MTD_STEADY_WSS_MAX 64 /* readings kept for the peak: a cold age at 1 s intervals */
+#define MTD_STEADY_WSS_MAX  64 /* readings kept for the peak: a cold age at 1 s intervals */
+#define MTD_STEADY_RECLAIMS 8  /* reclaim windows kept for the echo */
+
+struct vmm_guest_stats;
 
 struct mtd_steady {
 	/* growth of the guest's use (MemTotal - MemFree), bytes per second, averaged */
@@ -50,6 +65,11 @@ struct mtd_steady {
 	struct {
 		uint64_t at_ms, bytes;
 	} wss[MTD_STEADY_WSS_MAX];
+	/* when the guest reclaimed for us, oldest first (echo) */
+	unsigned nr_reclaims;
+	struct {
+		uint64_t from_ms, to_ms;
+	} reclaims[MTD_STEADY_RECLAIMS];
 };
 
 /*
@@ -77,10 +97,26 @@ void mtd_steady_reply(struct mtd_steady *s, const struct mtd_ctl_config *c, uint
 bool mtd_steady_futile(struct mtd_steady *s, const struct mtd_ctl_config *c, uint64_t used_bytes,
 		       uint64_t wss_bytes, uint64_t now_ms);
 
-/* The highest working set read within the last window_ms, this one included.  Readings
- * are kept at most MTD_STEADY_WSS_MAX; with more in the window the oldest go first. */
+/* The highest working set read within the last window_ms, this one included when record
+ * (else the earlier ones only, or this one when there are none).  Readings are kept at most
+ * MTD_STEADY_WSS_MAX; with more in the window the oldest go first. */
 uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_ms,
-			 uint64_t window_ms);
+			 uint64_t window_ms, bool record);
+
+/* A reclaim request with deadline_ms went to the guest at now_ms: its window lasts until
+ * one interval_ms past the deadline, or past the answer (mtd_steady_reclaim_answered:
+ * sooner or later, whichever it is). */
+void mtd_steady_reclaim_sent(struct mtd_steady *s, uint64_t now_ms, uint64_t deadline_ms,
+			     uint64_t interval_ms);
+void mtd_steady_reclaim_answered(struct mtd_steady *s, uint64_t now_ms, uint64_t interval_ms);
+/*
+ * The echo in a page-level estimate at cold_age_ms: the bytes of the generations born
+ * within it, and within a reclaim window, other than the youngest.  *youngest: the youngest
+ * generation was born within one (its reading holds the reads: not to be recorded).
+ * Windows older than any generation within the cold age are forgotten.
+ */
+uint64_t mtd_steady_echo(struct mtd_steady *s, const struct vmm_guest_stats *gs, uint64_t now_ms,
+			 uint64_t cold_age_ms, bool *youngest);
 
 /* One sentence for `memtidectl vm show` and the log: why the controller holds back, for
  * the reasons above; "" for any other. */

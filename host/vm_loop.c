@@ -457,6 +457,7 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 	mtd_steady_reply(&vm->steady, &vm->d->cfg.ctl, r->requested_bytes, r->freed_bytes,
 			 proto_reclaim_result_name(r->result));
 	vm->draft.counters.reclaimed_bytes += r->freed_bytes;
+	mtd_steady_reclaim_answered(&vm->steady, now_ms, vm->d->cfg.ctl.interval_ms);
 	mtd_vm_audit(vm, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
 		     proto_reclaim_result_name(r->result), "guest", false);
 }
@@ -688,8 +689,14 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	 * it back (scenario 9 with DAMON: after a 92 MiB reclaim the target climbed 520 -> 706
 	 * MiB while the guest's RAM on the host fell by 88 MiB). */
 	if (t->wss_valid && live_source(vm)) {
-		/* The highest reading of the last cold age (steady.h, "peak"), then the bound. */
-		t->wss_bytes = mtd_steady_peak(&vm->steady, t->wss_bytes, t->now_ms, vm->cold_age_ms);
+		/* Without the pages the guest's reclaim read (steady.h, "echo"), the highest
+		 * reading of the last cold age ("peak"), then the bound. */
+		bool youngest;
+		uint64_t echo =
+		    mtd_steady_echo(&vm->steady, &t->gs, t->now_ms, vm->cold_age_ms, &youngest);
+		t->wss_bytes =
+		    mtd_steady_peak(&vm->steady, t->wss_bytes > echo ? t->wss_bytes - echo : 0,
+				    t->now_ms, vm->cold_age_ms, !youngest);
 		if (vm->draft.host_rss_bytes && t->wss_bytes > vm->draft.host_rss_bytes)
 			t->wss_bytes = vm->draft.host_rss_bytes;
 	}
@@ -1093,6 +1100,8 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 		} else if (mtd_agent_link_reclaim(vm->agent, out->reclaim_bytes, true,
 						  (uint32_t)cfg->ctl.interval_ms, t->now_ms) == 0) {
 			vm->draft.counters.reclaim_requests++;
+			mtd_steady_reclaim_sent(&vm->steady, t->now_ms, cfg->ctl.interval_ms,
+						cfg->ctl.interval_ms);
 			vm->draft.counters.reclaim_requested_bytes += out->reclaim_bytes;
 			mtd_vm_audit(vm, t->now_ms, "reclaim", used, to, reason, source, false);
 		}

@@ -21,6 +21,7 @@
 
 #include "controller.h"
 #include "steady.h"
+#include "vmm.h"
 
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)
@@ -271,26 +272,81 @@ static void test_peak_holds_a_cold_age(void **state)
 
 	memset(&s, 0, sizeof(s));
 	for (unsigned i = 0; i < sizeof(read_mib) / sizeof(*read_mib); i++)
-		assert_int_equal(mtd_steady_peak(&s, read_mib[i] * MiB, 5000 * (uint64_t)i, 70000),
-				 336 * MiB);
+		assert_int_equal(
+		    mtd_steady_peak(&s, read_mib[i] * MiB, 5000 * (uint64_t)i, 70000, true),
+		    336 * MiB);
 	/* 336 was read at 0 s: at 70 s it still counts, at 75 s it is gone. */
-	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 70000, 70000), 336 * MiB);
-	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 75000, 70000), 294 * MiB);
+	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 70000, 70000, true), 336 * MiB);
+	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 75000, 70000, true), 294 * MiB);
 	/* Growth is taken at once. */
-	assert_int_equal(mtd_steady_peak(&s, 400 * MiB, 80000, 70000), 400 * MiB);
+	assert_int_equal(mtd_steady_peak(&s, 400 * MiB, 80000, 70000, true), 400 * MiB);
 	/* After a cold age of low readings, the low one stands. */
 	for (uint64_t t = 85000; t <= 155000; t += 5000)
-		(void)mtd_steady_peak(&s, 150 * MiB, t, 70000);
-	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 160000, 70000), 150 * MiB);
+		(void)mtd_steady_peak(&s, 150 * MiB, t, 70000, true);
+	assert_int_equal(mtd_steady_peak(&s, 150 * MiB, 160000, 70000, true), 150 * MiB);
 	/* At 1 s intervals the list holds its last MTD_STEADY_WSS_MAX readings: a high one
 	 * older than that is forgotten early, never one inside it. */
 	memset(&s, 0, sizeof(s));
-	(void)mtd_steady_peak(&s, 500 * MiB, 0, 70000);
+	(void)mtd_steady_peak(&s, 500 * MiB, 0, 70000, true);
 	for (uint64_t t = 1000; t < 1000 * MTD_STEADY_WSS_MAX; t += 1000)
-		assert_int_equal(mtd_steady_peak(&s, 100 * MiB, t, 70000), 500 * MiB);
-	assert_int_equal(mtd_steady_peak(&s, 100 * MiB, 1000 * MTD_STEADY_WSS_MAX, 70000),
+		assert_int_equal(mtd_steady_peak(&s, 100 * MiB, t, 70000, true), 500 * MiB);
+	assert_int_equal(mtd_steady_peak(&s, 100 * MiB, 1000 * MTD_STEADY_WSS_MAX, 70000, true),
 			 100 * MiB);
 	assert_int_equal(s.nr_wss, MTD_STEADY_WSS_MAX);
+}
+
+/* Generations born every 5 s, 100 pages each, the newest at now_ms. */
+static void gens_every_5s(struct vmm_guest_stats *gs, uint64_t now_ms, unsigned n)
+{
+	memset(gs, 0, sizeof(*gs));
+	gs->nr_gens = n;
+	for (unsigned i = 0; i < n; i++) {
+		gs->gen[i].birth_ms = now_ms - 5000 * (uint64_t)(n - 1 - i);
+		gs->gen[i].pages = 100;
+	}
+}
+
+/* The pages the guest's reclaim read are left out once a younger generation exists; while
+ * the youngest holds them, the reading is not taken; windows no generation can fall in are
+ * forgotten; a window with no answer ends one interval past the deadline. */
+static void test_echo_of_the_guests_reclaim(void **state)
+{
+	struct vmm_guest_stats gs;
+	struct mtd_steady s;
+	bool youngest;
+	(void)state;
+
+	memset(&s, 0, sizeof(s));
+	/* Asked at 40 s, answered at 44 s: the generation born at 45 s holds the reads. */
+	mtd_steady_reclaim_sent(&s, 40000, 5000, 5000);
+	mtd_steady_reclaim_answered(&s, 44000, 5000);
+	gens_every_5s(&gs, 70000, 15);
+	assert_int_equal(mtd_steady_echo(&s, &gs, 70000, 70000, &youngest), 100 * 4096);
+	assert_false(youngest);
+	/* Asked at 68 s, no answer yet: the youngest (70 s) holds the reads. */
+	mtd_steady_reclaim_sent(&s, 68000, 5000, 5000);
+	assert_int_equal(mtd_steady_echo(&s, &gs, 70000, 70000, &youngest), 100 * 4096);
+	assert_true(youngest);
+	/* Unanswered, the window ends at 78 s: the generation born at 80 s is not in it. */
+	gens_every_5s(&gs, 80000, 16);
+	assert_int_equal(mtd_steady_echo(&s, &gs, 80000, 70000, &youngest), 300 * 4096);
+	assert_false(youngest);
+	/* Much later, no generation within the cold age was born in either: both forgotten. */
+	gens_every_5s(&gs, 200000, 15);
+	assert_int_equal(mtd_steady_echo(&s, &gs, 200000, 70000, &youngest), 0);
+	assert_int_equal(s.nr_reclaims, 0);
+	/* Only within the cold age: at 20 s, the generation born at 45 s is older, and its
+	 * window is forgotten with it. */
+	mtd_steady_reclaim_sent(&s, 40000, 5000, 5000);
+	mtd_steady_reclaim_answered(&s, 44000, 5000);
+	gens_every_5s(&gs, 70000, 15);
+	assert_int_equal(mtd_steady_echo(&s, &gs, 70000, 20000, &youngest), 0);
+	assert_int_equal(s.nr_reclaims, 0);
+	/* A reading the youngest spoils is not recorded: the earlier peak stands. */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(mtd_steady_peak(&s, 200 * MiB, 0, 70000, true), 200 * MiB);
+	assert_int_equal(mtd_steady_peak(&s, 600 * MiB, 5000, 70000, false), 200 * MiB);
+	assert_int_equal(s.nr_wss, 1);
 }
 
 int main(void)
@@ -302,6 +358,7 @@ int main(void)
 	    cmocka_unit_test(test_controller_after_a_futile_answer),
 	    cmocka_unit_test(test_reclaim_capped_at_cold),
 	    cmocka_unit_test(test_peak_holds_a_cold_age),
+	    cmocka_unit_test(test_echo_of_the_guests_reclaim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
