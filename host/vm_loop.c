@@ -681,16 +681,12 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	if (vm->rounds >= 2 && watched &&
 	    vmm_wss(vm->guest, t->now_ms, &vm->cold_age_ms, 1, &t->wss_bytes) == 0)
 		t->wss_valid = true;
-	/* A page-level estimate cannot exceed what the host holds of the guest's RAM: a page
-	 * used since it left (free page reporting, the balloon) would have faulted back in,
-	 * and pages memtided paged out are evicted, not in it.  Without this bound the guest's
-	 * own reclaim reads as use: to swap a page out the guest reads it, host-side bits see
-	 * the read, and the page stays "used" for a cold age after free page reporting gave
-	 * it back (scenario 9 with DAMON: after a 92 MiB reclaim the target climbed 520 -> 706
-	 * MiB while the guest's RAM on the host fell by 88 MiB). */
+	/* Host-side page-level bits, read with three corrections (steady.h; docs/design.md,
+	 * Part 7): without the pages the guest's own reclaim read on their way out (echo), the
+	 * highest reading of the last cold age (peak), and never more than the guest RAM the
+	 * host holds: a page used since free page reporting or the balloon took it would have
+	 * faulted back in, and pages memtided paged out are evicted, not in the estimate. */
 	if (t->wss_valid && live_source(vm)) {
-		/* Without the pages the guest's reclaim read (steady.h, "echo"), the highest
-		 * reading of the last cold age ("peak"), then the bound. */
 		bool youngest;
 		uint64_t echo =
 		    mtd_steady_echo(&vm->steady, &t->gs, t->now_ms, vm->cold_age_ms, &youngest);
