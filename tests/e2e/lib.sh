@@ -18,7 +18,10 @@
 #                            monitor), one reply line each.
 #   e2e_start CMD...         starts a host process in the background and remembers its PID.
 #   e2e_memtided_conf RETURN writes a memtided.conf whose [defaults] set policy `return`
-#                            (reclaim or balloon) and prints its path, for --config; its
+#                            (reclaim or balloon) and `source` (E2E_SOURCE, default agent:
+#                            the scenarios were measured with the agent's working set, and
+#                            a host with a free kdamond would otherwise give them DAMON's;
+#                            scenarios 9 and 11 run host bits) and prints its path, for --config; its
 #                            state_dir is the test's own ($E2E_DIR/state, never
 #                            /var/lib/memtide).
 #   e2e_ok / e2e_not_ok      TAP lines; e2e_fig KEY VALUE records a figure (printed and JSON:
@@ -246,8 +249,8 @@ e2e_balloon_mib() {
 # e2e_now_ms: CLOCK_MONOTONIC-like milliseconds (bash's EPOCHREALTIME is wall time; fine for
 # a few seconds' intervals within one test, which is all it measures).
 e2e_memtided_conf() {
-	printf '[daemon]\nstate_dir = %s\n[defaults]\nreturn = %s\n' "$E2E_DIR/state" "$1" \
-		>"$E2E_DIR/memtided.conf"
+	printf '[daemon]\nstate_dir = %s\n[defaults]\nreturn = %s\nsource = %s\n' "$E2E_DIR/state" \
+		"$1" "${E2E_SOURCE:-agent}" >"$E2E_DIR/memtided.conf"
 	echo "$E2E_DIR/memtided.conf"
 }
 

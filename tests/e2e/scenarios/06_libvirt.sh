@@ -56,8 +56,11 @@ if ! e2e_lv_up "$E2E_DIR/hook"; then
 	exit 1
 fi
 
+# The agent's working set, as the scenario was measured (e2e_memtided_conf says why).
+printf '[defaults]\nsource = %s\n' "${E2E_SOURCE:-agent}" >"$E2E_DIR/memtided.conf"
 e2e_start "$BUILD/bin/memtided" --interval 2 --foreground --no-metrics --socket "$SOCK" \
-	--state-dir "$E2E_DIR/state" --log-level info 2>"$E2E_DIR/memtided.log"
+	--state-dir "$E2E_DIR/state" --config "$E2E_DIR/memtided.conf" --log-level info \
+	2>"$E2E_DIR/memtided.log"
 MPID=$E2E_LAST_PID
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
 

@@ -48,7 +48,7 @@ if ! e2e_wait '^E2E-READY' 60 >/dev/null; then
 fi
 log=$E2E_DIR/memtided.log sock=$E2E_DIR/ctl.sock
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --foreground \
-	--config "$(e2e_memtided_conf reclaim)" --no-metrics --socket "$sock" --log-level info 2>"$log"
+	--config "$(E2E_SOURCE=${E2E_SOURCE:-auto} e2e_memtided_conf reclaim)" --no-metrics --socket "$sock" --log-level info 2>"$log"
 mpid=$E2E_LAST_PID
 
 # Follow memtided's view of the VM every 2 s until the server is done: target, guest RAM
