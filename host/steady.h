@@ -1,5 +1,5 @@
 /*
- * steady.h - two rules that keep a steady guest's target steady (issue 13's "stable on real
+ * steady.h - the rules that keep a steady guest's target steady (issue 13's "stable on real
  * guests"), apart from the controller so that they can be read and tested alone.
  *
  * Seen on a real guest running a key-value server under memtided (1.5 GiB, 600 MiB of
