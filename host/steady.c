@@ -86,6 +86,19 @@ void mtd_steady_why(const struct mtd_steady *s, const struct mtd_ctl_config *c,
 		buf[0] = '\0';
 }
 
+/* Keep a reading; a full list drops its oldest. */
+static void record_wss(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_ms)
+{
+	if (s->nr_wss == MTD_STEADY_WSS_MAX) {
+		for (unsigned i = 1; i < s->nr_wss; i++)
+			s->wss[i - 1] = s->wss[i];
+		s->nr_wss--;
+	}
+	s->wss[s->nr_wss].at_ms = now_ms;
+	s->wss[s->nr_wss].bytes = wss_bytes;
+	s->nr_wss++;
+}
+
 uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_ms,
 			 uint64_t window_ms, bool record)
 {
@@ -99,23 +112,10 @@ uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_
 		s->wss[keep++] = s->wss[i];
 	}
 	s->nr_wss = keep;
-	if (!record && s->nr_wss) {
-		peak = 0;
-		for (unsigned i = 0; i < s->nr_wss; i++)
-			if (s->wss[i].bytes > peak)
-				peak = s->wss[i].bytes;
-		return peak;
-	}
-	if (!record)
-		return wss_bytes;
-	if (s->nr_wss == MTD_STEADY_WSS_MAX) {
-		for (unsigned i = 1; i < s->nr_wss; i++)
-			s->wss[i - 1] = s->wss[i];
-		s->nr_wss--;
-	}
-	s->wss[s->nr_wss].at_ms = now_ms;
-	s->wss[s->nr_wss].bytes = wss_bytes;
-	s->nr_wss++;
+	if (!record) /* the earlier readings alone, or this one when there are none */
+		peak = s->nr_wss ? 0 : wss_bytes;
+	else
+		record_wss(s, wss_bytes, now_ms);
 	for (unsigned i = 0; i < s->nr_wss; i++)
 		if (s->wss[i].bytes > peak)
 			peak = s->wss[i].bytes;
