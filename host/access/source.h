@@ -113,6 +113,9 @@ int mtd_source_damon_new(const char *admin, const char *run_dir, const char *pro
 int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t whylen);
 /* Switch off and remove a kdamond a crashed memtided left behind (at daemon start). */
 void mtd_damon_cleanup(const char *admin, const char *run_dir);
+/* DAMON's region count limits for a guest of ram_bytes whose frames form nr_targets
+ * contiguous ranges: at least one region per range, and room to split to ~2 MiB. */
+void mtd_damon_region_limits(size_t nr_targets, uint64_t ram_bytes, uint64_t *min, uint64_t *max);
 
 /* The source's describe op: 0, or -EOPNOTSUPP (no such op, or no source) / its error. */
 static inline int mtd_source_describe(const struct mtd_source *s, char *buf, size_t len)

@@ -11,12 +11,24 @@
  * memory of one temperature.  A DAMOS scheme with action "stat" and an access pattern that
  * matches everything lets memtided read every region through tried_regions.
  *
- * One round (age): 1. vmm_age_begin; 2. re-read QEMU's pagemap (frames move) and, when
- * the set of frame ranges changed, give DAMON the new target regions (commit); 3. ask for
- * the regions (update_schemes_tried_regions) and read them; 4. a region is young when it was
- * accessed in the last aggregation (nr_accesses > 0) or its idle time (age * aggregation
- * interval) is shorter than the time since the last round; every guest page whose frame
- * lies in a young region is marked young (a reverse map, frames sorted, binary search).
+ * One round (age): 1. vmm_age_begin; 2. ask for the regions (update_schemes_tried_regions)
+ * and read them; 3. a region is young when it was accessed in the last aggregation
+ * (nr_accesses > 0) or its idle time (age * aggregation interval) is shorter than the time
+ * since the last round; every guest page whose frame lies in a young region is marked young
+ * (a reverse map, frames sorted, binary search); 4. re-read QEMU's pagemap (frames move: the
+ * host's khugepaged collapses guest RAM into huge pages, pages fault in) and, when the set of
+ * frame ranges changed, give DAMON the new target regions (commit).
+ * The regions are read before the frames are re-read, for two reasons.  They describe the
+ * frames DAMON watched since the last round, and the reverse map from then is the one that
+ * names their pages.  And a region DAMON creates at a commit has no history yet (age 0):
+ * read at once, every such region would look just accessed, and a collapse of 10 MiB of cold
+ * guest RAM would read as 10 MiB of use.  Read a round later, it has a round of samples.
+ *
+ * Resolution: DAMON splits and merges regions between a minimum and a maximum count.  The
+ * minimum is one region per contiguous frame range (DAMON cannot merge across a gap); the
+ * maximum lets it split down to about 2 MiB, so that hot and cold huge pages side by side
+ * in host memory can stand apart, up to MAX_SPLIT regions (the sampling cost grows with
+ * the count: about 0.5 us of kdamond time per region and sample here).
  *
  * Sharing DAMON politely: DAMON's sysfs adds kdamonds only while none runs (writing
  * nr_kdamonds is refused with EBUSY then, and when none runs it rebuilds every kdamond
@@ -50,6 +62,7 @@
 #define SAMPLE_US   5000   /* DAMON's default */
 #define AGGR_US     100000 /* DAMON's default */
 #define MAX_REGIONS 4096
+#define MAX_SPLIT   1024 /* the most regions DAMON may split into for resolution alone */
 
 static atomic_bool damon_taken; /* one kdamond, one VM per memtided */
 
@@ -267,6 +280,21 @@ static int write_targets(struct damon_src *s)
 	return rc;
 }
 
+void mtd_damon_region_limits(size_t nr_targets, uint64_t ram_bytes, uint64_t *min, uint64_t *max)
+{
+	uint64_t lo = nr_targets > 10 ? nr_targets : 10, hi;
+
+	if (lo > MAX_REGIONS)
+		lo = MAX_REGIONS;
+	hi = ram_bytes / VMM_SIZE_2M;
+	if (hi > MAX_SPLIT)
+		hi = MAX_SPLIT;
+	if (hi < 2 * lo)
+		hi = 2 * lo;
+	*min = lo;
+	*max = hi;
+}
+
 static int setup(struct damon_src *s)
 {
 	char d[400], a[420], sc[420], p[440];
@@ -287,12 +315,10 @@ static int setup(struct damon_src *s)
 	if (rc == 0)
 		rc = putu(a, "aggr_us", AGGR_US);
 	dir_of(a, sizeof(a), d, "monitoring_attrs/nr_regions");
-	/* about one region per 2 MiB frame range, so a hot huge page can stand alone */
-	uint64_t min = s->nr_targets > 10 ? s->nr_targets : 10;
-	if (min > MAX_REGIONS)
-		min = MAX_REGIONS;
+	uint64_t min, max;
+	mtd_damon_region_limits(s->nr_targets, s->ram, &min, &max);
 	if (rc == 0)
-		rc = putu(a, "max", min * 2);
+		rc = putu(a, "max", max);
 	if (rc == 0)
 		rc = putu(a, "min", min);
 	if (rc == 0)
@@ -358,12 +384,6 @@ static int damon_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 		return rc;
 	s->last_round_ms = now_ms;
 	/* Step 2 */
-	rc = read_frames(s);
-	if (rc < 0)
-		return rc;
-	if (rc == 1 && (write_targets(s) < 0 || put(s->kd, "state", "commit") < 0))
-		return -EIO;
-	/* Step 3 */
 	if (put(s->kd, "state", "update_schemes_tried_regions") < 0)
 		return -EIO;
 	snprintf(tr, sizeof(tr), "%s/contexts/0/schemes/0/tried_regions", s->kd);
@@ -378,11 +398,17 @@ static int damon_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 		snprintf(r, sizeof(r), "%s/%s", tr, de->d_name);
 		uint64_t start = getu(r, "start"), end = getu(r, "end");
 		uint64_t acc = getu(r, "nr_accesses"), age = getu(r, "age");
-		/* Step 4 */
+		/* Step 3 */
 		if (end > start && (acc > 0 || age * (AGGR_US / 1000) < since_ms))
 			mark_region(s, g, start, end);
 	}
 	closedir(d);
+	/* Step 4 */
+	rc = read_frames(s);
+	if (rc < 0)
+		return rc;
+	if (rc == 1 && (write_targets(s) < 0 || put(s->kd, "state", "commit") < 0))
+		return -EIO;
 	return 0;
 }
 

@@ -348,8 +348,10 @@ static void test_damon_polite(void **state)
 	assert_true(y->young[10]);
 	assert_false(y->young[700]);
 	/* 4b. frames move (the host kernel migrates or swaps guest RAM): the source re-reads
-	 * QEMU's pagemap every round.  Pages 10 and 700 trade frames: the same frame ranges (no
-	 * new targets), but the accessed region's frame now backs page 700. */
+	 * QEMU's pagemap every round, after reading the regions.  Pages 10 and 700 trade
+	 * frames: the same frame ranges (no new targets), but the accessed region's frame now
+	 * backs page 700.  The round that finds the move still reads its regions through the
+	 * frames DAMON watched until then (page 10); the next one through the new ones. */
 	char pm_path[512];
 	snprintf(pm_path, sizeof(pm_path), "%s/proc/%d/pagemap", root, PID);
 	int pmfd = open(pm_path, O_RDWR);
@@ -358,6 +360,11 @@ static void test_damon_polite(void **state)
 	assert_int_equal(pwrite(pmfd, &e10, 8, (off_t)((HVA / 4096 + 10) * 8)), 8);
 	assert_int_equal(pwrite(pmfd, &e700, 8, (off_t)((HVA / 4096 + 700) * 8)), 8);
 	assert_int_equal(src.ops->age(src.ctx, g, 11000), 0);
+	memset(y, 0, sizeof(*y));
+	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
+	assert_true(y->young[10]);
+	assert_false(y->young[700]);
+	assert_int_equal(src.ops->age(src.ctx, g, 13000), 0);
 	memset(y, 0, sizeof(*y));
 	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
 	assert_true(y->young[700]);
@@ -371,6 +378,10 @@ static void test_damon_polite(void **state)
 	assert_int_equal(pwrite(pmfd, &e10, 8, (off_t)((HVA / 4096 + 10) * 8)), 8);
 	close(pmfd);
 	assert_int_equal(src.ops->age(src.ctx, g, 16000), 0);
+	/* the commit comes after the regions were read: a region DAMON makes for the new
+	 * frames has no samples yet, so it is first read a round later */
+	get_str("damon/kdamonds/0/state", buf, sizeof(buf));
+	assert_string_equal(buf, "commit");
 	get_str("damon/kdamonds/0/contexts/0/targets/0/regions/nr_regions", buf, sizeof(buf));
 	unsigned long nreg = strtoul(buf, NULL, 10);
 	bool found = false;
@@ -392,6 +403,29 @@ static void test_damon_polite(void **state)
 	vmm_guest_free(g);
 	free(y);
 	free(pfn);
+}
+
+/* DAMON's region limits: one region per frame range at least, room to split to ~2 MiB. */
+static void test_damon_region_limits(void **state)
+{
+	uint64_t min, max;
+
+	(void)state;
+	mtd_damon_region_limits(3, 512ULL << 20, &min, &max); /* few ranges: DAMON's floor */
+	assert_int_equal(min, 10);
+	assert_int_equal(max, 256); /* 512 MiB in 2 MiB regions */
+	mtd_damon_region_limits(80, 512ULL << 20, &min, &max);
+	assert_int_equal(min, 80);
+	assert_int_equal(max, 256);
+	mtd_damon_region_limits(200, 512ULL << 20, &min, &max); /* scattered frames */
+	assert_int_equal(min, 200);
+	assert_int_equal(max, 400);
+	mtd_damon_region_limits(100, 64ULL << 30, &min, &max); /* a big guest: the cost cap */
+	assert_int_equal(min, 100);
+	assert_int_equal(max, 1024);
+	mtd_damon_region_limits(100000, 64ULL << 30, &min, &max); /* the ranges' own cap */
+	assert_int_equal(min, 4096);
+	assert_int_equal(max, 8192);
 }
 
 /* The pc / q35 RAM splits (QEMU 7.2). */
@@ -426,6 +460,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_idle_recorded),
 	    cmocka_unit_test(test_damon_polite),
+	    cmocka_unit_test(test_damon_region_limits),
 	    cmocka_unit_test(test_layout),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
