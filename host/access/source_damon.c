@@ -13,22 +13,26 @@
  *
  * One round (age): 1. vmm_age_begin; 2. ask for the regions (update_schemes_tried_regions)
  * and read them; 3. a region is young when it was accessed in the last aggregation
- * (nr_accesses > 0) or its idle time (age * aggregation interval) is shorter than the time
- * since the last round; every guest page whose frame lies in a young region is marked young
- * (a reverse map, frames sorted, binary search); 4. re-read QEMU's pagemap (frames move: the
- * host's khugepaged collapses guest RAM into huge pages, pages fault in) and, when the set of
- * frame ranges changed, give DAMON the new target regions (commit).
+ * (nr_accesses > 0) or its age (aggregations since its access count last changed) is less
+ * than the aggregations run since the last round; every guest page whose frame lies in a
+ * young region is marked young (a reverse map, frames sorted, binary search); 4. re-read
+ * QEMU's pagemap (frames move: the host's khugepaged collapses guest RAM into huge pages,
+ * pages fault in) and, when the set of frame ranges changed, give DAMON the new target
+ * regions (commit).
  * The regions are read before the frames are re-read, for two reasons.  They describe the
  * frames DAMON watched since the last round, and the reverse map from then is the one that
  * names their pages.  And a region DAMON creates at a commit has no history yet (age 0):
  * read at once, every such region would look just accessed, and a collapse of 10 MiB of cold
  * guest RAM would read as 10 MiB of use.  Read a round later, it has a round of samples.
  *
- * Resolution: DAMON splits and merges regions between a minimum and a maximum count.  The
- * minimum is one region per contiguous frame range (DAMON cannot merge across a gap); the
- * maximum lets it split down to about 2 MiB, so that hot and cold huge pages side by side
- * in host memory can stand apart, up to MAX_SPLIT regions (the sampling cost grows with
- * the count: about 0.5 us of kdamond time per region and sample here).
+ * Resolution: DAMON splits and merges regions between a minimum and a maximum count, and
+ * never merges two regions into one larger than the watched size over the minimum.  The
+ * minimum is one region per 2 MiB of guest RAM (at least one per contiguous frame range),
+ * so a region spans at most about one host huge page: with fewer, DAMON merged a hot huge
+ * page with its cold neighbours (a page written once a second reads much like an idle one
+ * in 5 ms samples) and whole cold huge pages read as used.  Up to MAX_SPLIT regions: the
+ * sampling cost grows with the count (0.021 CPU/s of kdamond for a 512 MiB guest, 0.013
+ * with 2x the frame ranges as the maximum, about 130 regions).
  *
  * Sharing DAMON politely: DAMON's sysfs adds kdamonds only while none runs (writing
  * nr_kdamonds is refused with EBUSY then, and when none runs it rebuilds every kdamond
@@ -62,7 +66,7 @@
 #define SAMPLE_US   5000   /* DAMON's default */
 #define AGGR_US     100000 /* DAMON's default */
 #define MAX_REGIONS 4096
-#define MAX_SPLIT   1024 /* the most regions DAMON may split into for resolution alone */
+#define MAX_SPLIT   512 /* the most regions asked for resolution alone (sampling cost) */
 
 static atomic_bool damon_taken; /* one kdamond, one VM per memtided */
 
@@ -70,6 +74,8 @@ struct rev {
 	uint64_t pfn;
 	uint64_t page; /* RAM-block page index */
 };
+
+struct region;
 
 struct damon_src {
 	char kd[300];    /* ADMIN/kdamonds/0 */
@@ -85,6 +91,9 @@ struct damon_src {
 	uint64_t (*targets)[2]; /* frame ranges given to DAMON, bytes */
 	size_t nr_targets;
 	uint64_t last_round_ms;
+	struct region *regions; /* the last round's, from tried_regions */
+	size_t nr_regions, cap_regions, last_nr_regions;
+	uint64_t last_tried; /* the stat scheme's nr_tried at the last round */
 	bool on;
 };
 
@@ -282,17 +291,18 @@ static int write_targets(struct damon_src *s)
 
 void mtd_damon_region_limits(size_t nr_targets, uint64_t ram_bytes, uint64_t *min, uint64_t *max)
 {
-	uint64_t lo = nr_targets > 10 ? nr_targets : 10, hi;
+	uint64_t lo = ram_bytes / VMM_SIZE_2M;
 
+	if (lo > MAX_SPLIT)
+		lo = MAX_SPLIT;
+	if (lo < nr_targets)
+		lo = nr_targets;
+	if (lo < 10)
+		lo = 10;
 	if (lo > MAX_REGIONS)
 		lo = MAX_REGIONS;
-	hi = ram_bytes / VMM_SIZE_2M;
-	if (hi > MAX_SPLIT)
-		hi = MAX_SPLIT;
-	if (hi < 2 * lo)
-		hi = 2 * lo;
 	*min = lo;
-	*max = hi;
+	*max = 2 * lo;
 }
 
 static int setup(struct damon_src *s)
@@ -369,10 +379,78 @@ static void mark_region(struct damon_src *s, struct vmm_guest *g, uint64_t start
 		(void)vmm_mark_young(g, gpa_of(s, s->rev[i].page), 1, false);
 }
 
+/* One region as DAMON reported it. */
+struct region {
+	uint64_t start, end, nr_accesses, age;
+};
+
+/* Step 2: the regions DAMON watched since the last round, into s->regions. */
+static int read_regions(struct damon_src *s)
+{
+	char tr[480];
+
+	if (put(s->kd, "state", "update_schemes_tried_regions") < 0)
+		return -EIO;
+	snprintf(tr, sizeof(tr), "%s/contexts/0/schemes/0/tried_regions", s->kd);
+	DIR *d = opendir(tr);
+	if (!d)
+		return -errno;
+	s->nr_regions = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char r[760];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		if (s->nr_regions == s->cap_regions) {
+			size_t cap = s->cap_regions ? s->cap_regions * 2 : 256;
+			struct region *n = realloc(s->regions, cap * sizeof(*n));
+			if (!n) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			s->regions = n;
+			s->cap_regions = cap;
+		}
+		snprintf(r, sizeof(r), "%s/%s", tr, de->d_name);
+		s->regions[s->nr_regions++] = (struct region){
+		    .start = getu(r, "start"),
+		    .end = getu(r, "end"),
+		    .nr_accesses = getu(r, "nr_accesses"),
+		    .age = getu(r, "age"),
+		};
+	}
+	closedir(d);
+	return 0;
+}
+
+/*
+ * How many aggregations DAMON ran since the last round: the unit of a region's age.  The
+ * wall clock gives since_ms / aggregation interval, but only if kdamond kept to its
+ * interval; on a busy host it runs late, fewer aggregations fit in the round, and a region
+ * idle all round would read younger than the round and count as accessed.  The stat scheme
+ * tries every region once per aggregation, so the growth of its nr_tried over the region
+ * count says how many aggregations really ran.  The smaller of the two is taken (kdamond
+ * never runs early); without the scheme's stats, the wall clock alone.
+ */
+static uint64_t aggregations_since(struct damon_src *s, uint64_t since_ms)
+{
+	char st[480];
+	uint64_t by_clock = since_ms * 1000 / AGGR_US, tried = 0, by_stats = UINT64_MAX;
+
+	snprintf(st, sizeof(st), "%s/contexts/0/schemes/0/stats", s->kd);
+	if (put(s->kd, "state", "update_schemes_stats") == 0)
+		tried = getu(st, "nr_tried");
+	uint64_t regions = (s->last_nr_regions + s->nr_regions + 1) / 2;
+	if (tried > s->last_tried && s->last_tried && regions)
+		by_stats = (tried - s->last_tried + regions / 2) / regions;
+	s->last_tried = tried;
+	s->last_nr_regions = s->nr_regions;
+	return by_stats < by_clock ? by_stats : by_clock;
+}
+
 static int damon_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 {
 	struct damon_src *s = ctx;
-	char tr[480];
 	uint64_t since_ms = s->last_round_ms && now_ms > s->last_round_ms
 				? now_ms - s->last_round_ms
 				: AGGR_US / 1000;
@@ -384,25 +462,16 @@ static int damon_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 		return rc;
 	s->last_round_ms = now_ms;
 	/* Step 2 */
-	if (put(s->kd, "state", "update_schemes_tried_regions") < 0)
-		return -EIO;
-	snprintf(tr, sizeof(tr), "%s/contexts/0/schemes/0/tried_regions", s->kd);
-	DIR *d = opendir(tr);
-	if (!d)
-		return -errno;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		char r[760];
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(r, sizeof(r), "%s/%s", tr, de->d_name);
-		uint64_t start = getu(r, "start"), end = getu(r, "end");
-		uint64_t acc = getu(r, "nr_accesses"), age = getu(r, "age");
-		/* Step 3 */
-		if (end > start && (acc > 0 || age * (AGGR_US / 1000) < since_ms))
-			mark_region(s, g, start, end);
+	rc = read_regions(s);
+	if (rc < 0)
+		return rc;
+	/* Step 3 */
+	uint64_t aggrs = aggregations_since(s, since_ms);
+	for (size_t i = 0; i < s->nr_regions; i++) {
+		const struct region *r = &s->regions[i];
+		if (r->end > r->start && (r->nr_accesses > 0 || r->age < aggrs))
+			mark_region(s, g, r->start, r->end);
 	}
-	closedir(d);
 	/* Step 4 */
 	rc = read_frames(s);
 	if (rc < 0)
@@ -437,6 +506,7 @@ static void damon_destroy(void *ctx)
 	free(s->rev);
 	free(s->pm);
 	free(s->targets);
+	free(s->regions);
 	free(s);
 }
 

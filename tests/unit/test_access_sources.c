@@ -342,7 +342,7 @@ static void test_damon_polite(void **state)
 	assert_int_equal(src.ops->age(src.ctx, g, 1000), 0);
 	assert_int_equal(src.ops->age(src.ctx, g, 6000), 0);
 	get_str("damon/kdamonds/0/state", buf, sizeof(buf));
-	assert_string_equal(buf, "update_schemes_tried_regions");
+	assert_string_equal(buf, "update_schemes_stats"); /* after update_schemes_tried_regions */
 	struct young_set *y = calloc(1, sizeof(*y));
 	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
 	assert_true(y->young[10]);
@@ -393,6 +393,31 @@ static void test_damon_polite(void **state)
 		found = strtoull(buf, NULL, 10) == (maxpfn + 1000) << 12;
 	}
 	assert_true(found);
+	/* 4c. kdamond runs late (a busy host): a 5 s round holds 50 aggregations by the clock,
+	 * but the stat scheme tried the 2 regions only 10 times each.  Region ages count
+	 * aggregations, so an idle region of age 20 was idle the whole round (not young), and
+	 * one of age 5 changed within it (young).  By the clock alone both would be young. */
+	uint64_t a300 = pfn[300] << 12, a400 = pfn[400] << 12;
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)a300);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/start", v);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)a300 + 4096);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/end", v);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/nr_accesses", "0");
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/age", "20");
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)a400);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/start", v);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)a400 + 4096);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/end", v);
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/age", "5");
+	mk("damon/kdamonds/0/contexts/0/schemes/0/stats");
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/stats/nr_tried", "1000");
+	assert_int_equal(src.ops->age(src.ctx, g, 21000), 0); /* the first count */
+	put_str("damon/kdamonds/0/contexts/0/schemes/0/stats/nr_tried", "1020");
+	assert_int_equal(src.ops->age(src.ctx, g, 26000), 0);
+	memset(y, 0, sizeof(*y));
+	assert_int_equal(vmm_young_runs(g, 1, collect, y), 0);
+	assert_false(y->young[300]);
+	assert_true(y->young[400]);
 	/* 5. exit: switched off and nr_kdamonds back to 0, the record gone */
 	mtd_source_destroy(&src);
 	get_str("damon/kdamonds/0/state", buf, sizeof(buf));
@@ -405,23 +430,24 @@ static void test_damon_polite(void **state)
 	free(pfn);
 }
 
-/* DAMON's region limits: one region per frame range at least, room to split to ~2 MiB. */
+/* DAMON's region limits: regions of ~2 MiB at most (DAMON never merges past RAM / min
+ * regions), at least one per frame range, the count capped for the sampling cost. */
 static void test_damon_region_limits(void **state)
 {
 	uint64_t min, max;
 
 	(void)state;
-	mtd_damon_region_limits(3, 512ULL << 20, &min, &max); /* few ranges: DAMON's floor */
+	mtd_damon_region_limits(3, 512ULL << 20, &min, &max); /* 512 MiB in 2 MiB regions */
+	assert_int_equal(min, 256);
+	assert_int_equal(max, 512);
+	mtd_damon_region_limits(3, 8ULL << 20, &min, &max); /* a tiny guest: DAMON's floor */
 	assert_int_equal(min, 10);
-	assert_int_equal(max, 256); /* 512 MiB in 2 MiB regions */
-	mtd_damon_region_limits(80, 512ULL << 20, &min, &max);
-	assert_int_equal(min, 80);
-	assert_int_equal(max, 256);
-	mtd_damon_region_limits(200, 512ULL << 20, &min, &max); /* scattered frames */
-	assert_int_equal(min, 200);
-	assert_int_equal(max, 400);
+	assert_int_equal(max, 20);
+	mtd_damon_region_limits(300, 512ULL << 20, &min, &max); /* scattered frames */
+	assert_int_equal(min, 300);
+	assert_int_equal(max, 600);
 	mtd_damon_region_limits(100, 64ULL << 30, &min, &max); /* a big guest: the cost cap */
-	assert_int_equal(min, 100);
+	assert_int_equal(min, 512);
 	assert_int_equal(max, 1024);
 	mtd_damon_region_limits(100000, 64ULL << 30, &min, &max); /* the ranges' own cap */
 	assert_int_equal(min, 4096);
