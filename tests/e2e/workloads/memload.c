@@ -35,13 +35,16 @@
  *                          memory (from /proc/self/pagemap: "WL-PAGES hot|cold <gpa hex>
  *                          <pages>", one line per run of consecutive frames) and "WL-PAGES-END",
  *                          and for SECONDS seconds write one word in each hot page, round after
- *                          round, printing "WL-RATE <s> <pages/s>" once a second.  With SCATTER
+ *                          round, printing "WL-RATE <s> <pages/s>" once a second and "WL-MOVED
+ *                          <s> hot <pages> cold <pages>" every 5 s (pages the guest kernel has
+ *                          moved to other frames since they were printed).  With SCATTER
  *                          = N > 1, only every N-th page of the hot mapping is hot (a scattered
  *                          hot set; the rest of it counts as cold).  Ends with "WL-DONE".
  * Layout: one mmap per region, 4 KiB pages, one word per page written per touch (a touch is what
  * makes the page young; its content is not the point).  Exit status 0 unless a check failed or a
  * mapping could not be made.
  */
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -349,6 +352,36 @@ static int print_gpas(const char *kind, const unsigned char *p, unsigned long n,
 	return 0;
 }
 
+/* The frame of each of n pages at p (0: not present), from /proc/self/pagemap, into out. */
+static int read_pfns(const unsigned char *p, unsigned long n, uint64_t *out)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ssize_t want = (ssize_t)(n * 8);
+
+	if (fd < 0)
+		return -1;
+	ssize_t got = pread(fd, out, (size_t)want, (off_t)((uintptr_t)p / PAGE_BYTES * 8));
+	close(fd);
+	if (got != want)
+		return -1;
+	for (unsigned long i = 0; i < n; i++)
+		out[i] = (out[i] >> 63) ? out[i] & ((1ULL << 55) - 1) : 0;
+	return 0;
+}
+
+/* How many of n pages sit on another frame than in was (the guest kernel moved them). */
+static unsigned long moved_pages(const unsigned char *p, unsigned long n, const uint64_t *was,
+				 uint64_t *now)
+{
+	unsigned long moved = 0;
+
+	if (read_pfns(p, n, now) < 0)
+		return n;
+	for (unsigned long i = 0; i < n; i++)
+		moved += now[i] != was[i];
+	return moved;
+}
+
 static int hotpages(unsigned long hot_mib, unsigned long cold_mib, unsigned long seconds,
 		    unsigned long scatter)
 {
@@ -367,7 +400,14 @@ static int hotpages(unsigned long hot_mib, unsigned long cold_mib, unsigned long
 		return 1;
 	printf("WL-PAGES-END\n");
 	fflush(stdout);
-	double t0 = now_s(), next = t0 + 1;
+	/* Where the pages were when printed, to say later if the guest kernel moved any
+	 * (compaction, khugepaged): a moved page is no longer at the address printed above. */
+	unsigned long cold_pages = cold_mib * MIB_BYTES / PAGE_BYTES;
+	uint64_t *was_hot = calloc(hot_pages, 8), *was_cold = calloc(cold_pages, 8);
+	uint64_t *now = calloc(cold_pages > hot_pages ? cold_pages : hot_pages, 8);
+	bool track = was_hot && was_cold && now && read_pfns(hot, hot_pages, was_hot) == 0 &&
+		     read_pfns(cold, cold_pages, was_cold) == 0;
+	double t0 = now_s(), next = t0 + 1, next_moved = t0 + 5;
 	unsigned long done = 0, round = 0;
 	while (now_s() - t0 < (double)seconds) {
 		for (unsigned long i = 0; i < hot_pages; i += step)
@@ -381,7 +421,17 @@ static int hotpages(unsigned long hot_mib, unsigned long cold_mib, unsigned long
 			done = 0;
 			next = t + 1;
 		}
+		if (track && t >= next_moved) {
+			printf("WL-MOVED %.0f hot %lu cold %lu\n", t - t0,
+			       moved_pages(hot, hot_pages, was_hot, now),
+			       moved_pages(cold, cold_pages, was_cold, now));
+			fflush(stdout);
+			next_moved = t + 5;
+		}
 	}
+	free(was_hot);
+	free(was_cold);
+	free(now);
 	printf("WL-DONE\n");
 	return 0;
 }
