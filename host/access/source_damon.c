@@ -25,14 +25,16 @@
  * read at once, every such region would look just accessed, and a collapse of 10 MiB of cold
  * guest RAM would read as 10 MiB of use.  Read a round later, it has a round of samples.
  *
- * Resolution: DAMON splits and merges regions between a minimum and a maximum count, and
- * never merges two regions into one larger than the watched size over the minimum.  The
- * minimum is one region per 2 MiB of guest RAM (at least one per contiguous frame range),
- * so a region spans at most about one host huge page: with fewer, DAMON merged a hot huge
- * page with its cold neighbours (a page written once a second reads much like an idle one
- * in 5 ms samples) and whole cold huge pages read as used.  Up to MAX_SPLIT regions: the
- * sampling cost grows with the count (0.021 CPU/s of kdamond for a 512 MiB guest, 0.013
- * with 2x the frame ranges as the maximum, about 130 regions).
+ * Resolution: DAMON samples one page per region, so a region holding a hot host huge page
+ * and a cold one reads accessed whole.  DAMON splits and merges regions between a minimum
+ * and a maximum count, and never merges two into one larger than the watched size over the
+ * minimum.  memtided asks for one region per 2 MiB of guest RAM at least (and one per frame
+ * range), and cuts the target ranges at every 2 MiB frame boundary, so DAMON's regions start
+ * on huge-page boundaries and never grow past one: scenario 11's precision went from
+ * 0.80-0.85 (regions at twice the frame ranges) to 0.97-0.996.  Up to MAX_SPLIT regions
+ * (cut at 4, 8 ... MiB beyond): the sampling cost grows with the count (0.02 CPU/s of
+ * kdamond for a 512 MiB guest).  What exact regions cannot see is an access through a TLB
+ * entry the CPU kept: docs/design.md, Part 0.
  *
  * Sharing DAMON politely: DAMON's sysfs adds kdamonds only while none runs (writing
  * nr_kdamonds is refused with EBUSY then, and when none runs it rebuilds every kdamond
@@ -243,7 +245,12 @@ static int read_frames(struct damon_src *s)
 				    (struct rev){.pfn = s->pm[i] & PM_PFN_MASK, .page = p + i};
 	}
 	qsort(s->rev, s->nr_rev, sizeof(*s->rev), cmp_rev);
-	/* contiguous frames make one target range; at most MAX_REGIONS (gaps merged) */
+	/* Contiguous frames make one target range, cut at every `cut`-aligned frame so that
+	 * DAMON's regions start on host huge-page boundaries (see Resolution above); at most
+	 * MAX_REGIONS (gaps merged). */
+	uint64_t cut = VMM_SIZE_2M;
+	while (s->ram / cut > MAX_SPLIT)
+		cut *= 2;
 	t = calloc(MAX_REGIONS, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -251,8 +258,8 @@ static int read_frames(struct damon_src *s)
 		uint64_t a = s->rev[i].pfn << VMM_PAGE_SHIFT;
 		if (nt && t[nt - 1][1] > a)
 			continue; /* a frame mapped twice */
-		/* contiguous, or out of regions: extend the last (gaps merged) */
-		if (nt && (t[nt - 1][1] == a || nt == MAX_REGIONS))
+		/* contiguous within a cut, or out of regions: extend the last (gaps merged) */
+		if (nt && ((t[nt - 1][1] == a && a % cut != 0) || nt == MAX_REGIONS))
 			t[nt - 1][1] = a + VMM_PAGE_SIZE;
 		else {
 			t[nt][0] = a;
