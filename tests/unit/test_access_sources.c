@@ -269,6 +269,24 @@ static void fake_damon(unsigned n, const char *state0)
 	}
 }
 
+/* Region `i` of the stand-in tried_regions: one page at frame address `start`, its access
+ * count and age as DAMON would report them. */
+static void fake_region(unsigned i, uint64_t start, const char *nr_accesses, const char *age)
+{
+	const char *const file[] = {"start", "end", "nr_accesses", "age"};
+	char rel[128], val[2][32];
+
+	snprintf(rel, sizeof(rel), "damon/kdamonds/0/contexts/0/schemes/0/tried_regions/%u", i);
+	mk(rel);
+	snprintf(val[0], sizeof(val[0]), "%llu", (unsigned long long)start);
+	snprintf(val[1], sizeof(val[1]), "%llu", (unsigned long long)start + 4096);
+	for (unsigned f = 0; f < 4; f++) {
+		snprintf(rel, sizeof(rel),
+			 "damon/kdamonds/0/contexts/0/schemes/0/tried_regions/%u/%s", i, file[f]);
+		put_str(rel, f < 2 ? val[f] : f == 2 ? nr_accesses : age);
+	}
+}
+
 static void test_damon_polite(void **state)
 {
 	char proc[256], bitmap[256], admin[256], run[256], buf[64];
@@ -323,21 +341,8 @@ static void test_damon_polite(void **state)
 	/* 4. a round: the "kernel" reports two regions, one accessed, one idle for long */
 	uint64_t hot = pfn[10] << 12, cold = pfn[700] << 12;
 	mk("damon/kdamonds/0/contexts/0/schemes/0/tried_regions");
-	mk("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0");
-	mk("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1");
-	char v[32];
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)hot);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/start", v);
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)hot + 4096);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/end", v);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/nr_accesses", "5");
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/age", "1");
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)cold);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/start", v);
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)cold + 4096);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/end", v);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/nr_accesses", "0");
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/age", "500");
+	fake_region(0, hot, "5", "1");
+	fake_region(1, cold, "0", "500");
 	struct vmm_guest *g = guest_for(&src);
 	assert_int_equal(src.ops->age(src.ctx, g, 1000), 0);
 	assert_int_equal(src.ops->age(src.ctx, g, 6000), 0);
@@ -429,17 +434,8 @@ static void test_damon_polite(void **state)
 	 * aggregations, so an idle region of age 20 was idle the whole round (not young), and
 	 * one of age 5 changed within it (young).  By the clock alone both would be young. */
 	uint64_t a650 = pfn[650] << 12, a900 = pfn[900] << 12;
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)a650);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/start", v);
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)a650 + 4096);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/end", v);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/nr_accesses", "0");
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/0/age", "20");
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)a900);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/start", v);
-	snprintf(v, sizeof(v), "%llu", (unsigned long long)a900 + 4096);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/end", v);
-	put_str("damon/kdamonds/0/contexts/0/schemes/0/tried_regions/1/age", "5");
+	fake_region(0, a650, "0", "20");
+	fake_region(1, a900, "0", "5");
 	mk("damon/kdamonds/0/contexts/0/schemes/0/stats");
 	put_str("damon/kdamonds/0/contexts/0/schemes/0/stats/nr_tried", "1000");
 	assert_int_equal(src.ops->age(src.ctx, g, 21000), 0); /* the first count */

@@ -127,25 +127,15 @@ m_off3_end=$(mark)
 python3 - "$E2E_CONSOLE" "$E2E_DIR/young.txt" "$m_off" "$m_full" "$m_full_end" "$m_s" "$m_s_end" \
 	"$cpu0" "$cpu1" "$t0" "$t1" "$(getconf CLK_TCK)" "$m_off2" "$m_off3" "$m_off3_end" "$m_off2_end" \
 	"$E2E_DIR/marks.txt" >"$E2E_DIR/figs.txt" <<'PY'
-import sys
+import os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "tests/e2e"))
+from young_truth import workload_pages, young_pages, scores
 con, young, m_off, m_full, m_full_end, m_s, m_s_end = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:8])
 cpu0, cpu1, t0, t1, hz = (float(x or 0) for x in sys.argv[8:13])
 m_off2, m_off3, m_off3_end, m_off2_end = map(int, sys.argv[13:17])
 lines = open(con, errors="replace").read().splitlines()
-hot, cold = set(), set()
-for l in lines:
-    p = l.split()
-    if len(p) == 4 and p[0] == "WL-PAGES":
-        s, n = int(p[2], 16) >> 12, int(p[3])
-        (hot if p[1] == "hot" else cold).update(range(s, s + n))
-yg, rounds = set(), 0
-for l in open(young):
-    p = l.split()
-    if p[0] == "round":
-        rounds = int(p[1])
-    else:
-        s, n = int(p[0], 16) >> 12, int(p[1])
-        yg.update(range(s, s + n))
+hot, cold, _ = workload_pages(con)
+yg, rounds = young_pages(young)
 def rate(a, b):
     r = [float(l.split()[2]) for l in lines[a:b] if l.startswith("WL-RATE")][2:]
     r.sort()
@@ -168,9 +158,9 @@ def cpu_rate(a, b):
     return n / c if c > 0 else 0.0
 c_off, c_full, c_samp = cpu_rate(m_off, m_full), cpu_rate(m_full, m_full_end), cpu_rate(m_s, m_s_end)
 c_around = (cpu_rate(m_off2, m_off2_end) + cpu_rate(m_off3, m_off3_end)) / 2
-wl_young = (hot | cold) & yg
-print("recall", round(len(hot & yg) / max(1, len(hot)), 4))
-print("precision", round(len(hot & yg) / max(1, len(wl_young)), 4))
+recall, precision = scores(hot, cold, yg)
+print("recall", recall)
+print("precision", precision)
 print("rounds", rounds)
 print("hot_pages", len(hot))
 print("cold_pages", len(cold))

@@ -138,35 +138,21 @@ e2e_check $? "memtided left DAMON as it found it: no kdamond, no ownership recor
 
 python3 - "$E2E_CONSOLE" "$E2E_DIR/young.txt" "$E2E_DIR/young_raw.txt" "$m0" "$m1" "$k0" "$k1" \
 	"$t0" "$t1" "$(getconf CLK_TCK)" >"$E2E_DIR/figs.txt" <<'PY'
-import sys
+import os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "tests/e2e"))
+from young_truth import workload_pages, young_pages, scores
 con, young, young_raw = sys.argv[1], sys.argv[2], sys.argv[3]
 m0, m1, k0, k1, t0, t1, hz = (float(x or 0) for x in sys.argv[4:11])
-hot, cold = set(), set()
-moved = None
-for l in open(con, errors="replace"):
-    p = l.split()
-    if len(p) == 4 and p[0] == "WL-PAGES":
-        s, n = int(p[2], 16) >> 12, int(p[3])
-        (hot if p[1] == "hot" else cold).update(range(s, s + n))
-    elif len(p) == 6 and p[0] == "WL-MOVED":
-        moved = (p[3], p[5])
-def young_set(path):
-    yg, rounds = set(), 0
-    for l in open(path):
-        p = l.split()
-        if p[0] == "round":
-            rounds = int(p[1])
-        else:
-            s, n = int(p[0], 16) >> 12, int(p[1])
-            yg.update(range(s, s + n))
-    return yg, rounds
-raw, _ = young_set(young_raw)
-yg, rounds = young_set(young)
+hot, cold, moved = workload_pages(con)
+raw, _ = young_pages(young_raw)
+yg, rounds = young_pages(young)
 secs = max(0.001, (t1 - t0) / 1000)
-print("recall", round(len(hot & yg) / max(1, len(hot)), 4))
-print("precision", round(len(hot & yg) / max(1, len((hot | cold) & yg)), 4))
-print("recall_raw", round(len(hot & raw) / max(1, len(hot)), 4))
-print("precision_raw", round(len(hot & raw) / max(1, len((hot | cold) & raw)), 4))
+recall, precision = scores(hot, cold, yg)
+recall_raw, precision_raw = scores(hot, cold, raw)
+print("recall", recall)
+print("precision", precision)
+print("recall_raw", recall_raw)
+print("precision_raw", precision_raw)
 print("rounds", rounds)
 print("hot_pages", len(hot))
 print("cold_pages", len(cold))
