@@ -33,7 +33,7 @@
 # reconfigures or removes a kdamond it did not start.  Takes about 35 s where it runs.
 . "$(dirname "$0")/../lib.sh"
 e2e_init access_damon
-TOTAL=6
+TOTAL=5
 echo "1..$TOTAL"
 ADMIN=/sys/kernel/mm/damon/admin
 RUN_DIR=/run/memtide
