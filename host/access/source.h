@@ -114,7 +114,8 @@ int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t wh
 /* Switch off and remove a kdamond a crashed memtided left behind (at daemon start). */
 void mtd_damon_cleanup(const char *admin, const char *run_dir);
 /* DAMON's region count limits for a guest of ram_bytes whose frames form nr_targets
- * contiguous ranges: at least one region per range, and room to split to ~2 MiB. */
+ * target ranges: at least one region per 2 MiB of RAM (up to 512) and per range, at most
+ * twice that. */
 void mtd_damon_region_limits(size_t nr_targets, uint64_t ram_bytes, uint64_t *min, uint64_t *max);
 
 /* The source's describe op: 0, or -EOPNOTSUPP (no such op, or no source) / its error. */

@@ -77,7 +77,10 @@ struct rev {
 	uint64_t page; /* RAM-block page index */
 };
 
-struct region;
+/* One region as DAMON reported it. */
+struct region {
+	uint64_t start, end, nr_accesses, age;
+};
 
 struct damon_src {
 	char kd[300];    /* ADMIN/kdamonds/0 */
@@ -385,11 +388,6 @@ static void mark_region(struct damon_src *s, struct vmm_guest *g, uint64_t start
 	for (uint64_t i = lo; i < s->nr_rev && s->rev[i].pfn < end >> VMM_PAGE_SHIFT; i++)
 		(void)vmm_mark_young(g, gpa_of(s, s->rev[i].page), 1, false);
 }
-
-/* One region as DAMON reported it. */
-struct region {
-	uint64_t start, end, nr_accesses, age;
-};
 
 /* Step 2: the regions DAMON watched since the last round, into s->regions. */
 static int read_regions(struct damon_src *s)

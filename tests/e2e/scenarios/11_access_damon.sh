@@ -12,7 +12,7 @@
 #      recall_raw and precision_raw, recorded and not held to the goal.  Linux never
 #      flushes the TLB when it clears an accessed bit, and the vCPU thread keeps a 64 MiB hot
 #      set (32 host huge pages) in its TLB, so on a quiet host some hot huge pages read idle
-#      for 10 s and more (recall 0.55-0.85 in 5 runs of 25 here).  That is the hardware's
+#      for 10 s and more (recall 0.55-0.85 in 3 runs of 15 here).  That is the hardware's
 #      and the kernel's, not memtided's (docs/design.md, Part 0);
 #   2. two intervals later, with QEMU's TLB flushed once a second meanwhile (the harness
 #      writes 4 to /proc/QEMU/clear_refs, standing in for the TLB evictions of a busy host;

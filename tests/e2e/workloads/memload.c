@@ -318,40 +318,6 @@ static int integrity(unsigned long mib, unsigned long seconds)
 
 /* Print the guest-physical runs of the pages i < n of p with i % step == 0 (rest = 0) or
  * != 0 (rest = 1), from /proc/self/pagemap: PFN in bits 0-54, present bit 63 (root only). */
-static int print_gpas(const char *kind, const unsigned char *p, unsigned long n, unsigned long step,
-		      int rest)
-{
-	FILE *f = fopen("/proc/self/pagemap", "re");
-	uint64_t run_start = 0, run_len = 0;
-
-	if (!f) {
-		printf("WL-ERROR pagemap\n");
-		return -1;
-	}
-	for (unsigned long i = 0; i <= n; i++) {
-		uint64_t e = 0, pfn = 0;
-		bool take = i < n && (step <= 1 || (rest ? i % step != 0 : i % step == 0));
-		if (take) {
-			uintptr_t va = (uintptr_t)p + i * PAGE_BYTES;
-			if (fseek(f, (long)(va / PAGE_BYTES * 8), SEEK_SET) == 0 &&
-			    fread(&e, 8, 1, f) == 1 && (e >> 63))
-				pfn = e & ((1ULL << 55) - 1);
-		}
-		if (pfn && run_len && pfn == run_start + run_len) {
-			run_len++;
-			continue;
-		}
-		if (run_len)
-			printf("WL-PAGES %s %llx %llu\n", kind,
-			       (unsigned long long)run_start * PAGE_BYTES,
-			       (unsigned long long)run_len);
-		run_start = pfn;
-		run_len = pfn ? 1 : 0;
-	}
-	fclose(f);
-	return 0;
-}
-
 /* The frame of each of n pages at p (0: not present), from /proc/self/pagemap, into out. */
 static int read_pfns(const unsigned char *p, unsigned long n, uint64_t *out)
 {
@@ -367,6 +333,30 @@ static int read_pfns(const unsigned char *p, unsigned long n, uint64_t *out)
 	for (unsigned long i = 0; i < n; i++)
 		out[i] = (out[i] >> 63) ? out[i] & ((1ULL << 55) - 1) : 0;
 	return 0;
+}
+
+/* Print where pages i of n (every step-th, or with rest the others) sit, from their frames
+ * pfn[] (0: not present): one "WL-PAGES kind <gpa hex> <pages>" line per run of consecutive
+ * frames. */
+static void print_gpas(const char *kind, const uint64_t *pfn, unsigned long n, unsigned long step,
+		       int rest)
+{
+	uint64_t run_start = 0, run_len = 0;
+
+	for (unsigned long i = 0; i <= n; i++) {
+		bool take = i < n && (step <= 1 || (rest ? i % step != 0 : i % step == 0));
+		uint64_t f = take ? pfn[i] : 0;
+		if (f && run_len && f == run_start + run_len) {
+			run_len++;
+			continue;
+		}
+		if (run_len)
+			printf("WL-PAGES %s %llx %llu\n", kind,
+			       (unsigned long long)run_start * PAGE_BYTES,
+			       (unsigned long long)run_len);
+		run_start = f;
+		run_len = f ? 1 : 0;
+	}
 }
 
 /* How many of n pages sit on another frame than in was (the guest kernel moved them). */
@@ -393,20 +383,26 @@ static int hotpages(unsigned long hot_mib, unsigned long cold_mib, unsigned long
 		return 1;
 	touch_all(hot, hot_mib * MIB_BYTES);
 	touch_all(cold, cold_mib * MIB_BYTES);
-	/* hot: pages i with i % step == 0; the rest of the hot mapping is cold */
-	if (print_gpas("hot", hot, hot_pages, step, 0) < 0 ||
-	    (step > 1 && print_gpas("cold", hot, hot_pages, step, 1) < 0) ||
-	    print_gpas("cold", cold, cold_mib * MIB_BYTES / PAGE_BYTES, 1, 0) < 0)
-		return 1;
-	printf("WL-PAGES-END\n");
-	fflush(stdout);
-	/* Where the pages were when printed, to say later if the guest kernel moved any
-	 * (compaction, khugepaged): a moved page is no longer at the address printed above. */
+	/* Where the pages are, printed now and kept, to say later if the guest kernel moved any
+	 * (compaction, khugepaged): a moved page is no longer at the address printed. */
 	unsigned long cold_pages = cold_mib * MIB_BYTES / PAGE_BYTES;
 	uint64_t *was_hot = calloc(hot_pages, 8), *was_cold = calloc(cold_pages, 8);
+	if (!was_hot || !was_cold || read_pfns(hot, hot_pages, was_hot) < 0 ||
+	    read_pfns(cold, cold_pages, was_cold) < 0) {
+		printf("WL-ERROR pagemap\n");
+		free(was_hot);
+		free(was_cold);
+		return 1;
+	}
+	/* hot: pages i with i % step == 0; the rest of the hot mapping is cold */
+	print_gpas("hot", was_hot, hot_pages, step, 0);
+	if (step > 1)
+		print_gpas("cold", was_hot, hot_pages, step, 1);
+	print_gpas("cold", was_cold, cold_pages, 1, 0);
+	printf("WL-PAGES-END\n");
+	fflush(stdout);
 	uint64_t *now = calloc(cold_pages > hot_pages ? cold_pages : hot_pages, 8);
-	bool track = was_hot && was_cold && now && read_pfns(hot, hot_pages, was_hot) == 0 &&
-		     read_pfns(cold, cold_pages, was_cold) == 0;
+	bool track = now != NULL;
 	double t0 = now_s(), next = t0 + 1, next_moved = t0 + 5;
 	unsigned long done = 0, round = 0;
 	while (now_s() - t0 < (double)seconds) {
