@@ -69,7 +69,7 @@ struct agent_config {
 	uint64_t floor_bytes;          /* never reclaim MemAvailable below max(this, ...) */
 	uint32_t floor_percent;        /* ... this percentage of MemTotal) */
 	bool allow_drop_caches;        /* guest admin allows dropping clean page cache */
-	bool enable_mglru;             /* write 'y' to lru_gen/enabled at start */
+	bool enable_mglru;             /* write 'y' to lru_gen/enabled at start if it reads 0 */
 	uint32_t reclaim_nice;         /* reclaim for the host runs at this nice (0-19) */
 	uint32_t reclaim_pause_ms;     /* ... and pauses this long after each second of it */
 	uint32_t backoff_min_ms;       /* reconnect delays grow from here ... */
@@ -223,6 +223,8 @@ void agent_wss_fold(const struct agent_gen *gens, int n, bool complete, const ui
 		    uint32_t nr_edges, uint32_t page_size, struct proto_wss *w);
 /* Whether MGLRU is on (lru_gen/enabled non-zero) and debugfs lru_gen readable. */
 bool agent_mglru_available(const struct agent_config *c);
+/* Turn MGLRU on if it is off: 1 turned on, 0 already on, -errno (no such file, no right). */
+int agent_mglru_enable(const struct agent_config *c);
 /* Age every lruvec ('+ memcg node max_seq'), then read and fold into *w.  -ENOENT when
  * MGLRU is unavailable. */
 int agent_mglru_wss(const struct agent_config *c, const uint64_t *edges_ms, uint32_t nr_edges,

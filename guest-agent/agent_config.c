@@ -52,7 +52,7 @@ static const struct key keys[] = {
      "never reclaim MemAvailable below this"},
     {"floor_percent", K_U32, F(floor_percent), 0, 90, "... nor below this % of MemTotal"},
     {"allow_drop_caches", K_BOOL, F(allow_drop_caches), 0, 1, "may drop clean page cache"},
-    {"enable_mglru", K_BOOL, F(enable_mglru), 0, 1, "turn MGLRU on at start"},
+    {"enable_mglru", K_BOOL, F(enable_mglru), 0, 1, "turn MGLRU on at start if it is off"},
     {"reclaim_nice", K_U32, F(reclaim_nice), 0, 19,
      "nice value of reclaim done for the host (the guest's own work goes first)"},
     {"reclaim_pause_ms", K_U32, F(reclaim_pause_ms), 0, 5000,
@@ -99,6 +99,7 @@ void agent_config_defaults(struct agent_config *c)
 	c->watch_min_rate_bytes = 16ULL << 20;
 	c->reclaim_nice = 10;
 	c->reclaim_pause_ms = 250;
+	c->enable_mglru = true;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)

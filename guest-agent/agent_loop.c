@@ -793,11 +793,15 @@ int agent_run(struct agent *a, volatile sig_atomic_t *stop)
 				  a->cfg.hint_socket, strerror(-a->hint_fd));
 	}
 	if (a->cfg.enable_mglru) {
-		char path[AGENT_PATH_MAX + 48];
+		int rc = agent_mglru_enable(&a->cfg);
 
-		agent_path(&a->cfg, "/sys/kernel/mm/lru_gen/enabled", path, sizeof(path));
-		if (agent_write_file(path, "y") < 0)
-			agent_log(AGENT_WARN, "cannot enable MGLRU at %s", path);
+		if (rc == 1)
+			agent_log(AGENT_INFO,
+				  "turned the kernel's MGLRU on (lru_gen/enabled was 0; "
+				  "enable_mglru=false leaves it off)");
+		else if (rc < 0)
+			agent_log(AGENT_WARN, "cannot turn MGLRU on: %s (no working set by age)",
+				  strerror(-rc));
 	}
 	a->next_connect_ms = agent_now_ms();
 	while (!(stop && *stop)) {

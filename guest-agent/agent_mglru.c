@@ -202,6 +202,28 @@ bool agent_mglru_available(const struct agent_config *c)
 	return access(path, R_OK | W_OK) == 0;
 }
 
+/*
+ * Turn the guest's MGLRU on, once, at start.  Debian builds it in but leaves it off at run
+ * time, and without it there is no working set by age: the host can then take only free and
+ * easily reclaimed memory.  A value already non-zero is the guest administrator's (perhaps a
+ * subset of the components) and is left as it is; so is a kernel without the file.
+ */
+int agent_mglru_enable(const struct agent_config *c)
+{
+	char path[AGENT_PATH_MAX + 48], buf[32];
+	long n;
+	int rc;
+
+	agent_path(c, "/sys/kernel/mm/lru_gen/enabled", path, sizeof(path));
+	n = agent_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return n == 0 ? -ENODATA : (int)n;
+	if (strtoul(buf, NULL, 0) != 0)
+		return 0;
+	rc = agent_write_file(path, "y");
+	return rc < 0 ? rc : 1;
+}
+
 /* Read lru_gen into gens/vecs (heap buffer). */
 static int read_lru_gen(const struct agent_config *c, struct agent_gen *gens,
 			struct agent_lruvec *vecs, int *nv, bool *more)

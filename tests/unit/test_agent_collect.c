@@ -514,6 +514,40 @@ static void test_virtio_port_lookup(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+/* MGLRU is turned on by default, only when it reads 0, and a missing file is an error the
+ * caller logs (a stand-in sysfs under sys_root: the real file needs root and a 6.1+ kernel). */
+static void test_mglru_enable(void **state)
+{
+	struct agent_config c;
+	char root[] = "/tmp/memtide-lrugen-XXXXXX", p[512], f[AGENT_PATH_MAX + 64], buf[32];
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	agent_config_defaults(&c);
+	assert_true(c.enable_mglru);
+	snprintf(c.sys_root, sizeof(c.sys_root), "%s", root);
+	assert_int_equal(agent_mglru_enable(&c), -ENOENT);
+
+	snprintf(p, sizeof(p),
+		 "mkdir -p %s/sys/kernel/mm/lru_gen && echo 0x0000 > "
+		 "%s/sys/kernel/mm/lru_gen/enabled",
+		 root, root);
+	assert_int_equal(system(p), 0);
+	snprintf(f, sizeof(f), "%s/sys/kernel/mm/lru_gen/enabled", root);
+	assert_int_equal(agent_mglru_enable(&c), 1);
+	assert_true(agent_read_file(f, buf, sizeof(buf)) > 0);
+	assert_int_equal(buf[0], 'y');
+
+	/* the administrator's own non-zero value (a subset of the components) stays */
+	snprintf(p, sizeof(p), "echo 0x0001 > %s", f);
+	assert_int_equal(system(p), 0);
+	assert_int_equal(agent_mglru_enable(&c), 0);
+	assert_true(agent_read_file(f, buf, sizeof(buf)) > 0);
+	assert_int_equal(strtoul(buf, NULL, 0), 1);
+	snprintf(p, sizeof(p), "rm -rf %s", root);
+	assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +561,7 @@ int main(void)
 	    cmocka_unit_test(test_reclaim_floor_and_methods),
 	    cmocka_unit_test(test_pagemap),
 	    cmocka_unit_test(test_virtio_port_lookup),
+	    cmocka_unit_test(test_mglru_enable),
 	};
 
 	agent_log_init(AGENT_WARN, "memtide-agent(test)");
