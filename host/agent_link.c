@@ -333,17 +333,33 @@ static int send_handshake(struct mtd_agent_link *l)
 	if (send_msg(l, &m) < 0)
 		return -EIO;
 
-	/* wss bins: 0, 1, 2, 4, 8 and 16 intervals; the source reads the first two (memory
-	 * touched within the last two intervals is young this round). */
 	memset(&m, 0, sizeof(m));
 	m.type = PROTO_MSG_CONFIG;
 	m.u.config.report_interval_ms = iv;
 	m.u.config.wss_interval_ms = iv;
 	m.u.config.collectors = PROTO_COLLECT_STATS | PROTO_COLLECT_WSS | PROTO_COLLECT_HINT;
-	m.u.config.nr_wss_bins = 6;
-	for (unsigned i = 0; i < 6; i++)
-		m.u.config.wss_bins_ms[i] = i == 0 ? 0 : (uint64_t)iv << (i - 1);
+	m.u.config.nr_wss_bins = mtd_agent_wss_edges(iv, m.u.config.wss_bins_ms);
 	return send_msg(l, &m) < 0 ? -EIO : 0;
+}
+
+/*
+ * The wss bins asked of the agent: 0, 1/2, 3/2, 7/2, 15/2 and 31/2 intervals.  The agent ages its
+ * MGLRU once an interval, so a generation's idle age (the birth age of the next younger
+ * one) is a whole number of intervals give or take the timer's few milliseconds.  An edge
+ * on a whole interval splits those readings at random: with edges at 0, 1, 2, 4 ... 
+ * intervals, 337 MiB of data idle for minutes read 3,980 ms idle on one report and 4,036 ms
+ * on the next (2 s intervals), young every other round, and never aged (scenario 2 with
+ * MGLRU on, 5 Dec 2026).  Edges half-way between the whole intervals cannot be crossed by
+ * jitter.  source_agent.c reads the first two bins (idle under 3/2 intervals: touched
+ * within the last two agings) as young.
+ */
+unsigned mtd_agent_wss_edges(uint64_t interval_ms, uint64_t *edges_ms)
+{
+	static const unsigned halves[] = {0, 1, 3, 7, 15, 31};
+
+	for (unsigned i = 0; i < 6; i++)
+		edges_ms[i] = interval_ms * halves[i] / 2;
+	return 6;
 }
 
 /* Step 1 of a connection, whichever transport gave it: our hello and config. */

@@ -85,6 +85,9 @@ const struct proto_hello *mtd_agent_link_hello(const struct mtd_agent_link *l);
 /* The newest stats / wss report, and a counter that moves with each new one. */
 const struct proto_stats *mtd_agent_link_stats(const struct mtd_agent_link *l, uint64_t *seq);
 const struct proto_wss *mtd_agent_link_wss(const struct mtd_agent_link *l, uint64_t *seq);
+/* The wss bin edges memtided asks the agent for at interval_ms (6 of them, into edges_ms):
+ * half-way between whole intervals, where the agent's generations never fall. */
+unsigned mtd_agent_wss_edges(uint64_t interval_ms, uint64_t *edges_ms);
 /* Take the oldest unread hot/cold hint (copied to *out): true, or false when none. */
 bool mtd_agent_link_take_hint(struct mtd_agent_link *l, struct proto_hint *out);
 /* Take the bytes of memory the agent has announced it needs since the last call (sum). */

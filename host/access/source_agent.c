@@ -5,8 +5,8 @@
  * guest's own multi-generational LRU, reported as wss bins) but not *where*: a guest cannot
  * see its guest-physical accessed bits in the host's EPT.  This source therefore lays the
  * amount over libvmm's pages: every round it starts a new generation and marks young the
- * `young` bytes (memory the guest touched within the last two intervals: the wss bins that
- * start below that age) at the bottom of guest RAM.  Because the young set of a shorter
+ * `young` bytes (memory the guest touched within the last two of its agings: the wss bins
+ * that start below 3/2 intervals, agent_link.c says why) at the bottom of guest RAM.  Because the young set of a shorter
  * age is then always inside that of a longer one, libvmm's generations reproduce the guest's
  * own histogram, and its working-set estimate and refault accounting work unchanged.
  * Addresses from this source are a layout, not the guest's: they are never used to unmap
@@ -42,15 +42,16 @@ struct agent_src {
 	const char *estimate;   /* what young_bytes was last read from (vm show) */
 	bool by_age;            /* ...the guest's own page ages (MGLRU), not its use */
 	uint64_t silence_ms;    /* fresh while the agent spoke within this */
-	uint64_t young_ms;      /* touched within this is young this round: 2 intervals */
+	uint64_t interval_ms;   /* the agent ages its MGLRU once an interval */
 	struct proto_hint hint; /* scratch, 4 KiB: off the stack */
 };
 
-/* Bytes in bins that start below young_ms (the bins are ascending by age; the agent may
+/* Bytes in bins that start below 3/2 intervals (the bins are ascending by age; the agent may
  * not use the edges agent_link asked for, so the edges are read, not assumed). */
-static uint64_t young_from_wss(const struct proto_wss *w, uint64_t young_ms)
+uint64_t mtd_agent_young_bytes(const struct proto_wss *w, uint64_t interval_ms)
 {
-	uint64_t b = 0;
+	uint64_t b = 0, young_ms = interval_ms * 3 / 2;
+
 	for (uint32_t i = 0; i < w->nr_bins && i < PROTO_MAX_WSS_BINS; i++) {
 		if (w->bins[i].min_age_ms >= young_ms)
 			break;
@@ -71,7 +72,7 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 	bool fresh = w && seq != s->last_wss_seq;
 	if (fresh) {
 		s->last_wss_seq = seq;
-		s->young_bytes = young_from_wss(w, s->young_ms);
+		s->young_bytes = mtd_agent_young_bytes(w, s->interval_ms);
 		s->estimate = "guest MGLRU";
 		s->by_age = true;
 		if (mtd_log_enabled(MTD_LOG_DEBUG)) {
@@ -164,7 +165,7 @@ int mtd_source_agent_new(struct mtd_agent_link *link, uint64_t guest_bytes, uint
 	s->link = link;
 	s->ram = (struct vmm_range){0, guest_bytes};
 	s->silence_ms = silence_ms;
-	s->young_ms = 2 * interval_ms;
+	s->interval_ms = interval_ms;
 	*out = (struct mtd_source){.ops = &agent_ops, .ctx = s, .ram = &s->ram, .nr_ram = 1};
 	return 0;
 }

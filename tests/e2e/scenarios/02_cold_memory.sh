@@ -36,7 +36,7 @@ RETURN=${E2E_RETURN:-reclaim} # policy `return`: how memtided hands the memory t
 e2e_fig return "$RETURN"
 
 BASE_S=40 RUN_S=70
-e2e_boot 1024 "memload hotcold 200 350 150 $((BASE_S + RUN_S))" "memtide.zram_mib=700 transparent_hugepage=never"
+e2e_boot 1024 "memload hotcold 200 350 150 $((BASE_S + RUN_S))" "memtide.zram_mib=700 transparent_hugepage=never ${E2E_APPEND:-}"
 e2e_wait '^WL-FILLED' 120 >/dev/null
 rss0=$(e2e_guest_rss_mib)
 thp0=$(e2e_guest_thp_mib)

@@ -26,7 +26,7 @@ if ! e2e_build; then
 	exit 1
 fi
 GROW=300
-e2e_boot 1024 "memload hotcold 200 350 150 80 $GROW 20 128" "memtide.zram_mib=700 transparent_hugepage=never"
+e2e_boot 1024 "memload hotcold 200 350 150 80 $GROW 20 128" "memtide.zram_mib=700 transparent_hugepage=never ${E2E_APPEND:-}"
 e2e_wait '^WL-FILLED' 150 >/dev/null
 SOCK=$E2E_DIR/ctl.sock
 # return=balloon: this scenario measures the balloon's deflation, the path a VM squeezed by
