@@ -180,3 +180,13 @@ uint64_t mtd_steady_echo(struct mtd_steady *s, const struct vmm_guest_stats *gs,
 	s->nr_reclaims = keep;
 	return pages << VMM_PAGE_SHIFT;
 }
+
+uint64_t mtd_steady_bound(uint64_t wss_bytes, uint64_t host_rss_bytes, bool used_known,
+			  uint64_t used_bytes)
+{
+	if (host_rss_bytes && wss_bytes > host_rss_bytes)
+		wss_bytes = host_rss_bytes;
+	if (used_known && wss_bytes > used_bytes)
+		wss_bytes = used_bytes;
+	return wss_bytes;
+}

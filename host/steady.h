@@ -103,6 +103,17 @@ bool mtd_steady_futile(struct mtd_steady *s, const struct mtd_ctl_config *c, uin
 uint64_t mtd_steady_peak(struct mtd_steady *s, uint64_t wss_bytes, uint64_t now_ms,
 			 uint64_t window_ms, bool record);
 
+/*
+ * The bound on a page-level estimate: never more than the guest RAM the host holds
+ * (host_rss_bytes, 0 unknown; a page used since free page reporting or the balloon took it
+ * would have faulted back in) nor than the guest says it uses (used_known: MemTotal -
+ * MemFree; its free pages are no working set, though host bits see every one its allocator
+ * touched, and after a reclaim it hands out pages from a large free pool).  Both only lower
+ * the estimate: a guest that under-reports lowers its own.
+ */
+uint64_t mtd_steady_bound(uint64_t wss_bytes, uint64_t host_rss_bytes, bool used_known,
+			  uint64_t used_bytes);
+
 /* A reclaim request with deadline_ms went to the guest at now_ms: its window lasts until
  * one interval_ms past the deadline, or past the answer (mtd_steady_reclaim_answered:
  * sooner or later, whichever it is). */

@@ -684,8 +684,8 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	/* Host-side page-level bits, read with three corrections (steady.h; docs/design.md,
 	 * Part 7): without the pages the guest's own reclaim read on their way out (echo), the
 	 * highest reading of the last cold age (peak), and never more than the guest RAM the
-	 * host holds: a page used since free page reporting or the balloon took it would have
-	 * faulted back in, and pages memtided paged out are evicted, not in the estimate. */
+	 * host holds or the guest says it uses (bound).  Pages memtided paged out are evicted,
+	 * not in the estimate. */
 	if (t->wss_valid && live_source(vm)) {
 		bool youngest;
 		uint64_t echo =
@@ -693,8 +693,10 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 		t->wss_bytes =
 		    mtd_steady_peak(&vm->steady, t->wss_bytes > echo ? t->wss_bytes - echo : 0,
 				    t->now_ms, vm->cold_age_ms, !youngest);
-		if (vm->draft.host_rss_bytes && t->wss_bytes > vm->draft.host_rss_bytes)
-			t->wss_bytes = vm->draft.host_rss_bytes;
+		bool used_known = t->as && t->as->mem_total_bytes >= t->as->mem_free_bytes;
+		t->wss_bytes = mtd_steady_bound(
+		    t->wss_bytes, vm->draft.host_rss_bytes, used_known,
+		    used_known ? t->as->mem_total_bytes - t->as->mem_free_bytes : 0);
 	}
 	for (unsigned i = 0; i < MTD_WSS_BINS; i++)
 		vm->draft.wss_age_ms[i] = wss_age_intervals[i] * vm->d->cfg.ctl.interval_ms;

@@ -349,6 +349,19 @@ static void test_echo_of_the_guests_reclaim(void **state)
 	assert_int_equal(s.nr_wss, 1);
 }
 
+/* The bound: the least of the reading, the guest RAM the host holds (0: unknown) and the
+ * guest's own use when it is known. */
+static void test_bound(void **state)
+{
+	(void)state;
+	assert_int_equal(mtd_steady_bound(300 * MiB, 0, false, 0), 300 * MiB);
+	assert_int_equal(mtd_steady_bound(300 * MiB, 200 * MiB, false, 100 * MiB), 200 * MiB);
+	assert_int_equal(mtd_steady_bound(300 * MiB, 200 * MiB, true, 150 * MiB), 150 * MiB);
+	assert_int_equal(mtd_steady_bound(300 * MiB, 0, true, 250 * MiB), 250 * MiB);
+	assert_int_equal(mtd_steady_bound(100 * MiB, 200 * MiB, true, 150 * MiB), 100 * MiB);
+	assert_int_equal(mtd_steady_bound(100 * MiB, 200 * MiB, true, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +372,7 @@ int main(void)
 	    cmocka_unit_test(test_reclaim_capped_at_cold),
 	    cmocka_unit_test(test_peak_holds_a_cold_age),
 	    cmocka_unit_test(test_echo_of_the_guests_reclaim),
+	    cmocka_unit_test(test_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
