@@ -210,7 +210,7 @@ static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_in
  * the controller may not take, and a lowered ceiling cuts it at once.
  * The reclaim request: with the balloon, what the balloon is about to take, so the guest
  * frees it (into 2 MiB blocks free page reporting hands back) before the balloon's own
- * 4 KiB picks.  In soft mode, the same step the target just took, or what the guest uses
+ * 4 KiB picks; the balloon takes only what the guest has room for, the rest once freed.  In soft mode, the same step the target just took, or what the guest uses
  * beyond the target if that is more (it refilled), one step at most, and only while the
  * controller is taking memory (not within a hold or while giving back).  The step matters
  * when the estimate follows the guest's use (an agent without MGLRU reports no wss: its
@@ -246,8 +246,26 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 	 * Only a lowered ceiling (from, clamped) cuts it: the operator's explicit bound. */
 	if (!may_take && next < from)
 		next = from;
-	if (!soft && next < st->balloon_bytes && !in->reclaim_futile)
-		out->reclaim_bytes = st->balloon_bytes - next;
+	/* With the balloon and a guest that can reclaim, the guest frees first and the balloon
+	 * follows into what it has free: a step never leaves the guest less than twice its
+	 * MemAvailable mark.  The rest of the step is asked of the guest's reclaim now and
+	 * taken by the balloon at a later interval, once freed.  Without this, an estimate
+	 * that knows the cold data steps faster than the guest frees it: scenario 3 with the
+	 * guest's MGLRU on took 341 MiB in 6 s, MemAvailable fell under its 64 MiB mark, and
+	 * memtided gave 256 MiB back and held for 60 s.  Not under a host squeeze: the host's
+	 * need comes first. */
+	uint64_t deferred = 0;
+	if (!soft && !squeezed && next < from && in->avail_known && in->can_reclaim &&
+	    !in->reclaim_futile) {
+		uint64_t keep = 2 * cfg->mem_available_low_bytes;
+		uint64_t room = in->guest_avail_bytes > keep ? in->guest_avail_bytes - keep : 0;
+		if (from - next > room) {
+			deferred = from - next - room;
+			next = from - room;
+		}
+	}
+	if (!soft && next - deferred < st->balloon_bytes && !in->reclaim_futile)
+		out->reclaim_bytes = st->balloon_bytes - (next - deferred);
 	if (soft && ask_guest && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
 		uint64_t cut = prev_target > st->target_bytes ? prev_target - st->target_bytes : 0;
 		uint64_t over = 0;

@@ -737,7 +737,9 @@ static void test_random_invariants(void **state)
 		if (i > 0 && (!may_take || out.soft))
 			assert_true(out.balloon_bytes >= b);
 		/* (after a switch from reclaim the balloon steps down to the target) */
-		if (pol.return_via == MTD_RETURN_BALLOON && in_step)
+		/* (unless the guest had no room for it: then the balloon follows its reclaim) */
+		bool room_bound = in.avail_known && in.can_reclaim && !(in.squeeze > 0.0);
+		if (pol.return_via == MTD_RETURN_BALLOON && in_step && !room_bound)
 			assert_int_equal(out.balloon_bytes, out.target_bytes);
 		in_step = !out.soft && out.balloon_bytes == out.target_bytes;
 		/* (or what a lowered ceiling cut from the balloon at once) */
@@ -776,6 +778,71 @@ static void test_any_interval_accepted(void **state)
 	assert_int_equal(mtd_ctl_config_finish(&c, err, sizeof(err)), -EINVAL);
 }
 
+/* Balloon mode with a guest that can reclaim: the balloon takes only what the guest has room
+ * for (MemAvailable above twice its mark), the guest is asked to free the whole step, and the
+ * balloon follows once it has.  Under a host squeeze the balloon takes its step. */
+static void test_balloon_follows_the_guests_reclaim(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	uint64_t now = 1000;
+	(void)state;
+	setup_defaults();
+	pol.return_via = MTD_RETURN_BALLOON;
+
+	/* settle at 2 GiB first */
+	struct mtd_ctl_input in = calm(now, 2 * GiB, 2 * GiB);
+	in.can_reclaim = true;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	now += cfg.interval_ms;
+	/* the working set is 512 MiB; the guest has 150 MiB available: room for 22 */
+	in = calm(now, 2 * GiB, 512 * MiB);
+	in.can_reclaim = true;
+	in.guest_avail_bytes = 150 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	assert_int_equal(out.target_bytes, 2 * GiB - cfg.max_inflate_step_bytes);
+	assert_int_equal(out.balloon_bytes,
+			 2 * GiB - (150 * MiB - 2 * cfg.mem_available_low_bytes));
+	assert_int_equal(out.reclaim_bytes, cfg.max_inflate_step_bytes);
+	/* the guest freed it: the balloon takes a whole step again, and reaches the target
+	 * (which took its own next step) an interval later */
+	uint64_t before = out.balloon_bytes;
+	now += cfg.interval_ms;
+	in = calm(now, before, 512 * MiB);
+	in.can_reclaim = true;
+	in.guest_avail_bytes = 1 * GiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.balloon_bytes, before - cfg.max_inflate_step_bytes);
+	assert_true(out.target_bytes < out.balloon_bytes);
+	now += cfg.interval_ms;
+	in = calm(now, out.balloon_bytes, 512 * MiB);
+	in.can_reclaim = true;
+	in.guest_avail_bytes = 1 * GiB;
+	pol.min_bytes = out.target_bytes; /* no further step: the balloon meets the target */
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.balloon_bytes, out.target_bytes);
+	pol.min_bytes = 256 * MiB;
+	/* no room at all: the balloon stays, the guest is asked to free the step */
+	uint64_t at = out.balloon_bytes;
+	now += cfg.interval_ms;
+	in = calm(now, at, 512 * MiB);
+	in.can_reclaim = true;
+	in.guest_avail_bytes = 100 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.balloon_bytes, at);
+	assert_true(out.target_bytes < at);
+	assert_int_equal(out.reclaim_bytes, at - out.target_bytes);
+	/* under a host squeeze the balloon takes its step, room or not */
+	now += cfg.interval_ms;
+	in = calm(now, at, 512 * MiB);
+	in.can_reclaim = true;
+	in.guest_avail_bytes = 100 * MiB;
+	in.squeeze = 0.5;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_true(out.balloon_bytes < at);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -799,6 +866,7 @@ int main(void)
 	    cmocka_unit_test(test_reclaim_mode_falls_back_to_balloon),
 	    cmocka_unit_test(test_random_invariants),
 	    cmocka_unit_test(test_any_interval_accepted),
+	    cmocka_unit_test(test_balloon_follows_the_guests_reclaim),
 	};
 	return cmocka_run_group_tests_name("mtd_controller", tests, NULL, NULL);
 }
