@@ -99,6 +99,7 @@ void agent_config_defaults(struct agent_config *c)
 	c->watch_min_rate_bytes = 16ULL << 20;
 	c->reclaim_nice = 10;
 	c->reclaim_pause_ms = 250;
+	c->enable_mglru = true;
 }
 
 static int bad(char *err, size_t errlen, const char *fmt, ...)

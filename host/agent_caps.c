@@ -47,10 +47,11 @@ void mtd_agent_caps_consequence(uint32_t caps, char *buf, size_t len)
 		    "cannot reclaim (no cgroup2 memory.reclaim, no MGLRU in the guest): memory "
 		    "goes back by the balloon only");
 	if (!wss)
-		snprintf(parts[n++], sizeof(parts[0]),
-			 "no working set by age (MGLRU off in the guest; the agent's "
-			 "enable_mglru=true turns it on): only free and easily reclaimed memory "
-			 "is taken");
+		snprintf(
+		    parts[n++], sizeof(parts[0]),
+		    "no working set by age (MGLRU off in the guest; the agent "
+		    "turns it on unless enable_mglru=false): only free and easily reclaimed memory "
+		    "is taken");
 	if (!psi)
 		snprintf(parts[n++], sizeof(parts[0]),
 			 "no PSI: guest pressure is seen from MemAvailable only");
