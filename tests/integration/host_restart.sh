@@ -15,11 +15,12 @@
 # running daemon, then SIGTERM and a start of the new one) move no balloon, and every VM
 # says it resumed from its state file; libvirtd lost under memtided (restarted, when this test
 # started it; else memtided's connection cut by libvirtd) moves none either;
-# 100 detach/attach cycles of one VM leak no fd and no memory (memtided's fds and RSS before
-# and after) and move nothing; a VM whose QEMU is killed in the middle of an inflation is
-# detached, its state file removed, memtided runs on, and started again it is not given
-# the dead one's target; no VM is ever seen below its floor.  Before issue 14 the clean and
-# the upgrade restarts handed every VM its full size at the SIGTERM.
+# 100 detach/attach cycles of one VM leak no fd and no memory (memtided's fds before and
+# after, its RSS over the second 50 cycles) and move nothing; a VM whose QEMU is killed in
+# the middle of an inflation is detached, its state file removed, memtided runs on, and
+# started again it is not given the dead one's target; no VM is ever seen below its floor.
+# Before issue 14 the clean and the upgrade restarts handed every VM its full size at the
+# SIGTERM.
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
@@ -256,14 +257,21 @@ X=${doms[3]}
 cycle() { ctl detach "$X" >/dev/null && ctl attach "$X" >/dev/null; }
 fds() { ls "/proc/$mpid/fd" | wc -l; }
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$mpid/status"; }
+# A leak grows RSS by the same amount every cycle; the allocator's arenas and libvirt's caches
+# grow it early and then stop.  So the check is on the second 50 cycles: at most 1 MiB more
+# (20 KiB a cycle), with the whole 100 reported.  (Measured over all 100 from a 10-cycle
+# warm-up, RSS grew 1.0-1.5 MiB in four CI runs and 2.1 MiB in a fifth whose start was
+# lower: the warm-up's growth, not a slope.)
 for _ in $(seq 10); do cycle; done # warm up: allocator arenas, libvirt's caches
 fd0=$(fds) rss0=$(rss_kib) bad=0
-for _ in $(seq 100); do cycle || bad=$((bad + 1)); done
+for _ in $(seq 50); do cycle || bad=$((bad + 1)); done
+rss_mid=$(rss_kib)
+for _ in $(seq 50); do cycle || bad=$((bad + 1)); done
 wait_for 10 eval 'ctl status | grep -q "^$X "'
 fd1=$(fds) rss1=$(rss_kib)
-echo "# memtided over 100 detach/attach cycles: fds $fd0 -> $fd1, VmRSS $rss0 -> $rss1 KiB"
-[ $bad = 0 ] && [ "$fd1" -le "$fd0" ] && [ $((rss1 - rss0)) -le 2048 ]
-check $? "100 detach/attach cycles: fds $fd0 -> $fd1, RSS $rss0 -> $rss1 KiB (<= 2 MiB more), $bad failed"
+echo "# memtided over 100 detach/attach cycles: fds $fd0 -> $fd1, VmRSS $rss0 -> $rss_mid (after 50) -> $rss1 KiB"
+[ $bad = 0 ] && [ "$fd1" -le "$fd0" ] && [ $((rss1 - rss_mid)) -le 1024 ]
+check $? "100 detach/attach cycles: fds $fd0 -> $fd1, RSS $rss0 -> $rss_mid -> $rss1 KiB (the second 50 cycles <= 1 MiB more), $bad failed"
 steady_for 3 "$before"
 check $? "the cycles moved no balloon: $(sizes)"
 
