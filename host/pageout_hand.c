@@ -595,8 +595,12 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	/* What is left past the reserve is smaller than the cold runs (whole 2 MiB blocks where
 	 * the host backs them with a huge page): as full as an empty reserve, and said so
 	 * (host_pageout's 160 MiB swap once stopped at 143 MiB, 17 MiB free, 16 in reserve,
-	 * "active" with nothing going out). */
-	if (full && !sent) {
+	 * "active" with nothing going out).  Also when this round sent some pages first: its
+	 * 32 MiB swap once stopped 68 KiB short of the reserve, the last runs that fit going out
+	 * a few pages a round between the controller's pauses, and "full" was never said in
+	 * 180 s.  The free figure kept is the one read before this round's pages went out, so
+	 * the next round, with less free, stays full until swap frees up. */
+	if (full) {
 		h->full_free_bytes = h->swap.free_bytes;
 		say_full(h);
 	}
