@@ -346,7 +346,7 @@ static int send_handshake(struct mtd_agent_link *l)
  * The wss bins asked of the agent: 0, 1/2, 3/2, 7/2, 15/2 and 31/2 intervals.  The agent ages its
  * MGLRU once an interval, so a generation's idle age (the birth age of the next younger
  * one) is a whole number of intervals give or take the timer's few milliseconds.  An edge
- * on a whole interval splits those readings at random: with edges at 0, 1, 2, 4 ... 
+ * on a whole interval splits those readings at random: with edges at 0, 1, 2, 4 ...
  * intervals, 337 MiB of data idle for minutes read 3,980 ms idle on one report and 4,036 ms
  * on the next (2 s intervals), young every other round, and never aged (scenario 2 with
  * MGLRU on, 5 Dec 2026).  Edges half-way between the whole intervals cannot be crossed by

@@ -210,8 +210,9 @@ static void deflate_to(const struct mtd_ctl_config *cfg, const struct mtd_ctl_in
  * the controller may not take, and a lowered ceiling cuts it at once.
  * The reclaim request: with the balloon, what the balloon is about to take, so the guest
  * frees it (into 2 MiB blocks free page reporting hands back) before the balloon's own
- * 4 KiB picks; the balloon takes only what the guest has room for, the rest once freed.  In soft mode, the same step the target just took, or what the guest uses
- * beyond the target if that is more (it refilled), one step at most, and only while the
+ * 4 KiB picks; the balloon takes only what the guest has room for, the rest once freed.
+ * In soft mode, the same step the target just took, or what the guest uses beyond the
+ * target if that is more (it refilled), one step at most, and only while the
  * controller is taking memory (not within a hold or while giving back).  The step matters
  * when the estimate follows the guest's use (an agent without MGLRU reports no wss: its
  * MemTotal - MemAvailable counts as the working set, so use never exceeds the target, and

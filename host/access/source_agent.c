@@ -6,9 +6,9 @@
  * see its guest-physical accessed bits in the host's EPT.  This source therefore lays the
  * amount over libvmm's pages: every round it starts a new generation and marks young the
  * `young` bytes (memory the guest touched within the last two of its agings: the wss bins
- * that start below 3/2 intervals, agent_link.c says why) at the bottom of guest RAM.  Because the young set of a shorter
- * age is then always inside that of a longer one, libvmm's generations reproduce the guest's
- * own histogram, and its working-set estimate and refault accounting work unchanged.
+ * that start below 3/2 intervals, agent_link.c says why) at the bottom of guest RAM.
+ * Because the young set of a shorter age is then always inside that of a longer one,
+ * libvmm's generations reproduce the guest's own histogram, and its working-set estimate and refault accounting work unchanged.
  * Addresses from this source are a layout, not the guest's: they are never used to unmap
  * anything (the balloon driver picks its own pages inside the guest).
  *
