@@ -8,7 +8,8 @@
  * `young` bytes (memory the guest touched within the last two of its agings: the wss bins
  * that start below 3/2 intervals, agent_link.c says why) at the bottom of guest RAM.
  * Because the young set of a shorter age is then always inside that of a longer one,
- * libvmm's generations reproduce the guest's own histogram, and its working-set estimate and refault accounting work unchanged.
+ * libvmm's generations reproduce the guest's own histogram, and its working-set estimate
+ * and refault accounting work unchanged.
  * Addresses from this source are a layout, not the guest's: they are never used to unmap
  * anything (the balloon driver picks its own pages inside the guest).
  *
