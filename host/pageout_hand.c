@@ -598,9 +598,13 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	 * "active" with nothing going out).  Also when this round sent some pages first: its
 	 * 32 MiB swap once stopped 68 KiB short of the reserve, the last runs that fit going out
 	 * a few pages a round between the controller's pauses, and "full" was never said in
-	 * 180 s.  The free figure kept is the one read before this round's pages went out, so
-	 * the next round, with less free, stays full until swap frees up. */
+	 * 180 s.  The figures are read again after this round's pages went out: the line says
+	 * what is free now, and the next rounds stay full until swap frees up past it. */
 	if (full) {
+		struct mtd_swap_stat now;
+
+		if (sent && mtd_swap_read(h->proc_root, h->sys_root, &now) == 0)
+			h->swap = now;
 		h->full_free_bytes = h->swap.free_bytes;
 		say_full(h);
 	}
