@@ -189,8 +189,11 @@ if [ $rc != 0 ]; then # twice in clean-clone CI runs, never here: say what memti
 	tail -5 "$E2E_DIR/full.log" | sed 's/^/# /'
 	sed 's/^/# swaps: /' /proc/swaps
 fi
+# The VM's share of the swap, not the swap's use: this zram has the host's highest swap
+# priority, so the host's other processes swap into it too (one CI run: 14 MiB used, 6 of
+# them this VM's, when the 2 MiB runs stopped fitting 1 MiB short of the reserve).
 sw=$(po full swapped_bytes)
-[ "$(po full state)" = paused ] && [ "$sw" -gt $((8 * MiB)) ] && [ "$sw" -le $((32 * MiB)) ]
+[ "$(po full state)" = paused ] && [ "$sw" -ge $((4 * MiB)) ] && [ "$sw" -le $((32 * MiB)) ]
 e2e_check $? "pageout paused with swap full, $((sw / MiB)) MiB in the 32 MiB swap"
 verdict=$(python3 - "$E2E_DIR/full.port" <<'PY'
 import socket, sys
