@@ -189,9 +189,10 @@ if [ $rc != 0 ]; then # twice in clean-clone CI runs, never here: say what memti
 	tail -5 "$E2E_DIR/full.log" | sed 's/^/# /'
 	sed 's/^/# swaps: /' /proc/swaps
 fi
-# The VM's share of the swap, not the swap's use: this zram has the host's highest swap
-# priority, so the host's other processes swap into it too (one CI run: 14 MiB used, 6 of
-# them this VM's, when the 2 MiB runs stopped fitting 1 MiB short of the reserve).
+# The VM's share of the swap is checked, not the swap's use: this zram has the host's
+# highest swap priority, so other processes' pages can land in it too (one CI run: 14 MiB
+# used, 6 of them counted as this VM's, when its 2 MiB runs stopped fitting 1 MiB short of
+# the reserve).
 sw=$(po full swapped_bytes)
 [ "$(po full state)" = paused ] && [ "$sw" -ge $((4 * MiB)) ] && [ "$sw" -le $((32 * MiB)) ]
 e2e_check $? "pageout paused with swap full, $((sw / MiB)) MiB in the 32 MiB swap"
