@@ -255,18 +255,16 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 	 * guest's MGLRU on took 341 MiB in 6 s, MemAvailable fell under its 64 MiB mark, and
 	 * memtided gave 256 MiB back and held for 60 s.  Not under a host squeeze: the host's
 	 * need comes first. */
-	uint64_t deferred = 0;
+	uint64_t asked = next; /* where the guest is asked to free down to */
 	if (!soft && !squeezed && next < from && in->avail_known && in->can_reclaim &&
 	    !in->reclaim_futile) {
 		uint64_t keep = 2 * cfg->mem_available_low_bytes;
 		uint64_t room = in->guest_avail_bytes > keep ? in->guest_avail_bytes - keep : 0;
-		if (from - next > room) {
-			deferred = from - next - room;
+		if (from - next > room)
 			next = from - room;
-		}
 	}
-	if (!soft && next - deferred < st->balloon_bytes && !in->reclaim_futile)
-		out->reclaim_bytes = st->balloon_bytes - (next - deferred);
+	if (!soft && asked < st->balloon_bytes && !in->reclaim_futile)
+		out->reclaim_bytes = st->balloon_bytes - asked;
 	if (soft && ask_guest && (st->reason == MTD_CTL_INFLATE || st->reason == MTD_CTL_STEADY)) {
 		uint64_t cut = prev_target > st->target_bytes ? prev_target - st->target_bytes : 0;
 		uint64_t over = 0;
