@@ -29,15 +29,12 @@ export MEMTIDE_BIN=$PWD/$BUILD/bin
 passed=0 failed=0 skipped=0
 failures=()
 
-# run_one SUITE NAME TIMEOUT CMD...
-run_one() {
-	local suite=$1 name=$2 limit=$3
-	shift 3
-	local log=$LOGS/$suite-$name.log
-	local t0=$SECONDS
+# run_cmd LOG TIMEOUT CMD...: runs it; sets rc, ok, nok and skip from its TAP lines.
+run_cmd() {
+	local log=$1 limit=$2
+	shift 2
 	timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
-	local rc=$?
-	local ok nok skip
+	rc=$?
 	# cmocka's TAP prints a skipped test as "not ok N # SKIP": a skip either way.
 	ok=$(grep -E '^ok [0-9]+' "$log" | grep -cvE '# *SKIP')
 	skip=$(grep -cE '^(not )?ok [0-9]+.*# *SKIP' "$log")
@@ -46,6 +43,35 @@ run_one() {
 		if [ $rc -eq 0 ]; then ok=1; else nok=1; fi
 	elif [ $rc -ne 0 ] && [ "$nok" -eq 0 ]; then
 		nok=1
+	fi
+}
+
+# speed_only LOG: every failure in it is a speed check (tests/e2e/lib.sh e2e_speed_check), and
+# the script ended by itself (no time-out, no crash without a "not ok" line).
+speed_only() {
+	[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] && [ "$nok" -gt 0 ] &&
+		[ "$(grep -E '^not ok [0-9]+' "$1" | grep -vE '# *SKIP' | grep -cvE '^not ok [0-9]+ - speed: ')" -eq 0 ] &&
+		[ "$(grep -cE '^not ok [0-9]+ - speed: ' "$1")" -eq "$nok" ]
+}
+
+# run_one SUITE NAME TIMEOUT CMD...
+# An e2e scenario whose only failures are speed checks is measured once more, on a fresh boot
+# (E2E_ATTEMPT=2), and the second measurement counts; both are printed, the first log kept as
+# NAME.first.log.  A speed ratio of one guest against its own neighbouring phase moves by
+# 10-20% between runs of one build under TCG on a shared 2-core machine (docs/e2e.md, "Speed
+# checks"); a slowdown that is real misses its goal twice.
+run_one() {
+	local suite=$1 name=$2 limit=$3
+	shift 3
+	local log=$LOGS/$suite-$name.log
+	local t0=$SECONDS
+	run_cmd "$log" "$limit" "$@"
+	if [ "$suite" = e2e ] && speed_only "$log"; then
+		mv -f "$log" "$LOGS/$suite-$name.first.log"
+		echo "SPEED  $suite         $name: a speed check missed its goal on the first measurement:"
+		grep -E '^not ok [0-9]+ - speed: ' "$LOGS/$suite-$name.first.log" | sed 's/^/         /'
+		echo "       measuring it again on a fresh boot (the first log: $LOGS/$suite-$name.first.log)"
+		E2E_ATTEMPT=2 run_cmd "$log" "$limit" "$@"
 	fi
 	passed=$((passed + ok)) failed=$((failed + nok)) skipped=$((skipped + skip))
 	local status=PASS

@@ -129,7 +129,7 @@ p90r=$(awk -v a="$with_p90" -v b="$base_p90" 'BEGIN { printf "%.3f", (b > 0 ? a 
 e2e_fig p90_ratio "$p90r"
 e2e_fig hot_swapins_pages "$swpin_run"
 awk -v r="$p90r" 'BEGIN { exit !(r >= 0.90) }'
-e2e_check $? "the hot set kept its rate with memtided: 90th percentile $with_p90 vs $base_p90 pages/s ($p90r; medians $with_med vs $base_med, $ratio; $swpin_run swap-ins)"
+e2e_speed_check $? "the hot set kept its rate with memtided: 90th percentile $with_p90 vs $base_p90 pages/s ($p90r; medians $with_med vs $base_med, $ratio; $swpin_run swap-ins)"
 [ "${oom:-1}" = 0 ]
 e2e_check $? "no OOM kill in the guest"
 grep -q '^WL-COLD-OK' "$E2E_CONSOLE"

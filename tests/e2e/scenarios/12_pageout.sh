@@ -149,7 +149,7 @@ e2e_check $? "with no agent and a live source, return resolved to pageout"
 grep -q 'guest RAM map checked' "$log"
 e2e_check $? "the guest RAM map was checked at attach ($(grep -o 'guest RAM map checked: [0-9]* MiB' "$log" | head -1))"
 goal returned_net_mib '>=' $((COLD * 8 / 10)) "host got back 80% of the cold data, net of the zram pool"
-goal tput_ratio '>=' 0.95 "the hot set kept its speed"
+goal tput_ratio '>=' 0.95 "speed: the hot set kept its speed"
 goal corrupted_pages '==' 0 "no page corrupted across $CYCLES evict/verify cycles"
 if [ -n "${E2E_FIGS[touched_swapped]:-}" ] && [ "${E2E_FIGS[touched_swapped]}" -gt 0 ] &&
 	[ "${E2E_FIGS[refaults_true]:-0}" -gt 0 ]; then
@@ -167,7 +167,7 @@ else
 	goal creep_short_mib_per_min '<=' 10 "no mass creep back of the guest RAM's Rss (the quiet 40 s after the eviction; the 1 MiB/min goal: make soak, 10 minutes)"
 fi
 if [ -n "${E2E_FIGS[pageout_mib_s]:-}" ] && [ -n "${E2E_FIGS[balloon_mib_s]:-}" ]; then
-	goal pageout_mib_s '>=' "${E2E_FIGS[balloon_mib_s]}" "pageout at least as fast as the balloon"
+	goal pageout_mib_s '>=' "${E2E_FIGS[balloon_mib_s]}" "speed: pageout at least as fast as the balloon"
 else
 	e2e_not_ok "reclaim speed: pageout ${E2E_FIGS[pageout_mib_s]:-missing}, balloon ${E2E_FIGS[balloon_mib_s]:-missing}"
 fi
