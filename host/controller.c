@@ -260,6 +260,10 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 	    !in->reclaim_futile) {
 		uint64_t keep = 2 * cfg->mem_available_low_bytes;
 		uint64_t room = in->guest_avail_bytes > keep ? in->guest_avail_bytes - keep : 0;
+		/* In whole MiB: MemAvailable comes in KiB, QEMU rounds a target up to its
+		 * 4 KiB page, and a target 3 KiB under 602 MiB read "602" in QEMU and "601" in
+		 * the log (scenario 5 failed in CI on the mismatch). */
+		room &= ~(MiB - 1);
 		if (from - next > room)
 			next = from - room;
 	}

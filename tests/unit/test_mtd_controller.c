@@ -841,6 +841,18 @@ static void test_balloon_follows_the_guests_reclaim(void **state)
 	in.squeeze = 0.5;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_true(out.balloon_bytes < at);
+	/* MemAvailable in KiB (as /proc/meminfo gives it): the step is whole MiB, so the
+	 * balloon's target stays on a MiB from a MiB (QEMU and the log then read one figure) */
+	at = out.balloon_bytes;
+	assert_int_equal(at % MiB, 0);
+	now += cfg.interval_ms;
+	in = calm(now, at, 512 * MiB);
+	in.can_reclaim = true;
+	in.guest_avail_bytes = 150 * MiB + 3 * 1024;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_true(out.balloon_bytes < at);
+	assert_int_equal(out.balloon_bytes % MiB, 0);
+	assert_int_equal(out.balloon_bytes, at - (150 * MiB - 2 * cfg.mem_available_low_bytes));
 }
 
 int main(void)
