@@ -68,11 +68,6 @@ void mtd_ctl_config_default(struct mtd_ctl_config *cfg)
 {
 	cfg->interval_ms = 5000;
 	cfg->max_inflate_step_bytes = 128 * MiB;
-	/* The guest does the work of a reclaim on its own vCPUs, beside its workload: on
-	 * scenario 9's server (2-vCPU TCG guest, zram) a 128 MiB request cut the server to
-	 * 2.6 M values/s from 9-10 M for 3 s.  Half of that keeps each fall under the 2 s the
-	 * issue allows, and the rest of a step is asked at the next interval. */
-	cfg->max_reclaim_request_bytes = 64 * MiB;
 	cfg->deflate_min_bytes = 256 * MiB;
 	cfg->psi_some_avg10_high = 10.0;
 	cfg->mem_available_low_bytes = 64 * MiB;
@@ -103,10 +98,6 @@ int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t 
 	}
 	if (cfg->max_inflate_step_bytes < MiB) {
 		snprintf(err, errlen, "max_inflate_step must be at least 1 MiB");
-		return -EINVAL;
-	}
-	if (cfg->max_reclaim_request_bytes < MiB) {
-		snprintf(err, errlen, "max_reclaim_request must be at least 1 MiB");
 		return -EINVAL;
 	}
 	if (cfg->deflate_min_bytes < MiB) {
@@ -286,10 +277,6 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 			over = in->guest_used_bytes - st->target_bytes;
 		uint64_t ask = over > cut ? over : cut;
 		out->reclaim_bytes = ask < step ? ask : step;
-		/* One request is work the guest does in one go, beside its workload: at most
-		 * max_reclaim_request; the rest is its use over the target, asked next time. */
-		if (out->reclaim_bytes > cfg->max_reclaim_request_bytes)
-			out->reclaim_bytes = cfg->max_reclaim_request_bytes;
 	}
 	/* Never more than the estimate calls cold, when it knows: the rest is the working set,
 	 * and reclaiming it swaps out what the guest is about to read (a server on a real guest

@@ -50,15 +50,13 @@
 
 /* Daemon-wide safety settings ([controller] in memtided.conf). */
 struct mtd_ctl_config {
-	uint64_t interval_ms;               /* control interval (default 5000) */
-	uint64_t max_inflate_step_bytes;    /* most memory taken per interval (128 MiB) */
-	uint64_t max_reclaim_request_bytes; /* most the agent is asked to free at once while
-					     * reclaim returns the memory (64 MiB) */
-	uint64_t deflate_min_bytes;         /* least memory given back on pressure (256 MiB) */
-	double psi_some_avg10_high;         /* guest memory PSI some avg10, percent (10.0) */
-	uint64_t mem_available_low_bytes;   /* guest MemAvailable under this is pressure (64 MiB) */
-	uint64_t agent_silence_ms;          /* no agent message for this long: hold (30000) */
-	uint64_t hold_after_deflate_ms;     /* no inflation this long after a deflate (30000) */
+	uint64_t interval_ms;             /* control interval (default 5000) */
+	uint64_t max_inflate_step_bytes;  /* most memory taken per interval (128 MiB) */
+	uint64_t deflate_min_bytes;       /* least memory given back on pressure (256 MiB) */
+	double psi_some_avg10_high;       /* guest memory PSI some avg10, percent (10.0) */
+	uint64_t mem_available_low_bytes; /* guest MemAvailable under this is pressure (64 MiB) */
+	uint64_t agent_silence_ms;        /* no agent message for this long: hold (30000) */
+	uint64_t hold_after_deflate_ms;   /* no inflation this long after a deflate (30000) */
 	uint64_t hold_max_ms;      /* longest hold once the guest keeps refusing steps (480000) */
 	uint64_t min_change_bytes; /* ignore target changes smaller than this (4 MiB) */
 	double major_faults_high_per_s; /* balloon stats, no agent: guest major faults per

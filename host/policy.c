@@ -722,8 +722,6 @@ static int set_controller(struct mtd_ctl_config *c, const char *k, const char *v
 
 	if (!strcmp(k, "max_inflate_step"))
 		bytes = &c->max_inflate_step_bytes;
-	else if (!strcmp(k, "max_reclaim_request"))
-		bytes = &c->max_reclaim_request_bytes;
 	else if (!strcmp(k, "deflate_min"))
 		bytes = &c->deflate_min_bytes;
 	else if (!strcmp(k, "mem_available_low"))

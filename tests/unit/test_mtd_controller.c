@@ -555,17 +555,14 @@ static void test_reclaim_mode_keeps_balloon_at_ceiling(void **state)
 		assert_int_equal(out.balloon_bytes, 2 * GiB);
 		assert_false(out.changed);
 		assert_true(target - out.target_bytes <= cfg.max_inflate_step_bytes);
-		/* the step the target took, or the excess use if more, one step at most, and
-		 * one request at most */
+		/* the step the target took, or the excess use if more, one step at most */
 		uint64_t over = in.guest_used_bytes > out.target_bytes + cfg.min_change_bytes
 				    ? in.guest_used_bytes - out.target_bytes
 				    : 0;
 		uint64_t cut = target - out.target_bytes, ask = over > cut ? over : cut;
-		if (ask > cfg.max_inflate_step_bytes)
-			ask = cfg.max_inflate_step_bytes;
-		if (ask > cfg.max_reclaim_request_bytes)
-			ask = cfg.max_reclaim_request_bytes;
-		assert_int_equal(out.reclaim_bytes, ask);
+		assert_int_equal(out.reclaim_bytes, ask < cfg.max_inflate_step_bytes
+							? ask
+							: cfg.max_inflate_step_bytes);
 		target = out.target_bytes;
 	}
 	assert_int_equal(target, 640 * MiB);
@@ -858,46 +855,6 @@ static void test_balloon_follows_the_guests_reclaim(void **state)
 	assert_int_equal(out.balloon_bytes, at - (150 * MiB - 2 * cfg.mem_available_low_bytes));
 }
 
-/* Under return=reclaim one request asks at most max_reclaim_request, however far the guest's
- * use is over the target; the rest is asked at the next intervals. */
-static void test_reclaim_request_is_bounded(void **state)
-{
-	struct mtd_ctl_state st = {
-	    .primed = true, .target_bytes = 640 * MiB, .balloon_bytes = 2 * GiB};
-	struct mtd_ctl_output out;
-	(void)state;
-	setup_defaults();
-	pol.return_via = MTD_RETURN_RECLAIM;
-	struct mtd_ctl_input in = calm(100000, 2 * GiB, 512 * MiB);
-	in.can_reclaim = true;
-	in.used_known = true;
-	in.guest_used_bytes = 900 * MiB; /* 260 MiB over the target */
-	for (int i = 0; i < 3; i++, in.now_ms += cfg.interval_ms) {
-		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-		assert_true(out.soft);
-		assert_int_equal(out.reclaim_bytes, cfg.max_reclaim_request_bytes);
-		in.guest_used_bytes -= out.reclaim_bytes; /* the guest freed it */
-	}
-	/* 68 MiB over: one more full request, then the 4 MiB left, then nothing */
-	assert_int_equal(in.guest_used_bytes, 708 * MiB);
-	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reclaim_bytes, cfg.max_reclaim_request_bytes);
-	in.guest_used_bytes -= out.reclaim_bytes;
-	in.now_ms += cfg.interval_ms;
-	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reclaim_bytes, 4 * MiB);
-	in.guest_used_bytes -= out.reclaim_bytes;
-	in.now_ms += cfg.interval_ms;
-	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reclaim_bytes, 0);
-	/* a larger setting asks more at once, up to the step */
-	cfg.max_reclaim_request_bytes = 1024 * MiB;
-	in.guest_used_bytes = 900 * MiB;
-	in.now_ms += cfg.interval_ms;
-	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-	assert_int_equal(out.reclaim_bytes, cfg.max_inflate_step_bytes);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -922,7 +879,6 @@ int main(void)
 	    cmocka_unit_test(test_random_invariants),
 	    cmocka_unit_test(test_any_interval_accepted),
 	    cmocka_unit_test(test_balloon_follows_the_guests_reclaim),
-	    cmocka_unit_test(test_reclaim_request_is_bounded),
 	};
 	return cmocka_run_group_tests_name("mtd_controller", tests, NULL, NULL);
 }

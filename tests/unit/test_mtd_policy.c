@@ -273,7 +273,6 @@ static void test_config_file(void **state)
 	char *path = write_tmp("; memtided.conf\n"
 			       "[daemon]\ninterval = 2s\nsource = sim\nmetrics_port = 0\n"
 			       "[controller]\nmax_inflate_step = 64M\nagent_silence = 10s\n"
-			       "max_reclaim_request = 32M\n"
 			       "psi_some_avg10_high = 20\nhold_max = 4min\n"
 			       "[host]\nlow_mark = 1G\n"
 			       "[defaults]\nmin = 128M\npriority = 5\n"
@@ -284,7 +283,6 @@ static void test_config_file(void **state)
 	assert_int_equal(c.source, MTD_SOURCE_SIM);
 	assert_int_equal(c.metrics_port, 0);
 	assert_int_equal(c.ctl.max_inflate_step_bytes, 64 * MiB);
-	assert_int_equal(c.ctl.max_reclaim_request_bytes, 32 * MiB);
 	assert_int_equal(c.ctl.agent_silence_ms, 10000);
 	assert_int_equal(c.ctl.hold_max_ms, 240000);
 	assert_int_equal(c.arb.low_mark_bytes, 1024 * MiB);
@@ -300,7 +298,6 @@ static void test_config_file(void **state)
 	    {"[daemon]\ninterval = 2s\nintervall = 3s\n", ":3: unknown key 'intervall'"},
 	    {"[deamon]\nuri = x\n", ":2: unknown section [deamon]"},
 	    {"[controller]\nmax_inflate_step = big\n", ":2: max_inflate_step must be"},
-	    {"[controller]\nmax_reclaim_request = 512K\n", "max_reclaim_request must be at least"},
 	    {"[defaults]\nmin = 2G\nmax = 1G\n", ":3: min (2048 MiB) is above max"},
 	    {"[daemon]\nthis line has no equals\n", ":2: not an INI line"},
 	    {"[daemon]\ninterval = 10ms\n", "interval must be between"},

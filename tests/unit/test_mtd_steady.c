@@ -158,9 +158,7 @@ static void test_controller_waits_while_growing(void **state)
 		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 		assert_int_equal(out.reason, MTD_CTL_INFLATE);
 		assert_int_equal(out.target_bytes, 2 * GiB - cfg.max_inflate_step_bytes);
-		/* the balloon's step is asked of the guest first; reclaim asks one request */
-		assert_int_equal(out.reclaim_bytes,
-				 mode ? cfg.max_reclaim_request_bytes : cfg.max_inflate_step_bytes);
+		assert_int_equal(out.reclaim_bytes, cfg.max_inflate_step_bytes);
 		/* Growth past the target is still given back at once while growing. */
 		in.now_ms += cfg.interval_ms;
 		in.growing = true;
@@ -181,7 +179,7 @@ static void test_controller_waits_while_growing(void **state)
 	in.guest_used_bytes = 900 * MiB;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.reason, MTD_CTL_STEADY);
-	assert_int_equal(out.reclaim_bytes, cfg.max_reclaim_request_bytes);
+	assert_int_equal(out.reclaim_bytes, cfg.max_inflate_step_bytes);
 	in.now_ms += cfg.interval_ms;
 	in.growing = true;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
@@ -249,13 +247,11 @@ static void test_reclaim_capped_at_cold(void **state)
 		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 		assert_int_equal(out.reason, MTD_CTL_INFLATE);
 		assert_int_equal(out.reclaim_bytes, 48 * MiB);
-		/* Not known (the estimate follows the guest's use): the whole step (one request
-		 * at most under reclaim). */
+		/* Not known (the estimate follows the guest's use): the whole step. */
 		in.now_ms += cfg.interval_ms;
 		in.cold_known = false;
 		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
-		assert_int_equal(out.reclaim_bytes,
-				 mode ? cfg.max_reclaim_request_bytes : cfg.max_inflate_step_bytes);
+		assert_int_equal(out.reclaim_bytes, cfg.max_inflate_step_bytes);
 		/* The operator lowers max by 512 MiB: the cut is asked in full. */
 		in.now_ms += cfg.interval_ms;
 		in.cold_known = true;
