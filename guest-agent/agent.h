@@ -88,7 +88,7 @@ struct agent_config {
 /* Fill defaults: transport auto (vsock to the host's port 5253 when the guest has vsock,
  * else virtio port org.memtide.agent.0), 2 s reports, 10 s wss, floor
  * max(64 MiB, 5%), no drop_caches, backoff 100 ms .. 5 s, 20 frames/s, 5 hints/s (1/s per
- * user other than root, who may not send need), growth watch every 250 ms over a 2 s
+ * user other than root, who may not send need), growth watch every 100 ms over a 2 s
  * horizon, ignoring growth under 16 MiB/s. */
 void agent_config_defaults(struct agent_config *c);
 /* Set one key from text (the file's and the flags' common path).  -EINVAL with a sentence

@@ -94,7 +94,7 @@ void agent_config_defaults(struct agent_config *c)
 	c->hint_user_rate_per_s = 1;
 	c->max_hint_clients = 8;
 	c->log_level = AGENT_INFO;
-	c->watch_interval_ms = 250;
+	c->watch_interval_ms = 100;
 	c->watch_horizon_ms = 2000;
 	c->watch_min_rate_bytes = 16ULL << 20;
 	c->reclaim_nice = 10;

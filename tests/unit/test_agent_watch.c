@@ -26,7 +26,7 @@ static struct agent_config cfg;
 static void defaults(void)
 {
 	agent_config_defaults(&cfg);
-	assert_int_equal(cfg.watch_interval_ms, 250);
+	assert_int_equal(cfg.watch_interval_ms, 100);
 	assert_int_equal(cfg.watch_horizon_ms, 2000);
 }
 
@@ -45,6 +45,25 @@ static void test_fast_fall_sends_one_need_then_quiet(void **state)
 	assert_int_equal(agent_watch_step(&w, &cfg, 3000, T, 10 * MiB), 0);
 	/* After the horizon, a fall that continues asks again. */
 	assert_int_equal(agent_watch_step(&w, &cfg, 3250, T, 2 * MiB), 64 * MiB);
+}
+
+/* Scenario 3's shape under TCG: 128 MiB available, then 500 MiB/s of first touches.  At the
+ * default period the need goes at the first read after the growth starts, 100 ms in, with
+ * 78 MiB still available; a 250 ms period (the default until 6 Dec 2026) would read the
+ * growth only once the guest had nothing left. */
+static void test_default_period_sees_a_fast_growth_in_time(void **state)
+{
+	struct agent_watch w = {0};
+	uint64_t avail = 128 * MiB, t = 0;
+	(void)state;
+	defaults();
+
+	assert_int_equal(agent_watch_step(&w, &cfg, t, T, avail), 0); /* primes, before growth */
+	t += cfg.watch_interval_ms;
+	avail -= 500 * MiB * cfg.watch_interval_ms / 1000; /* what 500 MiB/s took meanwhile */
+	uint64_t need = agent_watch_step(&w, &cfg, t, T, avail);
+	assert_int_equal(need, 1000 * MiB); /* 500 MiB/s over the 2 s horizon */
+	assert_true(avail >= 64 * MiB);     /* still above the agent's floor when it goes */
 }
 
 static void test_slow_drift_and_plenty_send_nothing(void **state)
@@ -111,6 +130,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fast_fall_sends_one_need_then_quiet),
+	    cmocka_unit_test(test_default_period_sees_a_fast_growth_in_time),
 	    cmocka_unit_test(test_slow_drift_and_plenty_send_nothing),
 	    cmocka_unit_test(test_min_rate_and_horizon_are_honoured),
 	    cmocka_unit_test(test_balloon_inflation_is_not_growth),
