@@ -79,7 +79,7 @@ static void usage(FILE *f)
 	    "  ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
 	    "                                the -plugin argument for a TCG guest (ept source)\n"
 	    "  ept-status TABLE              the ept plugin's table file: windows, cost\n"
-	    "  ept-mode TABLE off|always|window MS\n"
+	    "  ept-mode TABLE off|always|window TIME  (TIME: 200ms, 1s; a bare number is seconds)\n"
 	    "                                switch its instrumentation by hand\n"
 	    "  domxml-patch DOMAIN [--yes] [--uri URI] [--vsock [--vsock-dir DIR]]\n"
 	    "               [--ept [--ept-dir DIR] [--plugin SO]]\n"

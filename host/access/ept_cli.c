@@ -150,7 +150,8 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: memtidectl ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
 		"       memtidectl ept-status TABLE\n"
-		"       memtidectl ept-mode TABLE off|always|window MS\n");
+		"       memtidectl ept-mode TABLE off|always|window TIME  (200ms, 1s; a bare number is "
+		"seconds)\n");
 	return 2;
 }
 

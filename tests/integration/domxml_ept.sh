@@ -202,5 +202,15 @@ patch_ept >"$dir/patch3.txt" 2>&1
 	$V dumpxml --inactive "$DOM" | grep -qF "table=$dir/ept/$DOM.ept,ram=768M'"
 check $? "after a resize to 768 MiB, domxml-patch --ept corrects ram="
 
-[ $failed = 0 ] || { echo "# memtided log:"; tail -15 "$dir/memtided.log" | sed 's/^/# /'; }
+if [ $failed != 0 ]; then
+	# What the plugin and the guest did, to tell a guest that never ran from a layout that is
+	# wrong: the table's counters (a heartbeat that stopped: the vCPUs are stuck) and how
+	# much the guest printed.
+	echo "# the plugin's table:"
+	"$BIN/memtidectl" ept-status "$dir/ept/$DOM.ept" 2>&1 | sed 's/^/# /'
+	echo "# guest console: $(wc -c <"$dir/console.log" 2>/dev/null || echo '?') bytes; last lines:"
+	tail -5 "$dir/console.log" 2>/dev/null | sed 's/^/# /'
+	echo "# memtided log:"
+	tail -15 "$dir/memtided.log" | sed 's/^/# /'
+fi
 exit $failed

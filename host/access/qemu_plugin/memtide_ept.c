@@ -31,9 +31,21 @@
  * callbacks (10-13 ms, and every translation is redone) and must run on a vCPU thread, so
  * the plugin polls the header where a vCPU passes regularly at no cost when idle-of-work:
  * on every interrupt or system-call return (an exec callback on iretq and sysretq, which a
- * busy Linux guest executes at least HZ times a second, on its timer interrupt) and when a
- * vCPU goes idle.  A window therefore starts within a timer tick of the request and ends
- * within a tick of window_ms.
+ * busy Linux guest executes at least HZ times a second, on its timer interrupt).  A window
+ * therefore starts within a timer tick of the request and ends within a tick of window_ms
+ * (a window that ends while every vCPU sleeps ends at the next interrupt: a sleeping guest
+ * touches nothing meanwhile).
+ *
+ * Never from the idle callback, which only beats the heartbeat: a reset there froze the
+ * guest for good.  The reset's flush is queued on the calling vCPU and runs only once
+ * every other vCPU is out of its translated code.  From an idle vCPU (the second one waits
+ * for its start-up IPI through the whole BIOS) the work sat queued, and the next thing to
+ * wake that vCPU was the first one asking it to run something and waiting for the answer
+ * inside its own translated code (early in the BIOS): each waited for the other.  Seen with
+ * gdb on Debian's QEMU 7.2: one vCPU thread in start_exclusive, the other in do_run_on_cpu;
+ * 2 boots in 95 with a window asked 20 ms after the start, as memtided does when it
+ * attaches a starting guest (tests/integration/domxml_ept.sh met it in CI).  Called from a
+ * running vCPU, the flush runs as soon as that vCPU leaves its current block.
  *
  * The plugin API is declared here from QEMU's documented interface (docs/devel/tcg-
  * plugins.rst, API version 1): Debian ships no qemu-plugin.h.
@@ -202,6 +214,7 @@ static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr
 
 static void after_reset(qemu_plugin_id_t id);
 
+/* Called from a running vCPU only (see the top of this file for why not from an idle one). */
 static void poll_header(void)
 {
 	struct mtd_ept_header *h = P.h;
@@ -250,11 +263,13 @@ static void on_poll_insn(unsigned int vcpu, void *ud)
 	poll_header();
 }
 
+/* A vCPU going idle: the guest is alive (memtided tells a paused guest by a stale
+ * heartbeat), but no window is switched here. */
 static void on_idle(qemu_plugin_id_t id, unsigned int vcpu)
 {
 	(void)id;
 	(void)vcpu;
-	poll_header();
+	__atomic_store_n(&P.h->heartbeat_ms, mono_ms(), __ATOMIC_RELAXED);
 }
 
 /* iretq (48 cf), iret (cf), sysretq (48 0f 07): where a running guest passes every tick. */
