@@ -3,9 +3,9 @@
 ask for a sampling window right after each start, as memtided does when it attaches a guest
 that is starting (a libvirt hook, a host reboot).  Used by scenario 17.
 
-Each boot: QEMU starts paused (-S, as libvirt starts it), is resumed over QMP, and ASK_MS
-later `memtidectl ept-mode TABLE window 200ms` asks for a window; another is asked every
-500 ms after.  The boot counts as up once the guest has printed on its console and the
+Each boot: QEMU starts paused (-S, as libvirt starts it), is resumed over QMP, and 5-25 ms
+later (stepping by 5 ms from boot to boot) `memtidectl ept-mode TABLE window 200ms` asks
+for a window; another is asked every 500 ms after.  The boot counts as up once the guest has printed on its console and the
 plugin has run 3 windows (read with `memtidectl --json ept-status`), and as stuck when that
 has not happened within DEADLINE seconds: then the plugin's counters say where it stopped
 (a heartbeat that no longer moves: no vCPU runs).  A stuck QEMU is killed (SIGTERM, then
@@ -68,14 +68,20 @@ def boot(i):
         s.connect(qmp)
         f = s.makefile("rw")
         f.readline()
-        for cmd in ("qmp_capabilities", "cont"):
-            f.write(json.dumps({"execute": cmd}) + "\n")
-            f.flush()
-            while "return" not in json.loads(f.readline()):
-                pass
+        f.write(json.dumps({"execute": "qmp_capabilities"}) + "\n")
+        f.flush()
+        while "return" not in json.loads(f.readline()):
+            pass
+        # The window is asked ask_ms after the resume is sent, not after QEMU answers it: the
+        # freeze needed a request in the first tens of milliseconds, while the BIOS runs.
+        # Boots step through 0.25, 0.5, ... 1.25 x ask_ms to cover that moment.
+        ask_s = a.ask_ms * (1 + i % 5) / 4000
+        f.write(json.dumps({"execute": "cont"}) + "\n")
+        f.flush()
         t0 = time.monotonic()
-        time.sleep(a.ask_ms / 1000)
+        time.sleep(ask_s)
         ask(table)
+        res["ask_ms"] = round(ask_s * 1000)
         nxt = time.monotonic() + 0.5
         st = {}
         while time.monotonic() < t0 + a.deadline:
