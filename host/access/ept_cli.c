@@ -147,11 +147,12 @@ int mtd_ept_domxml_step(const char *xml, const char *plugin, const char *dir, ch
 
 static int usage(void)
 {
-	fprintf(stderr,
-		"usage: memtidectl ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
-		"       memtidectl ept-status TABLE\n"
-		"       memtidectl ept-mode TABLE off|always|window TIME  (200ms, 1s; a bare number is "
-		"seconds)\n");
+	fprintf(
+	    stderr,
+	    "usage: memtidectl ept-plugin NAME --memory SIZE [--machine pc|q35] [--dir DIR]\n"
+	    "       memtidectl ept-status TABLE\n"
+	    "       memtidectl ept-mode TABLE off|always|window TIME  (200ms, 1s; a bare number is "
+	    "seconds)\n");
 	return 2;
 }
 
