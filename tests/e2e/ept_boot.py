@@ -5,15 +5,15 @@ that is starting (a libvirt hook, a host reboot).  Used by scenario 17.
 
 Each boot: QEMU starts paused (-S, as libvirt starts it), is resumed over QMP, and 5-25 ms
 later (stepping by 5 ms from boot to boot) `memtidectl ept-mode TABLE window 200ms` asks
-for a window; another is asked every 500 ms after.  The boot counts as up once the guest has printed on its console and the
-plugin has run 3 windows (read with `memtidectl --json ept-status`), and as stuck when that
-has not happened within DEADLINE seconds: then the plugin's counters say where it stopped
-(a heartbeat that no longer moves: no vCPU runs).  A stuck QEMU is killed (SIGTERM, then
+for a window; another is asked every 500 ms after.  The boot counts as up once the guest has
+printed on its console and the plugin has run 3 windows (read with `memtidectl --json
+ept-status`), and as stuck when that has not happened within DEADLINE seconds: then the
+plugin's counters say where it stopped (a heartbeat that no longer moves: no vCPU runs).  A stuck QEMU is killed (SIGTERM, then
 SIGKILL after 5 s: a deadlocked one ignores SIGTERM).
 
 Prints one JSON object per boot and a summary object last.
 """
-import argparse, json, os, socket, subprocess, sys, time
+import argparse, json, os, socket, subprocess, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--plugin", required=True)
@@ -22,7 +22,8 @@ ap.add_argument("--initrd", required=True)
 ap.add_argument("--ctl", required=True, help="memtidectl")
 ap.add_argument("--dir", required=True)
 ap.add_argument("--boots", type=int, default=20)
-ap.add_argument("--ask-ms", type=int, default=20)
+ap.add_argument("--ask-ms", type=int, default=20,
+                help="boots ask their first window 0.25 .. 1.25 x this many ms after the resume")
 ap.add_argument("--deadline", type=float, default=30)
 a = ap.parse_args()
 
