@@ -266,20 +266,7 @@ wait_for 5 logged "state saved in $dir/state again"
 check $? "state directory unwritable: $warned warning, memtided runs on; writable again: saved ('state saved ... again')"
 
 # 5, 6: 100 QMP reconnects (the connection dropped under memtided): no fd, no memory leaked.
-fds() { ls "/proc/$mpid/fd" | wc -l; }
-# memtided opens files for a moment all the time (its loop reads /proc every interval, saves
-# its state file), so one reading of the count is no measure; a leaked fd is in every one:
-# the lowest of 20 readings, 50 ms apart, is the count (as in host_restart.sh).
-fds_low() {
-	local low c
-	low=$(fds)
-	for _ in $(seq 19); do
-		sleep 0.05
-		c=$(fds)
-		[ "$c" -lt "$low" ] && low=$c
-	done
-	echo "$low"
-}
+. "$(dirname "$0")/lib/fd_count.sh" # fds PID, fds_low PID
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$mpid/status"; }
 reconnects() { count "reconnected to QEMU"; }
 drop_once() {
@@ -289,9 +276,9 @@ drop_once() {
 	wait_for 5 eval '[ "$(reconnects)" -gt '"$r"' ]'
 }
 for _ in $(seq 5); do drop_once; done
-fd0=$(fds_low) rss0=$(rss_kib) bad=0
+fd0=$(fds_low "$mpid") rss0=$(rss_kib) bad=0
 for _ in $(seq 100); do drop_once || bad=$((bad + 1)); done
-fd1=$(fds_low) rss1=$(rss_kib)
+fd1=$(fds_low "$mpid") rss1=$(rss_kib)
 echo "# memtided over 100 QMP reconnects: fds $fd0 -> $fd1, VmRSS $rss0 -> $rss1 KiB"
 [ $bad = 0 ] && [ "$fd1" -le "$fd0" ] && [ $((rss1 - rss0)) -le 1024 ]
 check $? "100 QMP reconnects: fds $fd0 -> $fd1, VmRSS $rss0 -> $rss1 KiB (<= 1 MiB more), $bad missed"
