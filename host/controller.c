@@ -55,6 +55,7 @@ static const char *const reason_names[] = {
     [MTD_CTL_RELEASE] = "release",
     [MTD_CTL_GROWING] = "growing",
     [MTD_CTL_FUTILE] = "reclaim-futile",
+    [MTD_CTL_REFAULT_HOLD] = "refault-hold",
 };
 
 const char *mtd_ctl_reason_name(enum mtd_ctl_reason r)
@@ -322,7 +323,11 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	out->backoff_hold_ms = 0;
 	out->state = MTD_VM_ACTIVE;
 
-	bool may_take = policy->enabled && in->inputs_fresh && !in->released;
+	/* The refault controller's hold stops every taker, not host pageout's alone: a page
+	 * the balloon or the guest's reclaim pushes out comes back just as a paged-out one
+	 * does.  The host's own shortage (a squeeze) comes first. */
+	bool age_held = in->refault_hold && squeeze <= 0.0;
+	bool may_take = policy->enabled && in->inputs_fresh && !in->released && !age_held;
 	uint64_t base = in->actual_bytes > st->target_bytes ? in->actual_bytes : st->target_bytes;
 	uint64_t headroom = (uint64_t)((double)policy->headroom_bytes * (1.0 - squeeze));
 
@@ -395,6 +400,10 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	}
 	if (in->now_ms < st->hold_until_ms) {
 		st->reason = MTD_CTL_HOLD_COOLDOWN;
+		goto out;
+	}
+	if (age_held) {
+		st->reason = MTD_CTL_REFAULT_HOLD;
 		goto out;
 	}
 	/* Not while the guest is still filling its memory: what a server writes first is often

@@ -932,6 +932,42 @@ static void steady_inputs(struct mtd_vm *vm, const struct tick *t, uint64_t used
 	}
 }
 
+/* The reclaim controller takes nothing by age for now (vmm/reclaim_ctl.c, "Holding").  Only
+ * page-level sources evict by age; policy cold_age fixes the age by hand and bypasses the
+ * controller. */
+static bool reclaim_holds(const struct mtd_vm *vm)
+{
+	return vm->reclaim.hold && !vm->policy.cold_age_ms && vm->source.ops &&
+	       vm->source.ops->per_page;
+}
+
+/* Why it holds, for host pageout's state and the log. */
+static const char *hold_why(const struct mtd_vm *vm, char *buf, size_t len)
+{
+	switch (vm->reclaim.hold_why) {
+	case VMM_HOLD_LEARNING:
+		snprintf(buf, len,
+			 "learning which idle ages the guest comes back to (a cold age counts "
+			 "after watching the guest %u times as long)",
+			 vm->reclaim.cfg.trust_factor);
+		break;
+	case VMM_HOLD_TOO_OLD:
+		snprintf(buf, len,
+			 "pages idle past the longest age the generations tell apart (%" PRIu64
+			 " s) come back faster than the refault target",
+			 vm->reclaim.cfg.max_age_ms / 1000);
+		break;
+	case VMM_HOLD_REFAULTS:
+		snprintf(buf, len,
+			 "refaults stay above the target even at the longest age (%" PRIu64 " s)",
+			 vm->reclaim.cfg.max_age_ms / 1000);
+		break;
+	default:
+		snprintf(buf, len, "-");
+	}
+	return buf;
+}
+
 /* The controller's reason, and why a steady-guest rule holds it back (vm show; the log
  * once when the sentence changes). */
 static void note_decision(struct mtd_vm *vm, enum mtd_ctl_reason reason)
@@ -947,6 +983,11 @@ static void note_decision(struct mtd_vm *vm, enum mtd_ctl_reason reason)
 			 "watching the guest for one cold age (%" PRIu64 " s) before the first "
 			 "estimate: no page is known to be idle for longer than it was watched",
 			 vm->cold_age_ms / 1000);
+	if (reason == MTD_CTL_REFAULT_HOLD) {
+		char held[sizeof(why) - 32];
+		snprintf(why, sizeof(why), "nothing taken by age: %s",
+			 hold_why(vm, held, sizeof(held)));
+	}
 	/* The growth and the cold age change every tick: said once per stretch, not per figure. */
 	bool same = same_reason && (reason == MTD_CTL_GROWING || reason == MTD_CTL_NO_ESTIMATE ||
 				    strcmp(why, vm->draft.decision_detail) == 0);
@@ -969,6 +1010,8 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	    .guest_took_back = t->guest_took_back,
 	    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
 	    .released = vm->released,
+	    /* nothing taken by age while libvmm vouches for no cold age (a squeeze excepted) */
+	    .refault_hold = reclaim_holds(vm),
 	};
 
 	if (vm->saved && !vm->ctl.primed)
@@ -1189,42 +1232,6 @@ static void save_state(struct mtd_vm *vm, uint64_t now_ms)
 	vm->last_saved = s;
 }
 
-/* The reclaim controller takes nothing by age for now (vmm/reclaim_ctl.c, "Holding").  Only
- * page-level sources evict by age; policy cold_age fixes the age by hand and bypasses the
- * controller. */
-static bool reclaim_holds(const struct mtd_vm *vm)
-{
-	return vm->reclaim.hold && !vm->policy.cold_age_ms && vm->source.ops &&
-	       vm->source.ops->per_page;
-}
-
-/* Why it holds, for host pageout's state and the log. */
-static const char *hold_why(const struct mtd_vm *vm, char *buf, size_t len)
-{
-	switch (vm->reclaim.hold_why) {
-	case VMM_HOLD_LEARNING:
-		snprintf(buf, len,
-			 "learning which idle ages the guest comes back to (a cold age counts "
-			 "after watching the guest %u times as long)",
-			 vm->reclaim.cfg.trust_factor);
-		break;
-	case VMM_HOLD_TOO_OLD:
-		snprintf(buf, len,
-			 "pages idle past the longest age the generations tell apart (%" PRIu64
-			 " s) come back faster than the refault target",
-			 vm->reclaim.cfg.max_age_ms / 1000);
-		break;
-	case VMM_HOLD_REFAULTS:
-		snprintf(buf, len,
-			 "refaults stay above the target even at the longest age (%" PRIu64 " s)",
-			 vm->reclaim.cfg.max_age_ms / 1000);
-		break;
-	default:
-		snprintf(buf, len, "-");
-	}
-	return buf;
-}
-
 /* Step 5b: host-side eviction, once the controller has spoken (pageout_hand.h). */
 static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_output *out)
 {
@@ -1237,7 +1244,8 @@ static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd
 	    /* Memory is taken only while the controller takes it: not under pressure, a need,
 	     * a hold, a silent source, on exit or opt-out. */
 	    .may_take = out->state == MTD_VM_ACTIVE && !vm->observing &&
-			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE),
+			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE ||
+			 out->reason == MTD_CTL_REFAULT_HOLD),
 	    .why_not = vm->observing ? "observe-only" : mtd_ctl_reason_name(out->reason),
 	    .agent_asked = out->reclaim_bytes && vm->agent,
 	    .reply_seq = r ? seq : 0,
@@ -1245,7 +1253,10 @@ static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd
 	    .interval_ms = vm->d->cfg.ctl.interval_ms,
 	    .watched_ms = t->now_ms - vm->first_tick_ms,
 	    .cold_age_ms = vm->cold_age_ms,
-	    .hold = reclaim_holds(vm) ? hold_why(vm, why, sizeof(why)) : NULL,
+	    /* (the hand says why itself; a host squeeze overrides the hold, as for the balloon) */
+	    .hold = reclaim_holds(vm) && !atomic_load(&vm->squeeze_permille)
+			? hold_why(vm, why, sizeof(why))
+			: NULL,
 	    .floor_bytes = vm->policy.min_bytes,
 	    .now_ms = t->now_ms,
 	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,

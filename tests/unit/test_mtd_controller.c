@@ -659,6 +659,76 @@ static void test_reclaim_mode_falls_back_to_balloon(void **state)
 	assert_true(out.changed);
 }
 
+/* libvmm's refault controller holds (no cold age vouched for): neither the balloon nor the
+ * agent takes anything, mid-descent included; growth and pressure are still answered, a
+ * host squeeze overrides the hold, and the steps resume once it ends. */
+static void test_refault_hold_stops_every_taker(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	uint64_t now = 1000;
+	(void)state;
+	setup_defaults();
+
+	/* Two steps down, then the hold: the balloon stays where it is, nothing is asked. */
+	for (int i = 0; i < 2; i++, now += cfg.interval_ms) {
+		struct mtd_ctl_input in = calm(now, 2 * GiB, 512 * MiB);
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	}
+	uint64_t held = out.balloon_bytes;
+	assert_int_equal(held, 2 * GiB - 2 * cfg.max_inflate_step_bytes);
+	for (int i = 0; i < 5; i++, now += cfg.interval_ms) {
+		struct mtd_ctl_input in = calm(now, held, 512 * MiB);
+		in.refault_hold = true;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_REFAULT_HOLD);
+		assert_int_equal(out.balloon_bytes, held);
+		assert_int_equal(out.target_bytes, held);
+		assert_int_equal(out.reclaim_bytes, 0);
+	}
+	/* A balloon still stepping toward an older, lower target stops too. */
+	struct mtd_ctl_state mid = {
+	    .primed = true, .target_bytes = 1 * GiB, .balloon_bytes = 1536 * MiB};
+	struct mtd_ctl_input in = calm(now, 1536 * MiB, 512 * MiB);
+	in.refault_hold = true;
+	mtd_ctl_step(&cfg, &pol, &in, &mid, &out);
+	assert_int_equal(out.balloon_bytes, 1536 * MiB);
+	assert_int_equal(out.reclaim_bytes, 0);
+	/* With the agent's reclaim (return=reclaim): nothing is asked of the guest either. */
+	pol.return_via = MTD_RETURN_RECLAIM;
+	struct mtd_ctl_state soft = {0};
+	in = calm(now, 2 * GiB, 512 * MiB);
+	in.can_reclaim = in.used_known = true;
+	in.guest_used_bytes = 1536 * MiB;
+	in.refault_hold = true;
+	mtd_ctl_step(&cfg, &pol, &in, &soft, &out);
+	assert_int_equal(out.reason, MTD_CTL_REFAULT_HOLD);
+	assert_int_equal(out.reclaim_bytes, 0);
+	assert_int_equal(out.target_bytes, 2 * GiB);
+	in.refault_hold = false;
+	mtd_ctl_step(&cfg, &pol, &in, &soft, &out);
+	assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	assert_true(out.reclaim_bytes > 0);
+	pol.return_via = MTD_RETURN_BALLOON;
+
+	/* Growth is still given back at once under the hold. */
+	in = calm(now, held, held);
+	in.refault_hold = true;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_GROW);
+	assert_true(out.balloon_bytes > held);
+	/* A host squeeze comes first: the VM steps down again. */
+	struct mtd_ctl_state sq = {
+	    .primed = true, .target_bytes = 2 * GiB, .balloon_bytes = 2 * GiB};
+	in = calm(now, 2 * GiB, 512 * MiB);
+	in.refault_hold = true;
+	in.squeeze = 0.5;
+	mtd_ctl_step(&cfg, &pol, &in, &sq, &out);
+	assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	assert_true(out.balloon_bytes < 2 * GiB);
+}
+
 static void test_random_invariants(void **state)
 {
 	struct mtd_ctl_state st = {0};
@@ -695,13 +765,15 @@ static void test_random_invariants(void **state)
 		    .used_known = random() % 4 != 0,
 		    .guest_used_bytes = (uint64_t)(random() % 4096) * MiB,
 		    .can_reclaim = random() % 4 != 0,
+		    .refault_hold = random() % 8 == 0,
 		};
 		bool pressure =
 		    (in.psi_known && in.psi_some_avg10 > cfg.psi_some_avg10_high) ||
 		    (in.avail_known && in.guest_avail_bytes < cfg.mem_available_low_bytes) ||
 		    (!in.psi_known && in.faults_known &&
 		     in.major_faults_per_s > cfg.major_faults_high_per_s);
-		bool may_take = pol.enabled && in.inputs_fresh && !in.released;
+		bool age_held = in.refault_hold && in.squeeze <= 0.0;
+		bool may_take = pol.enabled && in.inputs_fresh && !in.released && !age_held;
 		uint64_t balloon_before = st.balloon_bytes;
 		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 		assert_true(out.target_bytes >= out.floor_bytes);
@@ -720,7 +792,12 @@ static void test_random_invariants(void **state)
 			assert_true(may_take);
 		}
 		/* Letting go keeps the size: no need, no pressure, no release: nothing given. */
-		if (i > 0 && !may_take && !pressure && !in.need_bytes && !in.released)
+		/* (a refault hold still gives back what the estimate grew by: the size never
+		 * shrinks under it) */
+		bool kept = pol.enabled && in.inputs_fresh && !in.released;
+		if (i > 0 && !may_take && kept && age_held)
+			assert_true(out.target_bytes >= p);
+		else if (i > 0 && !may_take && !pressure && !in.need_bytes && !in.released)
 			assert_int_equal(out.target_bytes, p);
 		/* A release gives at most its grant (above what the balloon held). */
 		uint64_t b = balloon_before < out.floor_bytes     ? out.floor_bytes
@@ -879,6 +956,7 @@ int main(void)
 	    cmocka_unit_test(test_random_invariants),
 	    cmocka_unit_test(test_any_interval_accepted),
 	    cmocka_unit_test(test_balloon_follows_the_guests_reclaim),
+	    cmocka_unit_test(test_refault_hold_stops_every_taker),
 	};
 	return cmocka_run_group_tests_name("mtd_controller", tests, NULL, NULL);
 }
