@@ -19,9 +19,8 @@
  *     domain's memory);
  *   - take nothing while nobody can say what the guest needs (inputs stale: agent silent,
  *     stats stale), while policy says enabled=false, once the operator released the VM,
- *     or while libvmm's refault controller vouches for no cold age (refault_hold: it is
- *     still learning which idle ages the guest comes back to, or even the longest age it
- *     can tell apart would refault past the budget; a host squeeze overrides it);
+ *     or while libvmm's refault controller says even the longest age it can tell apart
+ *     would refault past the budget (refault_hold; a host squeeze overrides it);
  *     and give nothing back for those reasons alone: the VM keeps the size it has.  Handing
  *     every VM its maximum when memtided loses sight of them (an agent restart, a daemon
  *     restart) is what overcommits a host; a guest that runs short shows it (need, PSI,
@@ -89,7 +88,7 @@ enum mtd_ctl_reason {
 	MTD_CTL_GROWING,       /* the guest's use still grows fast: no step taken (steady.h) */
 	MTD_CTL_FUTILE,        /* the guest freed ~nothing when last asked and nothing changed
 				* since: no step taken, nothing asked (steady.h) */
-	MTD_CTL_REFAULT_HOLD,  /* the refault controller vouches for no cold age yet (libvmm's
+	MTD_CTL_REFAULT_HOLD,  /* even the longest cold age refaults past the budget (libvmm's
 				* reclaim hold): no step taken, nothing asked */
 };
 const char *mtd_ctl_reason_name(enum mtd_ctl_reason r);
@@ -123,10 +122,10 @@ struct mtd_ctl_input {
 				       * (the guest's MGLRU or access bits), not from its use */
 	uint64_t cold_bytes;          /* the guest's use beyond the working set: no reclaim request
 				       * asks for more (a lowered ceiling excepted) */
-	bool refault_hold;            /* libvmm's reclaim controller holds (vmm_reclaim_ctl.hold):
-				       * no cold age is vouched for, so nothing is taken by age -
-				       * by the balloon, the agent or host pageout - unless the
-				       * host squeezes the VM */
+	bool refault_hold;            /* libvmm's reclaim controller holds because even its
+				       * longest age refaults past the budget: nothing is taken by
+				       * age - by the balloon, the agent or host pageout - unless
+				       * the host squeezes the VM */
 };
 
 struct mtd_ctl_state {

@@ -144,6 +144,14 @@ void mtd_steady_reclaim_answered(struct mtd_steady *s, uint64_t now_ms, uint64_t
 		s->reclaims[s->nr_reclaims - 1].to_ms = now_ms + interval_ms;
 }
 
+bool mtd_steady_in_reclaim(const struct mtd_steady *s, uint64_t now_ms)
+{
+	for (unsigned i = 0; i < s->nr_reclaims; i++)
+		if (now_ms > s->reclaims[i].from_ms && now_ms <= s->reclaims[i].to_ms)
+			return true;
+	return false;
+}
+
 static bool in_reclaim(const struct mtd_steady *s, uint64_t birth_ms)
 {
 	for (unsigned i = 0; i < s->nr_reclaims; i++)

@@ -652,7 +652,10 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	    vm->policy.target_refault_per_min * (1.0 + 3.0 * squeeze);
 	/* The reuses the aging hand saw, by idle age: the threshold stays above the ages the
 	 * guest still comes back to (vmm/reuse.c). */
-	vmm_reclaim_observe_reuse(&vm->reclaim, t->gs.reuse_hist);
+	if (live_source(vm) && mtd_steady_in_reclaim(&vm->steady, t->now_ms))
+		vmm_reclaim_skip_reuse(&vm->reclaim, t->gs.reuse_hist); /* echo: steady.h */
+	else
+		vmm_reclaim_observe_reuse(&vm->reclaim, t->gs.reuse_hist);
 	vm->cold_age_ms = vmm_reclaim_update(&vm->reclaim, signal, t->gs.resident_pages, t->dt_ms);
 	/* A fixed cold age (policy cold_age) replaces the controller's choice; the controller
 	 * still runs, so its rate and floor stay visible.  The generations kept bound it too. */
@@ -941,6 +944,19 @@ static bool reclaim_holds(const struct mtd_vm *vm)
 	       vm->source.ops->per_page;
 }
 
+/* The holds that stop every taker, not host pageout alone: even the longest age the
+ * generations tell apart would refault past the budget (reused-past-longest-age,
+ * refaults-at-longest-age).  While the controller is only learning, the balloon and the
+ * agent go on: their estimate is read at the controller's age, which starts at the longest
+ * and comes down only as the reuses vouch for shorter ones, where host pageout would evict
+ * by a floor not yet vouched for.  Gating them on learning too held scenario 2 (ept source,
+ * the agent reclaiming) for 30-40 s after each reclaim step, its reads having named a
+ * longer floor to learn. */
+static bool reclaim_holds_all(const struct mtd_vm *vm)
+{
+	return reclaim_holds(vm) && vm->reclaim.hold_why != VMM_HOLD_LEARNING;
+}
+
 /* Why it holds, for host pageout's state and the log. */
 static const char *hold_why(const struct mtd_vm *vm, char *buf, size_t len)
 {
@@ -1010,8 +1026,9 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	    .guest_took_back = t->guest_took_back,
 	    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
 	    .released = vm->released,
-	    /* nothing taken by age while libvmm vouches for no cold age (a squeeze excepted) */
-	    .refault_hold = reclaim_holds(vm),
+	    /* nothing taken while even the longest age would refault past the budget (a
+	     * squeeze excepted); see reclaim_holds_all */
+	    .refault_hold = reclaim_holds_all(vm),
 	};
 
 	if (vm->saved && !vm->ctl.primed)

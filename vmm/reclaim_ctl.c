@@ -181,6 +181,14 @@ void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist
 	}
 }
 
+void vmm_reclaim_skip_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist)
+{
+	if (!ctl || !hist)
+		return;
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++)
+		ctl->reuse_now[k] = ctl->reuse_last[k] = hist[k];
+}
+
 /* The reuse floor (why: the file comment): fold the interval's reuses and refaults into
  * the window, find the lowest threshold whose predicted refault rate keeps the target
  * (ctl->floor_ms), and say whether the window vouches for it ("Holding", the file comment).

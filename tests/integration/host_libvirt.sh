@@ -160,11 +160,8 @@ else
 fi
 $V destroy "$N" >/dev/null 2>&1
 
-# 3, 4: actuation in bounded steps down to the floor.  Nothing is taken until the refault
-# controller vouches for a cold age (docs/design.md Part 8, "Holding"): the sim source's
-# walker sees its sparse hot set (10% of each table) whole only every eighth round, so the
-# reuses name about 8 s and the controller watches 4 x 8 s first (45 s from attach, seen).
-min_seen=512 end=$((SECONDS + 90))
+# 3, 4: actuation in bounded steps down to the floor
+min_seen=512 end=$((SECONDS + 40))
 while [ $SECONDS -lt $end ]; do
 	a=$(actual "$A")
 	[ -n "$a" ] && [ "$a" -lt "$min_seen" ] && min_seen=$a

@@ -362,6 +362,24 @@ static void test_bound(void **state)
 	assert_int_equal(mtd_steady_bound(100 * MiB, 200 * MiB, true, 0), 0);
 }
 
+/* The reclaim window the reuse floor skips (mtd_steady_in_reclaim): from just after the
+ * request to one interval past the answer, or past the deadline while unanswered. */
+static void test_in_reclaim_window(void **state)
+{
+	struct mtd_steady s;
+	(void)state;
+
+	memset(&s, 0, sizeof(s));
+	assert_false(mtd_steady_in_reclaim(&s, 1000));
+	mtd_steady_reclaim_sent(&s, 1000, 10000, 2000);
+	assert_false(mtd_steady_in_reclaim(&s, 1000)); /* the round that sent it read before */
+	assert_true(mtd_steady_in_reclaim(&s, 3000));
+	assert_true(mtd_steady_in_reclaim(&s, 13000)); /* unanswered: to the deadline + 1 */
+	mtd_steady_reclaim_answered(&s, 4000, 2000);
+	assert_true(mtd_steady_in_reclaim(&s, 6000)); /* the round after the answer */
+	assert_false(mtd_steady_in_reclaim(&s, 6001));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -373,6 +391,7 @@ int main(void)
 	    cmocka_unit_test(test_peak_holds_a_cold_age),
 	    cmocka_unit_test(test_echo_of_the_guests_reclaim),
 	    cmocka_unit_test(test_bound),
+	    cmocka_unit_test(test_in_reclaim_window),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,6 +278,44 @@ static void test_holds_until_reuses_vouch(void **state)
 	assert_string_equal(vmm_reclaim_hold_name(ctl.hold_why), "reused-past-longest-age");
 }
 
+/* The guest's own reclaim reads every page it swaps out, and host-side bits see a use: 32k
+ * pages "reused" past the longest age in one round.  Fed as reuses they hold the controller
+ * (reused-past-longest-age); skipped (vmm_reclaim_skip_reuse, memtided while the agent
+ * reclaims) they leave it as it was, and reuses after them count again. */
+static void test_skipped_growth_is_not_reuse(void **state)
+{
+	struct vmm_reclaim_config cfg;
+	struct vmm_reclaim_ctl fed, skipped;
+	uint64_t hist[VMM_REUSE_BUCKETS] = {0}, hist2[VMM_REUSE_BUCKETS] = {0};
+	(void)state;
+
+	memtided_layout(&cfg, &fed);
+	memtided_layout(&cfg, &skipped);
+	for (int i = 0; i < 20; i++) {
+		step_reuse(&fed, hist, 5000, 1000, 0);
+		step_reuse(&skipped, hist2, 5000, 1000, 0);
+	}
+	assert_false(fed.hold);
+	assert_false(skipped.hold);
+	/* One round of the guest's reclaim: 32,768 pages read, idle 100 s. */
+	hist[vmm_reuse_bucket_of(100000)] += 32768;
+	hist2[vmm_reuse_bucket_of(100000)] += 32768;
+	vmm_reclaim_observe_reuse(&fed, hist);
+	vmm_reclaim_update(&fed, 0, 10000, STEP_MS);
+	vmm_reclaim_skip_reuse(&skipped, hist2);
+	vmm_reclaim_update(&skipped, 0, 10000, STEP_MS);
+	assert_true(fed.hold);
+	assert_int_equal(fed.hold_why, VMM_HOLD_TOO_OLD);
+	assert_false(skipped.hold);
+	assert_int_equal(skipped.age_ms, cfg.min_age_ms);
+	/* Reuses after the skip count as before: the same pages back at 100 s hold it. */
+	for (int i = 0; i < 12; i++)
+		step_reuse(&skipped, hist2, 5000, 1000, 0),
+		    step_reuse(&skipped, hist2, 100000, 17, 0);
+	assert_true(skipped.hold);
+	assert_int_equal(skipped.hold_why, VMM_HOLD_TOO_OLD);
+}
+
 /* An idle guest (no reuse seen at all) is learned after the reuse window; refaults above
  * the target at the longest age hold until they fall back under it. */
 static void test_holds_idle_and_refaulting(void **state)
@@ -321,6 +359,7 @@ int main(void)
 	    cmocka_unit_test(test_bursts_read_as_their_rate),
 	    cmocka_unit_test(test_holds_until_reuses_vouch),
 	    cmocka_unit_test(test_holds_idle_and_refaulting),
+	    cmocka_unit_test(test_skipped_growth_is_not_reuse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

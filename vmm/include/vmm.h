@@ -649,6 +649,11 @@ uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
  * threshold at or above the reuse floor.  A histogram that went backwards (a new guest
  * state) restarts the count.  O(VMM_REUSE_BUCKETS). */
 void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist);
+/* The same histogram, read when its growth since the last reading is known not to be reuse:
+ * the guest's own reclaim read those pages on their way to swap, and host-side access bits
+ * take the read for a use (memtided: while the agent reclaims for it).  The next update adds
+ * none of that growth to its window.  O(VMM_REUSE_BUCKETS). */
+void vmm_reclaim_skip_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist);
 
 #ifdef __cplusplus
 }
