@@ -144,18 +144,10 @@ void mtd_steady_reclaim_answered(struct mtd_steady *s, uint64_t now_ms, uint64_t
 		s->reclaims[s->nr_reclaims - 1].to_ms = now_ms + interval_ms;
 }
 
-bool mtd_steady_in_reclaim(const struct mtd_steady *s, uint64_t now_ms)
+bool mtd_steady_in_reclaim(const struct mtd_steady *s, uint64_t t_ms)
 {
 	for (unsigned i = 0; i < s->nr_reclaims; i++)
-		if (now_ms > s->reclaims[i].from_ms && now_ms <= s->reclaims[i].to_ms)
-			return true;
-	return false;
-}
-
-static bool in_reclaim(const struct mtd_steady *s, uint64_t birth_ms)
-{
-	for (unsigned i = 0; i < s->nr_reclaims; i++)
-		if (birth_ms > s->reclaims[i].from_ms && birth_ms <= s->reclaims[i].to_ms)
+		if (t_ms > s->reclaims[i].from_ms && t_ms <= s->reclaims[i].to_ms)
 			return true;
 	return false;
 }
@@ -172,7 +164,7 @@ uint64_t mtd_steady_echo(struct mtd_steady *s, const struct vmm_guest_stats *gs,
 		if (now_ms > birth && now_ms - birth > cold_age_ms)
 			break; /* older than the cold age: not in the estimate anyway */
 		oldest_birth = birth;
-		if (!in_reclaim(s, birth))
+		if (!mtd_steady_in_reclaim(s, birth)) /* born while the guest reclaimed */
 			continue;
 		if (i == n - 1)
 			*youngest = true;

@@ -120,12 +120,13 @@ uint64_t mtd_steady_bound(uint64_t wss_bytes, uint64_t host_rss_bytes, bool used
 void mtd_steady_reclaim_sent(struct mtd_steady *s, uint64_t now_ms, uint64_t deadline_ms,
 			     uint64_t interval_ms);
 void mtd_steady_reclaim_answered(struct mtd_steady *s, uint64_t now_ms, uint64_t interval_ms);
-/* now_ms lies in a reclaim window: the pages host-side bits saw used since the last round
- * may be the guest's reads on the way to swap.  Their reuses are not fed to the refault
+/* t_ms (a round's time, a generation's birth) lies in a reclaim window.  For a round: the
+ * pages host-side bits saw used since the last one may be the guest's reads on the way to
+ * swap.  Their reuses are not fed to the refault
  * controller's reuse floor (vmm_reclaim_skip_reuse): after a 128 MiB request every freed
  * page read as a reuse past the longest age, and the controller held for the rest of the
  * run (scenario 2 with the ept source: 86 MiB back in 60 s, against 398 without the hold). */
-bool mtd_steady_in_reclaim(const struct mtd_steady *s, uint64_t now_ms);
+bool mtd_steady_in_reclaim(const struct mtd_steady *s, uint64_t t_ms);
 /*
  * The echo in a page-level estimate at cold_age_ms: the bytes of the generations born
  * within it, and within a reclaim window, other than the youngest.  *youngest: the youngest

@@ -184,6 +184,11 @@ below() { local a; a=$(actual); [ -n "$a" ] && [ "$a" -le "$1" ]; }
 above() { local a; a=$(actual); [ -n "$a" ] && [ "$a" -ge "$1" ]; }
 
 printf 'MemTotal: 25165824 kB\nMemAvailable: 20971520 kB\n' >"$dir/meminfo"
+# cold_age fixes the age by hand (5 s, its least, cut to the 1.4 s the generations reach at
+# this interval): at a 100 ms interval the generations tell ages apart up to 1.4 s, under the
+# reuse histogram's second bucket, so the refault controller would vouch for none and take
+# nothing (docs/operations.md, "Eviction by age held").  This test is about memtided's
+# lifecycle, not that controller.
 cat >"$dir/memtided.conf" <<CONF
 [daemon]
 interval = 100ms
@@ -204,11 +209,6 @@ cold_age = 5s
 [sim]
 hot_percent = 10
 CONF
-# cold_age fixes the age by hand (5 s, its least, cut to the 1.4 s the generations reach at
-# this interval): at a 100 ms interval the generations tell ages apart up to 1.4 s, under the
-# reuse histogram's second bucket, so the refault controller would vouch for none and take
-# nothing (docs/operations.md, "Eviction by age held").  This test is about memtided's
-# lifecycle, not that controller.
 start_memtided() {
 	"$BIN/memtided" --qmp "$dir/proxy.sock" --name it-vm --foreground \
 		--config "$dir/memtided.conf" --log-level info >>"$dir/memtided.log" 2>&1 &
