@@ -14,11 +14,12 @@
  * At the end of each epoch, in the order of the data flow (docs/design.md):
  *   Step 1: feedback - faults the core saw: a refault goes to vmm_refault (and counts for
  *           the controller), a fill of a page libvmm had evicted to vmm_restore; pages the
- *           guest freed are hinted cold (the agent's free hints, vmm_hint_cold) and, with
- *           mt-take-free (default), given to the host at once (and, after the first
- *           epoch, every page never used): they hold nothing, and a
- *           balloon's inflation takes free memory first (memtided's balloon path; 0 models
- *           return=reclaim, where only free page reporting's 2 MiB blocks go back);
+ *           guest freed are, with mt-take-free (default), given to the host at once (and,
+ *           after the first epoch, every page never used) and told to libvmm as taken free
+ *           (vmm_hint_free): they hold nothing, a balloon's inflation takes free memory
+ *           first (memtided's balloon path), and the guest's next use of one is a fill, not
+ *           a reuse at the age it lay free; with mt-take-free 0 (return=reclaim, where only
+ *           free page reporting's 2 MiB blocks go back) they are hinted cold (vmm_hint_cold);
  *   Step 2: access bits - the epoch's accesses join the set seen since the last round;
  *   Step 3: control - every mt-interval-ms, vmm_reclaim_update turns the interval's
  *           refaults and the resident pages into a new cold age threshold (libvmm averages
@@ -152,6 +153,20 @@ static int mt_feedback(struct mt *m, struct sim_ctx *ctx)
 	return 0;
 }
 
+/* Step 1: a page the guest holds nothing in goes to the host, and libvmm hears it was
+ * taken free (not evicted by age): its next use is a fill. */
+static int mt_take_free(struct mt *m, struct sim_ctx *ctx, uint32_t p)
+{
+	if (m->vmm_evicted[p])
+		return 0; /* libvmm has it out already (evicted while live, freed since) */
+	int rc = vmm_hint_free(m->g, sim_page_gpa(ctx->t, p), 1);
+	if (rc)
+		return rc;
+	m->vmm_evicted[p] = 1;
+	sim_evict(ctx, p);
+	return 0;
+}
+
 /* Step 2: the accessed bits of the epoch (SIM seen bit 2 = written). */
 static void mt_collect(struct mt *m, const struct sim_epoch *ep)
 {
@@ -228,17 +243,16 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 	uint64_t t1 = sim_epoch_end_ms(ctx->t, e);
 	int rc = mt_feedback(m, ctx); /* Step 1 */
 
-	for (uint32_t i = 0; i < ep->nr_free && !rc; i++) {
-		rc = vmm_hint_cold(m->g, sim_page_gpa(ctx->t, ep->freed[i]), 1);
-		if (ctx->p->mt_take_free)
-			sim_evict(ctx, ep->freed[i]);
-	}
+	for (uint32_t i = 0; i < ep->nr_free && !rc; i++)
+		rc = ctx->p->mt_take_free
+			 ? mt_take_free(m, ctx, ep->freed[i])
+			 : vmm_hint_cold(m->g, sim_page_gpa(ctx->t, ep->freed[i]), 1);
 	/* The guest's memory that was never used is free too: the first inflation takes it
 	 * (the guest reports MemFree; the balloon's pages come from its free lists). */
 	if (e == 0 && ctx->p->mt_take_free)
-		for (uint32_t p = 0; p < ctx->t->ram_pages; p++)
+		for (uint32_t p = 0; p < ctx->t->ram_pages && !rc; p++)
 			if (!(ctx->pg[p] & SIM_PG_LIVE))
-				sim_evict(ctx, p);
+				rc = mt_take_free(m, ctx, p);
 	if (rc)
 		return rc;
 	mt_collect(m, ep);          /* Step 2 */

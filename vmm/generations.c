@@ -73,7 +73,6 @@ void vmm_gen_remove(struct vmm_guest *g, uint64_t idx, uint64_t ci)
 	g->gen_pages[from]--;
 	g->chunks[ci].cnt[from]--;
 	g->evicted_pages++;
-	g->evicted_total++;
 	/* The eviction stamp is max_seq, so the refault distance counts aging rounds. */
 	g->pages[idx] = pb_evicted(g->max_seq, pb_tier(b));
 }
@@ -343,6 +342,17 @@ static void hint_cold_piece(struct vmm_guest *g, const struct guest_range *r, ui
 	}
 }
 
+static void free_piece(struct vmm_guest *g, const struct guest_range *r, uint64_t pfn, uint64_t n,
+		       void *arg)
+{
+	(void)arg;
+	for (uint64_t end = pfn + n; pfn < end; pfn++) {
+		uint64_t idx = r->first_page + pfn - r->start_pfn;
+		if (!(g->pages[idx] & PB_EVICTED))
+			vmm_gen_remove(g, idx, guest_chunk_of(r, pfn));
+	}
+}
+
 static void restore_piece(struct vmm_guest *g, const struct guest_range *r, uint64_t pfn,
 			  uint64_t n, void *arg)
 {
@@ -375,6 +385,11 @@ int vmm_hint_access(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
 int vmm_hint_cold(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
 {
 	return apply(g, gpa, npages, hint_cold_piece);
+}
+
+int vmm_hint_free(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
+{
+	return apply(g, gpa, npages, free_piece);
 }
 
 int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages)

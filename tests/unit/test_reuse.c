@@ -7,7 +7,8 @@
  * nothing for a page used twice within one round; the controller keeps its threshold above
  * the ages a guest keeps reusing, which without the floor it walks straight through, lets
  * it go once the reuses stop, and raises it at once past a threshold that let pages go
- * which then refaulted.
+ * which then refaulted; memory the guest freed and the host took is no reuse when the guest
+ * fills it again.
  */
 #include <errno.h>
 #include <math.h>
@@ -40,6 +41,49 @@ static void test_bucket_scale(void **state)
 	assert_int_equal(vmm_reuse_bucket_ms(11), 45255);
 	assert_int_equal(vmm_reuse_bucket_of(UINT64_MAX), VMM_REUSE_BUCKETS - 1);
 	assert_int_equal(vmm_reuse_bucket_ms(1000), vmm_reuse_bucket_ms(VMM_REUSE_BUCKETS - 1));
+}
+
+/* Free memory the host took (vmm_hint_free) and the guest later fills again is neither a
+ * reuse nor a refault; the same page only hinted cold reads as a reuse at its idle age,
+ * which is what made memtide-sim's reuse floor climb with every page sqlite3 allocated. */
+static void test_freed_pages_are_not_reused(void **state)
+{
+	struct vmm_range ram = {0, 16 * MiB}; /* 4096 pages */
+	struct vmm_guest_config cfg;
+	struct vmm_guest *g = NULL;
+	struct vmm_guest_stats st;
+	uint64_t at = vmm_reuse_bucket_of(90000);
+
+	(void)state;
+	vmm_guest_config_default(&cfg);
+	cfg.ram = &ram;
+	cfg.nr_ram = 1;
+	cfg.nr_gens = 16;
+	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	assert_int_equal(vmm_age_begin(g, 10000), 0);
+	/* Pages 0..99: freed and taken by the host; 100..199: only hinted cold. */
+	assert_int_equal(vmm_hint_free(g, 0, 100), 0);
+	assert_int_equal(vmm_hint_cold(g, 100 * PAGE, 100), 0);
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.evicted_pages, 100);
+	assert_int_equal(st.evicted_total, 0);         /* the hand took nothing */
+	assert_int_equal(vmm_hint_free(g, 0, 100), 0); /* again: no change */
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.evicted_pages, 100);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	/* 90 s later the guest allocates both sets again: the caller restores the freed pages
+	 * (a fill), then the aging round finds all 200 used. */
+	assert_int_equal(vmm_age_begin(g, 100000), 0);
+	assert_int_equal(vmm_restore(g, 0, 100), 0);
+	assert_int_equal(vmm_mark_young(g, 0, 200, true), 0);
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.reuse_hist[at], 100); /* only the cold ones */
+	assert_int_equal(st.refaults_total, 0);
+	assert_int_equal(st.evicted_pages, 0);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	assert_int_equal(vmm_hint_free(NULL, 0, 1), -EINVAL);
+	assert_int_equal(vmm_hint_free(g, 16 * MiB, 1), -ERANGE);
+	vmm_guest_free(g);
 }
 
 static void test_aging_counts_reuses(void **state)
@@ -168,6 +212,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_bucket_scale),
 	    cmocka_unit_test(test_aging_counts_reuses),
+	    cmocka_unit_test(test_freed_pages_are_not_reused),
 	    cmocka_unit_test(test_floor_holds_reused_ages),
 	    cmocka_unit_test(test_refaults_lift_the_floor),
 	};

@@ -433,6 +433,15 @@ int vmm_hint_access(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
 /* A hint that pages are cold: each resident page moves to the oldest generation, tier 0.
  * O(npages). */
 int vmm_hint_cold(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
+/* The guest holds nothing in these pages and the host has taken them (free page reporting,
+ * a balloon inflated over the guest's free memory): each resident page leaves the
+ * generations as if evicted, but counts as no eviction.  When the guest uses it again it
+ * fills fresh memory: the caller restores it (vmm_restore), and neither a reuse nor a
+ * refault is counted.  Without this, a guest reallocating memory it had freed minutes
+ * earlier reads as reusing pages idle for minutes, and the reclaim controller's reuse floor
+ * climbs with it (reclaim_ctl.c).  A page the page tables show used before the caller
+ * restored it counts as a refault, as any evicted page does.  O(npages). */
+int vmm_hint_free(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
 
 /* A run of guest-physical pages the eviction hand chose. */
 struct vmm_run {
