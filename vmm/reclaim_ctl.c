@@ -64,7 +64,7 @@
  *   anyway: at memtided's 70 s, memtide-sim's zipf trace refaulted at 160x a 0.2% budget,
  *   cc1 and python3 at 83-95x.  It holds when:
  *   - learning: the floor counts only once the guest has been watched for trust_factor
- *     (4) times the threshold it names, and once the aging hand has reported any reuse
+ *     (4) times the threshold applied (the floor, or min_age_ms above it), and once the aging hand has reported any reuse
  *     (or the reuse window has passed with none: an idle guest).  A page watched for W
  *     can only be seen reused after up to W; right after attach every cohort looks
  *     unused, and the floor of an empty window is the shortest threshold.  Starting
@@ -79,9 +79,9 @@
  *   target, the threshold goes straight down to it: the floor is a measurement, and the
  *   PID's slow descent (0.01 octave a second) is for when nothing else is known.
  *   Measured (memtide-sim bench, 18 trace x budget cases; docs/results.md "sim_defaults"):
- *   at or under 1.25x the budget on 14 (2 before), with 0 refaults on 12 of them; the 4
- *   over are phases and scan, whose idle data comes back all at once after minutes of
- *   idleness, which no reuse seen before could predict.  The price is memory: with no
+ *   at or under 1.25x the budget on 13 (2 before), with 0 refaults on 11 of them; 4 of
+ *   the 5 over are phases and scan, whose idle data comes back all at once after minutes
+ *   of idleness, which no reuse seen before could predict.  The price is memory: with no
  *   vouched threshold the guest gives back only what it does not use.
  * Known bias: the loop zeroes the average of log2(1 + r / target), and a noisy r whose log
  * averages to the target's has a higher plain average (Jensen), so a noisy rate settles
