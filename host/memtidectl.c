@@ -515,7 +515,7 @@ static const char *return_how(const char *r)
 static void print_pageout(struct json_object *vm)
 {
 	struct json_object *p;
-	char a[16], b[16], c[16], d[16], e[16];
+	char a[16], b[16], c[16], d[16], e[16], f[16];
 
 	if (!json_object_object_get_ex(vm, "pageout", &p))
 		return;
@@ -524,13 +524,14 @@ static void print_pageout(struct json_object *vm)
 	printf("  host pageout %s%s%s\n", get_s(p, "state"), *get_s(p, "why") ? ": " : "",
 	       get_s(p, "why"));
 	printf("    in host swap %s (resident drop) - compressed pool %s = %s saved; %s sent out "
-	       "in all, %s evictable; swap-ins %.1f pages/s, %" PRId64 " refaults in all\n",
+	       "in all, %s evictable; swap-ins %.1f pages/s, %" PRId64 " refaults in all; "
+	       "%s of it free in the guest (held nothing on the host)\n",
 	       size_str(get_i(p, "swapped_bytes"), a, sizeof(a)),
 	       size_str(get_i(p, "pool_bytes"), b, sizeof(b)),
 	       size_str(get_i(p, "net_bytes"), c, sizeof(c)),
 	       size_str(get_i(p, "out_total_bytes"), d, sizeof(d)),
 	       size_str(get_i(p, "evictable_bytes"), e, sizeof(e)), get_d(p, "swapin_pages_per_s"),
-	       get_i(p, "refaults_total"));
+	       get_i(p, "refaults_total"), size_str(get_i(p, "free_bytes"), f, sizeof(f)));
 }
 
 static void print_vm(struct json_object *vm)

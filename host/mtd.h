@@ -113,6 +113,8 @@ struct mtd_vm_pageout {
 	uint64_t refaults_total;   /* pages read back from swap for the guest, cumulative */
 	uint64_t collapsed_total;  /* pages khugepaged read back into huge pages, cumulative */
 	double swapin_pages_per_s; /* refaults over the last interval */
+	uint64_t free_bytes;       /* not evicted, yet holding nothing on the host: the guest's
+				    * free memory (libvmm counts its next use as no reuse) */
 	uint64_t last_out_bytes;   /* the last batch sent to swap */
 	uint64_t last_out_ms;      /* how long it took (process_madvise and the checks) */
 };

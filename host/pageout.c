@@ -813,3 +813,42 @@ int mtd_pageout_scan(struct mtd_pageout *po, const struct mtd_pageout_scan_ops *
 	res->ns = mono_ns() - t0;
 	return rc;
 }
+
+/* Runs of empty pages in [lo, hi) of pr, whose pagemap entries start at e. */
+static uint64_t empty_runs(const struct po_region *pr, uint64_t lo, uint64_t hi, const uint64_t *e,
+			   mtd_pageout_empty_fn fn, void *arg)
+{
+	uint64_t found = 0, start = 0, n = 0;
+
+	for (uint64_t i = lo; i < hi; i++) {
+		bool empty = pr->st[i] == PG_RESIDENT && !(e[i - lo] & (PM_PRESENT | PM_SWAPPED));
+		if (empty && n++ == 0)
+			start = i;
+		if (empty && i + 1 < hi)
+			continue;
+		if (n)
+			fn(arg, pr->r.gpa + (start << PAGE_SHIFT), n);
+		found += n;
+		n = 0;
+	}
+	return found;
+}
+
+int64_t mtd_pageout_find_empty(struct mtd_pageout *po, mtd_pageout_empty_fn fn, void *arg)
+{
+	int64_t found = 0;
+
+	if (!po || !fn)
+		return -EINVAL;
+	for (size_t r = 0; r < po->nr; r++) {
+		const struct po_region *pr = &po->reg[r];
+		for (uint64_t lo = 0; lo < pr->pages; lo += PM_CHUNK) {
+			uint64_t hi = pr->pages - lo > PM_CHUNK ? lo + PM_CHUNK : pr->pages;
+			int rc = read_pm(po, pr->r.hva + (lo << PAGE_SHIFT), (size_t)(hi - lo));
+			if (rc < 0)
+				return rc;
+			found += (int64_t)empty_runs(pr, lo, hi, po->pm, fn, arg);
+		}
+	}
+	return found;
+}

@@ -137,6 +137,17 @@ struct mtd_pageout_scan_ops {
 int mtd_pageout_scan(struct mtd_pageout *po, const struct mtd_pageout_scan_ops *ops, void *arg,
 		     struct mtd_pageout_scan_result *res);
 
+/*
+ * The guest's free memory, as the host sees it: pages memtided has not evicted whose pagemap
+ * entry is neither present nor swapped.  They hold nothing on the host: never touched since
+ * QEMU started, or discarded by QEMU after the guest freed them (free page reporting, the
+ * balloon).  fn gets them in runs, ascending.  Cost: 8 bytes of pagemap per page of every
+ * evictable region (all of them, unlike the refault scan).  Returns the pages found,
+ * -ESRCH (QEMU is gone) or -errno.
+ */
+typedef void (*mtd_pageout_empty_fn)(void *arg, uint64_t gpa, uint64_t npages);
+int64_t mtd_pageout_find_empty(struct mtd_pageout *po, mtd_pageout_empty_fn fn, void *arg);
+
 /* Counters for status and metrics. */
 struct mtd_pageout_stats {
 	uint64_t swapped_pages;   /* evicted pages in host swap now */

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "pageout.h"
@@ -67,6 +68,7 @@ struct mtd_pageout_hand {
 
 	uint64_t last_scan_ms;
 	double swapin_per_s;
+	uint64_t free_pages; /* held nothing on the host at the last mtd_hand_mark_free */
 	uint64_t last_out_bytes, last_out_ms;
 
 	struct vmm_guest *g; /* the callbacks' guest, during a call */
@@ -386,6 +388,34 @@ void mtd_hand_feedback(struct mtd_pageout_hand *h, struct vmm_guest *g, uint64_t
 			  res.blocks_read, res.ns / 1000);
 }
 
+static void on_empty(void *arg, uint64_t gpa, uint64_t npages)
+{
+	struct mtd_pageout_hand *h = arg;
+
+	(void)vmm_hint_free(h->g, gpa, npages); /* -ERANGE: outside libvmm's layout, skip */
+}
+
+void mtd_hand_mark_free(struct mtd_pageout_hand *h, struct vmm_guest *g)
+{
+	if (!h || !h->po || !g)
+		return;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	h->g = g;
+	int64_t n = mtd_pageout_find_empty(h->po, on_empty, h);
+	h->g = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (n >= 0 && (uint64_t)n != h->free_pages)
+		mtd_debug(
+		    "%s: free page scan: %" PRIu64 " MiB hold nothing on the host (%ld us)",
+		    h->name, ((uint64_t)n << VMM_PAGE_SHIFT) / MiB,
+		    (long)((t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000));
+	if (n >= 0)
+		h->free_pages = (uint64_t)n;
+	else if (n != -ESRCH) /* QEMU gone: the next refault scan says so */
+		mtd_debug("%s: free page scan: %s", h->name, strerror((int)-n));
+}
+
 /* ---- Step 5b: eviction ------------------------------------------------------------- */
 
 static void on_kept(void *arg, uint64_t gpa, uint64_t npages, enum mtd_pageout_kept why)
@@ -634,6 +664,7 @@ void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st
 	p->state = h->state;
 	snprintf(p->why, sizeof(p->why), "%s", h->why);
 	p->swapin_pages_per_s = h->swapin_per_s;
+	p->free_bytes = h->po ? h->free_pages << VMM_PAGE_SHIFT : 0;
 	p->last_out_bytes = h->last_out_bytes;
 	p->last_out_ms = h->last_out_ms;
 	if (h->layout && h->layout->sure)

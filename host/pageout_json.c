@@ -32,6 +32,7 @@ struct json_object *mtd_json_pageout(const struct mtd_vm_pageout *p)
 			       json_object_new_double(p->swapin_pages_per_s));
 	put_u64(o, "last_out_bytes", p->last_out_bytes);
 	put_u64(o, "last_out_ms", p->last_out_ms);
+	put_u64(o, "free_bytes", p->free_bytes);
 	return o;
 }
 

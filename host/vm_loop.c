@@ -605,6 +605,7 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	bool turn = mtd_turns_take(&vm->d->turns);
 	/* Step 2a: pages read back from host swap are refaults, before the source ages. */
 	mtd_hand_feedback(vm->hand, vm->guest, t->now_ms);
+	mtd_hand_mark_free(vm->hand, vm->guest);
 	int rc = vm->source.ops->age(vm->source.ctx, vm->guest, t->now_ms);
 	mtd_turns_give(&vm->d->turns, turn);
 	if (rc == 0)

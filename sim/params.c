@@ -60,6 +60,9 @@ static const struct pdesc pdescs[] = {
      "window of the reuse histogram that floors the threshold (0: no floor)"},
     {"mt-take-free", P_BOOL, F(mt_take_free), 0, 1,
      "pages the guest frees go to the host at once (the balloon takes free memory first)"},
+    {"mt-free-hint", P_BOOL, F(mt_free_hint), 0, 1,
+     "libvmm is told which pages went to the host free, as memtided reads them from QEMU's "
+     "pagemap (0: hinted cold instead; their next use reads as a reuse)"},
     {"mt-trust", P_UINT, F(mt_trust), 0, 64,
      "the reuse floor at T counts after watching the guest for trust x T (0: at once)"},
     {"mt-aging-div", P_UINT, F(mt_aging_div), 0, 64,
@@ -95,6 +98,7 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_reuse_tau_ms = rc.reuse_tau_ms;
 	p->mt_trust = rc.trust_factor;
 	p->mt_take_free = true;
+	p->mt_free_hint = true;
 }
 
 void sim_params_memtided_layout(struct sim_params *p)

@@ -153,18 +153,17 @@ static int mt_feedback(struct mt *m, struct sim_ctx *ctx)
 	return 0;
 }
 
-/* Step 1: a page the guest holds nothing in goes to the host, and libvmm hears it was
- * taken free (not evicted by age): its next use is a fill. */
+/* Step 1: a page the guest holds nothing in goes to the host; with mt-free-hint libvmm
+ * hears so (vmm_hint_free: its next use is no reuse), else it is hinted cold. */
 static int mt_take_free(struct mt *m, struct sim_ctx *ctx, uint32_t p)
 {
-	if (m->vmm_evicted[p])
-		return 0; /* libvmm has it out already (evicted while live, freed since) */
-	int rc = vmm_hint_free(m->g, sim_page_gpa(ctx->t, p), 1);
-	if (rc)
-		return rc;
-	m->vmm_evicted[p] = 1;
+	uint64_t gpa = sim_page_gpa(ctx->t, p);
+	int rc = m->vmm_evicted[p]      ? 0 /* libvmm has it out already */
+		 : ctx->p->mt_free_hint ? vmm_hint_free(m->g, gpa, 1)
+					: vmm_hint_cold(m->g, gpa, 1);
+
 	sim_evict(ctx, p);
-	return 0;
+	return rc;
 }
 
 /* Step 2: the accessed bits of the epoch (SIM seen bit 2 = written). */

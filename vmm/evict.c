@@ -150,7 +150,6 @@ static void evict_piece(struct evictor *ev, const struct guest_range *r, uint64_
 			break;
 		}
 		vmm_gen_remove(g, idx, ci);
-		g->evicted_total++;
 		g->tp.t[tier].evicted++;
 		ev->res->evicted_pages++;
 	}

@@ -73,6 +73,8 @@ void vmm_gen_remove(struct vmm_guest *g, uint64_t idx, uint64_t ci)
 	g->gen_pages[from]--;
 	g->chunks[ci].cnt[from]--;
 	g->evicted_pages++;
+	g->evicted_total++;
+	guest_unfree(g, idx); /* out of the generations: nothing left to mark */
 	/* The eviction stamp is max_seq, so the refault distance counts aging rounds. */
 	g->pages[idx] = pb_evicted(g->max_seq, pb_tier(b));
 }
@@ -233,8 +235,9 @@ void vmm_gen_young(struct vmm_guest *g, const struct guest_range *r, uint64_t pf
 		if (accessed) {
 			unsigned from = SLOT(seq);
 			/* Used again after an idle age: what a threshold at or below that age
-			 * would have made a refault (reuse.c). */
-			if (from != to)
+			 * would have made a refault (reuse.c).  Not a page the guest had freed:
+			 * it fills fresh memory (vmm_hint_free). */
+			if (!guest_unfree(g, idx) && from != to)
 				g->reuse_hist[g->reuse_bucket[from]]++;
 			g->gen_pages[from]--;
 			g->chunks[ci].cnt[from]--;
@@ -323,6 +326,7 @@ static void hint_access_piece(struct vmm_guest *g, const struct guest_range *r, 
 			continue; /* not resident: a touch of it is a refault, reported apart */
 		uint64_t seq = guest_page_seq(g, b);
 		unsigned tier = pb_tier(b);
+		guest_unfree(g, idx); /* in use again */
 		if (seq < g->max_seq)
 			seq++;
 		if (tier + 1 < g->nr_tiers)
@@ -348,8 +352,13 @@ static void free_piece(struct vmm_guest *g, const struct guest_range *r, uint64_
 	(void)arg;
 	for (uint64_t end = pfn + n; pfn < end; pfn++) {
 		uint64_t idx = r->first_page + pfn - r->start_pfn;
-		if (!(g->pages[idx] & PB_EVICTED))
-			vmm_gen_remove(g, idx, guest_chunk_of(r, pfn));
+		if (g->pages[idx] & PB_EVICTED)
+			continue; /* out already: its return is a refault or a fill, told apart */
+		vmm_gen_move(g, idx, guest_chunk_of(r, pfn), g->min_seq, 0);
+		if (!guest_page_free(g, idx)) {
+			g->free_map[idx >> 6] |= (uint64_t)1 << (idx & 63);
+			g->free_pages++;
+		}
 	}
 }
 

@@ -14,6 +14,7 @@
  *       below nr_tiers; an evicted page's distance is at most 24 (the sweep's bound).
  *   I3  gen_pages[] and each chunk's cnt[] equal a recount; slots outside the window are 0.
  *   I4  sum of gen_pages == resident pages, resident + evicted_pages == ram_pages.
+ *   I5  only resident pages carry the free mark, and free_pages counts them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -101,7 +102,8 @@ int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out)
 	}
 	g->pages = calloc(g->ram_pages, 1); /* 0 = resident, tier 0, seq 0 */
 	g->chunks = calloc(g->nr_chunks, sizeof(*g->chunks));
-	if (!g->pages || !g->chunks)
+	g->free_map = calloc((g->ram_pages + 63) / 64, sizeof(*g->free_map));
+	if (!g->pages || !g->chunks || !g->free_map)
 		goto fail;
 	rc = vmm_bloom_new(&cfg->bloom, &g->bloom);
 	if (rc < 0)
@@ -120,6 +122,7 @@ int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out)
 	g->gen_pages[0] = g->ram_pages;
 	g->metadata_bytes = sizeof(*g) + g->nr_ranges * sizeof(*g->ranges) + g->ram_pages +
 			    g->nr_chunks * sizeof(*g->chunks) +
+			    (g->ram_pages + 63) / 64 * sizeof(*g->free_map) +
 			    (sizeof(uint64_t) << (cfg->bloom.bits_shift - 5)); /* two filters */
 	*out = g;
 	return 0;
@@ -134,6 +137,7 @@ void vmm_guest_free(struct vmm_guest *g)
 		return;
 	vmm_bloom_free(g->bloom);
 	free(g->chunks);
+	free(g->free_map);
 	free(g->pages);
 	free(g->ranges);
 	free(g);
@@ -196,6 +200,7 @@ void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st)
 	st->ram_pages = g->ram_pages;
 	st->evicted_pages = g->evicted_pages;
 	st->resident_pages = g->ram_pages - g->evicted_pages;
+	st->free_pages = g->free_pages;
 	st->refaults_total = g->refaults_total;
 	st->evicted_total = g->evicted_total;
 	memcpy(st->refaults_by_tier, g->refaults_by_tier, sizeof(st->refaults_by_tier));
@@ -279,6 +284,17 @@ int vmm_check_invariants(const struct vmm_guest *g)
 		resident += per_slot[s];
 	}
 	if (evicted != g->evicted_pages || resident + evicted != g->ram_pages)
+		return -EUCLEAN;
+	/* I5 */
+	uint64_t marked = 0;
+	for (uint64_t idx = 0; idx < g->ram_pages; idx++) {
+		if (!guest_page_free(g, idx))
+			continue;
+		if (g->pages[idx] & PB_EVICTED)
+			return -EUCLEAN;
+		marked++;
+	}
+	if (marked != g->free_pages)
 		return -EUCLEAN;
 	return 0;
 }

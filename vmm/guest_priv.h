@@ -150,7 +150,10 @@ struct vmm_guest {
 
 	size_t nr_ranges;
 	struct guest_range *ranges;
-	uint8_t *pages; /* one byte per RAM page, see above */
+	uint8_t *pages;      /* one byte per RAM page, see above */
+	uint64_t *free_map;  /* one bit per RAM page: resident, and the guest holds nothing in it
+			      * (vmm_hint_free); cleared when it is used or evicted */
+	uint64_t free_pages; /* bits set in free_map */
 	uint64_t nr_chunks;
 	struct chunk_counts *chunks;
 	struct vmm_bloom *bloom;
@@ -202,6 +205,21 @@ static inline uint64_t guest_page_seq(const struct vmm_guest *g, uint8_t b)
 static inline uint64_t guest_evicted_distance(const struct vmm_guest *g, uint8_t b)
 {
 	return (g->max_seq - (b & PB_LABEL_MASK)) & PB_LABEL_MASK;
+}
+
+/* The free mark of pages[idx] (vmm_hint_free): test, and clear (true if it was set). */
+static inline bool guest_page_free(const struct vmm_guest *g, uint64_t idx)
+{
+	return (g->free_map[idx >> 6] >> (idx & 63)) & 1;
+}
+
+static inline bool guest_unfree(struct vmm_guest *g, uint64_t idx)
+{
+	if (!guest_page_free(g, idx))
+		return false;
+	g->free_map[idx >> 6] &= ~((uint64_t)1 << (idx & 63));
+	g->free_pages--;
+	return true;
 }
 
 /* Move the resident page at pages[idx] (chunk ci) from its generation to seq with tier. */

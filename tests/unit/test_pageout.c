@@ -1,6 +1,7 @@
 /*
  * test_pageout.c - the pageout actuator (host/pageout.c) against a real process, without
- * touching host-global state.
+ * touching host-global state.  The free page scan (mtd_pageout_find_empty) against the same
+ * child: its untouched half is the guest's free memory, until it touches a page of it.
  *
  * A child process maps 16 MiB (2 MiB-aligned, MADV_HUGEPAGE, as QEMU maps guest RAM), touches
  * and mlocks the first 8 MiB and leaves the rest untouched; a hand-made layout places that
@@ -199,6 +200,65 @@ static void test_open_errors(void **state)
 	assert_non_null(strstr(err, "pidfd_open"));
 }
 
+/* The guest's free memory as the host sees it (mtd_pageout_find_empty): runs of pages
+ * neither present nor swapped, that memtided has not evicted itself. */
+struct empty_log {
+	uint64_t pages, runs, last_end;
+	uint64_t probe; /* a gpa that must not be reported */
+	bool probe_seen;
+};
+
+static void on_empty(void *arg, uint64_t gpa, uint64_t npages)
+{
+	struct empty_log *e = arg;
+
+	assert_true(gpa % 4096 == 0 && npages > 0);
+	assert_true(gpa >= e->last_end); /* ascending, disjoint */
+	e->last_end = gpa + npages * 4096;
+	if (e->probe >= gpa && e->probe < e->last_end)
+		e->probe_seen = true;
+	e->pages += npages;
+	e->runs++;
+}
+
+static void test_find_empty(void **state)
+{
+	struct child *ch = child_start();
+	struct mtd_ram_layout l;
+	struct mtd_pageout *po;
+	struct mtd_pageout_result res;
+	struct kept_log k = {0};
+	char err[200];
+	(void)state;
+
+	layout_of(ch, &l);
+	assert_int_equal(mtd_pageout_open(ch->pid, &l, NULL, &po, err, sizeof(err)), 0);
+	/* The locked first half is present; the untouched second half holds nothing. */
+	struct empty_log e = {.probe = GPA_BASE};
+	assert_int_equal(mtd_pageout_find_empty(po, on_empty, &e), CHILD_MIB * 128);
+	assert_int_equal(e.pages, CHILD_MIB * 128);
+	assert_int_equal(e.runs, 1);
+	assert_false(e.probe_seen);
+	/* The child uses one page of the second half (THP may fill its whole 2 MiB block). */
+	child_touch(ch, CHILD_MIB * 128 + 700);
+	e = (struct empty_log){.probe = GPA_BASE + (CHILD_MIB * 128 + 700) * 4096ULL};
+	int64_t n = mtd_pageout_find_empty(po, on_empty, &e);
+	assert_true(n >= CHILD_MIB * 128 - 512 && n <= CHILD_MIB * 128 - 1);
+	assert_int_equal((uint64_t)n, e.pages);
+	assert_false(e.probe_seen);
+	/* Pages memtided evicts are its own, not the guest's free memory. */
+	struct vmm_run all = {.gpa = GPA_BASE, .npages = CHILD_MIB * 256};
+	assert_int_equal(mtd_pageout_runs(po, &all, 1, &thp_default, UINT64_MAX, on_kept, &k, &res),
+			 0);
+	assert_true(res.empty_pages >= (uint64_t)n);
+	e = (struct empty_log){0};
+	assert_int_equal(mtd_pageout_find_empty(po, on_empty, &e), 0);
+	assert_int_equal(e.runs, 0);
+	assert_int_equal(mtd_pageout_find_empty(po, NULL, NULL), -EINVAL);
+	mtd_pageout_close(po);
+	child_stop(ch);
+}
+
 static void test_pageout_outcomes(void **state)
 {
 	struct child *ch = child_start();
@@ -365,9 +425,8 @@ static void test_thp_rule_and_budget(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_thp_settings),
-	    cmocka_unit_test(test_open_errors),
-	    cmocka_unit_test(test_pageout_outcomes),
+	    cmocka_unit_test(test_thp_settings),        cmocka_unit_test(test_open_errors),
+	    cmocka_unit_test(test_pageout_outcomes),    cmocka_unit_test(test_find_empty),
 	    cmocka_unit_test(test_thp_rule_and_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

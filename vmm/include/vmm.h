@@ -433,14 +433,15 @@ int vmm_hint_access(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
 /* A hint that pages are cold: each resident page moves to the oldest generation, tier 0.
  * O(npages). */
 int vmm_hint_cold(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
-/* The guest holds nothing in these pages and the host has taken them (free page reporting,
- * a balloon inflated over the guest's free memory): each resident page leaves the
- * generations as if evicted, but counts as no eviction.  When the guest uses it again it
- * fills fresh memory: the caller restores it (vmm_restore), and neither a reuse nor a
- * refault is counted.  Without this, a guest reallocating memory it had freed minutes
- * earlier reads as reusing pages idle for minutes, and the reclaim controller's reuse floor
- * climbs with it (reclaim_ctl.c).  A page the page tables show used before the caller
- * restored it counts as a refault, as any evicted page does.  O(npages). */
+/* The guest holds nothing in these pages (it freed them, or never used them; memtided
+ * learns it from QEMU's pagemap once free page reporting or a balloon has taken them): each
+ * resident page moves to the oldest generation, tier 0, marked free.  When a marked page is
+ * next seen used (vmm_mark_young, a walk, vmm_hint_access) the guest is filling fresh
+ * memory: it moves to the youngest generation as any used page does, but counts as no reuse
+ * (reuse.c).  Without this, a guest reallocating memory it freed minutes earlier reads as
+ * reusing pages idle for minutes, and the reclaim controller's reuse floor climbs with its
+ * allocations.  The mark goes when the page is used or evicted; evicted pages are left
+ * alone.  Only bookkeeping: nothing is freed or evicted here.  O(npages). */
 int vmm_hint_free(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
 
 /* A run of guest-physical pages the eviction hand chose. */
@@ -520,6 +521,7 @@ struct vmm_guest_stats {
 	uint64_t ram_pages;                       /* pages in the layout */
 	uint64_t resident_pages;                  /* in some generation */
 	uint64_t evicted_pages;
+	uint64_t free_pages; /* resident pages marked free (vmm_hint_free), not used since */
 	uint64_t refaults_total;
 	uint64_t evicted_total;
 	uint64_t refaults_by_tier[VMM_MAX_NR_TIERS];
