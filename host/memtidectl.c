@@ -525,7 +525,7 @@ static void print_pageout(struct json_object *vm)
 	       get_s(p, "why"));
 	printf("    in host swap %s (resident drop) - compressed pool %s = %s saved; %s sent out "
 	       "in all, %s evictable; swap-ins %.1f pages/s, %" PRId64 " refaults in all; "
-	       "%s of it free in the guest (held nothing on the host)\n",
+	       "%s free in the guest (holding nothing on the host)\n",
 	       size_str(get_i(p, "swapped_bytes"), a, sizeof(a)),
 	       size_str(get_i(p, "pool_bytes"), b, sizeof(b)),
 	       size_str(get_i(p, "net_bytes"), c, sizeof(c)),

@@ -80,6 +80,18 @@ paused pc1g 1G "ram=1G"
 e2e_check $? "pc, 1 GiB: 1023 MiB evictable ($(po pc1g state): $(po pc1g why | head -c 80))"
 grep -q 'host pageout' "$E2E_DIR/pc1g.show" && grep -q 'returned by pageout' "$E2E_DIR/pc1g.show"
 e2e_check $? "vm show says pageout is in force and shows host pageout's state"
+# The free page scan (each interval, once the map is open): a QEMU started paused has
+# touched almost none of its guest's RAM, so nearly all of it holds nothing on the host.
+free=0
+for i in $(seq 1 40); do
+	"$CTL" --socket "$E2E_DIR/pc1g.sock" --json vm show pc1g >"$E2E_DIR/pc1g.json" 2>/dev/null
+	free=$(po pc1g free_bytes)
+	[ "${free:-0}" -ge $((1000 * MiB)) ] && break
+	sleep 0.25
+done
+[ "${free:-0}" -ge $((1000 * MiB)) ] && [ "$free" -le $((1023 * MiB)) ] &&
+	"$CTL" --socket "$E2E_DIR/pc1g.sock" vm show pc1g | grep -q 'free in the guest'
+e2e_check $? "the guest's free memory as the host sees it: $((${free:-0} / MiB)) of 1023 MiB hold nothing on the host"
 stop_paused
 
 paused pc5g 5G "ram=5G,lowmem=3G"
