@@ -40,6 +40,13 @@
  *                          moved to other frames since they were printed).  With SCATTER
  *                          = N > 1, only every N-th page of the hot mapping is hot (a scattered
  *                          hot set; the rest of it counts as cold).  Ends with "WL-DONE".
+ *   churn HOT COLD CHURN PERIOD_S SECONDS
+ *                          write COLD MiB once and leave it, then for SECONDS seconds touch HOT
+ *                          MiB page by page and, every PERIOD_S seconds, map CHURN MiB, write
+ *                          every page and unmap it at once ("WL-CHURN <s> <n>"): a guest that
+ *                          keeps allocating and freeing memory, as a build or a batch job
+ *                          does.  Prints "WL-FILLED" after the cold data, "WL-RATE <s>
+ *                          <pages/s>" once a second and "WL-DONE" at the end.
  * Layout: one mmap per region, 4 KiB pages, one word per page written per touch (a touch is what
  * makes the page young; its content is not the point).  Exit status 0 unless a check failed or a
  * mapping could not be made.
@@ -432,6 +439,44 @@ static int hotpages(unsigned long hot_mib, unsigned long cold_mib, unsigned long
 	return 0;
 }
 
+static int churn(unsigned long hot_mib, unsigned long cold_mib, unsigned long churn_mib,
+		 unsigned long period_s, unsigned long seconds)
+{
+	unsigned long hot_pages = hot_mib * MIB_BYTES / PAGE_BYTES, i = 0, touched = 0, sec = 0;
+	unsigned char *cold = map_mib(cold_mib), *hot = map_mib(hot_mib);
+	unsigned long cycles = 0;
+	double tsec;
+
+	if (!cold || !hot || hot_pages == 0 || period_s == 0)
+		return 1;
+	touch_all(cold, cold_mib * MIB_BYTES);
+	touch_all(hot, hot_mib * MIB_BYTES);
+	printf("WL-FILLED hot %lu cold %lu\n", hot_mib, cold_mib);
+	tsec = now_s();
+	while (sec < seconds) {
+		hot[(i % hot_pages) * PAGE_BYTES + (i / hot_pages) % PAGE_BYTES]++;
+		i++;
+		touched++;
+		if ((touched & 1023) != 0 || now_s() - tsec < 1.0)
+			continue;
+		double t = now_s();
+		sec++;
+		printf("WL-RATE %lu %.0f\n", sec, touched / (t - tsec));
+		touched = 0;
+		tsec = t;
+		if (sec % period_s == 0) {
+			unsigned char *c = map_mib(churn_mib);
+			if (!c)
+				return 1;
+			touch_all(c, churn_mib * MIB_BYTES);
+			munmap(c, churn_mib * MIB_BYTES);
+			printf("WL-CHURN %lu %lu\n", sec, ++cycles);
+		}
+	}
+	printf("WL-DONE\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -447,10 +492,15 @@ int main(int argc, char **argv)
 		return hotpages(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
 				strtoul(argv[4], NULL, 0),
 				argc == 6 ? strtoul(argv[5], NULL, 0) : 1);
+	if (argc == 7 && !strcmp(argv[1], "churn"))
+		return churn(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
+			     strtoul(argv[4], NULL, 0), strtoul(argv[5], NULL, 0),
+			     strtoul(argv[6], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "integrity"))
 		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
 			"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
-			"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER]\n");
+			"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER] | "
+			"churn HOT COLD CHURN PERIOD_S SECONDS\n");
 	return 2;
 }
