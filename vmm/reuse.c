@@ -20,6 +20,9 @@
  * vmm_guest_stats.reuse_hist; the controller turns their growth into rates
  * (reclaim_ctl.c: the reuse floor).
  *
+ * Not a reuse: a page marked free (vmm_hint_free) that the guest uses again.  It held
+ * nothing; the guest is filling fresh memory, and evicting it would have cost no refault.
+ *
  * Accuracy: the age is known to one aging interval (the generation's resolution), and a
  * page folded into an older generation's successor (nr_gens exceeded) reads as younger than
  * it is, so the longest ages are undercounted; both err towards predicting refaults at a
