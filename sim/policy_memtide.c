@@ -15,8 +15,8 @@
  *   Step 1: feedback - faults the core saw: a refault goes to vmm_refault (and counts for
  *           the controller), a fill of a page libvmm had evicted to vmm_restore; pages the
  *           guest freed are, with mt-take-free (default), given to the host at once (and,
- *           after the first epoch, every page never used) and told to libvmm as taken free
- *           (vmm_hint_free): they hold nothing, a balloon's inflation takes free memory
+ *           after the first epoch, every page never used) and, with mt-free-hint (default),
+ *           told to libvmm as free (vmm_hint_free): they hold nothing, a balloon's inflation takes free memory
  *           first (memtided's balloon path), and the guest's next use of one is a fill, not
  *           a reuse at the age it lay free; with mt-take-free 0 (return=reclaim, where only
  *           free page reporting's 2 MiB blocks go back) they are hinted cold (vmm_hint_cold);

@@ -212,7 +212,7 @@ struct sim_params {
 	uint64_t mt_reuse_tau_ms;  /* reuse floor's window (0: no floor) */
 	unsigned mt_trust;         /* the floor at T counts after watching trust x T */
 	bool mt_take_free;         /* the guest's freed pages go to the host at once */
-	bool mt_free_hint;         /* libvmm is told so (vmm_hint_free); memtided is not yet */
+	bool mt_free_hint;         /* libvmm is told so (vmm_hint_free), as memtided tells it */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;
 	/* oracle: none, it reads `budget` */

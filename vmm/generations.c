@@ -355,10 +355,7 @@ static void free_piece(struct vmm_guest *g, const struct guest_range *r, uint64_
 		if (g->pages[idx] & PB_EVICTED)
 			continue; /* out already: its return is a refault or a fill, told apart */
 		vmm_gen_move(g, idx, guest_chunk_of(r, pfn), g->min_seq, 0);
-		if (!guest_page_free(g, idx)) {
-			g->free_map[idx >> 6] |= (uint64_t)1 << (idx & 63);
-			g->free_pages++;
-		}
+		guest_mark_free(g, idx);
 	}
 }
 

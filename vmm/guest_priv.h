@@ -207,10 +207,18 @@ static inline uint64_t guest_evicted_distance(const struct vmm_guest *g, uint8_t
 	return (g->max_seq - (b & PB_LABEL_MASK)) & PB_LABEL_MASK;
 }
 
-/* The free mark of pages[idx] (vmm_hint_free): test, and clear (true if it was set). */
+/* The free mark of pages[idx] (vmm_hint_free): test, set, and clear (true if it was set). */
 static inline bool guest_page_free(const struct vmm_guest *g, uint64_t idx)
 {
 	return (g->free_map[idx >> 6] >> (idx & 63)) & 1;
+}
+
+static inline void guest_mark_free(struct vmm_guest *g, uint64_t idx)
+{
+	if (guest_page_free(g, idx))
+		return;
+	g->free_map[idx >> 6] |= (uint64_t)1 << (idx & 63);
+	g->free_pages++;
 }
 
 static inline bool guest_unfree(struct vmm_guest *g, uint64_t idx)

@@ -64,8 +64,9 @@
  *   anyway: at memtided's 70 s, memtide-sim's zipf trace refaulted at 160x a 0.2% budget,
  *   cc1 and python3 at 83-95x.  It holds when:
  *   - learning: the floor counts only once the guest has been watched for trust_factor
- *     (4) times the threshold applied (the floor, or min_age_ms above it), and once the aging hand has reported any reuse
- *     (or the reuse window has passed with none: an idle guest).  A page watched for W
+ *     (4) times the threshold applied (the floor, or min_age_ms above it), and once the
+ *     aging hand has reported any reuse (or the reuse window has passed with none: an
+ *     idle guest).  A page watched for W
  *     can only be seen reused after up to W; right after attach every cohort looks
  *     unused, and the floor of an empty window is the shortest threshold.  Starting
  *     at the shortest threshold evicted zipf's whole live set 15 s in, and paid it
