@@ -96,7 +96,7 @@ const char *mtd_pageout_state_name(enum mtd_pageout_state s)
 void mtd_pageout_config_default(struct mtd_pageout_config *c)
 {
 	c->swap_reserve_bytes = 64 * MiB;
-	c->max_step_bytes = 1024 * MiB;
+	c->max_step_bytes = VMM_DECIDE_MAX_STEP_PAGES << VMM_PAGE_SHIFT;
 	c->requery_ms = 60000;
 }
 
@@ -520,7 +520,6 @@ static uint64_t swap_budget(struct mtd_pageout_hand *h)
 
 void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct mtd_hand_input *in)
 {
-	struct vmm_guest_stats gs;
 	uint64_t sent = 0, ns = 0, evicted = 0, budget;
 	bool full = false;
 
@@ -554,16 +553,20 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	}
 	/* Pages the source has not seen used are idle for as long as it has watched, no more:
 	 * the first generation holds everything that was resident when it came. */
-	if (in->watched_ms < in->cold_age_ms) {
+	const struct vmm_decision *d = in->decision;
+	if (!d)
+		return;
+	if (d->gate == VMM_DECIDE_WATCHING) {
 		set_state(h, MTD_PAGEOUT_PAUSED,
 			  "watching the guest for %" PRIu64
 			  " s before the first eviction (the cold "
 			  "age)",
-			  in->cold_age_ms / 1000);
+			  d->cold_age_ms / 1000);
 		return;
 	}
-	if (in->hold) {
-		set_state(h, MTD_PAGEOUT_PAUSED, "the refault controller holds: %s", in->hold);
+	if (d->gate == VMM_DECIDE_HOLD) {
+		set_state(h, MTD_PAGEOUT_PAUSED, "the refault controller holds: %s",
+			  in->hold_why ? in->hold_why : "-");
 		return;
 	}
 	budget = swap_budget(h);
@@ -575,18 +578,13 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	}
 	set_state(h, MTD_PAGEOUT_ACTIVE, "%s", h->layout->why);
 
-	/* Every page past the cold age, down to the floor, one step at most. */
-	vmm_guest_get_stats(g, &gs);
-	uint64_t floor_pages = in->floor_bytes >> VMM_PAGE_SHIFT;
-	uint64_t left = gs.resident_pages > floor_pages ? gs.resident_pages - floor_pages : 0;
-	uint64_t step = h->cfg.max_step_bytes >> VMM_PAGE_SHIFT;
-	if (left > step)
-		left = step;
+	/* Every page past the cold age, down to the floor, one step at most (vmm_decide). */
+	uint64_t left = d->take_pages;
 	h->g = g;
 	while (left) {
 		struct vmm_evict_req req = {
 		    .max_pages = left,
-		    .min_age_ms = in->cold_age_ms,
+		    .min_age_ms = d->cold_age_ms,
 		    .now_ms = in->now_ms,
 		    .runs = h->runs,
 		    .max_runs = EVICT_RUNS,
@@ -649,7 +647,7 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			"%s: pageout: %" PRIu64 " MiB to swap in %" PRIu64 " ms (%" PRIu64
 			" MiB evicted in all, cold age %" PRIu64 " s)",
 			h->name, (sent << VMM_PAGE_SHIFT) / MiB, ns / 1000000,
-			(evicted << VMM_PAGE_SHIFT) / MiB, in->cold_age_ms / 1000);
+			(evicted << VMM_PAGE_SHIFT) / MiB, d->cold_age_ms / 1000);
 }
 
 /* ---- Step 6: status ---------------------------------------------------------------- */

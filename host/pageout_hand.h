@@ -105,12 +105,10 @@ struct mtd_hand_input {
 	uint64_t reply_seq;
 	bool reply_done;
 	uint64_t interval_ms;
-	uint64_t watched_ms;  /* how long the source has watched the guest: a page is
-				   * known idle for at most that long */
-	uint64_t cold_age_ms; /* the reclaim controller's threshold */
-	const char *hold;     /* the reclaim controller takes nothing by age now: why (NULL:
-			       * it does; vmm_reclaim_ctl.hold) */
-	uint64_t floor_bytes; /* policy min: guest RAM kept resident */
+	/* The round's decision (vmm_decide): the cold age, and how many pages may go, or why
+	 * none (watching for the cold age, the controller's hold, the policy's floor). */
+	const struct vmm_decision *decision;
+	const char *hold_why; /* gate VMM_DECIDE_HOLD: why, in words (may be NULL) */
 	uint64_t now_ms;
 	const struct vmm_pt *pt; /* the source's tables for look-around (NULL: none) */
 	/* The source learns which pages left (it may zap them); may be NULL. */

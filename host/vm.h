@@ -121,6 +121,7 @@ struct mtd_vm {
 	struct vmm_reclaim_ctl reclaim;
 	struct mtd_ctl_state ctl;
 	uint64_t cold_age_ms;
+	struct vmm_decision decision; /* the last round's (vmm_decide): host pageout acts on it */
 	uint64_t cold_age_capped_ms; /* policy cold_age last said to be beyond the generations */
 	uint64_t last_step_ms;
 	uint64_t first_tick_ms;       /* when the loop first ran: the oldest age it can vouch for */

@@ -335,13 +335,7 @@ static int attach(struct mtd_vm *vm)
 	vmm_reclaim_config_default(&rcfg);
 	rcfg.target_refault_per_min = vm->policy.target_refault_per_min;
 	/* The threshold must be resolvable by the generations kept: nr_gens - 2 intervals. */
-	uint64_t span_ms = vmm_gens_reach_ms(VMM_MAX_NR_GENS, cfg->ctl.interval_ms);
-	if (rcfg.max_age_ms > span_ms)
-		rcfg.max_age_ms = span_ms;
-	if (rcfg.min_age_ms > rcfg.max_age_ms)
-		rcfg.min_age_ms = rcfg.max_age_ms;
-	if (rcfg.initial_age_ms > rcfg.max_age_ms || rcfg.initial_age_ms < rcfg.min_age_ms)
-		rcfg.initial_age_ms = rcfg.max_age_ms;
+	vmm_reclaim_config_fit(&rcfg, VMM_MAX_NR_GENS, cfg->ctl.interval_ms);
 	/* The reuse floor needs page-level truth: the agent's amounts, laid over the first
 	 * pages of RAM, would read as reuses every time the guest's use grows back. */
 	if (!vm->source.ops || !vm->source.ops->per_page)
@@ -651,27 +645,36 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	double squeeze = atomic_load(&vm->squeeze_permille) / 1000.0;
 	vm->reclaim.cfg.target_refault_per_min =
 	    vm->policy.target_refault_per_min * (1.0 + 3.0 * squeeze);
-	/* The reuses the aging hand saw, by idle age: the threshold stays above the ages the
-	 * guest still comes back to (vmm/reuse.c). */
-	if (live_source(vm) && mtd_steady_in_reclaim(&vm->steady, t->now_ms))
-		vmm_reclaim_skip_reuse(&vm->reclaim, t->gs.reuse_hist); /* echo: steady.h */
-	else
-		vmm_reclaim_observe_reuse(&vm->reclaim, t->gs.reuse_hist);
-	vm->cold_age_ms = vmm_reclaim_update(&vm->reclaim, signal, t->gs.resident_pages, t->dt_ms);
-	/* A fixed cold age (policy cold_age) replaces the controller's choice; the controller
-	 * still runs, so its rate and floor stay visible.  The generations kept bound it too. */
-	if (vm->policy.cold_age_ms) {
-		uint64_t most = vm->reclaim.cfg.max_age_ms;
-		vm->cold_age_ms = vm->policy.cold_age_ms < most ? vm->policy.cold_age_ms : most;
-		if (vm->policy.cold_age_ms > most &&
-		    vm->cold_age_capped_ms != vm->policy.cold_age_ms) {
-			mtd_notice("%s: policy cold_age %" PRIu64
-				   " s is older than the generations kept can tell apart (%u "
-				   "intervals); using %" PRIu64 " s",
-				   vm->name, vm->policy.cold_age_ms / 1000, VMM_MAX_NR_GENS - 2,
-				   most / 1000);
-			vm->cold_age_capped_ms = vm->policy.cold_age_ms;
-		}
+	/* The decision (vmm_decide, the same call memtide-sim's memtide makes): the reuses the
+	 * aging hand saw keep the threshold above the ages the guest still comes back to
+	 * (vmm/reuse.c), unless they are the guest's own reclaim reading pages (echo:
+	 * steady.h); the controller sets the cold age from the signal; the gates say whether
+	 * host pageout may take anything this round.  A fixed cold age (policy cold_age)
+	 * replaces the controller's choice, bounded by the generations kept; the controller
+	 * still runs, so its rate and floor stay visible.  A host squeeze takes through a
+	 * hold, as it does for the balloon; so does a source without page-level bits, whose
+	 * controller has no reuses to vouch with. */
+	struct vmm_decide_in din = {
+	    .now_ms = t->now_ms,
+	    .dt_ms = t->dt_ms,
+	    .refaults = signal,
+	    .resident_pages = t->gs.resident_pages,
+	    .watched_ms = t->now_ms - vm->first_tick_ms,
+	    .reuse_is_echo = live_source(vm) && mtd_steady_in_reclaim(&vm->steady, t->now_ms),
+	    .fixed_age_ms = vm->policy.cold_age_ms,
+	    .hold_overridden = atomic_load(&vm->squeeze_permille) || !vm->source.ops->per_page,
+	    .floor_pages = vm->policy.min_bytes >> VMM_PAGE_SHIFT,
+	    .max_step_pages = vm->d->cfg.pageout.max_step_bytes >> VMM_PAGE_SHIFT,
+	};
+	(void)vmm_decide(vm->guest, &vm->reclaim, &din, &vm->decision); /* args are set */
+	vm->cold_age_ms = vm->decision.cold_age_ms;
+	if (vm->decision.fixed_age_capped && vm->cold_age_capped_ms != vm->policy.cold_age_ms) {
+		mtd_notice("%s: policy cold_age %" PRIu64
+			   " s is older than the generations kept can tell apart (%u "
+			   "intervals); using %" PRIu64 " s",
+			   vm->name, vm->policy.cold_age_ms / 1000, VMM_MAX_NR_GENS - 2,
+			   vm->cold_age_ms / 1000);
+		vm->cold_age_capped_ms = vm->policy.cold_age_ms;
 	}
 
 	/* Two aging rounds at least, and with page-level bits a whole cold age of watching,
@@ -1269,13 +1272,8 @@ static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd
 	    .reply_seq = r ? seq : 0,
 	    .reply_done = r && r->freed_bytes >= r->requested_bytes,
 	    .interval_ms = vm->d->cfg.ctl.interval_ms,
-	    .watched_ms = t->now_ms - vm->first_tick_ms,
-	    .cold_age_ms = vm->cold_age_ms,
-	    /* (the hand says why itself; a host squeeze overrides the hold, as for the balloon) */
-	    .hold = reclaim_holds(vm) && !atomic_load(&vm->squeeze_permille)
-			? hold_why(vm, why, sizeof(why))
-			: NULL,
-	    .floor_bytes = vm->policy.min_bytes,
+	    .decision = &vm->decision,
+	    .hold_why = vm->decision.gate == VMM_DECIDE_HOLD ? hold_why(vm, why, sizeof(why)) : NULL,
 	    .now_ms = t->now_ms,
 	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
 	    .evicted_ctx = vm->source.ctx,

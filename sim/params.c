@@ -65,6 +65,8 @@ static const struct pdesc pdescs[] = {
      "pagemap (0: hinted cold instead; their next use reads as a reuse)"},
     {"mt-trust", P_UINT, F(mt_trust), 0, 64,
      "the reuse floor at T counts after watching the guest for trust x T (0: at once)"},
+    {"mt-max-step-pages", P_U64, F(mt_max_step_pages), 0, 1e9,
+     "most pages a round takes, as memtided's [pageout] max_step (0: no limit)"},
     {"mt-aging-div", P_UINT, F(mt_aging_div), 0, 64,
      "aging rounds per cold age threshold (0: one every control interval, as memtided)"},
 };
@@ -97,18 +99,25 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_smooth_tau_ms = rc.smooth_tau_ms;
 	p->mt_reuse_tau_ms = rc.reuse_tau_ms;
 	p->mt_trust = rc.trust_factor;
+	p->mt_max_step_pages = VMM_DECIDE_MAX_STEP_PAGES;
 	p->mt_take_free = true;
 	p->mt_free_hint = true;
 }
 
 void sim_params_memtided_layout(struct sim_params *p)
 {
+	struct vmm_reclaim_config rc;
+
+	/* memtided's limits, fitted by the same call memtided makes (host/vm_loop.c); the
+	 * floor stays the lab's (the sweep's knob). */
+	vmm_reclaim_config_default(&rc);
+	rc.min_age_ms = p->mt_min_age_ms;
+	vmm_reclaim_config_fit(&rc, VMM_MAX_NR_GENS, p->mt_interval_ms);
 	p->mt_nr_gens = VMM_MAX_NR_GENS;
 	p->mt_aging_div = 0;
-	p->mt_max_age_ms = vmm_gens_reach_ms(VMM_MAX_NR_GENS, p->mt_interval_ms);
-	if (p->mt_min_age_ms > p->mt_max_age_ms)
-		p->mt_min_age_ms = p->mt_max_age_ms;
-	p->mt_initial_age_ms = p->mt_max_age_ms;
+	p->mt_min_age_ms = rc.min_age_ms;
+	p->mt_max_age_ms = rc.max_age_ms;
+	p->mt_initial_age_ms = rc.initial_age_ms;
 }
 
 void sim_params_default(struct sim_params *p)

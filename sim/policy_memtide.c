@@ -21,15 +21,17 @@
  *           a reuse at the age it lay free; with mt-take-free 0 (return=reclaim, where only
  *           free page reporting's 2 MiB blocks go back) they are hinted cold (vmm_hint_cold);
  *   Step 2: access bits - the epoch's accesses join the set seen since the last round;
- *   Step 3: control - every mt-interval-ms, vmm_reclaim_update turns the interval's
- *           refaults and the resident pages into a new cold age threshold (libvmm averages
- *           the rate over mt-smooth-tau-ms first; --mt-smooth 0 turns that off), kept at or
- *           above the floor the reuses by idle age set (vmm_reclaim_observe_reuse;
- *           --mt-reuse-tau-ms 0 turns that off);
+ *   Step 3: decision - every mt-interval-ms, vmm_decide, the call memtided makes each
+ *           tick (host/vm_loop.c): the reuses by idle age floor the threshold
+ *           (--mt-reuse-tau-ms 0 turns that off), the interval's refaults and the resident
+ *           pages set it (libvmm averages the rate over mt-smooth-tau-ms first; --mt-smooth
+ *           0 turns that off), and its gates say how many pages may go: none while the
+ *           guest was watched for less than the threshold or the controller holds, at most
+ *           mt-max-step-pages;
  *   Step 4: aging - every threshold / mt-aging-div (at least every epoch): vmm_age_begin,
  *           then the collected accesses go to vmm_mark_young in runs (write = dirty);
- *   Step 5: eviction - right after aging, vmm_evict takes every page of the generations
- *           born at least the threshold ago, in runs.
+ *   Step 5: eviction - right after aging, vmm_evict takes as many pages as the decision
+ *           allows from the generations born at least the threshold ago, in runs.
  * The generations must span the threshold: nr_gens >= mt-aging-div + 2 (checked at init).
  * libvmm does not see free page reporting (the core's FPR returns free blocks by itself),
  * so it may believe a reported page resident: that costs only a no-op eviction later, and
@@ -52,7 +54,9 @@ struct mt {
 	uint32_t *seen_list;  /* those pages, in arrival order */
 	uint64_t nr_seen;
 	struct vmm_run runs[MT_RUNS];
-	uint64_t age_ms; /* cold age threshold from the controller */
+	struct vmm_decision dec; /* the last vmm_decide */
+	uint64_t age_ms;         /* its cold age threshold */
+	uint64_t t0_ms;          /* the trace's start: the guest is watched from then */
 	uint64_t last_aging_ms;
 	uint64_t next_ctl_ms, last_ctl_ms;
 	uint64_t refaults_in_interval;
@@ -121,6 +125,8 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	if (err)
 		goto fail;
 	m->age_ms = m->ctl.age_ms;
+	m->dec.gate = VMM_DECIDE_WATCHING; /* nothing goes before the first decision */
+	m->t0_ms = t0;
 	m->last_aging_ms = t0;
 	m->last_ctl_ms = t0;
 	m->next_ctl_ms = t0 + p->mt_interval_ms;
@@ -205,12 +211,14 @@ static int mt_age(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	return rc;
 }
 
-/* Step 4 */
+/* Step 5 */
 static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 {
-	for (int pass = 0; pass < 1024; pass++) {
+	uint64_t left = m->dec.take_pages;
+
+	for (int pass = 0; pass < 1024 && left; pass++) {
 		struct vmm_evict_req req = {
-		    .max_pages = ctx->t->ram_pages,
+		    .max_pages = left,
 		    .min_age_ms = m->age_ms,
 		    .now_ms = now_ms,
 		    .runs = m->runs,
@@ -229,6 +237,7 @@ static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 				sim_evict(ctx, (uint32_t)(first + (int64_t)k));
 			}
 		}
+		left -= res.evicted_pages < left ? res.evicted_pages : left;
 		if (res.evicted_pages == 0 || res.nr_runs < MT_RUNS)
 			break;
 	}
@@ -256,12 +265,18 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		return rc;
 	mt_collect(m, ep);          /* Step 2 */
 	if (t1 >= m->next_ctl_ms) { /* Step 3 */
-		struct vmm_guest_stats st;
-
-		vmm_guest_get_stats(m->g, &st);
-		vmm_reclaim_observe_reuse(&m->ctl, st.reuse_hist);
-		m->age_ms = vmm_reclaim_update(&m->ctl, m->refaults_in_interval,
-					       ctx->resident_pages, t1 - m->last_ctl_ms);
+		struct vmm_decide_in in = {
+		    .now_ms = t1,
+		    .dt_ms = t1 - m->last_ctl_ms,
+		    .refaults = m->refaults_in_interval,
+		    .resident_pages = ctx->resident_pages,
+		    .watched_ms = t1 - m->t0_ms,
+		    .max_step_pages = ctx->p->mt_max_step_pages,
+		};
+		rc = vmm_decide(m->g, &m->ctl, &in, &m->dec);
+		if (rc)
+			return rc;
+		m->age_ms = m->dec.cold_age_ms;
 		m->refaults_in_interval = 0;
 		m->last_ctl_ms = t1;
 		m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
@@ -271,8 +286,8 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 	    ctx->p->mt_aging_div ? m->age_ms / ctx->p->mt_aging_div : ctx->p->mt_interval_ms;
 	if (t1 < m->last_aging_ms + every)
 		return 0;
-	rc = mt_age(m, ctx, t1); /* Step 4 */
-	if (rc || m->ctl.hold)   /* the controller holds: take nothing (vmm/reclaim_ctl.c) */
+	rc = mt_age(m, ctx, t1);                      /* Step 4 */
+	if (rc || m->dec.gate != VMM_DECIDE_TAKE) /* watching, holding: take nothing */
 		return rc;
 	return mt_evict(m, ctx, t1); /* Step 5 */
 }

@@ -211,6 +211,7 @@ struct sim_params {
 	uint64_t mt_smooth_tau_ms; /* that average's time constant */
 	uint64_t mt_reuse_tau_ms;  /* reuse floor's window (0: no floor) */
 	unsigned mt_trust;         /* the floor at T counts after watching trust x T */
+	uint64_t mt_max_step_pages; /* most pages a round takes (vmm_decide_in.max_step_pages) */
 	bool mt_take_free;         /* the guest's freed pages go to the host at once */
 	bool mt_free_hint;         /* libvmm is told so (vmm_hint_free), as memtided tells it */
 	/* idle: the single idle-age threshold memtide is compared with */

@@ -156,6 +156,18 @@ uint64_t vmm_gens_reach_ms(unsigned nr_gens, uint64_t round_ms)
 	return nr_gens > 2 ? (uint64_t)(nr_gens - 2) * round_ms : round_ms;
 }
 
+void vmm_reclaim_config_fit(struct vmm_reclaim_config *cfg, unsigned nr_gens, uint64_t round_ms)
+{
+	uint64_t span_ms = vmm_gens_reach_ms(nr_gens, round_ms);
+
+	if (cfg->max_age_ms > span_ms)
+		cfg->max_age_ms = span_ms;
+	if (cfg->min_age_ms > cfg->max_age_ms)
+		cfg->min_age_ms = cfg->max_age_ms;
+	if (cfg->initial_age_ms > cfg->max_age_ms || cfg->initial_age_ms < cfg->min_age_ms)
+		cfg->initial_age_ms = cfg->max_age_ms;
+}
+
 const char *vmm_reclaim_hold_name(enum vmm_reclaim_hold why)
 {
 	switch (why) {

@@ -280,15 +280,24 @@ static struct vmm_guest *guest_over_child(void)
 	return g;
 }
 
+/* The round's decision as vmm_decide gives it (tests/unit/test_decide.c checks the call):
+ * a 10 s cold age, watching until then, then every page the child has may go. */
+static struct vmm_decision decision;
+
 static struct mtd_hand_input input(uint64_t now_ms, uint64_t watched_ms)
 {
+	bool watching = watched_ms < 10000;
+
+	decision = (struct vmm_decision){
+	    .cold_age_ms = 10000,
+	    .gate = watching ? VMM_DECIDE_WATCHING : VMM_DECIDE_TAKE,
+	    .take_pages = watching ? 0 : CHILD_MIB * 256,
+	};
 	return (struct mtd_hand_input){.mode = MTD_RETURN_PAGEOUT,
 				       .may_take = true,
 				       .why_not = "steady",
 				       .interval_ms = 1000,
-				       .watched_ms = watched_ms,
-				       .cold_age_ms = 10000,
-				       .floor_bytes = 0,
+				       .decision = &decision,
 				       .now_ms = T(now_ms)};
 }
 
@@ -370,7 +379,9 @@ static void test_states(void **state)
 	assert_non_null(strstr(st.pageout.why, "not taking memory now (pressure)"));
 	/* The refault controller holds (vmm_reclaim_ctl.hold): nothing is evicted, and why. */
 	in = input(3000, 60000);
-	in.hold = "pages idle past the longest age come back faster than the refault target";
+	decision.gate = VMM_DECIDE_HOLD;
+	decision.take_pages = 0;
+	in.hold_why = "pages idle past the longest age come back faster than the refault target";
 	mtd_hand_step(h, g, &in);
 	mtd_hand_publish(h, &st);
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);

@@ -666,6 +666,62 @@ void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist
  * none of that growth to its window.  O(VMM_REUSE_BUCKETS). */
 void vmm_reclaim_skip_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist);
 
+/* memtided's limits for a guest aged one round every round_ms with nr_gens generations: the
+ * longest threshold is what they tell apart (vmm_gens_reach_ms), the shortest no longer, and
+ * a start outside the limits starts at the longest.  memtided sets its controller up with it
+ * and memtide-sim's memtided layout does the same, so the two start alike.  O(1). */
+void vmm_reclaim_config_fit(struct vmm_reclaim_config *cfg, unsigned nr_gens, uint64_t round_ms);
+
+/*
+ * Part 6c: one round of the per-VM decision (vmm/decide.c).  The reuses the aging hand saw
+ * -> the reclaim controller -> how long a page must have lain idle to go, and how many the
+ * eviction hand may take this round, or why none.  memtided (host/vm_loop.c, then host
+ * pageout in host/pageout_hand.c) and memtide-sim's memtide (sim/policy_memtide.c) decide
+ * through this one call; each then acts its own way (QEMU's pages to host swap, the lab's
+ * single-page eviction).  What the lab measures is what the daemon decides.
+ */
+/* The most a round takes by default: 1 GiB (memtided's [pageout] max_step). */
+#define VMM_DECIDE_MAX_STEP_PAGES ((uint64_t)1 << (30 - VMM_PAGE_SHIFT))
+
+enum vmm_decide_gate {
+	VMM_DECIDE_TAKE,     /* take_pages pages idle cold_age_ms or longer may go */
+	VMM_DECIDE_WATCHING, /* watched for less than the cold age: no page is known that idle */
+	VMM_DECIDE_HOLD,     /* the controller holds (vmm_reclaim_ctl.hold_why says why) */
+	VMM_DECIDE_FLOOR,    /* the guest is down to its floor */
+};
+
+struct vmm_decide_in {
+	uint64_t now_ms;
+	uint64_t dt_ms;          /* since the last round (0: the controller is not fed) */
+	uint64_t refaults;       /* the refault signal over dt_ms, in 4 KiB pages */
+	uint64_t resident_pages; /* the guest's RAM the host holds (the controller's base) */
+	uint64_t watched_ms;     /* since the access-bit source first saw the guest */
+	bool reuse_is_echo;      /* the reuses seen since the last round are the guest's own
+				  * reclaim reading pages (vmm_reclaim_skip_reuse), not uses */
+	uint64_t fixed_age_ms;   /* an operator's fixed cold age (0: the controller's); the
+				  * controller still runs and a fixed age is never held */
+	bool hold_overridden;    /* take even while the controller holds (a host squeeze) */
+	uint64_t floor_pages;    /* keep at least this many pages resident */
+	uint64_t max_step_pages; /* take at most this many a round (0: no limit) */
+};
+
+struct vmm_decision {
+	uint64_t cold_age_ms;    /* the threshold in force */
+	enum vmm_decide_gate gate;
+	uint64_t take_pages;     /* gate VMM_DECIDE_TAKE: at most this many (else 0) */
+	bool fixed_age_capped;   /* fixed_age_ms is past the controller's max_age_ms, which is
+				  * used instead: the generations cannot tell older ages apart */
+};
+
+/* A short phrase for a gate ("take", "watching", "hold", "floor"). */
+const char *vmm_decide_gate_name(enum vmm_decide_gate gate);
+
+/* One round: reads g's reuse histogram (vmm_guest_get_stats), feeds the controller, and
+ * fills *out.  Evicts nothing: the caller runs vmm_evict with out->cold_age_ms for at most
+ * out->take_pages.  Returns 0, or -EINVAL for a NULL argument.  O(nr_gens + buckets). */
+int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
+	       const struct vmm_decide_in *in, struct vmm_decision *out);
+
 #ifdef __cplusplus
 }
 #endif

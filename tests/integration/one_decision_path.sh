@@ -1,0 +1,51 @@
+#!/bin/bash
+# one_decision_path.sh - memtided and memtide-sim's memtide decide through one call.
+#
+# The policy lab's figures say something about the daemon only while both run the same
+# decision: vmm_decide (vmm/decide.c) feeds the reclaim controller and gates eviction, and
+# both fit the controller's limits with vmm_reclaim_config_fit.  This fails the moment either
+# side feeds the controller itself, or evicts by the controller's hold flag instead of the
+# decision's gate: a second path the lab would not measure.  The decision itself is tested
+# in tests/unit/test_decide.c; the two callers in test_pageout_hand.c and test_sim_policy.c.
+# A source check, not a run: the daemon's side needs a QEMU guest (scenarios 12 and 18 run
+# it).  Prints TAP.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); echo "not ok $n - $1"; }
+
+# Calls in code, not in comments: the preprocessor drops the comments (and expands nothing).
+code() { for f in "$@"; do gcc -fpreprocessed -dD -E -P "$f"; done; }
+
+callers=$(for f in host/*.c host/*/*.c sim/*.c guest-agent/*.c; do
+	code "$f" | grep -qE '\bvmm_reclaim_(update|observe_reuse|skip_reuse)[[:space:]]*\(' && echo "$f"
+done)
+if [ -z "$callers" ]; then
+	ok "only vmm_decide feeds the reclaim controller (no caller in host/, sim/, guest-agent/)"
+else
+	nok "the reclaim controller is fed outside vmm_decide: $callers"
+fi
+
+for f in host/vm_loop.c sim/policy_memtide.c; do
+	if code "$f" | grep -qE '\bvmm_decide[[:space:]]*\('; then
+		ok "$f decides through vmm_decide"
+	else
+		nok "$f does not call vmm_decide"
+	fi
+done
+
+holds=$(code host/pageout_hand.c sim/policy_memtide.c | grep -nE '(ctl|reclaim)(\.|->)hold\b')
+if [ -z "$holds" ]; then
+	ok "host pageout and the lab evict by the decision's gate, not the controller's hold flag"
+else
+	nok "an evictor reads the controller's hold itself: $holds"
+fi
+
+for f in host/vm_loop.c sim/params.c; do
+	if code "$f" | grep -qE '\bvmm_reclaim_config_fit[[:space:]]*\('; then
+		ok "$f fits the controller's limits with vmm_reclaim_config_fit"
+	else
+		nok "$f does not fit the controller's limits with vmm_reclaim_config_fit"
+	fi
+done
