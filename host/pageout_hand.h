@@ -14,11 +14,11 @@
  *           used) is restored (vmm_restore).  Pagemap is the exact source: the ept source's
  *           accessed bit misses instruction fetches and device DMA, and QEMU's major-fault
  *           count says neither which page nor which generation (measured: docs/design.md).
- *   Step 5b eviction, after the controller: every page of the generations past the cold age
- *           threshold (vmm_evict with min_age_ms = the controller's cold age, as
- *           sim/policy_memtide.c does), down to the policy's floor, at most max_step per
- *           interval and within the room left in host swap; the pages that did not go
- *           (pageout.h says why) are restored.
+ *   Step 5b eviction, after the controller: as many pages as the round's decision allows
+ *           (vmm_decide: watched for the cold age, the controller not holding, down to the
+ *           policy's floor, at most max_step; sim/policy_memtide.c acts on the same call)
+ *           from the generations past the cold age, within the room left in host swap; the
+ *           pages that did not go (pageout.h says why) are restored.
  *
  * What the host gets back is the guest RAM mapping's resident drop minus the compressed
  * pool's growth (swap_stat.h); both are published.  Nothing the guest needs is discarded:

@@ -122,7 +122,7 @@ struct mtd_vm {
 	struct mtd_ctl_state ctl;
 	uint64_t cold_age_ms;
 	struct vmm_decision decision; /* the last round's (vmm_decide): host pageout acts on it */
-	uint64_t cold_age_capped_ms; /* policy cold_age last said to be beyond the generations */
+	uint64_t cold_age_capped_ms;  /* policy cold_age last said to be beyond the generations */
 	uint64_t last_step_ms;
 	uint64_t first_tick_ms;       /* when the loop first ran: the oldest age it can vouch for */
 	uint64_t rounds;              /* aging rounds done */

@@ -1273,7 +1273,8 @@ static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd
 	    .reply_done = r && r->freed_bytes >= r->requested_bytes,
 	    .interval_ms = vm->d->cfg.ctl.interval_ms,
 	    .decision = &vm->decision,
-	    .hold_why = vm->decision.gate == VMM_DECIDE_HOLD ? hold_why(vm, why, sizeof(why)) : NULL,
+	    .hold_why =
+		vm->decision.gate == VMM_DECIDE_HOLD ? hold_why(vm, why, sizeof(why)) : NULL,
 	    .now_ms = t->now_ms,
 	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
 	    .evicted_ctx = vm->source.ctx,

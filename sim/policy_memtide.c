@@ -286,7 +286,7 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 	    ctx->p->mt_aging_div ? m->age_ms / ctx->p->mt_aging_div : ctx->p->mt_interval_ms;
 	if (t1 < m->last_aging_ms + every)
 		return 0;
-	rc = mt_age(m, ctx, t1);                      /* Step 4 */
+	rc = mt_age(m, ctx, t1);                  /* Step 4 */
 	if (rc || m->dec.gate != VMM_DECIDE_TAKE) /* watching, holding: take nothing */
 		return rc;
 	return mt_evict(m, ctx, t1); /* Step 5 */

@@ -206,14 +206,14 @@ struct sim_params {
 	double mt_target;        /* target refault fraction per minute (reclaim ctl) */
 	uint64_t mt_min_age_ms, mt_max_age_ms, mt_initial_age_ms;
 	double mt_kp, mt_ki, mt_kd;
-	unsigned mt_aging_div;     /* generations per cold age threshold */
-	bool mt_smooth;            /* libvmm averages the refault rate (default on) */
-	uint64_t mt_smooth_tau_ms; /* that average's time constant */
-	uint64_t mt_reuse_tau_ms;  /* reuse floor's window (0: no floor) */
-	unsigned mt_trust;         /* the floor at T counts after watching trust x T */
+	unsigned mt_aging_div;      /* generations per cold age threshold */
+	bool mt_smooth;             /* libvmm averages the refault rate (default on) */
+	uint64_t mt_smooth_tau_ms;  /* that average's time constant */
+	uint64_t mt_reuse_tau_ms;   /* reuse floor's window (0: no floor) */
+	unsigned mt_trust;          /* the floor at T counts after watching trust x T */
 	uint64_t mt_max_step_pages; /* most pages a round takes (vmm_decide_in.max_step_pages) */
-	bool mt_take_free;         /* the guest's freed pages go to the host at once */
-	bool mt_free_hint;         /* libvmm is told so (vmm_hint_free), as memtided tells it */
+	bool mt_take_free;          /* the guest's freed pages go to the host at once */
+	bool mt_free_hint;          /* libvmm is told so (vmm_hint_free), as memtided tells it */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;
 	/* oracle: none, it reads `budget` */

@@ -55,9 +55,8 @@ static uint64_t threshold(const struct vmm_reclaim_ctl *ctl, uint64_t controller
 }
 
 /* 3: the gates, in the order a reader of `vm show` meets them. */
-static enum vmm_decide_gate gate(const struct vmm_reclaim_ctl *ctl,
-				 const struct vmm_decide_in *in, uint64_t cold_age_ms,
-				 uint64_t *take)
+static enum vmm_decide_gate gate(const struct vmm_reclaim_ctl *ctl, const struct vmm_decide_in *in,
+				 uint64_t cold_age_ms, uint64_t *take)
 {
 	*take = 0;
 	if (in->watched_ms < cold_age_ms)

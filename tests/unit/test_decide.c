@@ -20,10 +20,10 @@
 
 #include "vmm.h"
 
-#define MiB      (1ULL << 20)
-#define RAM      (16 * MiB)
-#define PAGES    (RAM >> VMM_PAGE_SHIFT) /* 4096 */
-#define STEP_MS  5000
+#define MiB     (1ULL << 20)
+#define RAM     (16 * MiB)
+#define PAGES   (RAM >> VMM_PAGE_SHIFT) /* 4096 */
+#define STEP_MS 5000
 
 struct rig {
 	struct vmm_range ram;
@@ -105,7 +105,7 @@ static void test_watch_learn_take(void **state)
 	d = round_at(&r, t += STEP_MS, lim);
 	assert_int_equal(d.take_pages, 30);
 	lim.floor_pages = PAGES;
-	d = round_at(&r, t += STEP_MS, lim);
+	d = round_at(&r, t + STEP_MS, lim);
 	assert_int_equal(d.gate, VMM_DECIDE_FLOOR);
 	assert_int_equal(d.take_pages, 0);
 	assert_string_equal(vmm_decide_gate_name(d.gate), "floor");
@@ -207,10 +207,8 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_watch_learn_take),
-	    cmocka_unit_test(test_fixed_age_and_squeeze),
-	    cmocka_unit_test(test_echo_is_not_reuse),
-	    cmocka_unit_test(test_config_fit),
+	    cmocka_unit_test(test_watch_learn_take),  cmocka_unit_test(test_fixed_age_and_squeeze),
+	    cmocka_unit_test(test_echo_is_not_reuse), cmocka_unit_test(test_config_fit),
 	    cmocka_unit_test(test_bad_args),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

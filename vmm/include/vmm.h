@@ -706,10 +706,10 @@ struct vmm_decide_in {
 };
 
 struct vmm_decision {
-	uint64_t cold_age_ms;    /* the threshold in force */
+	uint64_t cold_age_ms; /* the threshold in force */
 	enum vmm_decide_gate gate;
-	uint64_t take_pages;     /* gate VMM_DECIDE_TAKE: at most this many (else 0) */
-	bool fixed_age_capped;   /* fixed_age_ms is past the controller's max_age_ms, which is
+	uint64_t take_pages;   /* gate VMM_DECIDE_TAKE: at most this many (else 0) */
+	bool fixed_age_capped; /* fixed_age_ms is past the controller's max_age_ms, which is
 				  * used instead: the generations cannot tell older ages apart */
 };
 
