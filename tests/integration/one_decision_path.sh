@@ -19,7 +19,7 @@ nok() { n=$((n + 1)); echo "not ok $n - $1"; }
 code() { for f in "$@"; do gcc -fpreprocessed -dD -E -P "$f"; done; }
 
 callers=$(for f in host/*.c host/*/*.c sim/*.c guest-agent/*.c; do
-	code "$f" | grep -qE '\bvmm_reclaim_(update|observe_reuse|skip_reuse)[[:space:]]*\(' && echo "$f"
+	code "$f" | grep -qE '\bvmm_reclaim_(update|observe_reuse|skip_reuse)[[:space:]]*\(' && printf "%s " "$f"
 done)
 if [ -z "$callers" ]; then
 	ok "only vmm_decide feeds the reclaim controller (no caller in host/, sim/, guest-agent/)"
@@ -27,13 +27,16 @@ else
 	nok "the reclaim controller is fed outside vmm_decide: $callers"
 fi
 
-for f in host/vm_loop.c sim/policy_memtide.c; do
-	if code "$f" | grep -qE '\bvmm_decide[[:space:]]*\('; then
-		ok "$f decides through vmm_decide"
+# expect_call FILE FUNCTION WHAT: FILE calls FUNCTION (in code), which means WHAT.
+expect_call() {
+	if code "$1" | grep -qE "\\b$2[[:space:]]*\\("; then
+		ok "$1 $3"
 	else
-		nok "$f does not call vmm_decide"
+		nok "$1 does not call $2: it no longer $3"
 	fi
-done
+}
+expect_call host/vm_loop.c vmm_decide "decides through vmm_decide"
+expect_call sim/policy_memtide.c vmm_decide "decides through vmm_decide"
 
 holds=$(code host/pageout_hand.c sim/policy_memtide.c | grep -nE '(ctl|reclaim)(\.|->)hold\b')
 if [ -z "$holds" ]; then
@@ -42,10 +45,5 @@ else
 	nok "an evictor reads the controller's hold itself: $holds"
 fi
 
-for f in host/vm_loop.c sim/params.c; do
-	if code "$f" | grep -qE '\bvmm_reclaim_config_fit[[:space:]]*\('; then
-		ok "$f fits the controller's limits with vmm_reclaim_config_fit"
-	else
-		nok "$f does not fit the controller's limits with vmm_reclaim_config_fit"
-	fi
-done
+expect_call host/vm_loop.c vmm_reclaim_config_fit "fits the controller's limits with vmm_reclaim_config_fit"
+expect_call sim/params.c vmm_reclaim_config_fit "fits the controller's limits with vmm_reclaim_config_fit"
