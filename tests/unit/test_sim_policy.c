@@ -7,7 +7,9 @@
  *     the guest >= 20% free (so it never forces live pages out);
  *   - lru2 holds its limit and keeps a hot set through a cold flood;
  *   - damon reclaims an idle region only once it has been idle for min_age;
- *   - memtide reclaims cold pages and, with a floor longer than the trace, nothing live;
+ *   - memtide reclaims cold pages and, with a floor longer than the trace, nothing live; it
+ *     evicts by vmm_decide's answer, as memtided's host pageout does (watching for the cold
+ *     age first, then at most a step a round);
  *   - the oracle is a lower bound: no policy, at any setting, has less mean resident memory
  *     for the refaults it took, and the oracle replays to exactly its bound.
  */
@@ -326,6 +328,46 @@ static void test_memtide(void **state)
 	sim_trace_free(&t);
 }
 
+/* The lab evicts as memtided's host pageout does, by vmm_decide's answer: nothing while
+ * the guest was watched for less than the cold age (memtided's generations: the threshold
+ * starts at their 70 s reach and never falls under the 10 s minimum), then at most a step a
+ * round.  Free memory and free page reporting are off and the reuse floor with them, so
+ * every page that goes went by the decision. */
+static void test_memtide_decides_as_memtided(void **state)
+{
+	struct sim_trace t;
+	struct sim_params p;
+	struct sim_result r;
+	const uint64_t step = 64;
+
+	(void)state;
+	sim_params_default(&p);
+	sim_params_memtided_layout(&p);
+	p.fpr = false;
+	p.mt_take_free = false;
+	p.mt_reuse_tau_ms = 0;
+	p.mt_max_step_pages = step;
+	build(&t, 8192, 300, damon_fill);
+	run(&t, "memtide", &p, &r);
+	uint64_t first = 0;
+	for (uint64_t e = 1; e < 300; e++) {
+		uint64_t drop = r.resident_per_epoch[e - 1] > r.resident_per_epoch[e]
+				    ? r.resident_per_epoch[e - 1] - r.resident_per_epoch[e]
+				    : 0;
+		assert_true(drop <= step);
+		if (drop && !first)
+			first = e;
+	}
+	/* Watched for the cold age first (at least the 10 s minimum: 1 s epochs). */
+	assert_true(first >= 10);
+	/* Not vacuous: the idle half goes, a step at a time, and nothing hot. */
+	assert_true(r.resident_per_epoch[299] < 8192 - 20 * step);
+	assert_true(r.resident_per_epoch[299] >= 4096);
+	assert_int_equal(r.refaults, 0);
+	sim_result_free(&r);
+	sim_trace_free(&t);
+}
+
 /* Every other page of the first 2048 written at epoch 0, the even pages of [512, 2048) used
  * every epoch, the even pages of [0, 510) freed at epoch 5 (page 510 stays, so the first
  * 2 MiB block never empties): memory never used and memory freed lie scattered between
@@ -571,6 +613,7 @@ int main(void)
 	    cmocka_unit_test(test_damon),
 	    cmocka_unit_test(test_memtide),
 	    cmocka_unit_test(test_memtide_takes_free),
+	    cmocka_unit_test(test_memtide_decides_as_memtided),
 	    cmocka_unit_test(test_oracle_is_lower_bound),
 	    cmocka_unit_test(test_memtide_react),
 	    cmocka_unit_test(test_memtide_holds_budget),
