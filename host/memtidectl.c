@@ -519,13 +519,8 @@ static void print_pageout(struct json_object *vm)
 
 	if (!json_object_object_get_ex(vm, "pageout", &p))
 		return;
-	if (strcmp(get_s(p, "state"), "off") == 0 && get_i(p, "swapped_bytes") == 0) {
-		/* Host pageout off, its map read for the free page scan alone. */
-		if (get_i(p, "free_bytes") > 0)
-			printf("  free in the guest: %s (holding nothing on the host)\n",
-			       size_str(get_i(p, "free_bytes"), f, sizeof(f)));
+	if (strcmp(get_s(p, "state"), "off") == 0 && get_i(p, "swapped_bytes") == 0)
 		return;
-	}
 	printf("  host pageout %s%s%s\n", get_s(p, "state"), *get_s(p, "why") ? ": " : "",
 	       get_s(p, "why"));
 	printf("    in host swap %s (resident drop) - compressed pool %s = %s saved; %s sent out "

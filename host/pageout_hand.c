@@ -52,7 +52,6 @@ struct mtd_pageout_hand {
 	struct mtd_ram_layout *layout; /* NULL until first set up */
 	struct mtd_pageout *po;        /* NULL until set up, or after QEMU went away */
 	uint64_t next_setup_ms;        /* next (re)try of the setup, or of the full layout query */
-	bool announced;                /* the map was said in the log (announce) */
 	uint64_t full_free_bytes;      /* swap free when the last cold run did not fit, 0: none */
 	struct mtd_thp_settings thp;
 	uint64_t thp_read_ms;
@@ -238,47 +237,53 @@ const struct mtd_ram_layout *mtd_hand_layout(const struct mtd_pageout_hand *h)
 	return h ? h->layout : NULL;
 }
 
-/* Query the layout and open the map over QEMU's guest RAM.  False with why filled when it
- * cannot be opened; changes no state. */
-static bool open_map(struct mtd_pageout_hand *h, char *why, size_t len)
+/* Query the layout and open the actuator; on failure the state says why.  True when
+ * host-side eviction can run. */
+static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms)
 {
+	char err[200] = "";
 	int rc;
 
+	if (h->po)
+		return true;
+	if (now_ms < h->next_setup_ms)
+		return false; /* refused recently: the state still says why */
+	h->next_setup_ms = now_ms + h->cfg.requery_ms;
 	if (!h->live) {
-		snprintf(why, len,
-			 "no live page-level access source (source %s): only the guest's own "
-			 "accessed bits say which pages are cold",
-			 h->source_name);
+		set_state(h, MTD_PAGEOUT_REFUSED,
+			  "no live page-level access source (source %s): only the guest's own "
+			  "accessed bits say which pages are cold",
+			  h->source_name);
 		return false;
 	}
 	if (!h->qmp || h->pid <= 0) {
-		snprintf(why, len,
-			 "QEMU's monitor or process is not known, so its memory map "
-			 "cannot be read");
+		set_state(
+		    h, MTD_PAGEOUT_REFUSED,
+		    "QEMU's monitor or process is not known, so its memory map cannot be read");
 		return false;
 	}
 	if (!h->layout && !(h->layout = calloc(1, sizeof(*h->layout)))) {
-		snprintf(why, len, "out of memory");
+		set_state(h, MTD_PAGEOUT_REFUSED, "out of memory");
 		return false;
 	}
 	rc = mtd_ram_layout_query(h->qmp, h->qmp_ctx, h->pid, h->proc_root, h->layout);
-	if (rc < 0 || !h->layout->sure || !h->layout->evictable_bytes) {
-		snprintf(why, len, "%s", h->layout->why);
+	if (rc < 0 || !h->layout->sure) {
+		set_state(h, MTD_PAGEOUT_REFUSED, "%s", h->layout->why);
 		return false;
 	}
-	return mtd_pageout_open(h->pid, h->layout, h->proc_root, &h->po, why, len) == 0;
-}
-
-/* What the operator hears once host pageout first has the map (it may have been opened
- * earlier for the free page scan alone, quietly). */
-static void announce(struct mtd_pageout_hand *h, uint64_t now_ms)
-{
+	if (!h->layout->evictable_bytes) {
+		set_state(h, MTD_PAGEOUT_REFUSED, "%s", h->layout->why);
+		return false;
+	}
+	rc = mtd_pageout_open(h->pid, h->layout, h->proc_root, &h->po, err, sizeof(err));
+	if (rc < 0) {
+		set_state(h, MTD_PAGEOUT_REFUSED, "%s", err);
+		return false;
+	}
 	char desc[1024];
-	struct mtd_pageout_stats st;
-
-	h->announced = true;
 	if (mtd_ram_layout_describe(h->layout, desc, sizeof(desc)) < 0)
 		snprintf(desc, sizeof(desc), "%zu regions", h->layout->nr);
+	struct mtd_pageout_stats st;
 	mtd_pageout_get_stats(h->po, &st);
 	mtd_notice("%s: guest RAM map checked: %" PRIu64 " MiB can be paged out (%s)%s%s", h->name,
 		   h->layout->evictable_bytes / MiB, desc, h->layout->why[0] ? "; " : "",
@@ -292,27 +297,6 @@ static void announce(struct mtd_pageout_hand *h, uint64_t now_ms)
 			 h->name);
 	(void)mtd_pageout_read_thp(h->sys_root, &h->thp);
 	h->thp_read_ms = now_ms;
-}
-
-/* Open the map for host pageout; on failure the state says why.  True when host-side
- * eviction can run. */
-static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms)
-{
-	char why[400] = ""; /* the layout's sentence fits; set_state cuts it to its own */
-
-	if (h->po) {
-		if (!h->announced)
-			announce(h, now_ms);
-		return true;
-	}
-	if (now_ms < h->next_setup_ms)
-		return false; /* refused recently: the state still says why */
-	h->next_setup_ms = now_ms + h->cfg.requery_ms;
-	if (!open_map(h, why, sizeof(why))) {
-		set_state(h, MTD_PAGEOUT_REFUSED, "%s", why);
-		return false;
-	}
-	announce(h, now_ms);
 	return true;
 }
 
@@ -338,7 +322,6 @@ static void keep_layout(struct mtd_pageout_hand *h, uint64_t now_ms)
 		/* Stop here; what is in swap stays there and comes back as it is touched. */
 		mtd_pageout_close(h->po);
 		h->po = NULL;
-		h->announced = false;
 		set_state(h, MTD_PAGEOUT_REFUSED, "the guest RAM map changed: %s", nl->why);
 		free(h->layout);
 		h->layout = nl;
@@ -387,7 +370,6 @@ void mtd_hand_feedback(struct mtd_pageout_hand *h, struct vmm_guest *g, uint64_t
 	if (rc == -ESRCH) {
 		mtd_pageout_close(h->po);
 		h->po = NULL;
-		h->announced = false;
 		set_state(h, MTD_PAGEOUT_REFUSED, "QEMU (pid %d) is gone", h->pid);
 		return;
 	}
@@ -411,40 +393,6 @@ static void on_empty(void *arg, uint64_t gpa, uint64_t npages)
 	struct mtd_pageout_hand *h = arg;
 
 	(void)vmm_hint_free(h->g, gpa, npages); /* -ERANGE: outside libvmm's layout, skip */
-}
-
-/* Host pageout is off (return=reclaim or balloon), but the free page scan needs only the
- * map (mtd_hand_mark_free): open it for reading alone, quietly.  The hand's state stays off; a map that cannot
- * be opened is said at debug level and tried again after requery_ms; one that changed
- * under the VM (a DIMM unplugged) is closed and opened again.  Under pageout and auto the
- * hand's own setup opens it, and says why not. */
-void mtd_hand_open_scan(struct mtd_pageout_hand *h, enum mtd_return_via mode, uint64_t now_ms)
-{
-	char why[400] = "";
-	struct mtd_pageout_stats st;
-
-	if (!h || mode == MTD_RETURN_PAGEOUT || mode == MTD_RETURN_AUTO)
-		return;
-	if (h->po) {
-		mtd_pageout_get_stats(h->po, &st);
-		if (st.swapped_pages ||
-		    mtd_ram_layout_recheck(h->layout, h->pid, h->proc_root) == 0)
-			return; /* (pages in swap: pageout's own recheck sees to the map) */
-		mtd_pageout_close(h->po);
-		h->po = NULL;
-		h->announced = false;
-		h->next_setup_ms = now_ms; /* query the new map now */
-	}
-	if (!h->live || now_ms < h->next_setup_ms)
-		return;
-	h->next_setup_ms = now_ms + h->cfg.requery_ms;
-	if (!open_map(h, why, sizeof(why))) {
-		mtd_debug("%s: free page scan: cannot read QEMU's memory: %s", h->name, why);
-		return;
-	}
-	mtd_info("%s: free page scan: reading QEMU's pagemap over %" PRIu64
-		 " MiB of guest RAM (host pageout stays off)",
-		 h->name, h->layout->evictable_bytes / MiB);
 }
 
 void mtd_hand_mark_free(struct mtd_pageout_hand *h, struct vmm_guest *g)
@@ -657,7 +605,6 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		if (rc == -ESRCH) {
 			mtd_pageout_close(h->po);
 			h->po = NULL;
-			h->announced = false;
 			set_state(h, MTD_PAGEOUT_REFUSED, "QEMU (pid %d) is gone", h->pid);
 			break;
 		}

@@ -85,18 +85,11 @@ void mtd_hand_free(struct mtd_pageout_hand *h);
 /* Step 2a: the refault scan (a no-op while nothing is evicted).  g may be NULL. */
 void mtd_hand_feedback(struct mtd_pageout_hand *h, struct vmm_guest *g, uint64_t now_ms);
 
-/* Step 2a, before the round's turn (it may ask QEMU for its memory map): under return=reclaim
- * or balloon host pageout is off and its map closed, yet the free page scan below needs it.
- * Opens it for reading alone, quietly (the hand's state stays off), with a live page-level
- * source only; tried again every requery_ms when it cannot be read.  Under pageout and auto
- * nothing: the hand's own setup opens the map and says why not.  mode: the return in force. */
-void mtd_hand_open_scan(struct mtd_pageout_hand *h, enum mtd_return_via mode, uint64_t now_ms);
-
 /* Step 2a, after the refault scan and before the source ages: the guest's free memory, as
  * QEMU's pagemap shows it (mtd_pageout_find_empty), is marked free in libvmm
  * (vmm_hint_free), so that the guest's next use of such a page is not read as a reuse at
- * the age it lay free: memory free page reporting or the balloon took, and what the guest's
- * own reclaim freed.  Only while the map is open (above).  g may be NULL. */
+ * the age it lay free.  Only while the map is open (return=pageout or auto, a live source).
+ * g may be NULL. */
 void mtd_hand_mark_free(struct mtd_pageout_hand *h, struct vmm_guest *g);
 
 /* Step 5b's inputs from the loop. */

@@ -594,8 +594,6 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 
 	if (!vm->guest)
 		return;
-	/* The map the free page scan reads, opened outside the turn (it may ask QEMU). */
-	mtd_hand_open_scan(vm->hand, return_mode(vm), t->now_ms);
 	/* The round's CPU work waits its turn behind the other VMs' (turns.h): an overloaded
 	 * host stretches every VM's interval alike.  No call to QEMU or libvirt inside. */
 	bool turn = mtd_turns_take(&vm->d->turns);

@@ -445,74 +445,12 @@ static void test_states(void **state)
 	drop_proc();
 }
 
-/* return=reclaim: host pageout is off, but the free page scan opens the map for reading
- * alone.  The state stays off (no refusal, no "map checked" for pageout); the untouched 8 MiB
- * hold nothing on the host and are marked free in libvmm; nothing is evicted.  Under
- * pageout the hand's own setup opens the map, and without a live source nothing is asked of
- * QEMU at all. */
-static void test_free_scan_under_reclaim(void **state)
-{
-	struct child *ch = child_start();
-	struct monitor mon = {.ch = ch};
-	struct mtd_pageout_config cfg;
-	struct mtd_pageout_hand *h;
-	struct vmm_guest *g = guest_over_child();
-	struct mtd_vm_status st = {0};
-	struct vmm_guest_stats gs;
-	(void)state;
-
-	make_proc(ch->pid);
-	set_swap(1024, 1024);
-	mtd_pageout_config_default(&cfg);
-	struct mtd_hand_env env = {.vm_name = "t",
-				   .qmp = fake_qmp,
-				   .qmp_ctx = &mon,
-				   .qemu_pid = ch->pid,
-				   .live_source = false,
-				   .source_name = "agent",
-				   .proc_root = proc_dir,
-				   .sys_root = "/nonexistent"};
-	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
-	mtd_hand_open_scan(h, MTD_RETURN_RECLAIM, T(1000));
-	mtd_hand_mark_free(h, g);
-	assert_int_equal(mon.calls, 0);
-	mtd_hand_free(h);
-
-	env.live_source = true;
-	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
-	mtd_hand_open_scan(h, MTD_RETURN_PAGEOUT, T(1000)); /* the hand's setup's job */
-	assert_int_equal(mon.calls, 0);
-	mtd_hand_open_scan(h, MTD_RETURN_RECLAIM, T(1000));
-	assert_true(mon.calls > 0);
-	mtd_hand_mark_free(h, g);
-	struct mtd_hand_input in = input(2000, 60000);
-	in.mode = MTD_RETURN_RECLAIM;
-	mtd_hand_step(h, g, &in);
-	mtd_hand_publish(h, &st);
-	assert_int_equal(st.pageout.state, MTD_PAGEOUT_OFF);
-	assert_int_equal(st.pageout.free_bytes, (CHILD_MIB / 2) * MiB);
-	vmm_guest_get_stats(g, &gs);
-	assert_int_equal(gs.free_pages, (CHILD_MIB / 2) * 256);
-	assert_int_equal(gs.evicted_pages, 0);
-	assert_int_equal(vmm_check_invariants(g), 0);
-	/* The map stays open: the next rounds ask QEMU nothing more. */
-	unsigned calls = mon.calls;
-	mtd_hand_open_scan(h, MTD_RETURN_RECLAIM, T(3000));
-	mtd_hand_mark_free(h, g);
-	assert_int_equal(mon.calls, calls);
-	mtd_hand_free(h);
-	vmm_guest_free(g);
-	child_stop(ch);
-	drop_proc();
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_config),
 	    cmocka_unit_test(test_resolve),
 	    cmocka_unit_test(test_states),
-	    cmocka_unit_test(test_free_scan_under_reclaim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
