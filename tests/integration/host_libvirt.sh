@@ -263,21 +263,25 @@ if wait_for 15 above "$B" $((sb - 16)); then ok "host has room again: headroom b
 $V destroy "$C" >/dev/null
 if wait_for 10 logged "$C: detached"; then ok "detaches a destroyed domain"; else nok "no detach of $C"; fi
 
-# 12, 13: SIGTERM leaves every guest at the size it has
+# 12, 13: SIGTERM leaves every guest at the size it has.  A step memtided set just before
+# the signal may still be under way in QEMU (CI 41: B read 249 MiB on its way from 258 to 244,
+# then 244 after the exit), so the size is read once the balloon is still again after the
+# exit: it must be no larger than before the signal, and stay there (no return to 512 MiB).
 wait_for 20 below "$B" 300 >/dev/null
 steady "$B" >/dev/null
-low=$(actual "$B") lowa=$(actual "$A")
+before=$(actual "$B") lowa=$(actual "$A")
 kill -TERM "$mpid"
 wait "$mpid"
 rc=$?
 mpid=
 if [ "$rc" = 0 ]; then ok "memtided exits 0 on SIGTERM"; else nok "exit status $rc"; fi
+low=$(steady "$B")
 still=1
 for _ in $(seq 12); do [ "$(actual "$B")" = "$low" ] && [ "$(actual "$A")" = "$lowa" ] || still=0; sleep 0.25; done
-if [ $still = 1 ] && [ "$low" -lt 512 ]; then
+if [ $still = 1 ] && [ "$low" -le "$before" ] && [ "$low" -lt 512 ]; then
 	ok "after exit $B stays at $low MiB and $A at $lowa MiB (no return to 512 MiB)"
 else
-	nok "after exit: B $low -> $(actual "$B"), A $lowa -> $(actual "$A") MiB"
+	nok "after exit: B $before -> $low -> $(actual "$B"), A $lowa -> $(actual "$A") MiB"
 fi
 if [ "$failed" != 0 ]; then
 	echo "# logs kept in $dir"
