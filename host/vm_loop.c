@@ -836,6 +836,10 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 	uint64_t prev = vm->applied_bytes;
 	bool first = !vm->applied_valid;
 	char err[200] = "";
+	/* What the first target set moves from: the balloon as it is.  A VM observed since
+	 * attach has its first real step here, and the trail must show it (CI 43: 512 -> 448
+	 * MiB went unlogged and uncounted right after observe-only ended). */
+	uint64_t from = first ? vm->balloon_actual : prev;
 
 	if (observe) {
 		uint64_t was = vm->draft.balloon_target_bytes;
@@ -881,15 +885,17 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 	vm->applied_bytes = out->balloon_bytes;
 	vm->applied_valid = true;
 	vm->draft.balloon_target_bytes = out->balloon_bytes;
-	if (!first && out->balloon_bytes < prev) {
+	if (!from)
+		return; /* the size it had is not known: no step to count */
+	if (out->balloon_bytes < from) {
 		vm->draft.counters.inflations++;
-		vm->draft.counters.inflated_bytes += prev - out->balloon_bytes;
-	} else if (!first && out->balloon_bytes > prev) {
+		vm->draft.counters.inflated_bytes += from - out->balloon_bytes;
+	} else if (out->balloon_bytes > from) {
 		vm->draft.counters.deflations++;
-		vm->draft.counters.deflated_bytes += out->balloon_bytes - prev;
+		vm->draft.counters.deflated_bytes += out->balloon_bytes - from;
 	}
-	if (!first && out->balloon_bytes != prev)
-		mtd_vm_audit(vm, t->now_ms, "balloon", prev, out->balloon_bytes, reason, source,
+	if (out->balloon_bytes != from)
+		mtd_vm_audit(vm, t->now_ms, "balloon", from, out->balloon_bytes, reason, source,
 			     false);
 }
 
