@@ -655,7 +655,6 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	 * hold, as it does for the balloon; so does a source without page-level bits, whose
 	 * controller has no reuses to vouch with. */
 	struct vmm_decide_in din = {
-	    .now_ms = t->now_ms,
 	    .dt_ms = t->dt_ms,
 	    .refaults = signal,
 	    .resident_pages = t->gs.resident_pages,

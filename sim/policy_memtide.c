@@ -16,7 +16,8 @@
  *           the controller), a fill of a page libvmm had evicted to vmm_restore; pages the
  *           guest freed are, with mt-take-free (default), given to the host at once (and,
  *           after the first epoch, every page never used) and, with mt-free-hint (default),
- *           told to libvmm as free (vmm_hint_free): they hold nothing, a balloon's inflation takes free memory
+ *           told to libvmm as free (vmm_hint_free): they hold nothing, a balloon's
+ *           inflation takes free memory
  *           first (memtided's balloon path), and the guest's next use of one is a fill, not
  *           a reuse at the age it lay free; with mt-take-free 0 (return=reclaim, where only
  *           free page reporting's 2 MiB blocks go back) they are hinted cold (vmm_hint_cold);
@@ -54,8 +55,7 @@ struct mt {
 	uint32_t *seen_list;  /* those pages, in arrival order */
 	uint64_t nr_seen;
 	struct vmm_run runs[MT_RUNS];
-	struct vmm_decision dec; /* the last vmm_decide */
-	uint64_t age_ms;         /* its cold age threshold */
+	struct vmm_decision dec; /* the last vmm_decide (dec.cold_age_ms: the threshold) */
 	uint64_t t0_ms;          /* the trace's start: the guest is watched from then */
 	uint64_t last_aging_ms;
 	uint64_t next_ctl_ms, last_ctl_ms;
@@ -124,7 +124,7 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	err = vmm_reclaim_init(&m->ctl, &rc);
 	if (err)
 		goto fail;
-	m->age_ms = m->ctl.age_ms;
+	m->dec.cold_age_ms = m->ctl.age_ms;
 	m->dec.gate = VMM_DECIDE_WATCHING; /* nothing goes before the first decision */
 	m->t0_ms = t0;
 	m->last_aging_ms = t0;
@@ -219,7 +219,7 @@ static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	for (int pass = 0; pass < 1024 && left; pass++) {
 		struct vmm_evict_req req = {
 		    .max_pages = left,
-		    .min_age_ms = m->age_ms,
+		    .min_age_ms = m->dec.cold_age_ms,
 		    .now_ms = now_ms,
 		    .runs = m->runs,
 		    .max_runs = MT_RUNS,
@@ -266,7 +266,6 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 	mt_collect(m, ep);          /* Step 2 */
 	if (t1 >= m->next_ctl_ms) { /* Step 3 */
 		struct vmm_decide_in in = {
-		    .now_ms = t1,
 		    .dt_ms = t1 - m->last_ctl_ms,
 		    .refaults = m->refaults_in_interval,
 		    .resident_pages = ctx->resident_pages,
@@ -276,14 +275,13 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		rc = vmm_decide(m->g, &m->ctl, &in, &m->dec);
 		if (rc)
 			return rc;
-		m->age_ms = m->dec.cold_age_ms;
 		m->refaults_in_interval = 0;
 		m->last_ctl_ms = t1;
 		m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
 	}
 	/* mt-aging-div 0: a round every control interval, as memtided ages. */
-	uint64_t every =
-	    ctx->p->mt_aging_div ? m->age_ms / ctx->p->mt_aging_div : ctx->p->mt_interval_ms;
+	uint64_t every = ctx->p->mt_aging_div ? m->dec.cold_age_ms / ctx->p->mt_aging_div
+					      : ctx->p->mt_interval_ms;
 	if (t1 < m->last_aging_ms + every)
 		return 0;
 	rc = mt_age(m, ctx, t1);                  /* Step 4 */

@@ -60,7 +60,6 @@ static struct vmm_decision round_at(struct rig *r, uint64_t now_ms, struct vmm_d
 {
 	struct vmm_decision d;
 
-	in.now_ms = now_ms;
 	in.dt_ms = STEP_MS;
 	in.resident_pages = PAGES;
 	in.watched_ms = now_ms;

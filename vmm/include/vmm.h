@@ -684,14 +684,14 @@ void vmm_reclaim_config_fit(struct vmm_reclaim_config *cfg, unsigned nr_gens, ui
 #define VMM_DECIDE_MAX_STEP_PAGES ((uint64_t)1 << (30 - VMM_PAGE_SHIFT))
 
 enum vmm_decide_gate {
+	VMM_DECIDE_WATCHING, /* watched for less than the cold age: no page is known that idle
+			      * (first: a zeroed decision takes nothing) */
 	VMM_DECIDE_TAKE,     /* take_pages pages idle cold_age_ms or longer may go */
-	VMM_DECIDE_WATCHING, /* watched for less than the cold age: no page is known that idle */
 	VMM_DECIDE_HOLD,     /* the controller holds (vmm_reclaim_ctl.hold_why says why) */
 	VMM_DECIDE_FLOOR,    /* the guest is down to its floor */
 };
 
 struct vmm_decide_in {
-	uint64_t now_ms;
 	uint64_t dt_ms;          /* since the last round (0: the controller is not fed) */
 	uint64_t refaults;       /* the refault signal over dt_ms, in 4 KiB pages */
 	uint64_t resident_pages; /* the guest's RAM the host holds (the controller's base) */
