@@ -67,7 +67,8 @@ LIBPROTO := $(BUILD)/lib/libproto.a
 LIBAGENT := $(BUILD)/lib/libagent.a
 LIBMTD   := $(BUILD)/lib/libmtd.a
 LIBSIM   := $(BUILD)/lib/libsim.a
-ALL_LIBS := $(LIBMTD) $(LIBSIM) $(LIBAGENT) $(LIBPROTO) $(LIBVMM)
+# libsim comes first: the lab runs memtided's balloon policy (sim/actuators.c calls libmtd).
+ALL_LIBS := $(LIBSIM) $(LIBMTD) $(LIBAGENT) $(LIBPROTO) $(LIBVMM)
 
 BIN      := $(BUILD)/bin
 PROGRAMS := $(if $(wildcard host/memtided.c),$(BIN)/memtided) \
@@ -249,7 +250,8 @@ deb:
 	@BUILD=$(BUILD) scripts/deb.sh
 
 # What CI runs beside make check: the packages with their contents and lintian, the unit's
-# sandbox, and the Prometheus rules and dashboard (promtool comes with Debian's prometheus
+# sandbox, memtided under its packaged unit in a guest whose PID 1 is systemd, and the
+# Prometheus rules and dashboard (promtool comes with Debian's prometheus
 # package, ~100 MB, so it is installed for this target only: scripts/deps.sh packaging).
 check-packaging:
 	@scripts/deps.sh packaging

@@ -9,7 +9,9 @@
 #   soak         (not in the default list) the long versions of the scenarios that have one
 #                (E2E_SOAK=1), as `make soak` runs them
 #   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
-#                package, too heavy for every make check); `make check-packaging`, run by CI
+#                package, too heavy for every make check) and the packaged unit under a real
+#                systemd (a guest boot and a dpkg install, ~140 s); `make check-packaging`,
+#                run by CI
 # Each program or script prints TAP lines ("ok N - name", "not ok N - name", "ok N # SKIP why");
 # every such line counts as one test.  A program that prints none counts as one test, passed
 # if it exits 0.  A program that exits non-zero without a "not ok" line counts one failure more
