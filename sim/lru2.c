@@ -52,6 +52,13 @@ static void unlink_pg(struct sim_lru2 *l, uint32_t p)
 	l->lst[p] = L_NONE;
 }
 
+/* A page holds guest data in the guest's RAM: resident, and not swapped out by the guest
+ * (a swapped page's frame waits on the host for free page reporting, holding nothing). */
+static bool in_guest_ram(const struct sim_ctx *ctx, uint32_t p)
+{
+	return (ctx->pg[p] & SIM_PG_RESIDENT) && !(ctx->pg[p] & SIM_PG_GSWAP);
+}
+
 static void push_head(struct sim_lru2 *l, uint32_t p, uint8_t li)
 {
 	unlink_pg(l, p);
@@ -120,12 +127,49 @@ void sim_lru2_epoch(struct sim_lru2 *l, const struct sim_ctx *ctx, size_t e)
 	}
 }
 
+/* One step of reclaim from the inactive tail, refilling it from the active list when it
+ * runs low: returns the page reclaimed (unlinked), NIL when none was this step (a page
+ * moved, or one no longer in the guest's RAM unlinked), or NIL with *empty set when the
+ * lists are empty. */
+static uint32_t scan_one(struct sim_lru2 *l, const struct sim_ctx *ctx, bool *empty)
+{
+	uint32_t p;
+
+	*empty = false;
+	if (l->nr[L_INACTIVE] < l->nr[L_ACTIVE]) {
+		for (int i = 0; i < 32 && l->tail[L_ACTIVE] != NIL; i++) {
+			p = l->tail[L_ACTIVE];
+			l->ref[p] = 0;
+			if (in_guest_ram(ctx, p))
+				push_head(l, p, L_INACTIVE);
+			else
+				unlink_pg(l, p);
+		}
+	}
+	p = l->tail[L_INACTIVE];
+	if (p == NIL) {
+		*empty = true;
+		return NIL;
+	}
+	if (!in_guest_ram(ctx, p)) {
+		unlink_pg(l, p);
+	} else if (l->ref[p]) {
+		l->ref[p] = 0;
+		push_head(l, p, L_ACTIVE);
+	} else {
+		unlink_pg(l, p);
+		return p;
+	}
+	return NIL;
+}
+
 void sim_lru2_shrink(struct sim_lru2 *l, struct sim_ctx *ctx, uint64_t target_pages)
 {
 	/* Every page is scanned at most a few times per call: bound the loop by that. */
 	uint64_t budget = 4 * l->ram_pages + 64;
+	bool empty = false;
 
-	while (ctx->resident_pages > target_pages && budget--) {
+	while (ctx->resident_pages > target_pages && budget-- && !empty) {
 		uint32_t p;
 		if (l->tail[L_FREE] != NIL) {
 			p = l->tail[L_FREE];
@@ -133,27 +177,26 @@ void sim_lru2_shrink(struct sim_lru2 *l, struct sim_ctx *ctx, uint64_t target_pa
 			sim_evict(ctx, p);
 			continue;
 		}
-		if (l->nr[L_INACTIVE] < l->nr[L_ACTIVE]) {
-			for (int i = 0; i < 32 && l->tail[L_ACTIVE] != NIL; i++) {
-				p = l->tail[L_ACTIVE];
-				l->ref[p] = 0;
-				if (ctx->pg[p] & SIM_PG_RESIDENT)
-					push_head(l, p, L_INACTIVE);
-				else
-					unlink_pg(l, p);
-			}
-		}
-		p = l->tail[L_INACTIVE];
-		if (p == NIL)
-			break;
-		if (!(ctx->pg[p] & SIM_PG_RESIDENT)) {
-			unlink_pg(l, p);
-		} else if (l->ref[p]) {
-			l->ref[p] = 0;
-			push_head(l, p, L_ACTIVE);
-		} else {
-			unlink_pg(l, p);
+		p = scan_one(l, ctx, &empty);
+		if (p != NIL)
 			sim_evict(ctx, p);
-		}
 	}
+}
+
+uint64_t sim_lru2_swapout(struct sim_lru2 *l, struct sim_ctx *ctx, uint64_t nr_pages)
+{
+	uint64_t budget = 4 * l->ram_pages + 64, done = 0;
+	bool empty = false;
+
+	while (done < nr_pages && budget-- && !empty) {
+		uint32_t p = scan_one(l, ctx, &empty);
+		if (p == NIL)
+			continue;
+		if (sim_guest_swapout(ctx, p))
+			done++;
+		else
+			push_head(l, p,
+				  L_FREE); /* nothing live in it: free, as the guest sees it */
+	}
+	return done;
 }

@@ -43,9 +43,10 @@ static void usage(FILE *out)
 	    "        --param at --values), write BASE.csv and plot BASE.png / BASE.svg;\n"
 	    "        prints the best setting of each under the budgets (0.002 and 0.01 per\n"
 	    "        minute, or --budget alone).\n"
-	    "bench   the sim_pareto, sim_defaults and sim_react benchmarks at the same budgets\n"
-	    "        (docs/results.md): every policy tuned in hindsight, memtide at its defaults\n"
-	    "        given only the budget, the best idle threshold and the oracle.\n"
+	    "bench   the sim_pareto, sim_defaults, sim_actuators and sim_react benchmarks at the\n"
+	    "        same budgets (docs/results.md): every policy tuned in hindsight, memtide at\n"
+	    "        its defaults given only the budget, the best idle threshold and the oracle;\n"
+	    "        memtided's defaults with each --mt-return (reclaim, balloon, pageout).\n"
 	    "\n"
 	    "policies: none fpr-only mom damon lru2 idle memtide oracle\n"
 	    "generator options: --ram-pages N (32768) --epochs N (600) --epoch-ms MS (1000)\n"
@@ -155,6 +156,13 @@ static int parse_opts(int argc, char **argv, int first, struct opts *o)
 				(void)sim_params_range(a + 2, &lo, &hi);
 				fprintf(stderr, "memtide-sim: %s: %s is out of range (%g to %g)\n",
 					a, v, lo, hi);
+				return rc;
+			}
+			if (rc && !strcmp(a, "--mt-return")) {
+				fprintf(stderr,
+					"memtide-sim: %s: '%s' is not pageout, balloon or reclaim "
+					"(or 0, 1, 2)\n",
+					a, v);
 				return rc;
 			}
 			if (rc) {
@@ -438,6 +446,46 @@ struct defaults_tally {
 	int cases, in_band, real_cases, beat_idle, within, within_memtided, band_memtided;
 };
 
+/* sim_actuators for one trace and budget: memtided at its defaults (its generations, its
+ * balloon policy, its byte settings scaled to the trace: sim/actuators.c) with each way of
+ * giving memory back, beside free page reporting alone.  Predicts what the daemon's
+ * `return` setting gets on this guest; default is memtided's own (reclaim). */
+static int actuators_one(const struct sim_trace *t, const char *tname, const struct sim_params *p,
+			 double budget)
+{
+	static const enum sim_return modes[] = {SIM_RETURN_RECLAIM, SIM_RETURN_BALLOON,
+						SIM_RETURN_PAGEOUT};
+	struct sim_params pf = *p;
+	struct sim_result r;
+	int rc;
+
+	pf.budget = budget;
+	rc = sim_replay(t, &sim_policy_fpr, &pf, false, &r);
+	if (rc)
+		return rc;
+	printf("{\"name\":\"sim_actuators\",\"trace\":\"%s\",\"budget\":%g,"
+	       "\"fpr_only\":{\"saved\":%.4f}",
+	       tname, budget, r.saved);
+	sim_result_free(&r);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++) {
+		struct sim_params pm = *p;
+		pm.budget = budget;
+		pm.mt_target = budget;
+		pm.mt_return = modes[i];
+		sim_params_memtided_layout(&pm);
+		rc = sim_replay(t, &sim_policy_memtide, &pm, false, &r);
+		if (rc)
+			return rc;
+		printf(",\"%s\":{\"saved\":%.4f,\"rate_ratio\":%.3f,\"refaults\":%llu}",
+		       sim_return_name(modes[i]), r.saved, budget > 0 ? r.refault_rate / budget : 0,
+		       (unsigned long long)r.refaults);
+		sim_result_free(&r);
+	}
+	printf("}\n");
+	fflush(stdout);
+	return 0;
+}
+
 /* sim_pareto for one trace: every non-oracle policy swept over its knob, the oracle solved
  * at each budget; one JSON line per budget.  Then sim_defaults: memtide at its defaults,
  * given only the budget (as its refault target), beside the best hindsight-tuned idle
@@ -531,6 +579,9 @@ static int pareto_one(const struct sim_trace *t, const char *tname, bool real,
 		sim_result_free(&dm);
 		sim_result_free(&def);
 		sim_result_free(&orc);
+		rc = actuators_one(t, tname, p, budget);
+		if (rc)
+			return rc;
 		*beats += beat;
 		*near += ok85;
 		(*total)++;

@@ -67,6 +67,12 @@ static const struct pdesc pdescs[] = {
      "the reuse floor at T counts after watching the guest for trust x T (0: at once)"},
     {"mt-max-step-pages", P_U64, F(mt_max_step_pages), 0, 1e9,
      "most pages a round takes, as memtided's [pageout] max_step (0: no limit)"},
+    {"mt-return", P_UINT, F(mt_return), 0, 2,
+     "how memory goes back, as memtided's policy `return`: pageout (0, memtide evicts), "
+     "balloon (1) or reclaim (2, the agent: memtided's default), by name or number"},
+    {"mt-guest-mib", P_U64, F(mt_guest_mib), 1, 1e7,
+     "the guest a trace stands for: memtided's byte settings (floor, headroom, steps) scale "
+     "by the trace's RAM / this (balloon and reclaim)"},
     {"mt-aging-div", P_UINT, F(mt_aging_div), 0, 64,
      "aging rounds per cold age threshold (0: one every control interval, as memtided)"},
 };
@@ -102,6 +108,8 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_max_step_pages = VMM_DECIDE_MAX_STEP_PAGES;
 	p->mt_take_free = true;
 	p->mt_free_hint = true;
+	p->mt_return = SIM_RETURN_PAGEOUT;
+	p->mt_guest_mib = 1024;
 }
 
 void sim_params_memtided_layout(struct sim_params *p)
@@ -165,6 +173,12 @@ int sim_params_set(struct sim_params *p, const char *name, const char *value)
 
 	if (!d)
 		return -ENOENT;
+	if (d->off == offsetof(struct sim_params, mt_return)) { /* memtided's names too */
+		static const char *const number[] = {"0", "1", "2"};
+		for (unsigned r = SIM_RETURN_PAGEOUT; r <= SIM_RETURN_RECLAIM; r++)
+			if (strcmp(value, sim_return_name((enum sim_return)r)) == 0)
+				value = number[r];
+	}
 	errno = 0;
 	v = strtod(value, &end);
 	if (errno || end == value || *end || v != v)

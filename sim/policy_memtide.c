@@ -60,6 +60,10 @@ struct mt {
 	uint64_t last_aging_ms;
 	uint64_t next_ctl_ms, last_ctl_ms;
 	uint64_t refaults_in_interval;
+	/* --mt-return balloon or reclaim: memtided's balloon policy and its actuators */
+	struct sim_act *act;
+	uint64_t rounds;          /* aging rounds so far */
+	uint64_t libvmm_refaults; /* libvmm's refault count at the last decision */
 };
 
 static void mt_fini(void *state)
@@ -67,6 +71,7 @@ static void mt_fini(void *state)
 	struct mt *m = state;
 
 	vmm_guest_free(m->g);
+	sim_act_free(m->act);
 	free(m->vmm_evicted);
 	free(m->seen);
 	free(m->seen_list);
@@ -124,6 +129,11 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	err = vmm_reclaim_init(&m->ctl, &rc);
 	if (err)
 		goto fail;
+	if (p->mt_return != SIM_RETURN_PAGEOUT) {
+		err = sim_act_new(ctx, (enum sim_return)p->mt_return, &m->act);
+		if (err)
+			goto fail;
+	}
 	m->dec.cold_age_ms = m->ctl.age_ms;
 	m->dec.gate = VMM_DECIDE_WATCHING; /* nothing goes before the first decision */
 	m->t0_ms = t0;
@@ -208,6 +218,7 @@ static int mt_age(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 		m->seen[m->seen_list[i]] = 0;
 	m->nr_seen = 0;
 	m->last_aging_ms = now_ms;
+	m->rounds++;
 	return rc;
 }
 
@@ -244,9 +255,74 @@ static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	return 0;
 }
 
+/* --mt-return balloon or reclaim, one control interval in memtided's order (host/vm_loop.c):
+ * the source ages, vmm_decide sets the cold age from the refault signal (libvmm's refaults
+ * of pages the target took, plus the guest's major faults, as memtided adds them), libvmm's
+ * working set at that age goes to memtided's balloon policy (sim/actuators.c). */
+static int mt_control_act(struct mt *m, struct sim_ctx *ctx, uint64_t t1, bool age)
+{
+	struct vmm_guest_stats gs;
+	int rc = age ? mt_age(m, ctx, t1) : 0;
+
+	if (rc)
+		return rc;
+	vmm_guest_get_stats(m->g, &gs);
+	uint64_t signal = gs.refaults_total - m->libvmm_refaults + m->refaults_in_interval;
+	m->libvmm_refaults = gs.refaults_total;
+	struct vmm_decide_in in = {
+	    .dt_ms = t1 - m->last_ctl_ms,
+	    .refaults = signal,
+	    .resident_pages = ctx->resident_pages,
+	    .watched_ms = t1 - m->t0_ms,
+	    .max_step_pages = ctx->p->mt_max_step_pages,
+	};
+	rc = vmm_decide(m->g, &m->ctl, &in, &m->dec);
+	if (rc)
+		return rc;
+	struct sim_act_tick tick = {
+	    .now_ms = t1,
+	    .dt_ms = t1 - m->last_ctl_ms,
+	    .guest_refaults = m->refaults_in_interval,
+	    .cold_age_ms = m->dec.cold_age_ms,
+	    .refault_hold = m->dec.holds_all_takers,
+	};
+	/* Two rounds, and more than a cold age of watching, before the estimate means anything
+	 * (memtided's rule, host/vm_loop.c: no page is known idle for longer than it was
+	 * watched). */
+	if (m->rounds >= 2 && t1 - m->t0_ms > tick.cold_age_ms &&
+	    vmm_wss(m->g, t1, &tick.cold_age_ms, 1, &tick.wss_bytes) == 0)
+		tick.wss_valid = true;
+	m->refaults_in_interval = 0;
+	m->last_ctl_ms = t1;
+	m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
+	return sim_act_control(m->act, ctx, m->g, &tick);
+}
+
+/* --mt-return balloon or reclaim: libvmm hears of no free page (memtided reads no map in
+ * these modes; free page reporting and the balloon take free memory by themselves). */
+static int mt_epoch_act(struct mt *m, struct sim_ctx *ctx, size_t e)
+{
+	uint64_t t1 = sim_epoch_end_ms(ctx->t, e);
+	int rc = mt_feedback(m, ctx); /* Step 1 */
+
+	if (rc)
+		return rc;
+	sim_act_epoch(m->act, ctx, e);
+	mt_collect(m, &ctx->t->epochs[e]); /* Step 2 */
+	uint64_t every = ctx->p->mt_aging_div ? m->dec.cold_age_ms / ctx->p->mt_aging_div
+					      : ctx->p->mt_interval_ms;
+	bool age = t1 >= m->last_aging_ms + every;
+	if (t1 >= m->next_ctl_ms) /* Steps 3-5 */
+		return mt_control_act(m, ctx, t1, age);
+	return age ? mt_age(m, ctx, t1) : 0;
+}
+
 static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 {
 	struct mt *m = state;
+
+	if (m->act)
+		return mt_epoch_act(m, ctx, e);
 	const struct sim_epoch *ep = &ctx->t->epochs[e];
 	uint64_t t1 = sim_epoch_end_ms(ctx->t, e);
 	int rc = mt_feedback(m, ctx); /* Step 1 */

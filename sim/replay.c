@@ -10,7 +10,9 @@
  *   - Epoch e, step by step:
  *       Step 1: every page accessed in e must be resident during e.  A non-resident page
  *               that was live when it was evicted is a refault (the host must read it back);
- *               one that was free when evicted is a fill (a zero page, no I/O).
+ *               one that was free when evicted is a fill (a zero page, no I/O).  A page the
+ *               guest's own reclaim swapped out is a refault too, resident or not (the
+ *               guest reads it back from its swap).
  *       Step 2: resident pages after step 1 are the epoch's residency, weighted by its
  *               length for the mean; the peak is the largest.
  *       Step 3: the epoch's free records make pages free (they stay resident until
@@ -46,6 +48,20 @@ int sim_evict(struct sim_ctx *ctx, uint32_t idx)
 	return 1;
 }
 
+int sim_guest_swapout(struct sim_ctx *ctx, uint32_t idx)
+{
+	uint8_t *pg = &ctx->pg[idx];
+
+	if (!(*pg & SIM_PG_LIVE) || !(*pg & SIM_PG_RESIDENT))
+		return 0;
+	*pg = (uint8_t)((*pg & ~SIM_PG_LIVE) | SIM_PG_GSWAP);
+	ctx->live_pages--;
+	ctx->res->evicted_live++;
+	if (ctx->fpr)
+		sim_fpr_live(ctx->fpr, idx, -1, ctx->now_ms);
+	return 1;
+}
+
 static double thread_cpu_s(void)
 {
 	struct timespec ts;
@@ -64,16 +80,17 @@ static void apply_epoch(struct sim_ctx *ctx, size_t e, uint64_t now_ms)
 	for (uint32_t i = 0; i < ep->nr_acc; i++) {
 		uint32_t idx = SIM_ACC_PAGE(ep->acc[i]);
 		uint8_t *pg = &ctx->pg[idx];
-		if (!(*pg & SIM_PG_RESIDENT)) {
-			bool refault = *pg & SIM_PG_EVLIVE;
+		if (!(*pg & SIM_PG_RESIDENT) || (*pg & SIM_PG_GSWAP)) {
+			bool refault = *pg & (SIM_PG_EVLIVE | SIM_PG_GSWAP);
 			if (refault)
 				ctx->res->refaults++;
 			else
 				ctx->res->fills++;
 			ctx->faulted_refault[ctx->nr_faulted] = refault;
 			ctx->faulted[ctx->nr_faulted++] = idx;
-			*pg = (uint8_t)((*pg | SIM_PG_RESIDENT) & ~SIM_PG_EVLIVE);
-			ctx->resident_pages++;
+			if (!(*pg & SIM_PG_RESIDENT))
+				ctx->resident_pages++;
+			*pg = (uint8_t)((*pg | SIM_PG_RESIDENT) & ~(SIM_PG_EVLIVE | SIM_PG_GSWAP));
 		}
 		if (!(*pg & SIM_PG_LIVE)) {
 			*pg |= SIM_PG_LIVE;
@@ -97,9 +114,10 @@ static void apply_frees(struct sim_ctx *ctx, size_t e, uint64_t now_ms)
 			if (ctx->fpr)
 				sim_fpr_live(ctx->fpr, ep->freed[i], -1, now_ms);
 		}
-		/* A freed page that is not resident holds nothing any more. */
+		/* A freed page holds nothing any more, evicted or in the guest's swap. */
 		if (!(*pg & SIM_PG_RESIDENT))
 			*pg &= (uint8_t)~SIM_PG_EVLIVE;
+		*pg &= (uint8_t)~SIM_PG_GSWAP;
 	}
 }
 
@@ -155,6 +173,7 @@ int sim_replay(const struct sim_trace *t, const struct sim_policy *pol, const st
 		if (ctx.fpr)
 			sim_fpr_report(ctx.fpr, &ctx, t1);
 		/* Step 5: the policy. */
+		ctx.now_ms = t1;
 		cpu0 = thread_cpu_s();
 		rc = pol->epoch ? pol->epoch(&ctx, state, e) : 0;
 		res->policy_cpu_s += thread_cpu_s() - cpu0;

@@ -158,6 +158,10 @@ static inline double sim_rand01(uint64_t *s)
 #define SIM_PG_RESIDENT 0x1 /* backed by host memory now */
 #define SIM_PG_LIVE     0x2 /* holds guest data: accessed since the start or its last free */
 #define SIM_PG_EVLIVE   0x4 /* not resident, and was live when evicted: touching it refaults */
+#define SIM_PG_GSWAP                                                                               \
+	0x8 /* the guest's own reclaim swapped its data out (not live; the
+			     * frame may still be resident until free page reporting or the
+			     * balloon takes it): touching it refaults, resident or not */
 
 struct sim_ctx;
 
@@ -214,6 +218,8 @@ struct sim_params {
 	uint64_t mt_max_step_pages; /* most pages a round takes (vmm_decide_in.max_step_pages) */
 	bool mt_take_free;          /* the guest's freed pages go to the host at once */
 	bool mt_free_hint;          /* libvmm is told so (vmm_hint_free), as memtided tells it */
+	unsigned mt_return;         /* enum sim_return: how memory goes back (pageout) */
+	uint64_t mt_guest_mib;      /* the guest a trace stands for: memtided's bytes scale */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;
 	/* oracle: none, it reads `budget` */
@@ -265,12 +271,17 @@ struct sim_ctx {
 	uint64_t resident_pages;
 	uint64_t live_pages;
 	struct sim_fpr *fpr; /* NULL when free page reporting is off */
+	uint64_t now_ms;     /* the end of the epoch the policy is called for */
 	struct sim_result *res;
 	void *oracle_next; /* sim/policy_oracle.c's look-ahead (owned by the policy) */
 };
 
 /* Evict page idx (no-op when it is not resident).  Returns 1 when it was resident. */
 int sim_evict(struct sim_ctx *ctx, uint32_t idx);
+/* The guest's own reclaim swaps live page idx out (memtided's agent reclaim): its data goes
+ * to the guest's swap and its frame is free in the guest, but stays resident on the host
+ * until free page reporting returns its whole 2 MiB block.  Returns 1 when it was live. */
+int sim_guest_swapout(struct sim_ctx *ctx, uint32_t idx);
 
 extern const struct sim_policy sim_policy_none, sim_policy_fpr, sim_policy_mom, sim_policy_damon,
     sim_policy_lru2, sim_policy_idle, sim_policy_memtide, sim_policy_oracle;
@@ -298,6 +309,42 @@ void sim_fpr_live(struct sim_fpr *f, uint32_t idx, int delta, uint64_t now_ms);
 /* Report every block that has been wholly free for the delay: evict its resident pages. */
 void sim_fpr_report(struct sim_fpr *f, struct sim_ctx *ctx, uint64_t now_ms);
 
+/* memtided's balloon and agent reclaim (sim/actuators.c): how memtide gives memory back,
+ * as memtided's policy `return` says. */
+enum sim_return {
+	SIM_RETURN_PAGEOUT = 0, /* memtide evicts pages itself (host pageout) */
+	SIM_RETURN_BALLOON = 1, /* the balloon follows memtided's target */
+	SIM_RETURN_RECLAIM = 2, /* the agent asks the guest to reclaim (memtided's default) */
+};
+const char *sim_return_name(enum sim_return r);
+struct sim_act;
+struct sim_act_stats {
+	uint64_t reclaim_requests, reclaimed_bytes, balloon_steps;
+	int reason;            /* the last step's enum mtd_ctl_reason */
+	uint64_t target_bytes; /* the last step's target */
+	uint64_t wss_bytes;    /* the estimate it was given, after memtided's corrections */
+};
+/* One control interval's figures, as memtided's tick has them. */
+struct sim_act_tick {
+	uint64_t now_ms, dt_ms;
+	uint64_t guest_refaults; /* the guest's major faults in the interval */
+	bool wss_valid;          /* libvmm's estimate counts (two rounds, one cold age watched) */
+	uint64_t wss_bytes;      /* libvmm's working set at the cold age */
+	uint64_t cold_age_ms;
+	bool refault_hold; /* the controller holds past learning (memtided's reclaim_holds_all) */
+};
+/* Returns 0, -ENOMEM, -EINVAL (settings memtided would refuse). */
+int sim_act_new(struct sim_ctx *ctx, enum sim_return mode, struct sim_act **out);
+void sim_act_free(struct sim_act *a);
+/* Every epoch, after the core's step 1: the guest's LRU hears of the epoch, and lives
+ * within what the balloon leaves it. */
+void sim_act_epoch(struct sim_act *a, struct sim_ctx *ctx, size_t e);
+/* Every control interval, after vmm_decide: memtided's estimate corrections, mtd_ctl_step
+ * and the actuators.  Returns 0 or a negative errno from libvmm. */
+int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
+		    const struct sim_act_tick *t);
+const struct sim_act_stats *sim_act_stats(const struct sim_act *a);
+
 /* Linux's active/inactive LRU (sim/lru2.c). */
 struct sim_lru2;
 int sim_lru2_new(uint64_t ram_pages, struct sim_lru2 **out);
@@ -308,6 +355,10 @@ void sim_lru2_epoch(struct sim_lru2 *l, const struct sim_ctx *ctx, size_t e);
  * list's tail, refilling it from the active list when it runs low.  Cost: O(pages
  * scanned), at most a few passes over the lists. */
 void sim_lru2_shrink(struct sim_lru2 *l, struct sim_ctx *ctx, uint64_t target_pages);
+/* The guest's memory.reclaim: swap out up to nr_pages live pages from the inactive tail (as
+ * shrink chooses them; free pages are not its to take), with sim_guest_swapout.  Returns
+ * how many went. */
+uint64_t sim_lru2_swapout(struct sim_lru2 *l, struct sim_ctx *ctx, uint64_t nr_pages);
 
 /*
  * The oracle's lower bound: the least mean resident memory any policy can have on t with

@@ -86,5 +86,10 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	uint64_t age = vmm_reclaim_update(ctl, in->refaults, in->resident_pages, in->dt_ms); /* 2 */
 	out->cold_age_ms = threshold(ctl, age, in->fixed_age_ms, &out->fixed_age_capped);
 	out->gate = gate(ctl, in, out->cold_age_ms, &out->take_pages); /* 3 */
+	/* While it only learns, the balloon and the agent go on: their estimate is read at the
+	 * controller's age, which starts at the longest (host/vm_loop.c says what gating them
+	 * on learning too cost). */
+	out->holds_all_takers =
+	    ctl->hold && ctl->hold_why != VMM_HOLD_LEARNING && !in->fixed_age_ms;
 	return 0;
 }

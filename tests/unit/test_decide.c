@@ -87,6 +87,7 @@ static void test_watch_learn_take(void **state)
 	assert_int_equal(d.gate, VMM_DECIDE_HOLD);
 	assert_int_equal(r.ctl.hold_why, VMM_HOLD_LEARNING);
 	assert_int_equal(d.take_pages, 0);
+	assert_false(d.holds_all_takers); /* learning holds host pageout, not the balloon */
 	/* A guest that reused nothing has told nothing yet: the controller learns for its
 	 * reuse window (5 min), then every resident page may go (a step is 1 GiB). */
 	while (t < r.ctl.cfg.reuse_tau_ms) {
@@ -139,6 +140,36 @@ static void test_fixed_age_and_squeeze(void **state)
 	assert_true(r.ctl.hold);
 	assert_int_equal(d.gate, VMM_DECIDE_TAKE);
 	assert_int_equal(d.take_pages, PAGES);
+	rig_fini(&r);
+}
+
+/* Refaults past the budget even at the longest age: a hold for every taker (the balloon and
+ * the agent too), unless the operator fixed the age. */
+static void test_hold_for_all_takers(void **state)
+{
+	struct rig r;
+	struct vmm_reclaim_config rc;
+	struct vmm_decision d = {0};
+	struct vmm_decide_in hot = {0}, fixed = {.fixed_age_ms = 20000};
+	uint64_t t = 0;
+
+	(void)state;
+	rig_init(&r);
+	vmm_reclaim_config_default(&rc);
+	rc.reuse_tau_ms = 0; /* no reuse floor: the refaults alone decide */
+	vmm_reclaim_config_fit(&rc, VMM_MAX_NR_GENS, STEP_MS);
+	assert_int_equal(vmm_reclaim_init(&r.ctl, &rc), 0);
+	for (int i = 0; i < 200 && !(d.gate == VMM_DECIDE_HOLD); i++) {
+		hot.refaults = PAGES / 5; /* a fifth of the guest every 5 s: far past the budget */
+		d = round_at(&r, t += STEP_MS, hot);
+	}
+	assert_int_equal(d.gate, VMM_DECIDE_HOLD);
+	assert_int_equal(r.ctl.hold_why, VMM_HOLD_REFAULTS);
+	assert_true(d.holds_all_takers);
+	fixed.refaults = PAGES / 5;
+	d = round_at(&r, t += STEP_MS, fixed);
+	assert_true(r.ctl.hold);
+	assert_false(d.holds_all_takers);
 	rig_fini(&r);
 }
 
@@ -206,8 +237,11 @@ static void test_bad_args(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_watch_learn_take),  cmocka_unit_test(test_fixed_age_and_squeeze),
-	    cmocka_unit_test(test_echo_is_not_reuse), cmocka_unit_test(test_config_fit),
+	    cmocka_unit_test(test_watch_learn_take),
+	    cmocka_unit_test(test_fixed_age_and_squeeze),
+	    cmocka_unit_test(test_echo_is_not_reuse),
+	    cmocka_unit_test(test_config_fit),
+	    cmocka_unit_test(test_hold_for_all_takers),
 	    cmocka_unit_test(test_bad_args),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,10 @@
  *   - memtide reclaims cold pages and, with a floor longer than the trace, nothing live; it
  *     evicts by vmm_decide's answer, as memtided's host pageout does (watching for the cold
  *     age first, then at most a step a round);
+ *   - a page the guest's own reclaim swapped out refaults when touched, its frame on the
+ *     host or not; memtided's other actuators (sim/actuators.c): the agent's reclaim takes
+ *     cold pages down to the hot set plus headroom and free page reporting returns their
+ *     blocks; the balloon takes free memory that reporting cannot reach;
  *   - the oracle is a lower bound: no policy, at any setting, has less mean resident memory
  *     for the refaults it took, and the oracle replays to exactly its bound.
  */
@@ -368,6 +372,146 @@ static void test_memtide_decides_as_memtided(void **state)
 	sim_trace_free(&t);
 }
 
+/* ---- memtided's actuators: the guest's own swap, the balloon, the agent's reclaim -------- */
+
+/* The guest's reclaim swaps out block 0 (pages 0-511) and page 512 at the end of epoch 0;
+ * page 513 stays live. */
+static int swap_some_epoch(struct sim_ctx *ctx, void *state, size_t e)
+{
+	(void)state;
+	if (e == 0)
+		for (uint32_t p = 0; p <= 512; p++)
+			assert_int_equal(sim_guest_swapout(ctx, p), 1);
+	return 0;
+}
+
+static const struct sim_policy swap_some = {
+    .name = "swap-some", .fpr = SIM_FPR_ON, .knob = "", .epoch = swap_some_epoch};
+
+/* Pages 0-513 written in epoch 0; 512 read in epoch 1, 0 in epoch 5. */
+static void swap_fill(uint64_t e, uint32_t *acc, size_t *n, uint32_t *fr, size_t *nf)
+{
+	(void)fr;
+	(void)nf;
+	if (e == 0)
+		for (uint32_t p = 0; p < 514; p++)
+			acc[(*n)++] = p | SIM_ACC_WRITE;
+	if (e == 1)
+		acc[(*n)++] = 512;
+	if (e == 5)
+		acc[(*n)++] = 0;
+}
+
+/* A page the guest swapped out refaults when touched, whether its frame is still on the
+ * host (page 512: its block holds live page 513, so free page reporting never takes it) or
+ * went back (page 0: its whole block did, 2 s after the swap). */
+static void test_guest_swap(void **state)
+{
+	struct sim_trace t;
+	struct sim_params p;
+	struct sim_result r;
+
+	(void)state;
+	sim_params_default(&p);
+	build(&t, 2048, 8, swap_fill);
+	assert_int_equal(sim_replay(&t, &swap_some, &p, true, &r), 0);
+	assert_int_equal(r.evicted_live, 513);
+	/* Blocks 2-3 (never used) go at 2 s, block 0 at 3 s (swapped at 1 s), block 1 never. */
+	assert_int_equal(r.resident_per_epoch[1], 2048);
+	assert_int_equal(r.resident_per_epoch[2], 1024);
+	assert_int_equal(r.resident_per_epoch[3], 512);
+	assert_int_equal(r.refaults_per_epoch[1], 1);   /* page 512, still resident */
+	assert_int_equal(r.resident_per_epoch[5], 513); /* page 0 read back */
+	assert_int_equal(r.refaults_per_epoch[5], 1);
+	assert_int_equal(r.refaults, 2);
+	assert_int_equal(r.fills, 0);
+	sim_result_free(&r);
+	sim_trace_free(&t);
+}
+
+/* Pages 0-3583 written in epoch 0 then idle, 3584-7167 read every epoch, 7168-8191 (two
+ * blocks) never used: the guest keeps some memory free, as Linux does (MemAvailable at 0
+ * is pressure to memtided, which then gives memory back and takes none). */
+static void idle_hot_free_fill(uint64_t e, uint32_t *acc, size_t *n, uint32_t *fr, size_t *nf)
+{
+	(void)fr;
+	(void)nf;
+	for (uint32_t p = (e == 0 ? 0 : 3584); p < 7168; p++)
+		acc[(*n)++] = p | (e == 0 ? SIM_ACC_WRITE : 0);
+}
+
+/* memtide with memtided's generations and `return` (sim/actuators.c); 8192 pages stand for a
+ * 1 GiB guest, so memtided's floor is 2048 pages, its headroom and its step 1024. */
+static void run_return(const struct sim_trace *t, enum sim_return mode, struct sim_result *r)
+{
+	struct sim_params p;
+
+	sim_params_default(&p);
+	sim_params_memtided_layout(&p);
+	p.mt_return = mode;
+	run(t, "memtide", &p, r);
+}
+
+/* The agent's reclaim: the guest keeps its hot 3584 pages plus at most the headroom, a step
+ * an interval at most, never before it was watched for the 10 s shortest cold age, and
+ * nothing hot leaves; the guest swaps the idle pages out and free page reporting returns
+ * their whole blocks. */
+static void test_memtide_reclaim(void **state)
+{
+	struct sim_trace t;
+	struct sim_result r;
+
+	(void)state;
+	build(&t, 8192, 200, idle_hot_free_fill);
+	run_return(&t, SIM_RETURN_RECLAIM, &r);
+	/* Free page reporting takes the two free blocks at 2 s. */
+	for (size_t e = 2; e <= 10; e++)
+		assert_int_equal(r.resident_per_epoch[e], 7168);
+	for (size_t e = 1; e < 200; e++)
+		assert_true(r.resident_per_epoch[e - 1] <= r.resident_per_epoch[e] + 1024);
+	assert_true(r.resident_per_epoch[199] >= 3584);
+	assert_true(r.resident_per_epoch[199] <= 3584 + 1024);
+	assert_int_equal(r.refaults, 0);
+	assert_true(r.evicted_live >= 2560); /* swapped out by the guest, not dropped */
+	sim_result_free(&r);
+	sim_trace_free(&t);
+}
+
+/* Even pages used every epoch, odd pages never: free memory scattered through every 2 MiB
+ * block. */
+static void even_fill(uint64_t e, uint32_t *acc, size_t *n, uint32_t *fr, size_t *nf)
+{
+	(void)fr;
+	(void)nf;
+	for (uint32_t p = 0; p < 8192; p += 2)
+		acc[(*n)++] = p | (e == 0 ? SIM_ACC_WRITE : 0);
+}
+
+/* Free memory that free page reporting cannot return (no block is ever wholly free): the
+ * balloon takes it, 4 KiB at a time, down to the hot half plus the headroom, a step an
+ * interval; the agent's reclaim does not (nothing is cold to reclaim, and what is free stays
+ * in the guest's partly used blocks). */
+static void test_memtide_balloon(void **state)
+{
+	struct sim_trace t;
+	struct sim_result b, rc;
+
+	(void)state;
+	build(&t, 8192, 200, even_fill);
+	run_return(&t, SIM_RETURN_BALLOON, &b);
+	run_return(&t, SIM_RETURN_RECLAIM, &rc);
+	for (size_t e = 1; e < 200; e++)
+		assert_true(b.resident_per_epoch[e - 1] <= b.resident_per_epoch[e] + 1024);
+	assert_int_equal(b.resident_per_epoch[199], 4096 + 1024);
+	assert_int_equal(b.refaults, 0);
+	assert_int_equal(b.evicted_live, 0);
+	assert_int_equal(rc.resident_per_epoch[199], 8192);
+	assert_int_equal(rc.refaults, 0);
+	sim_result_free(&b);
+	sim_result_free(&rc);
+	sim_trace_free(&t);
+}
+
 /* Every other page of the first 2048 written at epoch 0, the even pages of [512, 2048) used
  * every epoch, the even pages of [0, 510) freed at epoch 5 (page 510 stays, so the first
  * 2 MiB block never empties): memory never used and memory freed lie scattered between
@@ -599,6 +743,14 @@ static void test_params(void **state)
 	assert_int_equal(sim_params_set(&p, "mom-max-step", "x"), -EINVAL);
 	assert_int_equal(sim_params_set(&p, "mt-nr-gens", "4.5"), -EINVAL);
 	assert_int_equal(sim_params_set(&p, "no-such", "1"), -ENOENT);
+	/* memtided's names for `return`, or their numbers; nothing else. */
+	assert_int_equal(p.mt_return, SIM_RETURN_PAGEOUT);
+	assert_int_equal(sim_params_set(&p, "mt-return", "reclaim"), 0);
+	assert_int_equal(p.mt_return, SIM_RETURN_RECLAIM);
+	assert_int_equal(sim_params_set(&p, "mt-return", "1"), 0);
+	assert_int_equal(p.mt_return, SIM_RETURN_BALLOON);
+	assert_int_equal(sim_params_set(&p, "mt-return", "auto"), -EINVAL);
+	assert_int_equal(sim_params_set(&p, "mt-return", "3"), -ERANGE);
 	sim_params_get(&p, "no-such", &err);
 	assert_int_equal(err, -ENOENT);
 }
@@ -614,6 +766,9 @@ int main(void)
 	    cmocka_unit_test(test_memtide),
 	    cmocka_unit_test(test_memtide_takes_free),
 	    cmocka_unit_test(test_memtide_decides_as_memtided),
+	    cmocka_unit_test(test_guest_swap),
+	    cmocka_unit_test(test_memtide_reclaim),
+	    cmocka_unit_test(test_memtide_balloon),
 	    cmocka_unit_test(test_oracle_is_lower_bound),
 	    cmocka_unit_test(test_memtide_react),
 	    cmocka_unit_test(test_memtide_holds_budget),

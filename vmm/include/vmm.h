@@ -711,6 +711,11 @@ struct vmm_decision {
 	uint64_t take_pages;   /* gate VMM_DECIDE_TAKE: at most this many (else 0) */
 	bool fixed_age_capped; /* fixed_age_ms is past the controller's max_age_ms, which is
 				  * used instead: the generations cannot tell older ages apart */
+	bool holds_all_takers; /* the controller holds because even the longest age it can
+				* tell apart refaults past the budget (not while it is only
+				* learning), and no fixed age overrides it: nothing may go by age
+				* through any actuator - the balloon and the guest's reclaim too,
+				* not host pageout alone (memtided's refault_hold) */
 };
 
 /* A short phrase for a gate ("take", "watching", "hold", "floor"). */
