@@ -167,7 +167,7 @@ static void test_hold_for_all_takers(void **state)
 	assert_int_equal(r.ctl.hold_why, VMM_HOLD_REFAULTS);
 	assert_true(d.holds_all_takers);
 	fixed.refaults = PAGES / 5;
-	d = round_at(&r, t += STEP_MS, fixed);
+	d = round_at(&r, t + STEP_MS, fixed);
 	assert_true(r.ctl.hold);
 	assert_false(d.holds_all_takers);
 	rig_fini(&r);
