@@ -684,9 +684,10 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	 * leave out is what the guest says it does not use (vmm_guest_config.unseen_is_unused).
 	 * Longer than a cold age, not as long: generation 0, every page not seen since attach,
 	 * was born at the first tick, and vmm_wss counts a generation born exactly the age ago,
-	 * so the first reading at equality was all of RAM, and the peak (steady.h) held it for
-	 * one more cold age (found by memtide-sim's balloon model, sim/actuators.c: on the
-	 * sqlite3 trace nothing was taken until 145 s, the cold age being 70 s). */
+	 * so the first reading at equality (a tick on the very millisecond) was all of RAM,
+	 * and the peak (steady.h) held it for one more cold age (found by memtide-sim's balloon
+	 * model, sim/actuators.c: on the sqlite3 trace nothing was taken until 145 s, the cold
+	 * age being 70 s). */
 	bool watched = !vm->source.ops->per_page || t->now_ms - vm->first_tick_ms > vm->cold_age_ms;
 	if (vm->rounds >= 2 && watched &&
 	    vmm_wss(vm->guest, t->now_ms, &vm->cold_age_ms, 1, &t->wss_bytes) == 0)
