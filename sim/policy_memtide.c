@@ -33,6 +33,11 @@
  *           then the collected accesses go to vmm_mark_young in runs (write = dirty);
  *   Step 5: eviction - right after aging, vmm_evict takes as many pages as the decision
  *           allows from the generations born at least the threshold ago, in runs.
+ * That is --mt-return pageout (the default: memtided's host pageout).  With balloon or reclaim
+ * the steps go in memtided's order instead (mt_epoch_act): at each control interval the
+ * round ages, vmm_decide sets the cold age, and libvmm's working set at it goes to memtided's
+ * balloon policy and actuators (sim/actuators.c); libvmm hears of no free page, as memtided
+ * reads no map in those modes.
  * The generations must span the threshold: nr_gens >= mt-aging-div + 2 (checked at init).
  * libvmm does not see free page reporting (the core's FPR returns free blocks by itself),
  * so it may believe a reported page resident: that costs only a no-op eviction later, and
@@ -255,6 +260,26 @@ static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	return 0;
 }
 
+/* Step 3: the call memtided makes each tick, with the interval's refaults. */
+static int mt_decide(struct mt *m, const struct sim_ctx *ctx, uint64_t t1, uint64_t refaults)
+{
+	struct vmm_decide_in in = {
+	    .dt_ms = t1 - m->last_ctl_ms,
+	    .refaults = refaults,
+	    .resident_pages = ctx->resident_pages,
+	    .watched_ms = t1 - m->t0_ms,
+	    .max_step_pages = ctx->p->mt_max_step_pages,
+	};
+	return vmm_decide(m->g, &m->ctl, &in, &m->dec);
+}
+
+static void mt_interval_done(struct mt *m, const struct sim_ctx *ctx, uint64_t t1)
+{
+	m->refaults_in_interval = 0;
+	m->last_ctl_ms = t1;
+	m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
+}
+
 /* --mt-return balloon or reclaim, one control interval in memtided's order (host/vm_loop.c):
  * the source ages, vmm_decide sets the cold age from the refault signal (libvmm's refaults
  * of pages the target took, plus the guest's major faults, as memtided adds them), libvmm's
@@ -269,14 +294,7 @@ static int mt_control_act(struct mt *m, struct sim_ctx *ctx, uint64_t t1, bool a
 	vmm_guest_get_stats(m->g, &gs);
 	uint64_t signal = gs.refaults_total - m->libvmm_refaults + m->refaults_in_interval;
 	m->libvmm_refaults = gs.refaults_total;
-	struct vmm_decide_in in = {
-	    .dt_ms = t1 - m->last_ctl_ms,
-	    .refaults = signal,
-	    .resident_pages = ctx->resident_pages,
-	    .watched_ms = t1 - m->t0_ms,
-	    .max_step_pages = ctx->p->mt_max_step_pages,
-	};
-	rc = vmm_decide(m->g, &m->ctl, &in, &m->dec);
+	rc = mt_decide(m, ctx, t1, signal);
 	if (rc)
 		return rc;
 	struct sim_act_tick tick = {
@@ -292,9 +310,7 @@ static int mt_control_act(struct mt *m, struct sim_ctx *ctx, uint64_t t1, bool a
 	if (m->rounds >= 2 && t1 - m->t0_ms > tick.cold_age_ms &&
 	    vmm_wss(m->g, t1, &tick.cold_age_ms, 1, &tick.wss_bytes) == 0)
 		tick.wss_valid = true;
-	m->refaults_in_interval = 0;
-	m->last_ctl_ms = t1;
-	m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
+	mt_interval_done(m, ctx, t1);
 	return sim_act_control(m->act, ctx, m->g, &tick);
 }
 
@@ -341,19 +357,10 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		return rc;
 	mt_collect(m, ep);          /* Step 2 */
 	if (t1 >= m->next_ctl_ms) { /* Step 3 */
-		struct vmm_decide_in in = {
-		    .dt_ms = t1 - m->last_ctl_ms,
-		    .refaults = m->refaults_in_interval,
-		    .resident_pages = ctx->resident_pages,
-		    .watched_ms = t1 - m->t0_ms,
-		    .max_step_pages = ctx->p->mt_max_step_pages,
-		};
-		rc = vmm_decide(m->g, &m->ctl, &in, &m->dec);
+		rc = mt_decide(m, ctx, t1, m->refaults_in_interval);
 		if (rc)
 			return rc;
-		m->refaults_in_interval = 0;
-		m->last_ctl_ms = t1;
-		m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
+		mt_interval_done(m, ctx, t1);
 	}
 	/* mt-aging-div 0: a round every control interval, as memtided ages. */
 	uint64_t every = ctx->p->mt_aging_div ? m->dec.cold_age_ms / ctx->p->mt_aging_div
