@@ -10,21 +10,23 @@
  *   Step 1: the estimate - libvmm's working set at the cold age (the caller reads it), then
  *           memtided's corrections from host/steady.c: the peak of the last cold age, and
  *           the bound by the guest RAM the host holds and by what the guest says it uses;
- *   Step 2: the inputs memtided would have - with the agent (reclaim): the guest's use
- *           (live pages in its RAM), MemAvailable, its growth, the last request's answer;
- *           without (balloon): the balloon's own figures, MemAvailable and the major-fault
- *           rate;
+ *   Step 2: the inputs memtided would have - with the agent (--mt-agent 1, the default):
+ *           the guest's use (live pages in its RAM), MemAvailable, its growth, the last
+ *           request's answer; without: the balloon's own figures, MemAvailable and the
+ *           major-fault rate;
  *   Step 3: the policy - host/controller.c's mtd_ctl_step, the very function memtided
  *           calls, with memtided's default settings and policy;
  *   Step 4: the actuators -
- *           reclaim: the agent asks the guest to reclaim; the guest's own LRU (sim/lru2.c,
- *                    Linux's active/inactive lists) swaps the pages out, and their frames go
- *                    back to the host only through free page reporting: whole 2 MiB blocks,
- *                    after its delay (sim/fpr.c).  A page the guest swapped out refaults
- *                    when touched, its frame back on the host or not;
+ *           the agent's reclaim (when memtided asks it: under reclaim, and under balloon
+ *                    for what the balloon will take): the guest's own LRU (sim/lru2.c,
+ *                    Linux's active/inactive lists) swaps the pages out; a page the guest
+ *                    swapped out refaults when touched, its frame back on the host or not;
+ *           reclaim: the freed frames go back to the host only through free page
+ *                    reporting: whole 2 MiB blocks, after its delay (sim/fpr.c);
  *           balloon: the balloon takes the guest's memory down to its target, free pages
- *                    first, and the guest lives within what is left, its LRU swapping out
- *                    pages whenever the working set would outgrow it, every epoch;
+ *                    first (4 KiB at a time), and the guest lives within what is left, its
+ *                    LRU swapping out pages whenever the working set would outgrow it,
+ *                    every epoch;
  *           and libvmm follows the target as memtided's account_target makes it (the
  *           oldest pages past the cold age count as taken; a deflate gives back the newest).
  * Scale: memtided's settings are bytes for guests of a GiB or more (a 256 MiB floor, 128 MiB
@@ -198,7 +200,7 @@ static int account_target(struct sim_act *a, struct vmm_guest *g, uint64_t now_m
 int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 		    const struct sim_act_tick *t)
 {
-	bool agent = a->mode == SIM_RETURN_RECLAIM;
+	bool agent = ctx->p->mt_agent;
 	uint64_t used = guest_used_pages(ctx) * SIM_PAGE_SIZE;
 	uint64_t wss = 0;
 
@@ -242,7 +244,8 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 	a->stats.target_bytes = out.target_bytes;
 	a->stats.wss_bytes = wss;
 	/* Step 4: the agent's reclaim, answered within the interval. */
-	if (out.reclaim_bytes && agent && (out.changed || first || out.soft)) {
+	bool waits = !out.soft && out.balloon_bytes > out.target_bytes; /* host/vm_loop.c */
+	if (out.reclaim_bytes && agent && (out.changed || first || out.soft || waits)) {
 		uint64_t freed = sim_lru2_swapout(a->lru, ctx, out.reclaim_bytes / SIM_PAGE_SIZE) *
 				 SIM_PAGE_SIZE;
 		mtd_steady_reclaim_sent(&a->steady, t->now_ms, a->cfg.interval_ms,

@@ -192,11 +192,10 @@ uint64_t sim_lru2_swapout(struct sim_lru2 *l, struct sim_ctx *ctx, uint64_t nr_p
 		uint32_t p = scan_one(l, ctx, &empty);
 		if (p == NIL)
 			continue;
-		if (sim_guest_swapout(ctx, p))
-			done++;
-		else
-			push_head(l, p,
-				  L_FREE); /* nothing live in it: free, as the guest sees it */
+		done += (uint64_t)sim_guest_swapout(ctx, p);
+		/* Its frame is free in the guest now (or held nothing live): a balloon takes it
+		 * first, as it takes any free page. */
+		push_head(l, p, L_FREE);
 	}
 	return done;
 }

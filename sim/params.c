@@ -70,6 +70,9 @@ static const struct pdesc pdescs[] = {
     {"mt-return", P_UINT, F(mt_return), 0, 2,
      "how memory goes back, as memtided's policy `return`: pageout (0, memtide evicts), "
      "balloon (1) or reclaim (2, the agent: memtided's default), by name or number"},
+    {"mt-agent", P_BOOL, F(mt_agent), 0, 1,
+     "balloon and reclaim: the guest runs memtide-agent (its use, growth and reclaim; 0: the "
+     "balloon's figures only, and reclaim falls back to the balloon, as in memtided)"},
     {"mt-guest-mib", P_U64, F(mt_guest_mib), 1, 1e7,
      "the guest a trace stands for: memtided's byte settings (floor, headroom, steps) scale "
      "by the trace's RAM / this (balloon and reclaim)"},
@@ -109,6 +112,7 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_take_free = true;
 	p->mt_free_hint = true;
 	p->mt_return = SIM_RETURN_PAGEOUT;
+	p->mt_agent = true;
 	p->mt_guest_mib = 1024;
 }
 

@@ -219,6 +219,7 @@ struct sim_params {
 	bool mt_take_free;          /* the guest's freed pages go to the host at once */
 	bool mt_free_hint;          /* libvmm is told so (vmm_hint_free), as memtided tells it */
 	unsigned mt_return;         /* enum sim_return: how memory goes back (pageout) */
+	bool mt_agent;              /* balloon, reclaim: the guest runs memtide-agent */
 	uint64_t mt_guest_mib;      /* the guest a trace stands for: memtided's bytes scale */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;
