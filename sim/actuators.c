@@ -47,6 +47,7 @@
 #include "steady.h"
 
 #define ACT_RUNS 256
+#define MIB      (1024 * 1024ull)
 
 struct sim_act {
 	enum sim_return mode;
@@ -78,10 +79,11 @@ const char *sim_return_name(enum sim_return r)
 	return "?";
 }
 
-static uint64_t scaled(uint64_t bytes, double scale)
+/* bytes x scale, in whole pages, never under least (memtided's own minimum for it). */
+static uint64_t scaled(uint64_t bytes, double scale, uint64_t least)
 {
 	uint64_t b = (uint64_t)((double)bytes * scale) & ~(uint64_t)(SIM_PAGE_SIZE - 1);
-	return b ? b : SIM_PAGE_SIZE;
+	return b > least ? b : least;
 }
 
 int sim_act_new(struct sim_ctx *ctx, enum sim_return mode, struct sim_act **out)
@@ -99,17 +101,19 @@ int sim_act_new(struct sim_ctx *ctx, enum sim_return mode, struct sim_act **out)
 	a->mode = mode;
 	a->domain_bytes = ctx->t->ram_pages * SIM_PAGE_SIZE;
 	a->balloon_pages = ctx->t->ram_pages;
-	double scale = (double)a->domain_bytes / ((double)ctx->p->mt_guest_mib * 1048576.0);
+	double scale = (double)a->domain_bytes / ((double)ctx->p->mt_guest_mib * (double)MIB);
 	mtd_ctl_config_default(&a->cfg);
 	a->cfg.interval_ms = ctx->p->mt_interval_ms;
-	a->cfg.max_inflate_step_bytes = scaled(a->cfg.max_inflate_step_bytes, scale);
-	a->cfg.deflate_min_bytes = scaled(a->cfg.deflate_min_bytes, scale);
-	a->cfg.mem_available_low_bytes = scaled(a->cfg.mem_available_low_bytes, scale);
-	a->cfg.min_change_bytes = scaled(a->cfg.min_change_bytes, scale);
+	/* Steps of 1 MiB at least, as memtided accepts them (mtd_ctl_config_validate). */
+	a->cfg.max_inflate_step_bytes = scaled(a->cfg.max_inflate_step_bytes, scale, MIB);
+	a->cfg.deflate_min_bytes = scaled(a->cfg.deflate_min_bytes, scale, MIB);
+	a->cfg.mem_available_low_bytes =
+	    scaled(a->cfg.mem_available_low_bytes, scale, SIM_PAGE_SIZE);
+	a->cfg.min_change_bytes = scaled(a->cfg.min_change_bytes, scale, SIM_PAGE_SIZE);
 	a->cfg.major_faults_high_per_s *= scale;
 	mtd_policy_default(&a->pol);
-	a->pol.min_bytes = scaled(a->pol.min_bytes, scale);
-	a->pol.headroom_bytes = scaled(a->pol.headroom_bytes, scale);
+	a->pol.min_bytes = scaled(a->pol.min_bytes, scale, SIM_PAGE_SIZE);
+	a->pol.headroom_bytes = scaled(a->pol.headroom_bytes, scale, SIM_PAGE_SIZE);
 	a->pol.target_refault_per_min = ctx->p->mt_target;
 	a->pol.return_via = mode == SIM_RETURN_BALLOON ? MTD_RETURN_BALLOON : MTD_RETURN_RECLAIM;
 	char err[160];

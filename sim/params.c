@@ -258,6 +258,13 @@ int sim_params_check(const struct sim_params *p, char *err, size_t len)
 			 (unsigned long long)p->damon_max_regions);
 		return -EINVAL;
 	}
+	if (p->mt_return != SIM_RETURN_PAGEOUT && p->mt_interval_ms < 100) {
+		snprintf(err, len,
+			 "--mt-interval-ms (%llu) is under 100 ms, the shortest control interval "
+			 "memtided's balloon policy takes (--mt-return balloon and reclaim run it)",
+			 (unsigned long long)p->mt_interval_ms);
+		return -EINVAL;
+	}
 	if (p->mom_min_step > p->mom_max_step) {
 		snprintf(err, len, "--mom-min-step (%g) is above --mom-max-step (%g)",
 			 p->mom_min_step, p->mom_max_step);

@@ -754,6 +754,10 @@ static void test_params(void **state)
 	assert_int_equal(p.mt_return, SIM_RETURN_BALLOON);
 	assert_int_equal(sim_params_set(&p, "mt-return", "auto"), -EINVAL);
 	assert_int_equal(sim_params_set(&p, "mt-return", "3"), -ERANGE);
+	assert_int_equal(sim_params_set(&p, "mt-interval-ms", "50"), 0);
+	assert_int_equal(sim_params_set(&p, "mt-max-age-ms", "3600000"), 0);
+	assert_int_equal(sim_params_check(&p, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "--mt-interval-ms (50) is under 100 ms"));
 	sim_params_get(&p, "no-such", &err);
 	assert_int_equal(err, -ENOENT);
 }
