@@ -30,12 +30,13 @@
  *           and libvmm follows the target as memtided's account_target makes it (the
  *           oldest pages past the cold age count as taken; a deflate gives back the newest).
  * Scale: memtided's settings are bytes for guests of a GiB or more (a 256 MiB floor, 128 MiB
- * of headroom and steps), and the lab's traces are 44-128 MiB.  A trace stands for a guest of
+ * of headroom and steps), and the lab's traces are 12-128 MiB.  A trace stands for a guest of
  * --mt-guest-mib (1 GiB) of the same shape: every byte figure of memtided's defaults is
  * scaled by the trace's RAM / that size.
- * Not modelled: the balloon and the guest's reclaim act within the interval (measured in
- * /work/shared: hundreds of MiB a second); the guest's reclaim reads no page on its way out
- * (a trace has no such accesses, so memtided's echo correction is not applied); no PSI.
+ * Not modelled: the balloon's and the guest's reclaim's own speed (both act within the
+ * interval); the guest's reclaim reads no page on its way out (a trace has no such accesses,
+ * so memtided's echo correction is not applied); PSI; page cache (MemAvailable is free
+ * memory only).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -63,7 +64,6 @@ struct sim_act {
 	struct vmm_run *taken;  /* runs libvmm counts as taken by the target, oldest first */
 	size_t nr_taken, cap_taken;
 	struct vmm_run runs[ACT_RUNS];
-	struct sim_act_stats stats;
 };
 
 const char *sim_return_name(enum sim_return r)
@@ -132,11 +132,6 @@ void sim_act_free(struct sim_act *a)
 	sim_lru2_free(a->lru);
 	free(a->taken);
 	free(a);
-}
-
-const struct sim_act_stats *sim_act_stats(const struct sim_act *a)
-{
-	return &a->stats;
 }
 
 void sim_act_epoch(struct sim_act *a, struct sim_ctx *ctx, size_t e)
@@ -244,9 +239,6 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 	bool first = !a->applied;
 	uint64_t prev = a->prev_target;
 	mtd_ctl_step(&a->cfg, &a->pol, &in, &a->st, &out);
-	a->stats.reason = out.reason;
-	a->stats.target_bytes = out.target_bytes;
-	a->stats.wss_bytes = wss;
 	/* Step 4: the agent's reclaim, answered within the interval. */
 	bool waits = !out.soft && out.balloon_bytes > out.target_bytes; /* host/vm_loop.c */
 	if (out.reclaim_bytes && agent && (out.changed || first || out.soft || waits)) {
@@ -257,8 +249,6 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 		mtd_steady_reply(&a->steady, &a->cfg, out.reclaim_bytes, freed,
 				 freed >= out.reclaim_bytes ? "done" : "partial");
 		mtd_steady_reclaim_answered(&a->steady, t->now_ms, a->cfg.interval_ms);
-		a->stats.reclaim_requests++;
-		a->stats.reclaimed_bytes += freed;
 	}
 	uint64_t from = prev ? prev : in_ram;
 	if (out.target_bytes != from) {
@@ -271,8 +261,6 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 	if (first || out.balloon_bytes > in_ram ||
 	    in_ram - out.balloon_bytes >= a->cfg.min_change_bytes) {
 		uint64_t pages = out.balloon_bytes / SIM_PAGE_SIZE;
-		if (pages != a->balloon_pages)
-			a->stats.balloon_steps++;
 		a->balloon_pages = pages;
 		a->applied = true;
 		if (ctx->resident_pages > a->balloon_pages)

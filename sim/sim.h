@@ -319,18 +319,12 @@ enum sim_return {
 };
 const char *sim_return_name(enum sim_return r);
 struct sim_act;
-struct sim_act_stats {
-	uint64_t reclaim_requests, reclaimed_bytes, balloon_steps;
-	int reason;            /* the last step's enum mtd_ctl_reason */
-	uint64_t target_bytes; /* the last step's target */
-	uint64_t wss_bytes;    /* the estimate it was given, after memtided's corrections */
-};
 /* One control interval's figures, as memtided's tick has them. */
 struct sim_act_tick {
 	uint64_t now_ms, dt_ms;
 	uint64_t guest_refaults; /* the guest's major faults in the interval */
-	bool wss_valid;          /* libvmm's estimate counts (two rounds, one cold age watched) */
-	uint64_t wss_bytes;      /* libvmm's working set at the cold age */
+	bool wss_valid; /* libvmm's estimate counts (two rounds, more than a cold age watched) */
+	uint64_t wss_bytes; /* libvmm's working set at the cold age */
 	uint64_t cold_age_ms;
 	bool refault_hold; /* the controller holds past learning (memtided's reclaim_holds_all) */
 };
@@ -344,7 +338,6 @@ void sim_act_epoch(struct sim_act *a, struct sim_ctx *ctx, size_t e);
  * and the actuators.  Returns 0 or a negative errno from libvmm. */
 int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 		    const struct sim_act_tick *t);
-const struct sim_act_stats *sim_act_stats(const struct sim_act *a);
 
 /* Linux's active/inactive LRU (sim/lru2.c). */
 struct sim_lru2;
