@@ -33,8 +33,9 @@
  * of headroom and steps), and the lab's traces are 12-128 MiB.  A trace stands for a guest of
  * --mt-guest-mib (1 GiB) of the same shape: every byte figure of memtided's defaults is
  * scaled by the trace's RAM / that size.
- * Not modelled: the balloon's and the guest's reclaim's own speed (both act within the
- * interval); the guest's reclaim reads no page on its way out (a trace has no such accesses,
+ * Not modelled: the balloon's and the guest's reclaim's own speed: both act within the
+ * interval (a balloon of 512 MiB took the guest's MemTotal down within 2 s here, /work/
+ * shared/README.md; memtided's steps are 128 MiB at 5 s intervals); the guest's reclaim reads no page on its way out (a trace has no such accesses,
  * so memtided's echo correction is not applied); PSI; page cache (MemAvailable is free
  * memory only).
  */
