@@ -52,7 +52,6 @@
 #define MIB      (1024 * 1024ull)
 
 struct sim_act {
-	enum sim_return mode;
 	struct mtd_ctl_config cfg;
 	struct mtd_policy pol;
 	struct mtd_ctl_state st;
@@ -99,7 +98,6 @@ int sim_act_new(struct sim_ctx *ctx, enum sim_return mode, struct sim_act **out)
 		free(a);
 		return rc;
 	}
-	a->mode = mode;
 	a->domain_bytes = ctx->t->ram_pages * SIM_PAGE_SIZE;
 	a->balloon_pages = ctx->t->ram_pages;
 	double scale = (double)a->domain_bytes / ((double)ctx->p->mt_guest_mib * (double)MIB);
@@ -240,10 +238,10 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 	bool first = !a->applied;
 	uint64_t prev = a->prev_target;
 	mtd_ctl_step(&a->cfg, &a->pol, &in, &a->st, &out);
-	/* Step 4: the agent's reclaim, answered within the interval. */
-	/* As memtided sends it (host/vm_loop.c): on a change, the first time, or with the
-	 * balloon a cap.  Not while a balloon step waits for the guest to free room: memtided
-	 * does not ask then, and the balloon waits for good (docs/results.md, sim_actuators). */
+	/* Step 4: the agent's reclaim, answered within the interval, sent as memtided sends it
+	 * (host/vm_loop.c): on a change, the first time, or with the balloon a cap.  Not while
+	 * a balloon step waits for the guest to free room: memtided does not ask then, and the
+	 * balloon waits for good (docs/results.md, sim_actuators). */
 	if (out.reclaim_bytes && agent && (out.changed || first || out.soft)) {
 		uint64_t freed = sim_lru2_swapout(a->lru, ctx, out.reclaim_bytes / SIM_PAGE_SIZE) *
 				 SIM_PAGE_SIZE;

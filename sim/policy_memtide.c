@@ -260,6 +260,15 @@ static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	return 0;
 }
 
+/* Step 4 is due: a round every threshold / mt-aging-div (mt-aging-div 0: every control
+ * interval, as memtided ages). */
+static bool mt_aging_due(const struct mt *m, const struct sim_ctx *ctx, uint64_t t1)
+{
+	uint64_t every = ctx->p->mt_aging_div ? m->dec.cold_age_ms / ctx->p->mt_aging_div
+					      : ctx->p->mt_interval_ms;
+	return t1 >= m->last_aging_ms + every;
+}
+
 /* Step 3: the call memtided makes each tick, with the interval's refaults. */
 static int mt_decide(struct mt *m, const struct sim_ctx *ctx, uint64_t t1, uint64_t refaults)
 {
@@ -325,9 +334,7 @@ static int mt_epoch_act(struct mt *m, struct sim_ctx *ctx, size_t e)
 		return rc;
 	sim_act_epoch(m->act, ctx, e);
 	mt_collect(m, &ctx->t->epochs[e]); /* Step 2 */
-	uint64_t every = ctx->p->mt_aging_div ? m->dec.cold_age_ms / ctx->p->mt_aging_div
-					      : ctx->p->mt_interval_ms;
-	bool age = t1 >= m->last_aging_ms + every;
+	bool age = mt_aging_due(m, ctx, t1);
 	if (t1 >= m->next_ctl_ms) /* Steps 3-5 */
 		return mt_control_act(m, ctx, t1, age);
 	return age ? mt_age(m, ctx, t1) : 0;
@@ -362,10 +369,7 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 			return rc;
 		mt_interval_done(m, ctx, t1);
 	}
-	/* mt-aging-div 0: a round every control interval, as memtided ages. */
-	uint64_t every = ctx->p->mt_aging_div ? m->dec.cold_age_ms / ctx->p->mt_aging_div
-					      : ctx->p->mt_interval_ms;
-	if (t1 < m->last_aging_ms + every)
+	if (!mt_aging_due(m, ctx, t1))
 		return 0;
 	rc = mt_age(m, ctx, t1);                  /* Step 4 */
 	if (rc || m->dec.gate != VMM_DECIDE_TAKE) /* watching, holding: take nothing */
