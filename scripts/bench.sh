@@ -26,6 +26,9 @@ if [ -x "$BUILD/bin/memtide-sim" ]; then
 	"$BUILD/bin/memtide-sim" bench | tee -a "$out/results.jsonl" || rc=1
 	# The most any policy without foresight can save on the zipf trace (docs/results.md).
 	python3 sim/tools/zipf_online_bound.py | tee -a "$out/results.jsonl" || rc=1
+	# Whether a page's own history beats the best single idle threshold (about a minute).
+	python3 sim/tools/per_page_rules.py --sim "$BUILD/bin/memtide-sim" |
+		tee -a "$out/results.jsonl" || rc=1
 fi
 # Host-side eviction into a zram swap device of its own (seconds).
 echo "bench.sh: running bench/pageout.sh" >&2

@@ -44,6 +44,12 @@ static const struct pdesc pdescs[] = {
     {"damon-quota-bytes-s", P_U64, F(damon_quota_bytes_s), 0, 1e13, "reclaim size quota"},
     {"lru2-limit", P_DBL, F(lru2_limit), 0, 1, "resident limit, share of RAM"},
     {"idle-age-ms", P_U64, F(idle_age_ms), 1, 3.6e8, "idle: evict a page idle this long"},
+    {"idle-reused-x", P_DBL, F(idle_reused_x), 0.01, 100,
+     "idle, per-page rule: a page seen reused goes after idle-age-ms x this (1: the single "
+     "threshold)"},
+    {"idle-gap-x", P_DBL, F(idle_gap_x), 0, 100,
+     "idle, per-page rule: a page seen reused stays while idle under its longest idle gap x this "
+     "(0: off)"},
     {"mt-nr-gens", P_UINT, F(mt_nr_gens), VMM_MIN_NR_GENS, VMM_MAX_NR_GENS, "generations"},
     {"mt-interval-ms", P_U64, F(mt_interval_ms), 1, 3.6e6, "control interval"},
     {"mt-target", P_DBL, F(mt_target), 0, 100, "target refaults, share of resident per minute"},
@@ -158,6 +164,8 @@ void sim_params_default(struct sim_params *p)
 	p->damon_quota_bytes_s = 128ull << 20;
 	p->lru2_limit = 0.5;
 	p->idle_age_ms = 120000;
+	p->idle_reused_x = 1;
+	p->idle_gap_x = 0;
 	mt_defaults(p);
 }
 

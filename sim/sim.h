@@ -223,6 +223,8 @@ struct sim_params {
 	uint64_t mt_guest_mib;      /* the guest a trace stands for: memtided's bytes scale */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;
+	double idle_reused_x; /* per-page rule: a reused page's threshold, x idle_age_ms (1) */
+	double idle_gap_x;    /* per-page rule: ... at least its longest idle gap x this (0) */
 	/* oracle: none, it reads `budget` */
 	uint64_t seed;
 };

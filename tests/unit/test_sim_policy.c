@@ -7,6 +7,8 @@
  *     the guest >= 20% free (so it never forces live pages out);
  *   - lru2 holds its limit and keeps a hot set through a cold flood;
  *   - damon reclaims an idle region only once it has been idle for min_age;
+ *   - idle's per-page rules keep or drop a reused page by its own history, and a page
+ *     freed and allocated again has none;
  *   - memtide reclaims cold pages and, with a floor longer than the trace, nothing live; it
  *     evicts by vmm_decide's answer, as memtided's host pageout does (watching for the cold
  *     age first, then at most a step a round);
@@ -296,6 +298,69 @@ static void test_damon(void **state)
 	/* ...and never a hot page: no refaults at all. */
 	assert_int_equal(r.refaults, 0);
 	sim_result_free(&r);
+	sim_trace_free(&t);
+}
+
+/* ---- idle and its per-page rules -------------------------------------------------------- */
+
+/* All 400 pages written in epoch 0.  0-99 come back at 30 s and again at 90 s; 100-199 come
+ * back at 30 s only; 200-299 never; 300-399 are freed at 5 s and written again at 30 s (an
+ * allocation, not a reuse). */
+static void rules_fill(uint64_t e, uint32_t *acc, size_t *n, uint32_t *fr, size_t *nf)
+{
+	if (e == 0)
+		for (uint32_t p = 0; p < 400; p++)
+			acc[(*n)++] = p | SIM_ACC_WRITE;
+	if (e == 5)
+		for (uint32_t p = 300; p < 400; p++)
+			fr[(*nf)++] = p;
+	if (e == 30) {
+		for (uint32_t p = 0; p < 200; p++)
+			acc[(*n)++] = p;
+		for (uint32_t p = 300; p < 400; p++)
+			acc[(*n)++] = p | SIM_ACC_WRITE;
+	}
+	if (e == 90)
+		for (uint32_t p = 0; p < 100; p++)
+			acc[(*n)++] = p;
+}
+
+static void idle_rules_case(const struct sim_trace *t, double reused_x, double gap_x,
+			    uint64_t want_refaults, uint32_t want_resident_at_80)
+{
+	struct sim_params p;
+	struct sim_result r;
+
+	sim_params_default(&p);
+	p.fpr = false;
+	p.idle_age_ms = 40000;
+	p.idle_reused_x = reused_x;
+	p.idle_gap_x = gap_x;
+	run(t, "idle", &p, &r);
+	assert_int_equal(r.refaults, want_refaults);
+	assert_int_equal(r.resident_per_epoch[80], want_resident_at_80);
+	/* Before anything has been idle for 40 s, only the freed pages are gone. */
+	assert_int_equal(r.resident_per_epoch[38], 400);
+	sim_result_free(&r);
+}
+
+static void test_idle_rules(void **state)
+{
+	struct sim_trace t;
+
+	(void)state;
+	build(&t, 512, 120, rules_fill); /* 112 pages never used: gone at once */
+	/* The single threshold: everything idle for 40 s goes at 71 s, so 0-99 refault at 90 s.
+	 * 300-399 were allocated again at 30 s, and go with the rest. */
+	idle_rules_case(&t, 1, 0, 100, 0);
+	/* Reused pages (0-199, idle 29 s before their reuse) kept for 80 s: no refault, and
+	 * 0-199 still resident at 80 s.  300-399 are not reused pages: they go at 71 s, as
+	 * they would if allocation counted as nothing. */
+	idle_rules_case(&t, 2, 0, 0, 200);
+	/* Reused pages kept while idle under 2.5 x their 29 s gap (72.5 s): the same. */
+	idle_rules_case(&t, 1, 2.5, 0, 200);
+	/* Reused pages dropped sooner (20 s, from 51 s): 0-99 refault at 90 s. */
+	idle_rules_case(&t, 0.5, 0, 100, 0);
 	sim_trace_free(&t);
 }
 
@@ -792,6 +857,7 @@ int main(void)
 	    cmocka_unit_test(test_mom),
 	    cmocka_unit_test(test_lru2),
 	    cmocka_unit_test(test_damon),
+	    cmocka_unit_test(test_idle_rules),
 	    cmocka_unit_test(test_memtide),
 	    cmocka_unit_test(test_memtide_takes_free),
 	    cmocka_unit_test(test_memtide_decides_as_memtided),
