@@ -237,9 +237,29 @@ const struct mtd_ram_layout *mtd_hand_layout(const struct mtd_pageout_hand *h)
 	return h ? h->layout : NULL;
 }
 
-/* Query the layout and open the actuator; on failure the state says why.  True when
- * host-side eviction can run. */
-static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms)
+/* Why the map cannot be opened: the state says so when host-side eviction is asked for;
+ * when the map is only read for the guest's free memory (return=balloon or reclaim), the
+ * hand stays off and the reason goes to the debug log. */
+static void refuse(struct mtd_pageout_hand *h, bool evicting, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void refuse(struct mtd_pageout_hand *h, bool evicting, const char *fmt, ...)
+{
+	char why[sizeof(h->why)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (evicting)
+		set_state(h, MTD_PAGEOUT_REFUSED, "%s", why);
+	else
+		mtd_debug("%s: guest RAM map not read for its free pages: %s", h->name, why);
+}
+
+/* Query the layout and open the actuator; on failure, refuse() says why.  True when the
+ * map is open.  evicting: host-side eviction is in force (else the map is only read for
+ * the pages that hold nothing, mtd_hand_mark_free). */
+static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
 {
 	char err[200] = "";
 	int rc;
@@ -250,34 +270,33 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms)
 		return false; /* refused recently: the state still says why */
 	h->next_setup_ms = now_ms + h->cfg.requery_ms;
 	if (!h->live) {
-		set_state(h, MTD_PAGEOUT_REFUSED,
-			  "no live page-level access source (source %s): only the guest's own "
-			  "accessed bits say which pages are cold",
-			  h->source_name);
+		refuse(h, evicting,
+		       "no live page-level access source (source %s): only the guest's own "
+		       "accessed bits say which pages are cold",
+		       h->source_name);
 		return false;
 	}
 	if (!h->qmp || h->pid <= 0) {
-		set_state(
-		    h, MTD_PAGEOUT_REFUSED,
-		    "QEMU's monitor or process is not known, so its memory map cannot be read");
+		refuse(h, evicting,
+		       "QEMU's monitor or process is not known, so its memory map cannot be read");
 		return false;
 	}
 	if (!h->layout && !(h->layout = calloc(1, sizeof(*h->layout)))) {
-		set_state(h, MTD_PAGEOUT_REFUSED, "out of memory");
+		refuse(h, evicting, "out of memory");
 		return false;
 	}
 	rc = mtd_ram_layout_query(h->qmp, h->qmp_ctx, h->pid, h->proc_root, h->layout);
 	if (rc < 0 || !h->layout->sure) {
-		set_state(h, MTD_PAGEOUT_REFUSED, "%s", h->layout->why);
+		refuse(h, evicting, "%s", h->layout->why);
 		return false;
 	}
 	if (!h->layout->evictable_bytes) {
-		set_state(h, MTD_PAGEOUT_REFUSED, "%s", h->layout->why);
+		refuse(h, evicting, "%s", h->layout->why);
 		return false;
 	}
 	rc = mtd_pageout_open(h->pid, h->layout, h->proc_root, &h->po, err, sizeof(err));
 	if (rc < 0) {
-		set_state(h, MTD_PAGEOUT_REFUSED, "%s", err);
+		refuse(h, evicting, "%s", err);
 		return false;
 	}
 	char desc[1024];
@@ -285,9 +304,14 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms)
 		snprintf(desc, sizeof(desc), "%zu regions", h->layout->nr);
 	struct mtd_pageout_stats st;
 	mtd_pageout_get_stats(h->po, &st);
-	mtd_notice("%s: guest RAM map checked: %" PRIu64 " MiB can be paged out (%s)%s%s", h->name,
-		   h->layout->evictable_bytes / MiB, desc, h->layout->why[0] ? "; " : "",
-		   h->layout->why);
+	if (evicting)
+		mtd_notice("%s: guest RAM map checked: %" PRIu64 " MiB can be paged out (%s)%s%s",
+			   h->name, h->layout->evictable_bytes / MiB, desc,
+			   h->layout->why[0] ? "; " : "", h->layout->why);
+	else
+		mtd_info("%s: guest RAM map read (%s): host-side eviction is off; the map says "
+			 "which pages the guest's free page reporting and balloon emptied",
+			 h->name, desc);
 	if (st.adopted_pages)
 		mtd_notice("%s: %" PRIu64 " MiB of guest RAM were already in host swap", h->name,
 			   (st.adopted_pages << VMM_PAGE_SHIFT) / MiB);
@@ -302,7 +326,7 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms)
 
 /* The map can change under a running VM (DIMM hotplug or unplug): a cheap check of the
  * mappings every interval, the whole query every requery_ms or when the check fails. */
-static void keep_layout(struct mtd_pageout_hand *h, uint64_t now_ms)
+static void keep_layout(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
 {
 	struct mtd_ram_layout *nl;
 	bool stale = mtd_ram_layout_recheck(h->layout, h->pid, h->proc_root) < 0;
@@ -322,7 +346,7 @@ static void keep_layout(struct mtd_pageout_hand *h, uint64_t now_ms)
 		/* Stop here; what is in swap stays there and comes back as it is touched. */
 		mtd_pageout_close(h->po);
 		h->po = NULL;
-		set_state(h, MTD_PAGEOUT_REFUSED, "the guest RAM map changed: %s", nl->why);
+		refuse(h, evicting, "the guest RAM map changed: %s", nl->why);
 		free(h->layout);
 		h->layout = nl;
 		return;
@@ -526,12 +550,17 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	if (!h)
 		return;
 	if (in->mode != MTD_RETURN_PAGEOUT && in->mode != MTD_RETURN_AUTO) {
+		/* Host-side eviction is off, but with a live source the map is still read: the
+		 * pages that hold nothing on the host (reported free, ballooned) are marked free
+		 * in libvmm (mtd_hand_mark_free), so the guest filling them again is no reuse. */
+		if (h->live && setup(h, in->now_ms, false))
+			keep_layout(h, in->now_ms, false);
 		set_state(h, MTD_PAGEOUT_OFF, NULL);
 		return;
 	}
-	if (!setup(h, in->now_ms) || !g)
+	if (!setup(h, in->now_ms, true) || !g)
 		return;
-	keep_layout(h, in->now_ms);
+	keep_layout(h, in->now_ms, true);
 	if (!h->po)
 		return;
 	if (!in->may_take) {

@@ -88,8 +88,8 @@ void mtd_hand_feedback(struct mtd_pageout_hand *h, struct vmm_guest *g, uint64_t
 /* Step 2a, after the refault scan and before the source ages: the guest's free memory, as
  * QEMU's pagemap shows it (mtd_pageout_find_empty), is marked free in libvmm
  * (vmm_hint_free), so that the guest's next use of such a page is not read as a reuse at
- * the age it lay free.  Only while the map is open (return=pageout or auto, a live source).
- * g may be NULL. */
+ * the age it lay free.  Only while the map is open: with a live source, under every
+ * return mode (under balloon and reclaim the map is read for this alone).  g may be NULL. */
 void mtd_hand_mark_free(struct mtd_pageout_hand *h, struct vmm_guest *g);
 
 /* Step 5b's inputs from the loop. */

@@ -323,13 +323,30 @@ static int mt_control_act(struct mt *m, struct sim_ctx *ctx, uint64_t t1, bool a
 	return sim_act_control(m->act, ctx, m->g, &tick);
 }
 
-/* --mt-return balloon or reclaim: libvmm hears of no free page (memtided reads no map in
- * these modes; free page reporting and the balloon take free memory by themselves). */
+/* Step 1, with mt-free-hint, under balloon or reclaim: memtided reads QEMU's map each tick
+ * and marks free in libvmm every page that holds nothing on the host (host/pageout_hand.c
+ * mtd_hand_mark_free): reported by free page reporting, taken by the balloon, or never
+ * used.  In the lab those are the pages not resident (nothing is in host swap here). */
+static int mt_mark_free(struct mt *m, const struct sim_ctx *ctx)
+{
+	int rc = 0;
+
+	for (uint32_t p = 0; p < ctx->t->ram_pages && !rc; p++)
+		if (!(ctx->pg[p] & SIM_PG_RESIDENT))
+			rc = vmm_hint_free(m->g, sim_page_gpa(ctx->t, p), 1);
+	return rc;
+}
+
+/* --mt-return balloon or reclaim: free page reporting and the balloon take free memory by
+ * themselves; libvmm hears which pages they emptied once a control interval, as memtided
+ * reads them from QEMU's map. */
 static int mt_epoch_act(struct mt *m, struct sim_ctx *ctx, size_t e)
 {
 	uint64_t t1 = sim_epoch_end_ms(ctx->t, e);
 	int rc = mt_feedback(m, ctx); /* Step 1 */
 
+	if (!rc && ctx->p->mt_free_hint && t1 >= m->next_ctl_ms)
+		rc = mt_mark_free(m, ctx);
 	if (rc)
 		return rc;
 	sim_act_epoch(m->act, ctx, e);

@@ -445,12 +445,78 @@ static void test_states(void **state)
 	drop_proc();
 }
 
+/* Under balloon and reclaim, host-side eviction is off, but with a live source the map is
+ * still read: the child's untouched half holds nothing on the host and is marked free in
+ * libvmm (its next use is no reuse); nothing is evicted, and the state stays off.  Without
+ * a live source nothing is asked of QEMU. */
+static void test_free_pages_without_pageout(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = {.vm_name = "t",
+				   .qmp = fake_qmp,
+				   .qmp_ctx = &mon,
+				   .qemu_pid = ch->pid,
+				   .live_source = true,
+				   .source_name = "ept",
+				   .proc_root = proc_dir,
+				   .sys_root = "/nonexistent"};
+	enum mtd_return_via modes[] = {MTD_RETURN_RECLAIM, MTD_RETURN_BALLOON};
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+		struct mtd_hand_input in = input(1000, 60000);
+		in.mode = modes[i];
+		/* Before the map is read, nothing is marked. */
+		mtd_hand_mark_free(h, g);
+		vmm_guest_get_stats(g, &gs);
+		assert_int_equal(gs.free_pages, 0);
+		mtd_hand_step(h, g, &in);
+		mtd_hand_publish(h, &st);
+		assert_int_equal(st.pageout.state, MTD_PAGEOUT_OFF);
+		assert_true(mon.calls > 0);
+		mtd_hand_mark_free(h, g);
+		vmm_guest_get_stats(g, &gs);
+		assert_int_equal(gs.free_pages, CHILD_MIB * 128);
+		assert_int_equal(gs.evicted_pages, 0);
+		assert_int_equal(vmm_check_invariants(g), 0);
+		mtd_hand_free(h);
+		vmm_guest_free(g);
+		g = guest_over_child();
+	}
+	/* Not a live source: the map is not read. */
+	env.live_source = false;
+	mon.calls = 0;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	struct mtd_hand_input in = input(1000, 60000);
+	in.mode = MTD_RETURN_RECLAIM;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_mark_free(h, g);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(mon.calls, 0);
+	assert_int_equal(gs.free_pages, 0);
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_config),
 	    cmocka_unit_test(test_resolve),
 	    cmocka_unit_test(test_states),
+	    cmocka_unit_test(test_free_pages_without_pageout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
