@@ -122,6 +122,7 @@ struct agent_watch {
 	bool primed;
 	uint64_t last_ms, last_used; /* last_used: MemTotal - MemAvailable */
 	uint64_t quiet_until_ms;     /* no new need before this (one horizon after the last) */
+	uint64_t quiet_used_max;     /* ... unless in use grows past this: the last need's use */
 };
 /* One watch step with MemTotal and MemAvailable read at now_ms: the bytes to ask for in a
  * need hint (rounded up to MiB), or 0. */

@@ -1164,13 +1164,7 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	const char *source = change_source(vm, out->reason);
 	/* Step 4 (eviction): the agent's reclaim.  before/after: what the guest uses, and what
 	 * it is asked to use. */
-	/* Under the balloon, a step waits for the guest to free the memory first (controller.c,
-	 * actuate: the balloon follows only into what the guest has free), so the balloon stays
-	 * above the target and nothing "changed": the request goes all the same, or neither
-	 * ever moves (scenario 2 under return=balloon sat at 807 MiB of a 328 MiB target).  An
-	 * outstanding request (-EBUSY) and a futile answer (steady.h) keep it from repeating. */
-	bool waits = !out->soft && out->balloon_bytes > out->target_bytes;
-	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft || waits)) {
+	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft)) {
 		uint64_t used = in.used_known ? in.guest_used_bytes : vm->balloon_actual;
 		uint64_t to = used > out->reclaim_bytes ? used - out->reclaim_bytes : 0;
 		if (observe) {

@@ -3,7 +3,7 @@
  *
  * Drives agent_watch_step with MemTotal/MemAvailable series: fast growth of the memory in
  * use that would run out within the horizon sends one need of the projected growth, then the
- * watch is quiet for a horizon; a slow drift, growth that plenty of memory absorbs, a rise,
+ * watch is quiet for a horizon unless the guest outgrows that need; a slow drift, growth that plenty of memory absorbs, a rise,
  * or the balloon inflating (MemTotal and MemAvailable fall together) sends nothing.  The reader
  * is checked on a real /proc/meminfo of this machine.
  */
@@ -64,6 +64,28 @@ static void test_default_period_sees_a_fast_growth_in_time(void **state)
 	uint64_t need = agent_watch_step(&w, &cfg, t, T, avail);
 	assert_int_equal(need, 1000 * MiB); /* 500 MiB/s over the 2 s horizon */
 	assert_true(avail >= 64 * MiB);     /* still above the agent's floor when it goes */
+}
+
+/* A growth that starts slowly and speeds up: the first need, projected from the first 100 ms,
+ * is small; once the guest has used more than it asked for, the watch asks again at once
+ * instead of waiting out the horizon (scenario 3: 74 MiB asked for a 300 MiB growth). */
+static void test_outgrown_need_asks_again(void **state)
+{
+	struct agent_watch w = {0};
+	(void)state;
+	defaults();
+
+	assert_int_equal(agent_watch_step(&w, &cfg, 0, T, 60 * MiB), 0); /* primes */
+	/* 4 MiB in 100 ms: 40 MiB/s, 80 MiB over the horizon, more than the 56 left. */
+	assert_int_equal(agent_watch_step(&w, &cfg, 100, T, 56 * MiB), 80 * MiB);
+	/* 50 MiB more: within the 80 asked for, quiet. */
+	assert_int_equal(agent_watch_step(&w, &cfg, 200, T, 6 * MiB), 0);
+	/* The host gave 200 MiB (MemTotal net of the balloon and MemAvailable rise together),
+	 * and the guest took 60 MiB more in 100 ms: 110 MiB since the need, past the 80 it
+	 * asked for: a new need, for 600 MiB/s over the horizon. */
+	assert_int_equal(agent_watch_step(&w, &cfg, 300, T + 200 * MiB, 146 * MiB), 1200 * MiB);
+	/* Quiet again within that one. */
+	assert_int_equal(agent_watch_step(&w, &cfg, 400, T + 200 * MiB, 100 * MiB), 0);
 }
 
 static void test_slow_drift_and_plenty_send_nothing(void **state)
@@ -130,6 +152,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fast_fall_sends_one_need_then_quiet),
+	    cmocka_unit_test(test_outgrown_need_asks_again),
 	    cmocka_unit_test(test_default_period_sees_a_fast_growth_in_time),
 	    cmocka_unit_test(test_slow_drift_and_plenty_send_nothing),
 	    cmocka_unit_test(test_min_rate_and_horizon_are_honoured),
