@@ -51,8 +51,9 @@ struct mtd_pageout_hand {
 
 	struct mtd_ram_layout *layout; /* NULL until first set up */
 	struct mtd_pageout *po;        /* NULL until set up, or after QEMU went away */
-	uint64_t next_setup_ms;        /* next (re)try of the setup, or of the full layout query */
-	uint64_t full_free_bytes;      /* swap free when the last cold run did not fit, 0: none */
+	bool announced; /* "can be paged out" said: the map may first open for free pages only */
+	uint64_t next_setup_ms;   /* next (re)try of the setup, or of the full layout query */
+	uint64_t full_free_bytes; /* swap free when the last cold run did not fit, 0: none */
 	struct mtd_thp_settings thp;
 	uint64_t thp_read_ms;
 	struct mtd_swap_stat swap;
@@ -256,6 +257,20 @@ static void refuse(struct mtd_pageout_hand *h, bool evicting, const char *fmt, .
 		mtd_debug("%s: guest RAM map not read for its free pages: %s", h->name, why);
 }
 
+/* The operator's line for the map, once host-side eviction is in force on it (the map may
+ * have been opened earlier under balloon or reclaim, for the free pages alone). */
+static void announce(struct mtd_pageout_hand *h)
+{
+	char desc[1024];
+
+	if (mtd_ram_layout_describe(h->layout, desc, sizeof(desc)) < 0)
+		snprintf(desc, sizeof(desc), "%zu regions", h->layout->nr);
+	mtd_notice("%s: guest RAM map checked: %" PRIu64 " MiB can be paged out (%s)%s%s", h->name,
+		   h->layout->evictable_bytes / MiB, desc, h->layout->why[0] ? "; " : "",
+		   h->layout->why);
+	h->announced = true;
+}
+
 /* Query the layout and open the actuator; on failure, refuse() says why.  True when the
  * map is open.  evicting: host-side eviction is in force (else the map is only read for
  * the pages that hold nothing, mtd_hand_mark_free). */
@@ -264,8 +279,11 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
 	char err[200] = "";
 	int rc;
 
-	if (h->po)
+	if (h->po) {
+		if (evicting && !h->announced)
+			announce(h);
 		return true;
+	}
 	if (now_ms < h->next_setup_ms)
 		return false; /* refused recently: the state still says why */
 	h->next_setup_ms = now_ms + h->cfg.requery_ms;
@@ -299,19 +317,14 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
 		refuse(h, evicting, "%s", err);
 		return false;
 	}
-	char desc[1024];
-	if (mtd_ram_layout_describe(h->layout, desc, sizeof(desc)) < 0)
-		snprintf(desc, sizeof(desc), "%zu regions", h->layout->nr);
 	struct mtd_pageout_stats st;
 	mtd_pageout_get_stats(h->po, &st);
 	if (evicting)
-		mtd_notice("%s: guest RAM map checked: %" PRIu64 " MiB can be paged out (%s)%s%s",
-			   h->name, h->layout->evictable_bytes / MiB, desc,
-			   h->layout->why[0] ? "; " : "", h->layout->why);
+		announce(h);
 	else
-		mtd_info("%s: guest RAM map read (%s): host-side eviction is off; the map says "
-			 "which pages the guest's free page reporting and balloon emptied",
-			 h->name, desc);
+		mtd_info("%s: guest RAM map read: host-side eviction is off; the map says which "
+			 "pages the guest's free page reporting and balloon emptied",
+			 h->name);
 	if (st.adopted_pages)
 		mtd_notice("%s: %" PRIu64 " MiB of guest RAM were already in host swap", h->name,
 			   (st.adopted_pages << VMM_PAGE_SHIFT) / MiB);
@@ -351,8 +364,9 @@ static void keep_layout(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicti
 		h->layout = nl;
 		return;
 	}
-	mtd_notice("%s: guest RAM map changed: %" PRIu64 " MiB can now be paged out", h->name,
-		   nl->evictable_bytes / MiB);
+	mtd_log(evicting ? MTD_LOG_NOTICE : MTD_LOG_INFO,
+		"%s: guest RAM map changed: %" PRIu64 " MiB can now be paged out", h->name,
+		nl->evictable_bytes / MiB);
 	if (mtd_pageout_set_layout(h->po, nl) < 0) {
 		free(nl);
 		return;

@@ -444,7 +444,8 @@ static double now_s(void)
  * threshold tuned in hindsight. */
 struct defaults_tally {
 	int cases, in_band, real_cases, beat_idle, within, within_memtided, band_memtided;
-	int band_by_return[3], within_by_return[3]; /* sim_actuators, by enum sim_return */
+	/* sim_actuators, by enum sim_return */
+	int band_by_return[SIM_RETURN_RECLAIM + 1], within_by_return[SIM_RETURN_RECLAIM + 1];
 };
 
 /* sim_actuators for one trace and budget: memtided at its defaults (its generations, its

@@ -301,6 +301,19 @@ static struct mtd_hand_input input(uint64_t now_ms, uint64_t watched_ms)
 				       .now_ms = T(now_ms)};
 }
 
+/* The hand's view of the child "QEMU" behind mon, its /proc under proc_dir. */
+static struct mtd_hand_env hand_env(struct monitor *mon, bool live, const char *source)
+{
+	return (struct mtd_hand_env){.vm_name = "t",
+				     .qmp = fake_qmp,
+				     .qmp_ctx = mon,
+				     .qemu_pid = mon->ch->pid,
+				     .live_source = live,
+				     .source_name = source,
+				     .proc_root = proc_dir,
+				     .sys_root = "/nonexistent"};
+}
+
 static void test_states(void **state)
 {
 	struct child *ch = child_start();
@@ -318,14 +331,7 @@ static void test_states(void **state)
 	cfg.requery_ms = 1000;
 
 	/* Not a live source: refused, and nothing asked of QEMU. */
-	struct mtd_hand_env env = {.vm_name = "t",
-				   .qmp = fake_qmp,
-				   .qmp_ctx = &mon,
-				   .qemu_pid = ch->pid,
-				   .live_source = false,
-				   .source_name = "agent",
-				   .proc_root = proc_dir,
-				   .sys_root = "/nonexistent"};
+	struct mtd_hand_env env = hand_env(&mon, false, "agent");
 	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
 	struct mtd_hand_input in = input(1000, 60000);
 	mtd_hand_step(h, g, &in);
@@ -463,14 +469,7 @@ static void test_free_pages_without_pageout(void **state)
 	make_proc(ch->pid);
 	set_swap(1024, 1024);
 	mtd_pageout_config_default(&cfg);
-	struct mtd_hand_env env = {.vm_name = "t",
-				   .qmp = fake_qmp,
-				   .qmp_ctx = &mon,
-				   .qemu_pid = ch->pid,
-				   .live_source = true,
-				   .source_name = "ept",
-				   .proc_root = proc_dir,
-				   .sys_root = "/nonexistent"};
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
 	enum mtd_return_via modes[] = {MTD_RETURN_RECLAIM, MTD_RETURN_BALLOON};
 	for (size_t i = 0; i < 2; i++) {
 		assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
