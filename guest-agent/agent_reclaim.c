@@ -166,7 +166,7 @@ static uint64_t mem_free(const struct agent_config *c)
 struct run {
 	const struct agent_config *c;
 	uint64_t target;      /* bytes to free, after the floor cut */
-	uint64_t start_free;  /* MemFree at the start */
+	uint64_t start_free;  /* mem_free() at the start: MemFree plus what the balloon holds */
 	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
 	struct proto_reclaim_reply *rep;
 	int tried, failed;
@@ -348,14 +348,11 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 		r.target = headroom;
 		cut = true;
 	}
-	/* Known, and left so for now (docs/results.md, sim_actuators): freed_so_far() reads
-	 * MemFree plus the balloon's pages, this start MemFree alone, so pages the balloon held
-	 * before the request count as freed and a request smaller than the balloon ends "done"
-	 * at once.  Reading mem_free() here makes the request really reclaim, and then memtided's
-	 * balloon follows it deep enough that scenario 3's guest meets pressure (2 of 3 runs):
-	 * the balloon's target needs to leave room for what the guest holds outside its LRU
-	 * first. */
-	r.start_free = st.mem_free_bytes;
+	/* The same level freed_so_far() reads, balloon included: MemFree alone would count
+	 * every page the balloon already held as freed by this request, and a request smaller
+	 * than the balloon would end "done" before reclaiming anything (memtided's balloon
+	 * waited on exactly that: "freed 217 of 128 MiB (done)" from a 216 MiB balloon). */
+	r.start_free = mem_free(c);
 	r.deadline_ms = t0 + req->deadline_ms;
 	if (r.target > 0) {
 		/* Step 1: memory.reclaim, when it cannot touch anon against the scope */

@@ -128,6 +128,16 @@ int mtd_ctl_config_validate(const struct mtd_ctl_config *cfg, char *err, size_t 
 	return 0;
 }
 
+uint64_t mtd_ctl_avail_since_report(uint64_t reported_avail_bytes, uint64_t balloon_at_report_bytes,
+				    uint64_t balloon_now_bytes)
+{
+	uint64_t taken = balloon_at_report_bytes > balloon_now_bytes
+			     ? balloon_at_report_bytes - balloon_now_bytes
+			     : 0;
+
+	return reported_avail_bytes > taken ? reported_avail_bytes - taken : 0;
+}
+
 uint64_t mtd_ctl_safe_bytes(const struct mtd_policy *policy, uint64_t domain_bytes)
 {
 	if (policy->max_bytes && policy->max_bytes < domain_bytes)

@@ -165,6 +165,15 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 uint64_t mtd_ctl_safe_bytes(const struct mtd_policy *policy, uint64_t domain_bytes);
 
 /*
+ * The guest's MemAvailable now, from a report that may be older than the balloon's last
+ * steps: the reported figure less what the balloon took since (balloon sizes are the memory
+ * the guest keeps, so a lower balloon_now_bytes means more taken).  The input's
+ * guest_avail_bytes, so that the balloon steps into the room one report shows once.
+ */
+uint64_t mtd_ctl_avail_since_report(uint64_t reported_avail_bytes, uint64_t balloon_at_report_bytes,
+				    uint64_t balloon_now_bytes);
+
+/*
  * Resume a VM's controller from the state a previous memtided saved (a restart, an
  * upgrade, kill -9): saved holds its target, balloon target, hold and refusals.  Nothing
  * in it is trusted beyond the rules the controller keeps anyway:

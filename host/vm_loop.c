@@ -581,6 +581,10 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 		     mtd_agent_link_reclaiming(vm->agent, t->now_ms, cfg->ctl.agent_silence_ms));
 		const struct proto_stats *as = mtd_agent_link_stats(vm->agent, &seq);
 		t->as = t->agent_fresh ? as : NULL;
+		if (as && seq != vm->avail_seq) {
+			vm->avail_seq = seq;
+			vm->avail_balloon = vm->balloon_actual;
+		}
 		t->need_bytes = mtd_agent_link_take_need(vm->agent);
 		note_reclaim_reply(vm, t->now_ms);
 	}
@@ -903,6 +907,20 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 			     false);
 }
 
+/* The guest's MemAvailable as its agent last reported it, less what the balloon took since
+ * that report: the balloon steps into the room a report shows, and the next step must not
+ * find the same room again.  An agent that dies keeps its last report "fresh" for up to
+ * agent_silence; stepping on it, the balloon took 448 -> 267 MiB in four steps of one stale
+ * MemAvailable, and the guest met pressure before the silence was said (scenario 5). */
+static uint64_t avail_now(const struct mtd_vm *vm, const struct proto_stats *as)
+{
+	uint64_t now = vm->ctl.primed && vm->ctl.balloon_bytes < vm->balloon_actual
+			   ? vm->ctl.balloon_bytes
+			   : vm->balloon_actual;
+
+	return mtd_ctl_avail_since_report(as->mem_available_bytes, vm->avail_balloon, now);
+}
+
 /* Where the working set comes from: the guest's MGLRU, the source's own access bits, or
  * the MemAvailable fallback (which counts every byte in use, so that only free and easily
  * reclaimed memory is ever taken).  In vm show, and in the log when it changes.  by_age:
@@ -1059,7 +1077,7 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	if (t->as) {
 		const struct proto_hello *h = mtd_agent_link_hello(vm->agent);
 		in.avail_known = true;
-		in.guest_avail_bytes = t->as->mem_available_bytes;
+		in.guest_avail_bytes = avail_now(vm, t->as);
 		in.used_known = t->as->mem_total_bytes >= t->as->mem_free_bytes;
 		in.guest_used_bytes = t->as->mem_total_bytes - t->as->mem_free_bytes;
 		/* Soft return needs an agent that can reclaim and a balloon that reports the
@@ -1164,7 +1182,13 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 	const char *source = change_source(vm, out->reason);
 	/* Step 4 (eviction): the agent's reclaim.  before/after: what the guest uses, and what
 	 * it is asked to use. */
-	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft)) {
+	/* Under the balloon, a step waits for the guest to free the memory first (controller.c,
+	 * actuate: the balloon follows only into what the guest has free), so the balloon stays
+	 * above the target and nothing "changed": the request goes all the same, or neither
+	 * ever moves (scenario 2 under return=balloon sat at 807 MiB of a 328 MiB target).  An
+	 * outstanding request (-EBUSY) and a futile answer (steady.h) keep it from repeating. */
+	bool waits = !out->soft && out->balloon_bytes > out->target_bytes;
+	if (out->reclaim_bytes && vm->agent && (out->changed || first || out->soft || waits)) {
 		uint64_t used = in.used_known ? in.guest_used_bytes : vm->balloon_actual;
 		uint64_t to = used > out->reclaim_bytes ? used - out->reclaim_bytes : 0;
 		if (observe) {

@@ -239,10 +239,10 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 	uint64_t prev = a->prev_target;
 	mtd_ctl_step(&a->cfg, &a->pol, &in, &a->st, &out);
 	/* Step 4: the agent's reclaim, answered within the interval, sent as memtided sends it
-	 * (host/vm_loop.c): on a change, the first time, or with the balloon a cap.  Not while
-	 * a balloon step waits for the guest to free room: memtided does not ask then, and the
-	 * balloon waits for good (docs/results.md, sim_actuators). */
-	if (out.reclaim_bytes && agent && (out.changed || first || out.soft)) {
+	 * (host/vm_loop.c): on a change, the first time, with the balloon a cap, or while a
+	 * balloon step waits for the guest to free room. */
+	bool waits = !out.soft && out.balloon_bytes > out.target_bytes;
+	if (out.reclaim_bytes && agent && (out.changed || first || out.soft || waits)) {
 		uint64_t freed = sim_lru2_swapout(a->lru, ctx, out.reclaim_bytes / SIM_PAGE_SIZE) *
 				 SIM_PAGE_SIZE;
 		mtd_steady_reclaim_sent(&a->steady, t->now_ms, a->cfg.interval_ms,

@@ -80,9 +80,13 @@ int mtd_source_sim_new(uint64_t guest_bytes, unsigned hot_percent, uint64_t seed
 
 struct mtd_agent_link;
 struct proto_wss;
+struct proto_stats;
 /* The bytes an agent's wss report counts as touched within the last two of its agings: the
  * bins that start below 3/2 interval_ms (agent_link.c, mtd_agent_wss_edges, says why). */
 uint64_t mtd_agent_young_bytes(const struct proto_wss *w, uint64_t interval_ms);
+/* What the guest uses outside its LRU: MemTotal - MemFree less every page in w's bins; 0
+ * without both reports. */
+uint64_t mtd_agent_outside_lru_bytes(const struct proto_stats *st, const struct proto_wss *w);
 /* The agent's reports for a guest of guest_bytes, read from link (owned by the caller, must
  * outlive the source); memory the guest touched within its last two agings (one per
  * interval_ms) counts as young each round; fresh while the agent spoke within silence_ms.

@@ -17,6 +17,13 @@
  * hot ranges are applied with vmm_hint_access, cold ones with vmm_hint_cold.  Ranges beyond
  * the layout are ignored (libvmm returns -ERANGE).
  *
+ * What the guest holds outside its LRU (the kernel's own allocations, slab, page tables, a zram
+ * pool, MemTotal - MemFree less every page in the MGLRU's generations) is counted young as
+ * well: no reclaim the agent runs can free it, and a balloon target that left it out would
+ * squeeze the guest into pressure the moment the balloon reached it (docs/results.md,
+ * sim_actuators: scenario 3's zram pool grew by what each reclaim swapped out).  The MGLRU
+ * reports only the pages on its lists; the stats say how much the guest uses in all.
+ *
  * Without a new wss report since the last round the previous amount is re-marked: a guest
  * whose agent reports less often than the daemon's interval does not look idle.  An agent
  * that sends no wss at all (its guest runs without MGLRU) is read through its stats instead:
@@ -39,7 +46,8 @@ struct agent_src {
 	struct mtd_agent_link *link;
 	struct vmm_range ram;   /* [0, guest bytes) */
 	uint64_t last_wss_seq;  /* the wss report used last round */
-	uint64_t young_bytes;   /* from that report */
+	uint64_t young_bytes;   /* from that report, outside_bytes included */
+	uint64_t outside_bytes; /* the guest's use outside its LRU, from the latest stats */
 	const char *estimate;   /* what young_bytes was last read from (vm show) */
 	bool by_age;            /* ...the guest's own page ages (MGLRU), not its use */
 	uint64_t silence_ms;    /* fresh while the agent spoke within this */
@@ -61,6 +69,25 @@ uint64_t mtd_agent_young_bytes(const struct proto_wss *w, uint64_t interval_ms)
 	return b;
 }
 
+/* Every page in the report's bins: the guest's LRU, young and old. */
+static uint64_t lru_bytes(const struct proto_wss *w)
+{
+	uint64_t b = 0;
+
+	for (uint32_t i = 0; i < w->nr_bins && i < PROTO_MAX_WSS_BINS; i++)
+		b += w->bins[i].anon_bytes + w->bins[i].file_bytes;
+	return b;
+}
+
+uint64_t mtd_agent_outside_lru_bytes(const struct proto_stats *st, const struct proto_wss *w)
+{
+	if (!st || !w || st->mem_total_bytes < st->mem_free_bytes)
+		return 0;
+	uint64_t used = st->mem_total_bytes - st->mem_free_bytes, lru = lru_bytes(w);
+
+	return used > lru ? used - lru : 0;
+}
+
 static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 {
 	struct agent_src *s = ctx;
@@ -73,7 +100,10 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 	bool fresh = w && seq != s->last_wss_seq;
 	if (fresh) {
 		s->last_wss_seq = seq;
-		s->young_bytes = mtd_agent_young_bytes(w, s->interval_ms);
+		uint64_t sseq;
+		s->outside_bytes =
+		    mtd_agent_outside_lru_bytes(mtd_agent_link_stats(s->link, &sseq), w);
+		s->young_bytes = mtd_agent_young_bytes(w, s->interval_ms) + s->outside_bytes;
 		s->estimate = "guest MGLRU";
 		s->by_age = true;
 		if (mtd_log_enabled(MTD_LOG_DEBUG)) {
@@ -87,8 +117,9 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 					      (unsigned long long)w->gens[i].age_ms,
 					      (unsigned long long)w->gens[i].anon_pages,
 					      (unsigned long long)w->gens[i].file_pages);
-			mtd_debug("agent wss: young %llu MiB of gens%s",
-				  (unsigned long long)(s->young_bytes >> 20), line);
+			mtd_debug("agent wss: young %llu MiB (%llu outside the LRU) of gens%s",
+				  (unsigned long long)(s->young_bytes >> 20),
+				  (unsigned long long)(s->outside_bytes >> 20), line);
 		}
 	} else if (!w) {
 		/* No wss from this agent (its guest runs without MGLRU): every byte the guest
@@ -101,6 +132,7 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 		s->young_bytes = st->mem_total_bytes > st->mem_available_bytes
 				     ? st->mem_total_bytes - st->mem_available_bytes
 				     : 0;
+		s->outside_bytes = 0;
 		s->estimate = "MemAvailable fallback";
 		s->by_age = false;
 	}
@@ -137,6 +169,26 @@ static const char *agent_estimate(void *ctx, bool *by_age)
 	return s->estimate ? s->estimate : "none yet (no report from the agent)";
 }
 
+static int agent_describe(void *ctx, char *buf, size_t len)
+{
+	const struct agent_src *s = ctx;
+
+	if (!s->estimate)
+		return -EAGAIN;
+	if (s->by_age)
+		snprintf(buf, len,
+			 "amounts from the guest's own LRU, laid over low RAM: %llu MiB used "
+			 "recently, %llu MiB of it outside the LRU (kernel, slab, zram pool)",
+			 (unsigned long long)(s->young_bytes >> 20),
+			 (unsigned long long)(s->outside_bytes >> 20));
+	else
+		snprintf(buf, len,
+			 "amounts from the guest's use, laid over low RAM: %llu MiB in use "
+			 "(MemTotal - MemAvailable)",
+			 (unsigned long long)(s->young_bytes >> 20));
+	return 0;
+}
+
 static void agent_destroy(void *ctx)
 {
 	free(ctx);
@@ -148,6 +200,7 @@ static const struct mtd_source_ops agent_ops = {
     .age = agent_age,
     .evicted = NULL,
     .fresh = agent_fresh,
+    .describe = agent_describe,
     .estimate = agent_estimate,
     .destroy = agent_destroy,
 };

@@ -75,9 +75,11 @@ if code host/vm_loop.c | grep -qE 'decision\.holds_all_takers' && code sim/polic
 else
 	nok "the balloon's refault hold is no longer read from vmm_decide's answer on both sides"
 fi
-if code host/vm_loop.c | grep -qE 'out->reclaim_bytes && vm->agent && \(out->changed \|\| first \|\| out->soft\)' &&
-	code sim/actuators.c | grep -qE 'out\.reclaim_bytes && agent && \(out\.changed \|\| first \|\| out\.soft\)'; then
-	ok "both send the agent's reclaim on the same condition"
+if code host/vm_loop.c | grep -qE 'waits[[:space:]]*=[[:space:]]*!out->soft && out->balloon_bytes > out->target_bytes' &&
+	code host/vm_loop.c | grep -qE 'out->reclaim_bytes && vm->agent && \(out->changed \|\| first \|\| out->soft \|\| waits\)' &&
+	code sim/actuators.c | grep -qE 'waits[[:space:]]*=[[:space:]]*!out\.soft && out\.balloon_bytes > out\.target_bytes' &&
+	code sim/actuators.c | grep -qE 'out\.reclaim_bytes && agent && \(out\.changed \|\| first \|\| out\.soft \|\| waits\)'; then
+	ok "both send the agent's reclaim on the same condition, a waiting balloon step included"
 else
-	nok "memtided and the lab no longer send the agent's reclaim on the same condition"
+	nok "memtided and the lab no longer send the agent's reclaim on the same condition (a balloon step waiting for the guest to free)"
 fi

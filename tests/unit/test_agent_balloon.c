@@ -178,6 +178,26 @@ static void test_adjust_clamps(void **state)
 	assert_int_equal(st.mem_total_bytes, 1024 * MIB);
 }
 
+/* A reclaim measures what it freed from MemFree plus what the balloon holds, at the start as
+ * at the end: the pages a balloon held before the request are not freed by it.  Here no
+ * reclaim method exists under the scratch root, so nothing can be freed, and the reply must
+ * say so; counting the balloon's 150 MiB at the end only would answer "done, freed 150". */
+static void test_reclaim_does_not_count_the_balloon(void **state)
+{
+	struct root r = {0};
+	struct proto_reclaim req = {64 * MIB, PROTO_SCOPE_ANY, 2000, false};
+	struct proto_reclaim_reply rep;
+
+	(void)state;
+	guest(&r, "balloon_inflate 51200\nballoon_deflate 12800\n", FEATURES_DOO);
+	r.c.floor_bytes = 1 * MIB;
+	r.c.floor_percent = 0;
+	agent_reclaim_run(&r.c, &req, &rep);
+	assert_int_equal(rep.freed_bytes, 0);
+	assert_int_not_equal(rep.result, PROTO_RECLAIM_DONE);
+	done(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -185,6 +205,7 @@ int main(void)
 	    cmocka_unit_test(test_deflate_on_oom_nets_mem_total),
 	    cmocka_unit_test(test_plain_balloon_left_alone),
 	    cmocka_unit_test(test_adjust_clamps),
+	    cmocka_unit_test(test_reclaim_does_not_count_the_balloon),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -527,6 +527,28 @@ static void test_wss_edges_ignore_jitter(void **state)
 	}
 }
 
+/* The guest's use outside its LRU (kernel, slab, a zram pool) is MemTotal - MemFree less every
+ * page in the MGLRU's bins, young or old: a balloon target without it squeezes the guest. */
+static void test_outside_lru(void **state)
+{
+	struct proto_stats st = {.mem_total_bytes = 1024ULL << 20, .mem_free_bytes = 300ULL << 20};
+	struct proto_wss w = {.nr_bins = 3};
+
+	(void)state;
+	w.bins[0] = (struct proto_wss_bin){0, 100ULL << 20, 50ULL << 20};
+	w.bins[1] = (struct proto_wss_bin){3000, 0, 50ULL << 20};
+	w.bins[2] = (struct proto_wss_bin){5000, 250ULL << 20, 50ULL << 20};
+	assert_int_equal(mtd_agent_outside_lru_bytes(&st, &w), 224ULL << 20);
+	/* the reports are taken apart in time: an LRU larger than the use is no use outside */
+	st.mem_free_bytes = 600ULL << 20;
+	assert_int_equal(mtd_agent_outside_lru_bytes(&st, &w), 0);
+	/* one report missing, or nonsense: nothing */
+	assert_int_equal(mtd_agent_outside_lru_bytes(NULL, &w), 0);
+	assert_int_equal(mtd_agent_outside_lru_bytes(&st, NULL), 0);
+	st.mem_free_bytes = st.mem_total_bytes + 1;
+	assert_int_equal(mtd_agent_outside_lru_bytes(&st, &w), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -536,6 +558,7 @@ int main(void)
 	    cmocka_unit_test(test_no_listener_backs_off),
 	    cmocka_unit_test(test_fd_source_replaces_and_pings),
 	    cmocka_unit_test(test_wss_edges_ignore_jitter),
+	    cmocka_unit_test(test_outside_lru),
 	};
 	return cmocka_run_group_tests_name("mtd_agent_link", tests, NULL, NULL);
 }

@@ -590,6 +590,43 @@ static void test_reclaim_mode_keeps_balloon_at_ceiling(void **state)
 	assert_int_equal(out.reclaim_bytes, 0);
 }
 
+/* A report outlives the balloon steps taken on it: an agent killed in the guest leaves its
+ * last MemAvailable standing for agent_silence.  Read through mtd_ctl_avail_since_report, as
+ * memtided reads it, the balloon takes the room that report shows once and waits for the
+ * next; read raw, it took it again at every step (scenario 5: 448 -> 267 MiB on one stale
+ * report, and the guest met pressure). */
+static void test_stale_report_is_room_once(void **state)
+{
+	struct mtd_ctl_state st = {0}, raw = {0};
+	struct mtd_ctl_output out, out_raw;
+	struct mtd_ctl_input in = calm(1000, 1 * GiB, 64 * MiB);
+	(void)state;
+	setup_defaults();
+	pol.return_via = MTD_RETURN_BALLOON;
+	in.can_reclaim = true;
+	uint64_t balloon = 1 * GiB;
+
+	for (int i = 0; i < 20; i++, in.now_ms += cfg.interval_ms) {
+		struct mtd_ctl_input in_raw = in;
+		in_raw.guest_avail_bytes = 400 * MiB;
+		mtd_ctl_step(&cfg, &pol, &in_raw, &raw, &out_raw);
+		in.guest_avail_bytes = mtd_ctl_avail_since_report(400 * MiB, 1 * GiB, balloon);
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		balloon = out.balloon_bytes;
+	}
+	/* 400 MiB available, twice the 64 MiB mark kept: 272 MiB taken, then nothing */
+	assert_int_equal(out.target_bytes, 256 * MiB);
+	assert_int_equal(balloon, 1 * GiB - 272 * MiB);
+	assert_int_equal(out_raw.balloon_bytes, 256 * MiB);
+	/* the next report shows what the guest freed meanwhile: the balloon goes on */
+	in.guest_avail_bytes = mtd_ctl_avail_since_report(300 * MiB, balloon, balloon);
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_true(out.balloon_bytes < balloon);
+	/* nothing taken since the report, or the balloon grew: the report stands as it is */
+	assert_int_equal(mtd_ctl_avail_since_report(300 * MiB, 600 * MiB, 700 * MiB), 300 * MiB);
+	assert_int_equal(mtd_ctl_avail_since_report(100 * MiB, 900 * MiB, 600 * MiB), 0);
+}
+
 /* The balloon is the cap: host pressure (squeeze) or a guest that cannot reclaim brings it
  * down from the ceiling, one step per interval, to the target; a lowered max at once. */
 static void test_reclaim_mode_falls_back_to_balloon(void **state)
@@ -953,6 +990,7 @@ int main(void)
 	    cmocka_unit_test(test_lowered_max_cuts_now_with_reclaim),
 	    cmocka_unit_test(test_reclaim_mode_keeps_balloon_at_ceiling),
 	    cmocka_unit_test(test_reclaim_mode_falls_back_to_balloon),
+	    cmocka_unit_test(test_stale_report_is_room_once),
 	    cmocka_unit_test(test_random_invariants),
 	    cmocka_unit_test(test_any_interval_accepted),
 	    cmocka_unit_test(test_balloon_follows_the_guests_reclaim),
