@@ -720,6 +720,13 @@ int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_t
 		return -ENOTCONN;
 	if (l->reclaim_outstanding)
 		return -EBUSY;
+	/* The last request went unanswered past its deadline and nothing came from the agent
+	 * since: it is stuck in the kernel's reclaim, or gone.  Asking again would only keep it
+	 * "reclaiming" (mtd_agent_link_reclaiming) and its silence unsaid: a killed agent, asked
+	 * every 8 s while a balloon step waited, was called silent after 46 s, not 30
+	 * (scenario 5).  Anything it says (a stats report, the late reply) opens the way. */
+	if (l->reclaim_late && l->last_heard_ms <= l->reclaim_sent_ms)
+		return -EBUSY;
 	if (bytes == 0 || bytes > PROTO_BYTES_MAX)
 		return -EINVAL;
 	memset(&m, 0, sizeof(m));

@@ -93,8 +93,9 @@ bool mtd_agent_link_take_hint(struct mtd_agent_link *l, struct proto_hint *out);
 /* Take the bytes of memory the agent has announced it needs since the last call (sum). */
 uint64_t mtd_agent_link_take_need(struct mtd_agent_link *l);
 
-/* Ask the agent to reclaim bytes.  0, -ENOTCONN (not ready), -EBUSY (one is outstanding),
- * -ENOSPC (the agent is not reading). */
+/* Ask the agent to reclaim bytes.  0, -ENOTCONN (not ready), -EBUSY (one is outstanding, or
+ * the last went unanswered past its deadline and the agent has said nothing since), -ENOSPC
+ * (the agent is not reading). */
 int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_too,
 			   uint32_t deadline_ms, uint64_t now_ms);
 /* The newest reclaim reply, and a counter that moves with each. */

@@ -85,8 +85,18 @@ struct proto_stats;
  * bins that start below 3/2 interval_ms (agent_link.c, mtd_agent_wss_edges, says why). */
 uint64_t mtd_agent_young_bytes(const struct proto_wss *w, uint64_t interval_ms);
 /* What the guest uses outside its LRU: MemTotal - MemFree less every page in w's bins; 0
- * without both reports. */
+ * without both reports; UINT64_MAX (no reading) when they were taken more than
+ * MTD_OUTSIDE_APART_MS apart on the guest's clock. */
+#define MTD_OUTSIDE_APART_MS 1000
 uint64_t mtd_agent_outside_lru_bytes(const struct proto_stats *st, const struct proto_wss *w);
+/* The least of the last MTD_OUTSIDE_SAMPLES readings, sample included (UINT64_MAX: none this
+ * time); 0 before any. */
+#define MTD_OUTSIDE_SAMPLES 3
+struct mtd_outside_filter {
+	uint64_t v[MTD_OUTSIDE_SAMPLES];
+	unsigned n, next;
+};
+uint64_t mtd_agent_outside_note(struct mtd_outside_filter *f, uint64_t sample);
 /* The agent's reports for a guest of guest_bytes, read from link (owned by the caller, must
  * outlive the source); memory the guest touched within its last two agings (one per
  * interval_ms) counts as young each round; fresh while the agent spoke within silence_ms.

@@ -22,7 +22,12 @@
  * well: no reclaim the agent runs can free it, and a balloon target that left it out would
  * squeeze the guest into pressure the moment the balloon reached it (docs/results.md,
  * sim_actuators: scenario 3's zram pool grew by what each reclaim swapped out).  The MGLRU
- * reports only the pages on its lists; the stats say how much the guest uses in all.
+ * reports only the pages on its lists; the stats say how much the guest uses in all.  The two
+ * come apart while the guest reclaims (a snapshot of the lists taken mid-eviction read
+ * 480 MiB "outside" in scenario 2, and the working set, which keeps a young reading for a
+ * cold age, gave the guest its memory back), so a pair taken over a second apart is not
+ * used, and the figure is the least of the last three: a real rise, such as a zram pool
+ * that grows with each reclaim, shows within three reports.
  *
  * Without a new wss report since the last round the previous amount is re-marked: a guest
  * whose agent reports less often than the daemon's interval does not look idle.  An agent
@@ -47,7 +52,8 @@ struct agent_src {
 	struct vmm_range ram;   /* [0, guest bytes) */
 	uint64_t last_wss_seq;  /* the wss report used last round */
 	uint64_t young_bytes;   /* from that report, outside_bytes included */
-	uint64_t outside_bytes; /* the guest's use outside its LRU, from the latest stats */
+	uint64_t outside_bytes; /* the guest's use outside its LRU: the least of the last few */
+	struct mtd_outside_filter outside;
 	const char *estimate;   /* what young_bytes was last read from (vm show) */
 	bool by_age;            /* ...the guest's own page ages (MGLRU), not its use */
 	uint64_t silence_ms;    /* fresh while the agent spoke within this */
@@ -83,9 +89,29 @@ uint64_t mtd_agent_outside_lru_bytes(const struct proto_stats *st, const struct 
 {
 	if (!st || !w || st->mem_total_bytes < st->mem_free_bytes)
 		return 0;
+	/* Taken more than a second apart, the two reports describe different guests: one
+	 * read before a reclaim and one after it differ by all it freed. */
+	uint64_t apart = st->mono_ms > w->mono_ms ? st->mono_ms - w->mono_ms : w->mono_ms - st->mono_ms;
+	if (apart > MTD_OUTSIDE_APART_MS)
+		return UINT64_MAX;
 	uint64_t used = st->mem_total_bytes - st->mem_free_bytes, lru = lru_bytes(w);
 
 	return used > lru ? used - lru : 0;
+}
+
+uint64_t mtd_agent_outside_note(struct mtd_outside_filter *f, uint64_t sample)
+{
+	if (sample != UINT64_MAX) {
+		f->v[f->next] = sample;
+		f->next = (f->next + 1) % MTD_OUTSIDE_SAMPLES;
+		if (f->n < MTD_OUTSIDE_SAMPLES)
+			f->n++;
+	}
+	uint64_t least = f->n ? UINT64_MAX : 0;
+	for (unsigned i = 0; i < f->n; i++)
+		if (f->v[i] < least)
+			least = f->v[i];
+	return least;
 }
 
 static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
@@ -101,8 +127,9 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 	if (fresh) {
 		s->last_wss_seq = seq;
 		uint64_t sseq;
-		s->outside_bytes =
+		uint64_t reading =
 		    mtd_agent_outside_lru_bytes(mtd_agent_link_stats(s->link, &sseq), w);
+		s->outside_bytes = mtd_agent_outside_note(&s->outside, reading);
 		s->young_bytes = mtd_agent_young_bytes(w, s->interval_ms) + s->outside_bytes;
 		s->estimate = "guest MGLRU";
 		s->by_age = true;
@@ -117,9 +144,11 @@ static int agent_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 					      (unsigned long long)w->gens[i].age_ms,
 					      (unsigned long long)w->gens[i].anon_pages,
 					      (unsigned long long)w->gens[i].file_pages);
-			mtd_debug("agent wss: young %llu MiB (%llu outside the LRU) of gens%s",
+			mtd_debug("agent wss: young %llu MiB (%llu outside the LRU, read %lld) of "
+				  "gens%s",
 				  (unsigned long long)(s->young_bytes >> 20),
-				  (unsigned long long)(s->outside_bytes >> 20), line);
+				  (unsigned long long)(s->outside_bytes >> 20),
+				  reading == UINT64_MAX ? -1LL : (long long)(reading >> 20), line);
 		}
 	} else if (!w) {
 		/* No wss from this agent (its guest runs without MGLRU): every byte the guest

@@ -198,6 +198,16 @@ static void test_handshake_stats_need_reclaim(void **state)
 	rid = m.id;
 	now += 1000 + 5001;
 	mtd_agent_link_service(l, now);
+	/* nothing heard from the agent since the late request: it is stuck or gone, and is
+	 * not asked again (asking would keep it "reclaiming", its silence unsaid); a stats
+	 * report says it is there */
+	assert_int_equal(mtd_agent_link_reclaim(l, 1u << 20, false, 1000, now), -EBUSY);
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_STATS;
+	m.u.stats.mem_total_bytes = 512u << 20;
+	peer_send(fd, &m);
+	now += 1;
+	mtd_agent_link_service(l, now);
 	assert_int_equal(mtd_agent_link_reclaim(l, 1u << 20, false, 1000, now), 0);
 	peer_read(fd, &m);
 	uint32_t rid3 = m.id;
@@ -547,6 +557,27 @@ static void test_outside_lru(void **state)
 	assert_int_equal(mtd_agent_outside_lru_bytes(&st, NULL), 0);
 	st.mem_free_bytes = st.mem_total_bytes + 1;
 	assert_int_equal(mtd_agent_outside_lru_bytes(&st, &w), 0);
+	/* taken over a second apart: no reading */
+	st.mem_free_bytes = 300ULL << 20;
+	w.mono_ms = 5000;
+	st.mono_ms = 5000 + MTD_OUTSIDE_APART_MS + 1;
+	assert_int_equal(mtd_agent_outside_lru_bytes(&st, &w), UINT64_MAX);
+	st.mono_ms = 5000 - MTD_OUTSIDE_APART_MS;
+	assert_int_equal(mtd_agent_outside_lru_bytes(&st, &w), 224ULL << 20);
+
+	/* one reading out of line (the lists read mid-reclaim) moves nothing; a rise that
+	 * lasts shows in three; no reading keeps the figure */
+	struct mtd_outside_filter f = {0};
+	const uint64_t M = 1ULL << 20;
+	assert_int_equal(mtd_agent_outside_note(&f, UINT64_MAX), 0);
+	assert_int_equal(mtd_agent_outside_note(&f, 37 * M), 37 * M);
+	assert_int_equal(mtd_agent_outside_note(&f, 38 * M), 37 * M);
+	assert_int_equal(mtd_agent_outside_note(&f, 480 * M), 37 * M);
+	assert_int_equal(mtd_agent_outside_note(&f, 39 * M), 38 * M);
+	assert_int_equal(mtd_agent_outside_note(&f, UINT64_MAX), 38 * M);
+	assert_int_equal(mtd_agent_outside_note(&f, 90 * M), 39 * M);
+	assert_int_equal(mtd_agent_outside_note(&f, 91 * M), 39 * M);
+	assert_int_equal(mtd_agent_outside_note(&f, 92 * M), 90 * M);
 }
 
 int main(void)
