@@ -91,7 +91,8 @@ uint64_t mtd_agent_outside_lru_bytes(const struct proto_stats *st, const struct 
 		return 0;
 	/* Taken more than a second apart, the two reports describe different guests: one
 	 * read before a reclaim and one after it differ by all it freed. */
-	uint64_t apart = st->mono_ms > w->mono_ms ? st->mono_ms - w->mono_ms : w->mono_ms - st->mono_ms;
+	uint64_t apart =
+	    st->mono_ms > w->mono_ms ? st->mono_ms - w->mono_ms : w->mono_ms - st->mono_ms;
 	if (apart > MTD_OUTSIDE_APART_MS)
 		return UINT64_MAX;
 	uint64_t used = st->mem_total_bytes - st->mem_free_bytes, lru = lru_bytes(w);
