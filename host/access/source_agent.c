@@ -18,16 +18,17 @@
  * the layout are ignored (libvmm returns -ERANGE).
  *
  * What the guest holds outside its LRU (the kernel's own allocations, slab, page tables, a zram
- * pool, MemTotal - MemFree less every page in the MGLRU's generations) is counted young as
- * well: no reclaim the agent runs can free it, and a balloon target that left it out would
- * squeeze the guest into pressure the moment the balloon reached it (docs/results.md,
- * sim_actuators: scenario 3's zram pool grew by what each reclaim swapped out).  The MGLRU
- * reports only the pages on its lists; the stats say how much the guest uses in all.  The two
- * come apart while the guest reclaims (a snapshot of the lists taken mid-eviction read
- * 480 MiB "outside" in scenario 2, and the working set, which keeps a young reading for a
- * cold age, gave the guest its memory back), so a pair taken over a second apart is not
- * used, and the figure is the least of the last three: a real rise, such as a zram pool
- * that grows with each reclaim, shows within three reports.
+ * pool: MemTotal - MemFree less every page in the MGLRU's generations) is counted young as
+ * well: no reclaim the agent runs can free it, and a balloon target that left it out
+ * squeezed the guest into pressure once the balloon reached it (scenario 3, 2 of 3 runs;
+ * docs/results.md, sim_actuators).  The MGLRU reports only the pages on its lists; the stats
+ * say how much the guest uses in all.  The two are read at different moments, and while the
+ * guest reclaims they differ by what it freed in between; the working set keeps a young
+ * reading for a whole cold age, so one such reading would give the guest its memory back
+ * (one run of scenario 2 grew its target 461 -> 845 MiB just after a reclaim reply).  So a
+ * pair taken over a second apart is not used, and the figure is the least of the last
+ * three: a real rise, such as a zram pool that grows with each reclaim, shows within three
+ * reports.
  *
  * Without a new wss report since the last round the previous amount is re-marked: a guest
  * whose agent reports less often than the daemon's interval does not look idle.  An agent
