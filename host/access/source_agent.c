@@ -25,10 +25,10 @@
  * say how much the guest uses in all.  The two are read at different moments, and while the
  * guest reclaims they differ by what it freed in between; the working set keeps a young
  * reading for a whole cold age, so one such reading would give the guest its memory back
- * (one run of scenario 2 grew its target 461 -> 845 MiB just after a reclaim reply).  So a
- * pair taken over a second apart is not used, and the figure is the least of the last
- * three: a real rise, such as a zram pool that grows with each reclaim, shows within three
- * reports.
+ * (one run of scenario 2 grew its target 461 -> 845 MiB just after a reclaim reply, which
+ * fits such a reading; its log did not show the readings).  So a pair taken over a second
+ * apart is not used, and the figure is the least of the last three: a real rise, such as a
+ * zram pool that grows with each reclaim, shows within three reports.
  *
  * Without a new wss report since the last round the previous amount is re-marked: a guest
  * whose agent reports less often than the daemon's interval does not look idle.  An agent
