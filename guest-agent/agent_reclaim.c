@@ -49,6 +49,16 @@
  * start at 4 MiB and follow how long each takes (doubled under 200 ms, halved over 500 ms),
  * since a single write cannot be cut short.
  *
+ * Growth: a request stops as soon as the guest's use (MemTotal - MemAvailable) rises
+ * GROWTH_STOP_BYTES above the lowest it read during the request.  Reclaim only lowers that
+ * figure, so a rise is the guest allocating faster than reclaim frees: it needs its memory,
+ * and reclaiming on would push out what it is about to use.  It also measures the request
+ * by MemFree, which the growth eats, so the request would run to its deadline.  And while a
+ * request runs, the agent's loop is not watching for growth (agent_watch.c), so its `need`
+ * waits for the request to end: in scenario 3 (CI, 7 Dec) a growth began 2 s after a
+ * request, the need went 577 ms later, and the guest swapped out 35 MiB meanwhile, where
+ * growths that met no request were answered in 53-313 ms with 0-4 MiB swapped.
+ *
  * Seen (Debian 6.1 guest, 768 MiB, QEMU TCG, zram swap, 200 MiB of cold shmem): a 64 MiB
  * "any" request -> memcg freed 67.7 MB in 310 ms, MemFree +68 MiB as the guest's own
  * /proc/meminfo showed; result "done".  Without swap or disk-backed page cache the same
@@ -71,6 +81,9 @@
 #define CHUNK_SLOW_MS  500          /* more: the loop is back to its timers within ~0.5 s */
 #define MIN_GAIN_BYTES (1ULL << 20) /* a chunk that frees less ends the method */
 #define PACE_BUSY_MS   1000         /* reclaim work between two pauses */
+
+/* The guest's use rising this much above its lowest stops a request (the file comment). */
+#define GROWTH_STOP_BYTES (32ULL << 20)
 
 int agent_cgroup2_root(const struct agent_config *c, char *out, size_t cap)
 {
@@ -168,6 +181,8 @@ struct run {
 	uint64_t target;      /* bytes to free, after the floor cut */
 	uint64_t start_free;  /* mem_free() at the start: MemFree plus what the balloon holds */
 	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
+	uint64_t used_low;    /* the lowest MemTotal - MemAvailable read during the request */
+	uint64_t grew;        /* > 0: how far the guest's use rose above used_low; stopped */
 	struct proto_reclaim_reply *rep;
 	int tried, failed;
 	struct agent_reclaim_pace pace;
@@ -180,9 +195,26 @@ static uint64_t freed_so_far(const struct run *r)
 	return now > r->start_free ? now - r->start_free : 0;
 }
 
-static bool done(const struct run *r)
+/* Is the guest's use rising while we reclaim (the file comment, "Growth")?  Latches. */
+static bool guest_grows(struct run *r)
 {
-	return freed_so_far(r) >= r->target || agent_now_ms() >= r->deadline_ms;
+	struct proto_stats st;
+
+	if (r->grew || !meminfo_now(r->c, &st))
+		return r->grew > 0;
+	uint64_t used = st.mem_total_bytes > st.mem_available_bytes
+			    ? st.mem_total_bytes - st.mem_available_bytes
+			    : 0;
+	if (used < r->used_low)
+		r->used_low = used;
+	else if (used - r->used_low >= GROWTH_STOP_BYTES)
+		r->grew = used - r->used_low;
+	return r->grew > 0;
+}
+
+static bool done(struct run *r)
+{
+	return freed_so_far(r) >= r->target || agent_now_ms() >= r->deadline_ms || guest_grows(r);
 }
 
 uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uint64_t took_ms)
@@ -202,7 +234,7 @@ static void pace_after(struct run *r, uint64_t took_ms)
 	uint64_t ms = agent_reclaim_pace(&r->pace, r->c->reclaim_pause_ms, took_ms),
 		 now = agent_now_ms();
 
-	if (!ms || now >= r->deadline_ms)
+	if (!ms || now >= r->deadline_ms || guest_grows(r))
 		return;
 	if (ms > r->deadline_ms - now)
 		ms = r->deadline_ms - now;
@@ -353,6 +385,7 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 	 * than the balloon would end "done" before reclaiming anything (memtided's balloon
 	 * waited on exactly that: "freed 217 of 128 MiB (done)" from a 216 MiB balloon). */
 	r.start_free = mem_free(c);
+	r.used_low = UINT64_MAX;
 	r.deadline_ms = t0 + req->deadline_ms;
 	if (r.target > 0) {
 		/* Step 1: memory.reclaim, when it cannot touch anon against the scope */
@@ -366,8 +399,9 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 		if ((caps & PROTO_CAP_RECLAIM_DROP_CACHES) && !done(&r))
 			run_once(&r, PROTO_METHOD_DROP_CACHES, "/proc/sys/vm/drop_caches");
 	}
-	/* Step 4: compaction, when asked, even after the others met the target */
-	if (req->compact && (caps & PROTO_CAP_RECLAIM_COMPACT) && r.target > 0)
+	/* Step 4: compaction, when asked, even after the others met the target; not while the
+	 * guest grows (it needs its memory, not 2 MiB blocks for the host) */
+	if (req->compact && (caps & PROTO_CAP_RECLAIM_COMPACT) && r.target > 0 && !r.grew)
 		run_once(&r, PROTO_METHOD_COMPACT, "/proc/sys/vm/compact_memory");
 
 	rep->freed_bytes = freed_so_far(&r);
@@ -390,6 +424,11 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 		rep->result = PROTO_RECLAIM_FAILED;
 		snprintf(rep->message, sizeof(rep->message), "every method failed (last: %s)",
 			 strerror(rep->steps[rep->nr_steps - 1].err));
+	} else if (r.grew) {
+		rep->result = PROTO_RECLAIM_PARTIAL;
+		snprintf(rep->message, sizeof(rep->message),
+			 "stopped: the guest's use grew by %llu MiB meanwhile",
+			 (unsigned long long)(r.grew >> 20));
 	} else {
 		rep->result = PROTO_RECLAIM_PARTIAL;
 		snprintf(rep->message, sizeof(rep->message), "%s",

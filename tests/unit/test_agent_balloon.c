@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -198,6 +200,51 @@ static void test_reclaim_does_not_count_the_balloon(void **state)
 	done(&r);
 }
 
+/* The guest allocates 100 MiB, 150 ms into a request: its use (MemTotal - MemAvailable) rises
+ * while the agent reclaims.  The file is replaced whole (rename), as a read never sees half. */
+static void *grow_later(void *arg)
+{
+	struct root *r = arg;
+	struct timespec ts = {0, 150 * 1000 * 1000};
+	char tmp[128], path[128];
+
+	nanosleep(&ts, NULL);
+	snprintf(tmp, sizeof(tmp), "%s/proc/meminfo.new", r->dir);
+	snprintf(path, sizeof(path), "%s/proc/meminfo", r->dir);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return NULL;
+	fputs("MemTotal:        1048576 kB\nMemFree:          614400 kB\n"
+	      "MemAvailable:     716800 kB\nBuffers:            1024 kB\n",
+	      f);
+	fclose(f);
+	(void)rename(tmp, path);
+	return NULL;
+}
+
+/* A request stops when the guest's use rises while it runs: the guest needs its memory, and
+ * the agent's loop cannot say so (its growth watch) until the request ends.  Here
+ * memory.reclaim accepts every write and frees nothing, so without the rule the request runs
+ * to its 3 s deadline; with it, it ends just after the 100 MiB rise and says why. */
+static void test_reclaim_stops_when_the_guest_grows(void **state)
+{
+	struct root r = {0};
+	struct proto_reclaim req = {64 * MIB, PROTO_SCOPE_ANY, 3000, false};
+	struct proto_reclaim_reply rep;
+	pthread_t t;
+
+	(void)state;
+	guest(&r, "", NULL);
+	put(&r, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n");
+	put(&r, "/sys/fs/cgroup/memory.reclaim", "");
+	assert_int_equal(pthread_create(&t, NULL, grow_later, &r), 0);
+	agent_reclaim_run(&r.c, &req, &rep);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(rep.result, PROTO_RECLAIM_PARTIAL);
+	assert_non_null(strstr(rep.message, "grew by 100 MiB"));
+	done(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +253,7 @@ int main(void)
 	    cmocka_unit_test(test_plain_balloon_left_alone),
 	    cmocka_unit_test(test_adjust_clamps),
 	    cmocka_unit_test(test_reclaim_does_not_count_the_balloon),
+	    cmocka_unit_test(test_reclaim_stops_when_the_guest_grows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
