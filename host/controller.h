@@ -105,6 +105,9 @@ struct mtd_ctl_input {
 	uint64_t guest_avail_bytes;
 	bool psi_known;            /* guest memory PSI known this interval */
 	double psi_some_avg10;     /* percent */
+	bool pressure_answered;    /* the PSI and MemAvailable above come from a report already
+				    * answered with a deflate: not pressure again (a dead agent's
+				    * last report stays fresh for agent_silence) */
 	uint64_t need_bytes;       /* agent's announced need since the last step (0: none) */
 	bool guest_took_back;      /* the balloon's actual rose above the target by itself: the
 				    * guest deflated it (deflate-on-oom) */

@@ -907,6 +907,22 @@ static void apply(struct mtd_vm *vm, const struct tick *t, const struct mtd_ctl_
 			     false);
 }
 
+/* Which of the controller's pressure signals fired (its step 3), for the log. */
+static const char *pressure_why(const struct mtd_ctl_config *c, const struct mtd_ctl_input *in,
+				char *buf, size_t len)
+{
+	if (in->psi_known && in->psi_some_avg10 > c->psi_some_avg10_high)
+		snprintf(buf, len, "PSI memory some avg10 %.1f%%, over %.1f%%", in->psi_some_avg10,
+			 c->psi_some_avg10_high);
+	else if (in->avail_known && in->guest_avail_bytes < c->mem_available_low_bytes)
+		snprintf(buf, len, "MemAvailable %" PRIu64 " MiB, under %" PRIu64 " MiB",
+			 in->guest_avail_bytes / MiB, c->mem_available_low_bytes / MiB);
+	else
+		snprintf(buf, len, "major faults %.0f/s, over %.0f/s", in->major_faults_per_s,
+			 c->major_faults_high_per_s);
+	return buf;
+}
+
 /* The guest's MemAvailable as its agent last reported it, less what the balloon took since
  * that report: the balloon steps into the room a report shows, and the next step must not
  * find the same room again.  An agent that dies keeps its last report "fresh" for up to
@@ -1087,6 +1103,7 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 				 vm->fpr_known && vm->fpr_on;
 		in.psi_known = t->as->has_psi;
 		in.psi_some_avg10 = t->as->psi.some_avg10;
+		in.pressure_answered = vm->pressure_seq && vm->pressure_seq == vm->avail_seq;
 	} else if (t->bstats_fresh) {
 		/* No agent to ask: the balloon driver's own figures, while they are fresh (stale
 		 * ones would answer the same low MemAvailable again and again). */
@@ -1159,8 +1176,16 @@ static void control(struct mtd_vm *vm, struct tick *t, struct mtd_ctl_output *ou
 
 	/* Transitions an operator wants to hear of; the first tick's "silent" (the agent has
 	 * not spoken yet) is not one. */
+	char why[96];
+
+	if (out->reason == MTD_CTL_PRESSURE && t->as)
+		vm->pressure_seq = vm->avail_seq;
 	if (out->reason != before && !first) {
-		if (out->reason == MTD_CTL_PRESSURE || out->reason == MTD_CTL_NEED)
+		if (out->reason == MTD_CTL_PRESSURE)
+			mtd_notice("%s: pressure (%s): giving memory back (target %" PRIu64 " MiB)",
+				   vm->name, pressure_why(&cfg->ctl, &in, why, sizeof(why)),
+				   out->target_bytes / MiB);
+		else if (out->reason == MTD_CTL_NEED)
 			mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", vm->name,
 				   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 		else if (out->reason == MTD_CTL_SILENT)

@@ -180,7 +180,7 @@ fi
 # 5: guest pressure: fill tmpfs until MemAvailable drops under 96 MiB
 before=$(actual "$A")
 guest_run "$A" "dd if=/dev/zero of=/tmp/fill bs=1M count=100"
-if wait_for 15 above "$A" $((before + 120)) && logged "$A: pressure: giving memory back"; then
+if wait_for 15 above "$A" $((before + 120)) && logged "$A: pressure (MemAvailable [0-9]* MiB, under [0-9]* MiB): giving memory back"; then
 	ok "guest MemAvailable under its mark: deflated $before -> $(actual "$A") MiB at once"
 else
 	nok "pressure: $before -> $(actual "$A") MiB"

@@ -129,6 +129,36 @@ static void test_pressure_deflates_at_once_then_holds(void **state)
 	assert_int_equal(out.target_bytes, 640 * MiB + cfg.deflate_min_bytes - 128 * MiB);
 }
 
+/* One report, one answer: the same figures again (a dead agent's last report stays fresh
+ * for agent_silence) are not pressure a second time; a new report showing it is. */
+static void test_pressure_answered_once_per_report(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 262 * MiB};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	struct mtd_ctl_input in = calm(100000, 262 * MiB, 137 * MiB);
+	in.psi_some_avg10 = cfg.psi_some_avg10_high + 5.0;
+	in.guest_avail_bytes = cfg.mem_available_low_bytes - 1;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
+	assert_int_equal(out.target_bytes, 518 * MiB);
+	for (int i = 1; i <= 3; i++) {
+		in.now_ms += cfg.interval_ms;
+		in.actual_bytes = out.balloon_bytes;
+		in.pressure_answered = true;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_not_equal(out.reason, MTD_CTL_PRESSURE);
+		assert_int_equal(out.target_bytes, 518 * MiB);
+	}
+	in.now_ms += cfg.interval_ms;
+	in.pressure_answered = false;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_PRESSURE);
+	assert_int_equal(out.target_bytes, 774 * MiB);
+}
+
 static void test_low_mem_available_deflates(void **state)
 {
 	struct mtd_ctl_state st = {.primed = true, .target_bytes = 1 * GiB};
@@ -991,6 +1021,7 @@ int main(void)
 	    cmocka_unit_test(test_reclaim_mode_keeps_balloon_at_ceiling),
 	    cmocka_unit_test(test_reclaim_mode_falls_back_to_balloon),
 	    cmocka_unit_test(test_stale_report_is_room_once),
+	    cmocka_unit_test(test_pressure_answered_once_per_report),
 	    cmocka_unit_test(test_random_invariants),
 	    cmocka_unit_test(test_any_interval_accepted),
 	    cmocka_unit_test(test_balloon_follows_the_guests_reclaim),

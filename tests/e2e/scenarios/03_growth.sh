@@ -33,7 +33,7 @@ SOCK=$E2E_DIR/ctl.sock
 # host pressure takes (with the default, reclaim, the balloon stays at 1024 MiB and a growing
 # guest simply takes back the memory it freed; scenario 2 measures that).
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
-	--config "$(e2e_memtided_conf balloon)" --no-metrics --socket "$SOCK" --log-level info 2>"$E2E_DIR/memtided.log"
+	--config "$(e2e_memtided_conf balloon)" --no-metrics --socket "$SOCK" --log-level "${E2E_LOG_LEVEL:-info}" 2>"$E2E_DIR/memtided.log"
 # When the guest's growth began, on the host's CLOCK_MONOTONIC (memtided's log clock): the
 # console is followed here, not with tail, so the time is taken as the line appears.
 tg_ms=$(python3 tests/e2e/console.py "$E2E_CONSOLE" '^WL-GROW ' 150)

@@ -27,7 +27,7 @@ log=$E2E_DIR/memtided.log
 # return=balloon: the safety rule under test is the balloon's return to a safe size (with the
 # default, reclaim, the balloon never leaves 1024 MiB while the agent reports).
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
-	--config "$(e2e_memtided_conf balloon)" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level info 2>"$log"
+	--config "$(e2e_memtided_conf balloon)" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level "${E2E_LOG_LEVEL:-info}" 2>"$log"
 mpid=$E2E_LAST_PID
 e2e_wait_file "$log" 'inflate [0-9]+->[0-9]+' 40 >/dev/null
 e2e_check $? "memtided inflated the balloon while the agent reported"
