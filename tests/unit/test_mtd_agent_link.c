@@ -31,6 +31,7 @@
 #include "agent.h"
 #include "agent_link.h"
 #include "source.h"
+#include "vmm.h"
 
 static char sock_path[108];
 static int listen_fd = -1;
@@ -580,6 +581,85 @@ static void test_outside_lru(void **state)
 	assert_int_equal(mtd_agent_outside_note(&f, 92 * M), 90 * M);
 }
 
+static void send_gens(int fd, const struct agent_gen *g, int n, uint64_t iv, uint64_t *young)
+{
+	uint64_t edges[PROTO_MAX_WSS_BINS];
+	unsigned ne = mtd_agent_wss_edges(iv, edges);
+	struct proto_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_WSS;
+	agent_wss_fold(g, n, true, edges, ne, 4096, &m.u.wss);
+	*young = mtd_agent_young_bytes(&m.u.wss, iv);
+	peer_send(fd, &m);
+}
+
+/* The agent's first two reports of a session carry no idle history: every page the guest
+ * holds sits in generations whose next younger one was born at the agent's first aging, so
+ * they read young.  The source does not lay them (the estimate waits); the third, with two
+ * agings behind it, is read.  Without that, 10,000 pages read young where the guest uses
+ * 2,000, and stay in the working set for a cold age. */
+static void test_first_reports_not_read(void **state)
+{
+	const uint64_t iv = 1000, P = 4096;
+	struct mtd_agent_link *l;
+	struct mtd_source src;
+	struct vmm_guest_config gc;
+	struct vmm_guest *g;
+	uint64_t now = 1000, young, wss, age = 1500; /* under the history: vmm_wss */
+	(void)state;
+
+	make_listener();
+	assert_int_equal(mtd_agent_link_new(sock_path, iv, &l), 0);
+	int fd = handshake(l, &now);
+	assert_int_equal(mtd_source_agent_new(l, 64ULL << 20, iv, 30000, &src), 0);
+	vmm_guest_config_default(&gc);
+	gc.ram = src.ram;
+	gc.nr_ram = src.nr_ram;
+	gc.nr_gens = VMM_MAX_NR_GENS;
+	gc.unseen_is_unused = true;
+	assert_int_equal(vmm_guest_new(&gc, &g), 0);
+
+	/* first aging: the guest's 10,000 pages in the generation made when MGLRU came on */
+	const struct agent_gen r1[] = {{1, 0, 4, 0, 0, 0}, {1, 0, 3, 50000, 10000, 0}};
+	/* second: the 2,000 used pages moved up; the rest's younger neighbour is 1 s old */
+	const struct agent_gen r2[] = {
+	    {1, 0, 5, 0, 0, 0}, {1, 0, 4, 1000, 2000, 0}, {1, 0, 3, 51000, 8000, 0}};
+	/* third: now the 8,000 have been idle two agings */
+	const struct agent_gen r3[] = {{1, 0, 6, 0, 0, 0},
+				       {1, 0, 5, 1000, 2000, 0},
+				       {1, 0, 4, 2000, 0, 0},
+				       {1, 0, 3, 52000, 8000, 0}};
+	send_gens(fd, r1, 2, iv, &young);
+	assert_int_equal(young, 10000 * P);
+	mtd_agent_link_service(l, now);
+	assert_int_equal(src.ops->age(src.ctx, g, now), -EAGAIN);
+	now += iv;
+	send_gens(fd, r2, 3, iv, &young);
+	assert_int_equal(young, 10000 * P);
+	mtd_agent_link_service(l, now);
+	assert_int_equal(src.ops->age(src.ctx, g, now), -EAGAIN);
+	now += iv;
+	send_gens(fd, r3, 4, iv, &young);
+	assert_int_equal(young, 2000 * P);
+	mtd_agent_link_service(l, now);
+	assert_int_equal(src.ops->age(src.ctx, g, now), 0);
+	assert_int_equal(vmm_wss(g, now + 1, &age, 1, &wss), 0);
+	assert_int_equal(wss, 2000 * P);
+	/* no new report: the last amount is laid again */
+	now += iv;
+	assert_int_equal(src.ops->age(src.ctx, g, now), 0);
+	assert_int_equal(vmm_wss(g, now + 1, &age, 1, &wss), 0);
+	assert_int_equal(wss, 2000 * P);
+
+	vmm_guest_free(g);
+	src.ops->destroy(src.ctx);
+	close(fd);
+	mtd_agent_link_free(l);
+	close(listen_fd);
+	unlink(sock_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -590,6 +670,7 @@ int main(void)
 	    cmocka_unit_test(test_fd_source_replaces_and_pings),
 	    cmocka_unit_test(test_wss_edges_ignore_jitter),
 	    cmocka_unit_test(test_outside_lru),
+	    cmocka_unit_test(test_first_reports_not_read),
 	};
 	return cmocka_run_group_tests_name("mtd_agent_link", tests, NULL, NULL);
 }
