@@ -46,8 +46,14 @@
  *
  * Steps run in chunks of at most CHUNK_BYTES, checking the deadline between chunks, so one
  * request blocks the agent's loop for about its deadline at most; memory.reclaim's chunks
- * start at 4 MiB and follow how long each takes (doubled under 200 ms, halved over 500 ms),
- * since a single write cannot be cut short.
+ * start at 4 MiB and follow how long each takes (doubled under 50 ms, halved over 150 ms),
+ * since a single write cannot be cut short.  Why so short: the growth stop below is checked
+ * between chunks and every PAUSE_SLICE_MS of a pause, so a chunk's length is how late it
+ * can act.  With chunks of up to 500 ms (and a 250 ms pause slept whole), a growth that
+ * met a request in scenario 3 had its need sent 368 ms after it began, and the guest
+ * swapped out 17 MiB meanwhile (by hand, 7 Dec).  A write to memory.reclaim costs a walk of
+ * the cgroup's LRUs whatever its size, a few hundred microseconds here: ten a second are
+ * noise beside the reclaim itself.
  *
  * Growth: a request stops as soon as the guest's use (MemTotal - MemAvailable) rises
  * GROWTH_STOP_BYTES above the lowest it read during the request.  Reclaim only lowers that
@@ -77,10 +83,11 @@
 #define CHUNK_BYTES    (64ULL << 20)
 #define CHUNK_MIN      (1ULL << 20) /* memory.reclaim's first and smallest chunk ... */
 #define CHUNK_FIRST    (4ULL << 20)
-#define CHUNK_FAST_MS  200          /* ... doubled while a chunk takes less, halved when it takes */
-#define CHUNK_SLOW_MS  500          /* more: the loop is back to its timers within ~0.5 s */
+#define CHUNK_FAST_MS  50           /* ... doubled while a chunk takes less, halved when it takes */
+#define CHUNK_SLOW_MS  150          /* more: a growth is seen within ~0.15 s (the file comment) */
 #define MIN_GAIN_BYTES (1ULL << 20) /* a chunk that frees less ends the method */
 #define PACE_BUSY_MS   1000         /* reclaim work between two pauses */
+#define PAUSE_SLICE_MS 50           /* a pause looks for growth this often */
 
 /* The guest's use rising this much above its lowest stops a request (the file comment). */
 #define GROWTH_STOP_BYTES (32ULL << 20)
@@ -238,10 +245,15 @@ static void pace_after(struct run *r, uint64_t took_ms)
 		return;
 	if (ms > r->deadline_ms - now)
 		ms = r->deadline_ms - now;
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
-			      .tv_nsec = (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	/* In slices, so a growth during the pause stops the request within one. */
+	while (ms && !guest_grows(r)) {
+		uint64_t slice = ms < PAUSE_SLICE_MS ? ms : PAUSE_SLICE_MS;
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice * 1000000L};
+
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		ms -= slice;
+	}
 }
 
 /* Start a step record; returns it. */
