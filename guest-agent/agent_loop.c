@@ -1,5 +1,6 @@
 /*
- * agent_loop.c - memtide-agent's event loop: one thread, one poll().
+ * agent_loop.c - memtide-agent's event loop: one thread, one poll() (and a growth watch
+ * beside a reclaim request while it runs).
  *
  * fds polled: the stop pipe, the host connection (when up), the hint socket and its clients.
  * Timers (CLOCK_MONOTONIC ms) become the poll timeout: next reconnect, next stats, next wss,
@@ -17,7 +18,8 @@
  * attached reads as EOF, so it is the same path.
  *
  * What comes in (READY): config -> config_reply, reclaim -> reclaim_reply (the request runs
- * here, synchronously, bounded by its deadline), ping -> pong, error -> logged.  Anything
+ * here, synchronously, bounded by its deadline, with the growth watch on a thread of its
+ * own meanwhile: on_reclaim), ping -> pong, error -> logged.  Anything
  * else, or anything malformed, is answered with an error naming the field and charged to
  * the peer's error budget (proto_guard); over budget the connection is closed.
  *
@@ -43,6 +45,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -343,8 +346,91 @@ static enum proto_status on_config(struct agent *a, const struct proto_msg *m, u
 	return PROTO_OK;
 }
 
+static void run_watch(struct agent *a, uint64_t now_ms);
+
+/* The growth watch while a reclaim request runs.  The request runs on this loop's thread
+ * for up to its deadline (seconds), and one write to memory.reclaim cannot be cut short: a
+ * guest under a growth reclaims slowly, and such a write took 386 ms in scenario 3 (by
+ * hand, 7 Dec), so a need from this loop went 440 ms after the growth began.  So a second
+ * thread runs the watch, every watch period, until the request ends, and sends the need at
+ * once; the request stops by itself at its next check (agent_reclaim.c, "Growth").
+ * Why this is safe without a lock on the connection: while the request runs, this loop's
+ * thread is inside agent_reclaim_run and touches nothing of the agent's but its read-only
+ * configuration; the watcher is joined before the loop goes on.  It keeps the agent's
+ * ordinary priority: it starts before the request lowers the loop thread's (nice is per
+ * thread on Linux). */
+struct reclaim_watcher {
+	struct agent *a;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool over;
+	pthread_t th;
+};
+
+static void *watch_while_reclaiming(void *arg)
+{
+	struct reclaim_watcher *w = arg;
+	struct agent *a = w->a;
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->over) {
+		struct timespec ts;
+
+		pthread_mutex_unlock(&w->mu);
+		run_watch(a, agent_now_ms());
+		/* a flush error is the loop's to act on: it flushes again after the request */
+		if (a->conn >= 0 && proto_writer_pending(&a->wr))
+			(void)proto_writer_flush(&a->wr, a->conn);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += (long)(a->cfg.watch_interval_ms % 1000) * 1000000L;
+		ts.tv_sec += (time_t)(a->cfg.watch_interval_ms / 1000) + ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_mutex_lock(&w->mu);
+		while (!w->over && pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Start the watcher; false when there is nothing to watch for or no thread could start. */
+static bool watcher_start(struct reclaim_watcher *w, struct agent *a)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	if (!a->cfg.watch_interval_ms || !(a->host_caps & PROTO_CAP_HOST_HINT))
+		return false;
+	memset(w, 0, sizeof(*w));
+	w->a = a;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = pthread_create(&w->th, NULL, watch_while_reclaiming, w);
+	if (rc == 0)
+		return true;
+	agent_log(AGENT_WARN, "reclaim: no growth watch while it runs (%s)", strerror(rc));
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	return false;
+}
+
+static void watcher_stop(struct reclaim_watcher *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->over = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+}
+
 static enum proto_status on_reclaim(struct agent *a, const struct proto_msg *m)
 {
+	struct reclaim_watcher w;
 	struct proto_msg r;
 
 	memset(&r, 0, sizeof(r));
@@ -352,7 +438,10 @@ static enum proto_status on_reclaim(struct agent *a, const struct proto_msg *m)
 	agent_log(AGENT_INFO, "reclaim %llu bytes (%s) within %u ms",
 		  (unsigned long long)m->u.reclaim.bytes,
 		  proto_reclaim_scope_name(m->u.reclaim.scope), m->u.reclaim.deadline_ms);
+	bool watching = watcher_start(&w, a);
 	agent_reclaim_run(&a->cfg, &m->u.reclaim, &r.u.reclaim_reply);
+	if (watching)
+		watcher_stop(&w);
 	r.u.reclaim_reply.re = m->id;
 	agent_log(AGENT_INFO, "reclaim: %s, freed %llu bytes in %u ms%s%s",
 		  proto_reclaim_result_name(r.u.reclaim_reply.result),

@@ -9,8 +9,9 @@
  * answered at the floor, errors naming the field, wrong-direction messages, a host that
  * disconnects in the middle of a frame and comes back (the agent reconnects and resumes), a
  * host that sends garbage until the agent gives up on it, an oversize length prefix, a
- * version mismatch, and hints through the local hint socket (pagemap translation of this
- * process's own memory; needs root for pfns, skipped otherwise).
+ * version mismatch, hints through the local hint socket (pagemap translation of this
+ * process's own memory; needs root for pfns, skipped otherwise), and a growth that begins
+ * while a reclaim request runs (a scratch sys_root: the need goes before the reply).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -777,6 +779,111 @@ static void test_binary_over_unix(void **state)
 	unlink(path);
 }
 
+/* A scratch guest for the agent's sys_root: 1024 MiB, `avail_mib` available. */
+static void put_file(const char *dir, const char *rel, const char *text)
+{
+	char path[256], tmp[270];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s%s", dir, rel);
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	f = fopen(tmp, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(rename(tmp, path), 0); /* whole, as /proc is read */
+}
+
+static void put_meminfo(const char *dir, unsigned avail_mib)
+{
+	char text[256];
+
+	snprintf(text, sizeof(text),
+		 "MemTotal:        1048576 kB\nMemFree:          %u kB\n"
+		 "MemAvailable:     %u kB\nBuffers:            1024 kB\n",
+		 avail_mib * 1024 - 102400, avail_mib * 1024);
+	put_file(dir, "/proc/meminfo", text);
+}
+
+/* While a reclaim request runs, the guest starts to grow: the need must reach the host
+ * before the request ends, not after it (agent_loop.c, on_reclaim).  The guest is a scratch
+ * sys_root whose memory.reclaim is a FIFO kept full, so the agent's first write to it
+ * blocks, as a write into a guest that reclaims slowly does, until this test drains it;
+ * inotify says when the agent has opened it (it is then inside the request).  With the
+ * growth watch on the loop's thread alone, the need would come after the reply. */
+static void test_need_while_reclaiming(void **state)
+{
+	char dir[64], fifo[128], cmd[160], buf[65536];
+	struct agent_config cfg;
+	struct proto_msg m;
+	struct host h;
+	struct run r;
+	int sv[2], rfd, wfd, ino;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/memtide-link-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/proc %s/sys/fs/cgroup", dir, dir);
+	assert_int_equal(system(cmd), 0);
+	put_meminfo(dir, 800);
+	put_file(dir, "/proc/vmstat", "nr_free_pages 179200\npgmajfault 12\n");
+	put_file(dir, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n");
+	snprintf(fifo, sizeof(fifo), "%s/sys/fs/cgroup/memory.reclaim", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	wfd = open(fifo, O_WRONLY | O_NONBLOCK);
+	assert_true(wfd >= 0);
+	memset(buf, 'x', sizeof(buf));
+	while (write(wfd, buf, sizeof(buf)) > 0 || errno != EAGAIN)
+		;
+	close(wfd);
+	ino = inotify_init1(IN_CLOEXEC);
+	assert_true(ino >= 0);
+	assert_true(inotify_add_watch(ino, fifo, IN_OPEN) >= 0);
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	base_config(&cfg, "rw");
+	cfg.transport = AGENT_TR_FD;
+	cfg.fd = (uint32_t)sv[1];
+	snprintf(cfg.sys_root, sizeof(cfg.sys_root), "%s", dir);
+	cfg.floor_bytes = 1 << 20;
+	cfg.floor_percent = 0;
+	h.fd = sv[0];
+	proto_reader_init(&h.rd);
+	start_agent(&r, &cfg);
+	handshake(&h);
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_RECLAIM;
+	m.id = 50;
+	m.u.reclaim = (struct proto_reclaim){64 << 20, PROTO_SCOPE_ANY, 20000, false};
+	send_msg(&h, &m);
+	struct pollfd p = {ino, POLLIN, 0};
+	assert_int_equal(poll(&p, 1, WAIT_MS), 1); /* the agent opened memory.reclaim */
+	put_meminfo(dir, 100);                     /* 700 MiB more in use */
+
+	expect(&h, PROTO_MSG_HINT, &m);
+	assert_int_equal(m.u.hint.kind, PROTO_HINT_NEED);
+	assert_true(m.u.hint.need_bytes > 100ULL << 20);
+
+	/* drain the FIFO: the write ends, and the request stops on the growth */
+	while (read(rfd, buf, sizeof(buf)) > 0)
+		;
+	expect(&h, PROTO_MSG_RECLAIM_REPLY, &m);
+	assert_int_equal(m.u.reclaim_reply.re, 50);
+	assert_int_equal(m.u.reclaim_reply.result, PROTO_RECLAIM_PARTIAL);
+	assert_non_null(strstr(m.u.reclaim_reply.message, "grew"));
+
+	stop_agent(&r, NULL);
+	close(sv[0]);
+	proto_reader_free(&h.rd);
+	close(rfd);
+	close(ino);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -786,6 +893,7 @@ int main(void)
 	    cmocka_unit_test(test_hints),
 	    cmocka_unit_test(test_hint_socket_users),
 	    cmocka_unit_test(test_binary_over_unix),
+	    cmocka_unit_test(test_need_while_reclaiming),
 	};
 
 	agent_log_init(AGENT_WARN, "memtide-agent(test)");
