@@ -26,7 +26,9 @@
 #define MEMTIDE_AGENT_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -251,6 +253,28 @@ struct agent_reclaim_pace {
 	uint64_t busy_ms; /* reclaim work since the last pause */
 };
 uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uint64_t took_ms);
+/*
+ * The growth guard (agent_reclaim_guard.c): while a request runs, a thread reads the guest's
+ * use and, when it rises AGENT_GROWTH_STOP_BYTES above the lowest it read, marks the request
+ * grown and interrupts the reclaiming thread (SIGURG; memory.reclaim's write returns EINTR).
+ * start: 0, or -errno (no guard: the request still checks between its chunks).  Started and
+ * stopped by the thread that reclaims.
+ */
+#define AGENT_GROWTH_STOP_BYTES (16ULL << 20)
+struct agent_growth_guard {
+	const struct agent_config *c;
+	pthread_t reclaimer, th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool over, running;
+	_Atomic uint64_t grew; /* > 0: how far the use rose above its lowest */
+};
+int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_config *c);
+uint64_t agent_growth_guard_grew(struct agent_growth_guard *g);
+void agent_growth_guard_stop(struct agent_growth_guard *g);
+/* The rule, pure: lower *used_low to used; the rise when it is AGENT_GROWTH_STOP_BYTES or
+ * more, else 0. */
+uint64_t agent_growth_step(uint64_t *used_low, uint64_t used);
 /*
  * Carry out a reclaim request (see docs/protocol.md "reclaim"): methods best first, each in
  * chunks, stopping at the request's size, its deadline, or the floor; compaction last when

@@ -56,7 +56,9 @@
  * noise beside the reclaim itself.
  *
  * Growth: a request stops as soon as the guest's use (MemTotal - MemAvailable) rises
- * GROWTH_STOP_BYTES above the lowest it read during the request.  Reclaim only lowers that
+ * AGENT_GROWTH_STOP_BYTES above the lowest it read during the request: checked between
+ * chunks, and every 20 ms by a guard thread that interrupts the write in flight
+ * (agent_reclaim_guard.c).  Reclaim only lowers that
  * figure, so a rise is the guest allocating faster than reclaim frees: it needs its memory,
  * and reclaiming on would push out what it is about to use.  It also measures the request
  * by MemFree, which the growth eats, so the request would run to its deadline.  And while a
@@ -88,9 +90,6 @@
 #define MIN_GAIN_BYTES (1ULL << 20) /* a chunk that frees less ends the method */
 #define PACE_BUSY_MS   1000         /* reclaim work between two pauses */
 #define PAUSE_SLICE_MS 50           /* a pause looks for growth this often */
-
-/* The guest's use rising this much above its lowest stops a request (the file comment). */
-#define GROWTH_STOP_BYTES (32ULL << 20)
 
 int agent_cgroup2_root(const struct agent_config *c, char *out, size_t cap)
 {
@@ -190,6 +189,7 @@ struct run {
 	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
 	uint64_t used_low;    /* the lowest MemTotal - MemAvailable read during the request */
 	uint64_t grew;        /* > 0: how far the guest's use rose above used_low; stopped */
+	struct agent_growth_guard *guard; /* NULL when no guard thread runs */
 	struct proto_reclaim_reply *rep;
 	int tried, failed;
 	struct agent_reclaim_pace pace;
@@ -207,15 +207,13 @@ static bool guest_grows(struct run *r)
 {
 	struct proto_stats st;
 
+	if (!r->grew && r->guard)
+		r->grew = agent_growth_guard_grew(r->guard);
 	if (r->grew || !meminfo_now(r->c, &st))
 		return r->grew > 0;
-	uint64_t used = st.mem_total_bytes > st.mem_available_bytes
-			    ? st.mem_total_bytes - st.mem_available_bytes
-			    : 0;
-	if (used < r->used_low)
-		r->used_low = used;
-	else if (used - r->used_low >= GROWTH_STOP_BYTES)
-		r->grew = used - r->used_low;
+	r->grew = agent_growth_step(&r->used_low, st.mem_total_bytes > st.mem_available_bytes
+						      ? st.mem_total_bytes - st.mem_available_bytes
+						      : 0);
 	return r->grew > 0;
 }
 
@@ -250,8 +248,7 @@ static void pace_after(struct run *r, uint64_t took_ms)
 		uint64_t slice = ms < PAUSE_SLICE_MS ? ms : PAUSE_SLICE_MS;
 		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice * 1000000L};
 
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
+		(void)nanosleep(&ts, NULL); /* EINTR: the growth guard, seen on the next turn */
 		ms -= slice;
 	}
 }
@@ -299,7 +296,8 @@ static void run_memcg(struct run *r, const char *file)
 		snprintf(num, sizeof(num), "%llu",
 			 (unsigned long long)(left < chunk ? left : chunk));
 		err = agent_write_file(file, num);
-		/* EAGAIN: the kernel could not reclaim the whole chunk - it has no more */
+		/* EAGAIN: the kernel could not reclaim the whole chunk - it has no more; EINTR:
+		 * the growth guard cut it short */
 		if (err < 0)
 			break;
 		/* Size the next chunk by how long this one took: one write cannot be cut short,
@@ -312,7 +310,7 @@ static void run_memcg(struct run *r, const char *file)
 			chunk /= 2;
 		pace_after(r, took);
 	}
-	step_end(r, s, free0, t0, err == -EAGAIN ? 0 : err);
+	step_end(r, s, free0, t0, err == -EAGAIN || (err == -EINTR && guest_grows(r)) ? 0 : err);
 }
 
 /* Step 2 */
@@ -332,7 +330,7 @@ static void run_mglru(struct run *r, bool anon)
 			break;
 		pace_after(r, agent_now_ms() - c0);
 	}
-	step_end(r, s, free0, t0, err);
+	step_end(r, s, free0, t0, err == -EINTR && guest_grows(r) ? 0 : err);
 }
 
 /* Steps 3 and 4: one write to a /proc/sys/vm file. */
@@ -399,6 +397,13 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 	r.start_free = mem_free(c);
 	r.used_low = UINT64_MAX;
 	r.deadline_ms = t0 + req->deadline_ms;
+	struct agent_growth_guard guard;
+	int grc = r.target > 0 ? agent_growth_guard_start(&guard, c) : -ECANCELED;
+	if (grc == 0)
+		r.guard = &guard;
+	else if (grc != -ECANCELED)
+		agent_log(AGENT_WARN, "reclaim: no growth guard (%s): checked between chunks only",
+			  strerror(-grc));
 	if (r.target > 0) {
 		/* Step 1: memory.reclaim, when it cannot touch anon against the scope */
 		if ((caps & PROTO_CAP_RECLAIM_MEMCG) && (anon || st.swap_total_bytes == 0) &&
@@ -413,6 +418,11 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 	}
 	/* Step 4: compaction, when asked, even after the others met the target; not while the
 	 * guest grows (it needs its memory, not 2 MiB blocks for the host) */
+	if (r.guard) {
+		agent_growth_guard_stop(r.guard);
+		(void)guest_grows(&r); /* a growth the guard saw last */
+		r.guard = NULL;
+	}
 	if (req->compact && (caps & PROTO_CAP_RECLAIM_COMPACT) && r.target > 0 && !r.grew)
 		run_once(&r, PROTO_METHOD_COMPACT, "/proc/sys/vm/compact_memory");
 

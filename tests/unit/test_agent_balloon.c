@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -202,23 +205,28 @@ static void test_reclaim_does_not_count_the_balloon(void **state)
 
 /* The guest allocates 100 MiB, 150 ms into a request: its use (MemTotal - MemAvailable) rises
  * while the agent reclaims.  The file is replaced whole (rename), as a read never sees half. */
-static void *grow_later(void *arg)
+static void grow_now(struct root *r)
 {
-	struct root *r = arg;
-	struct timespec ts = {0, 150 * 1000 * 1000};
 	char tmp[128], path[128];
 
-	nanosleep(&ts, NULL);
 	snprintf(tmp, sizeof(tmp), "%s/proc/meminfo.new", r->dir);
 	snprintf(path, sizeof(path), "%s/proc/meminfo", r->dir);
 	FILE *f = fopen(tmp, "w");
 	if (!f)
-		return NULL;
+		return;
 	fputs("MemTotal:        1048576 kB\nMemFree:          614400 kB\n"
 	      "MemAvailable:     716800 kB\nBuffers:            1024 kB\n",
 	      f);
 	fclose(f);
 	(void)rename(tmp, path);
+}
+
+static void *grow_later(void *arg)
+{
+	struct timespec ts = {0, 150 * 1000 * 1000};
+
+	nanosleep(&ts, NULL);
+	grow_now(arg);
 	return NULL;
 }
 
@@ -245,6 +253,78 @@ static void test_reclaim_stops_when_the_guest_grows(void **state)
 	done(&r);
 }
 
+/* The guard's side: a FIFO for memory.reclaim, kept full, so the request's write blocks as a
+ * write into a slowly reclaiming guest does; when the agent has opened it (inotify), the
+ * guest grows by 100 MiB.  If the request is still blocked after WAIT_MS, the FIFO is
+ * drained so the test ends (and fails on the time the request took). */
+#define WAIT_MS 10000
+struct blocked {
+	struct root *r;
+	int rfd, ino, returned[2];
+};
+
+static void *grow_when_blocked(void *arg)
+{
+	struct blocked *b = arg;
+	struct pollfd p = {b->ino, POLLIN, 0};
+	char buf[65536];
+
+	if (poll(&p, 1, WAIT_MS) != 1)
+		return NULL;
+	grow_now(b->r);
+	p = (struct pollfd){b->returned[0], POLLIN, 0};
+	if (poll(&p, 1, WAIT_MS) != 1)
+		while (read(b->rfd, buf, sizeof(buf)) > 0)
+			;
+	return NULL;
+}
+
+/* A growth stops a request inside a write to memory.reclaim, not after it: the guard thread
+ * (agent_reclaim_guard.c) sees the guest's use rise and interrupts the write.  Without the
+ * guard the request stays in the blocked write until the FIFO is drained, 10 s later. */
+static void test_growth_cuts_the_write_short(void **state)
+{
+	struct root r = {0};
+	struct proto_reclaim req = {64 * MIB, PROTO_SCOPE_ANY, 20000, false};
+	struct proto_reclaim_reply rep;
+	struct blocked b = {.r = &r};
+	char fifo[128], buf[65536];
+	pthread_t t;
+	int wfd;
+
+	(void)state;
+	guest(&r, "", NULL);
+	put(&r, "/proc/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid 0 0\n");
+	put(&r, "/sys/fs/cgroup/cgroup.procs", "");
+	snprintf(fifo, sizeof(fifo), "%s/sys/fs/cgroup/memory.reclaim", r.dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	b.rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(b.rfd >= 0);
+	wfd = open(fifo, O_WRONLY | O_NONBLOCK);
+	assert_true(wfd >= 0);
+	memset(buf, 'x', sizeof(buf));
+	while (write(wfd, buf, sizeof(buf)) > 0 || errno != EAGAIN)
+		;
+	close(wfd);
+	b.ino = inotify_init1(IN_CLOEXEC);
+	assert_true(b.ino >= 0);
+	assert_true(inotify_add_watch(b.ino, fifo, IN_OPEN) >= 0);
+	assert_int_equal(pipe(b.returned), 0);
+	assert_int_equal(pthread_create(&t, NULL, grow_when_blocked, &b), 0);
+
+	agent_reclaim_run(&r.c, &req, &rep);
+	assert_int_equal(write(b.returned[1], "x", 1), 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(rep.result, PROTO_RECLAIM_PARTIAL);
+	assert_non_null(strstr(rep.message, "grew by 100 MiB"));
+	assert_true(rep.elapsed_ms < WAIT_MS / 2);
+	close(b.rfd);
+	close(b.ino);
+	close(b.returned[0]);
+	close(b.returned[1]);
+	done(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +334,7 @@ int main(void)
 	    cmocka_unit_test(test_adjust_clamps),
 	    cmocka_unit_test(test_reclaim_does_not_count_the_balloon),
 	    cmocka_unit_test(test_reclaim_stops_when_the_guest_grows),
+	    cmocka_unit_test(test_growth_cuts_the_write_short),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

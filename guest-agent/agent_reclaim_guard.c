@@ -1,0 +1,141 @@
+/*
+ * agent_reclaim_guard.c - stop a reclaim request the moment the guest starts to grow.
+ *
+ * A reclaim request (agent_reclaim.c) swaps out or drops what memtided called cold, at tens
+ * of MiB a second under TCG.  When the guest starts allocating fast meanwhile, it needs that
+ * memory back, not pushed further out: memtided deflates as soon as it hears (the growth
+ * watch's need), and every page the request still swaps out after the growth began is a
+ * page the guest swapped in its own growth (scenario 3 counts them: at most 2% of the
+ * growth).  Checking between chunks was not enough: one write to memory.reclaim cannot be
+ * checked inside, and under a growth a write took 386 ms; the runs of 7 Dec that met a
+ * request swapped out 7-9 MiB after the growth began, at the request's own pace, where
+ * growths that met none swapped 0-4 MiB.
+ *
+ * So while a request runs, a guard thread reads the guest's use (MemTotal - MemAvailable)
+ * every GUARD_PERIOD_MS and, when it rises AGENT_GROWTH_STOP_BYTES above the lowest it read,
+ * marks the request grown and sends the reclaiming thread a signal.  memory.reclaim checks
+ * for a pending signal between its batches of 32 pages and returns EINTR, so the write in
+ * flight ends within a batch; a pause sleeping between chunks wakes too.  The signal is
+ * SIGURG, with a handler that does nothing and no SA_RESTART: the agent uses no socket's
+ * out-of-band data, so nothing else in the process gives SIGURG a meaning.
+ *
+ * Why the rise above the lowest: reclaim only lowers the figure (into zram it stays about
+ * level: a page compressed into the pool is still in use), so a rise is the guest
+ * allocating faster than reclaim frees.  16 MiB is 64-85 ms of scenario 3's growth
+ * (250-300 MiB/s less what reclaim frees), and more than the few MiB a guest's page tables
+ * and slab drift by within a request.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent.h"
+
+#define GUARD_PERIOD_MS 20 /* a /proc/meminfo read: tens of microseconds under TCG */
+
+uint64_t agent_growth_step(uint64_t *used_low, uint64_t used)
+{
+	if (used < *used_low)
+		*used_low = used;
+	return used - *used_low >= AGENT_GROWTH_STOP_BYTES ? used - *used_low : 0;
+}
+
+static void on_sigurg(int sig)
+{
+	(void)sig; /* its arrival is the message: the write it interrupts returns EINTR */
+}
+
+static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
+static int handler_rc;
+
+static void install_handler(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigurg;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0; /* no SA_RESTART: the write must end */
+	handler_rc = sigaction(SIGURG, &sa, NULL) < 0 ? -errno : 0;
+}
+
+static void *guard_thread(void *arg)
+{
+	struct agent_growth_guard *g = arg;
+	uint64_t used_low = UINT64_MAX;
+
+	pthread_mutex_lock(&g->mu);
+	while (!g->over) {
+		struct proto_stats st;
+		struct timespec ts;
+
+		pthread_mutex_unlock(&g->mu);
+		uint64_t grew = 0;
+		if (agent_read_meminfo(g->c, &st) == 0)
+			grew = agent_growth_step(&used_low,
+						 st.mem_total_bytes > st.mem_available_bytes
+						     ? st.mem_total_bytes - st.mem_available_bytes
+						     : 0);
+		pthread_mutex_lock(&g->mu);
+		if (grew && !g->over) {
+			atomic_store(&g->grew, grew);
+			pthread_kill(g->reclaimer, SIGURG);
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += GUARD_PERIOD_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		while (!g->over && pthread_cond_timedwait(&g->cv, &g->mu, &ts) != ETIMEDOUT)
+			;
+	}
+	pthread_mutex_unlock(&g->mu);
+	return NULL;
+}
+
+int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_config *c)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	memset(g, 0, sizeof(*g));
+	g->c = c;
+	atomic_init(&g->grew, 0);
+	pthread_once(&handler_once, install_handler);
+	if (handler_rc < 0)
+		return handler_rc;
+	g->reclaimer = pthread_self();
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = pthread_create(&g->th, NULL, guard_thread, g);
+	if (rc != 0) {
+		pthread_cond_destroy(&g->cv);
+		pthread_mutex_destroy(&g->mu);
+		return -rc;
+	}
+	g->running = true;
+	return 0;
+}
+
+uint64_t agent_growth_guard_grew(struct agent_growth_guard *g)
+{
+	return atomic_load(&g->grew);
+}
+
+void agent_growth_guard_stop(struct agent_growth_guard *g)
+{
+	if (!g->running)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->over = true; /* from here on no signal is sent: it is sent under mu, over unset */
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+	pthread_join(g->th, NULL);
+	pthread_cond_destroy(&g->cv);
+	pthread_mutex_destroy(&g->mu);
+	g->running = false;
+}
