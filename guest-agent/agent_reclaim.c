@@ -431,6 +431,11 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 	rep->elapsed_ms = (uint32_t)(agent_now_ms() - t0);
 	if (rep->freed_bytes >= req->bytes) {
 		rep->result = PROTO_RECLAIM_DONE;
+	} else if (r.grew) { /* before the floor: the growth is why it ended, and the news */
+		rep->result = PROTO_RECLAIM_PARTIAL;
+		snprintf(rep->message, sizeof(rep->message),
+			 "stopped: the guest's use grew by %llu MiB meanwhile",
+			 (unsigned long long)(r.grew >> 20));
 	} else if (cut) {
 		rep->result = PROTO_RECLAIM_FLOOR;
 		snprintf(rep->message, sizeof(rep->message),
@@ -446,11 +451,6 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 		rep->result = PROTO_RECLAIM_FAILED;
 		snprintf(rep->message, sizeof(rep->message), "every method failed (last: %s)",
 			 strerror(rep->steps[rep->nr_steps - 1].err));
-	} else if (r.grew) {
-		rep->result = PROTO_RECLAIM_PARTIAL;
-		snprintf(rep->message, sizeof(rep->message),
-			 "stopped: the guest's use grew by %llu MiB meanwhile",
-			 (unsigned long long)(r.grew >> 20));
 	} else {
 		rep->result = PROTO_RECLAIM_PARTIAL;
 		snprintf(rep->message, sizeof(rep->message), "%s",

@@ -454,6 +454,9 @@ static void note_reclaim_reply(struct mtd_vm *vm, uint64_t now_ms)
 	mtd_steady_reclaim_answered(&vm->steady, now_ms, vm->d->cfg.ctl.interval_ms);
 	mtd_vm_audit(vm, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
 		     proto_reclaim_result_name(r->result), "guest", false);
+	/* the message passed proto's validation: no control characters */
+	mtd_debug("%s: reclaim took %u ms in the guest%s%s", vm->name, r->elapsed_ms,
+		  r->message[0] ? ": " : "", r->message);
 }
 
 /* The actuator connected again (QEMU's QMP socket came back).  The same QEMU keeps the

@@ -281,11 +281,13 @@ static void *grow_when_blocked(void *arg)
 
 /* A growth stops a request inside a write to memory.reclaim, not after it: the guard thread
  * (agent_reclaim_guard.c) sees the guest's use rise and interrupts the write.  Without the
- * guard the request stays in the blocked write until the FIFO is drained, 10 s later. */
+ * guard the request stays in the blocked write until the FIFO is drained, 10 s later.  The
+ * request is larger than the floor lets go, and the reply still says the growth stopped it:
+ * that is why it ended, and what the host must hear. */
 static void test_growth_cuts_the_write_short(void **state)
 {
 	struct root r = {0};
-	struct proto_reclaim req = {64 * MIB, PROTO_SCOPE_ANY, 20000, false};
+	struct proto_reclaim req = {1000 * MIB, PROTO_SCOPE_ANY, 20000, false};
 	struct proto_reclaim_reply rep;
 	struct blocked b = {.r = &r};
 	char fifo[128], buf[65536];
