@@ -256,7 +256,8 @@ uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uin
 /*
  * The growth guard (agent_reclaim_guard.c): while a request runs, a thread reads the guest's
  * use and, when it rises AGENT_GROWTH_STOP_BYTES above the lowest it read, marks the request
- * grown and interrupts the reclaiming thread (SIGURG; memory.reclaim's write returns EINTR).
+ * grown and interrupts the reclaiming thread (SIGURG: memory.reclaim returns EINTR at its
+ * next pass, a pause wakes).
  * start: 0, or -errno (no guard: the request still checks between its chunks).  Started and
  * stopped by the thread that reclaims.
  */

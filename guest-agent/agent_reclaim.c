@@ -57,7 +57,7 @@
  *
  * Growth: a request stops as soon as the guest's use (MemTotal - MemAvailable) rises
  * AGENT_GROWTH_STOP_BYTES above the lowest it read during the request: checked between
- * chunks, and every 20 ms by a guard thread that interrupts the write in flight
+ * chunks, and every 20 ms by a guard thread that interrupts the reclaiming thread
  * (agent_reclaim_guard.c).  Reclaim only lowers that
  * figure, so a rise is the guest allocating faster than reclaim frees: it needs its memory,
  * and reclaiming on would push out what it is about to use.  It also measures the request

@@ -14,8 +14,11 @@
  * So while a request runs, a guard thread reads the guest's use (MemTotal - MemAvailable)
  * every GUARD_PERIOD_MS and, when it rises AGENT_GROWTH_STOP_BYTES above the lowest it read,
  * marks the request grown and sends the reclaiming thread a signal.  memory.reclaim checks
- * for a pending signal between its batches of 32 pages and returns EINTR, so the write in
- * flight ends within a batch; a pause sleeping between chunks wakes too.  The signal is
+ * for a pending signal before each reclaim pass and returns EINTR: on the guests' 6.1 a pass
+ * is what is left of the write, so the signal ends a write that has fallen short and is
+ * retrying, and a write blocked elsewhere (later kernels reclaim in smaller passes and stop
+ * sooner); a pause sleeping between chunks wakes too.  A pass itself runs on, which is why
+ * chunks are sized to take 50-150 ms (agent_reclaim.c): one chunk is how late a stop can be.  The signal is
  * SIGURG, with a handler that does nothing and no SA_RESTART: the agent uses no socket's
  * out-of-band data, so nothing else in the process gives SIGURG a meaning.
  *
