@@ -5,7 +5,8 @@
  * libvirt's setmem and QMP's balloon command take it):
  *   floor    = policy.min_bytes, the least the guest is ever left with;
  *   ceiling  = policy.max_bytes when set, else the domain's memory (also the safe size);
- *   desired  = wss + headroom * (1 - squeeze), clamped to [floor, ceiling], where wss is
+ *   desired  = wss + headroom * (1 - squeeze) (+ the RAM the guest's kernel holds outside
+ *              MemTotal, under return=balloon), clamped to [floor, ceiling], where wss is
  *              libvmm's working set at the reclaim controller's cold age threshold and
  *              squeeze (0..1) is how hard the host arbiter leans on this VM;
  *   step     = max_inflate_step_bytes * (1 + squeeze): the most taken in one interval.
@@ -136,6 +137,17 @@ uint64_t mtd_ctl_avail_since_report(uint64_t reported_avail_bytes, uint64_t ball
 			     : 0;
 
 	return reported_avail_bytes > taken ? reported_avail_bytes - taken : 0;
+}
+
+uint64_t mtd_ctl_reserved_note(uint64_t kept_bytes, uint64_t actual_bytes, uint64_t mem_total_bytes,
+			       uint64_t domain_bytes)
+{
+	if (actual_bytes <= mem_total_bytes)
+		return kept_bytes;
+	uint64_t r = actual_bytes - mem_total_bytes;
+	if (r > domain_bytes / 4)
+		return kept_bytes;
+	return kept_bytes && kept_bytes <= r ? kept_bytes : r;
 }
 
 uint64_t mtd_ctl_safe_bytes(const struct mtd_policy *policy, uint64_t domain_bytes)
@@ -397,7 +409,15 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 		st->reason = MTD_CTL_NO_ESTIMATE;
 		goto out;
 	}
-	uint64_t desired = clamp_u64(sat_add(in->wss_bytes, headroom), floor, ceiling);
+	/* The balloon sizes the guest's RAM, while the working set and the headroom are in
+	 * MemTotal's terms: under the balloon, the RAM the guest's kernel holds outside MemTotal
+	 * comes on top, or the headroom shrinks by it (scenario 5's guest, 36 MiB of 1 GiB: at
+	 * working set + 128 MiB its MemAvailable read 56 MiB, under the 64 MiB mark, and memtided
+	 * gave 256 MiB back).  Not in the other modes: there the target is compared with the
+	 * guest's use, in MemTotal's terms too. */
+	uint64_t reserved = policy->return_via == MTD_RETURN_BALLOON ? in->guest_reserved_bytes : 0;
+	uint64_t desired =
+	    clamp_u64(sat_add(sat_add(in->wss_bytes, headroom), reserved), floor, ceiling);
 
 	/* Step 8: the working set grew past the target: give the difference back now.  By at
 	 * least min_change, as a step down must be: an estimate that drifts by less (a guest

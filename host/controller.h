@@ -118,14 +118,17 @@ struct mtd_ctl_input {
 	bool faults_known;         /* the guest's major-fault rate known (fresh balloon stats) */
 	double major_faults_per_s; /* pgmajfault per second over the last stats period */
 	bool released;             /* memtidectl release: climb to the ceiling, take nothing */
-	uint64_t release_grant_bytes; /* what the host lets a release give this step */
-	bool growing;                 /* the guest's use grows fast (steady.h) */
-	bool reclaim_futile;          /* the last reclaim freed ~nothing, nothing changed since */
-	bool cold_known;              /* cold_bytes is known: the working set comes from page ages
+	uint64_t release_grant_bytes;  /* what the host lets a release give this step */
+	bool growing;                  /* the guest's use grows fast (steady.h) */
+	bool reclaim_futile;           /* the last reclaim freed ~nothing, nothing changed since */
+	bool cold_known;               /* cold_bytes is known: the working set comes from page ages
 				       * (the guest's MGLRU or access bits), not from its use */
-	uint64_t cold_bytes;          /* the guest's use beyond the working set: no reclaim request
+	uint64_t cold_bytes;           /* the guest's use beyond the working set: no reclaim request
 				       * asks for more (a lowered ceiling excepted) */
-	bool refault_hold;            /* libvmm's reclaim controller holds because even its
+	uint64_t guest_reserved_bytes; /* the guest RAM its kernel holds outside MemTotal (its
+					* memmap and image): under return=balloon the target
+					* adds it, as the balloon sizes RAM (0: unknown) */
+	bool refault_hold;             /* libvmm's reclaim controller holds because even its
 				       * longest age refaults past the budget: nothing is taken by
 				       * age - by the balloon, the agent or host pageout - unless
 				       * the host squeezes the VM */
@@ -175,6 +178,15 @@ uint64_t mtd_ctl_safe_bytes(const struct mtd_policy *policy, uint64_t domain_byt
  */
 uint64_t mtd_ctl_avail_since_report(uint64_t reported_avail_bytes, uint64_t balloon_at_report_bytes,
 				    uint64_t balloon_now_bytes);
+
+/*
+ * The RAM the guest's kernel holds outside MemTotal (input guest_reserved_bytes), from one
+ * reading taken while the balloon stood still: its actual size less the agent's MemTotal
+ * (net of the balloon).  Returns the figure to keep: the least believable reading so far
+ * (kept_bytes 0: none yet).  A reading over a quarter of the domain is not believed.
+ */
+uint64_t mtd_ctl_reserved_note(uint64_t kept_bytes, uint64_t actual_bytes, uint64_t mem_total_bytes,
+			       uint64_t domain_bytes);
 
 /*
  * Resume a VM's controller from the state a previous memtided saved (a restart, an

@@ -131,10 +131,12 @@ struct mtd_vm {
 	uint64_t last_majfault;       /* pgmajfault at the last step */
 	bool have_fault_base;
 	uint64_t balloon_actual;
-	uint64_t avail_seq;     /* the agent stats report the balloon level below goes with */
-	uint64_t avail_balloon; /* the balloon's actual size when that report came */
-	uint64_t pressure_seq;  /* the agent stats report last answered as pressure (0: none) */
-	uint64_t rss_next_ms;   /* next read of the guest RAM's resident size */
+	uint64_t avail_seq;       /* the agent stats report the balloon level below goes with */
+	uint64_t avail_balloon;   /* the balloon's actual size when that report came */
+	uint64_t pressure_seq;    /* the agent stats report last answered as pressure (0: none) */
+	uint64_t actual_since_ms; /* when the balloon's actual size last changed */
+	uint64_t reserved_bytes;  /* guest RAM outside its MemTotal, least read (0: unknown) */
+	uint64_t rss_next_ms;     /* next read of the guest RAM's resident size */
 	struct mtd_balloon_stats bstats;
 	uint64_t bstats_seen_update_s; /* last-update of the newest balloon stats */
 	uint64_t bstats_seen_ms;       /* when last-update last moved */

@@ -340,6 +340,36 @@ static void test_growth_is_given_back_at_once(void **state)
 	assert_int_equal(out.target_bytes, 600 * MiB + 128 * MiB + cfg.min_change_bytes);
 }
 
+/* The balloon sizes the guest's RAM; the working set and headroom are in MemTotal's terms.
+ * Under return=balloon the RAM the guest's kernel holds outside MemTotal comes on top of the
+ * target; under return=reclaim, whose target is compared with the guest's use, it does not. */
+static void test_balloon_target_adds_the_kernels_ram(void **state)
+{
+	struct mtd_ctl_state st = {.primed = true, .target_bytes = 600 * MiB};
+	struct mtd_ctl_output out;
+	(void)state;
+	setup_defaults();
+
+	pol.return_via = MTD_RETURN_BALLOON;
+	struct mtd_ctl_input in = calm(5000, 600 * MiB, 1 * GiB);
+	in.guest_reserved_bytes = 36 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_GROW);
+	assert_int_equal(out.target_bytes, 1 * GiB + 128 * MiB + 36 * MiB);
+
+	struct mtd_ctl_state st2 = {.primed = true, .target_bytes = 600 * MiB};
+	pol.return_via = MTD_RETURN_RECLAIM;
+	mtd_ctl_step(&cfg, &pol, &in, &st2, &out);
+	assert_int_equal(out.target_bytes, 1 * GiB + 128 * MiB);
+
+	/* The reading: actual less MemTotal, the least kept, nothing over a quarter of RAM */
+	assert_int_equal(mtd_ctl_reserved_note(0, 262 * MiB, 226 * MiB, 1 * GiB), 36 * MiB);
+	assert_int_equal(mtd_ctl_reserved_note(36 * MiB, 400 * MiB, 300 * MiB, 1 * GiB), 36 * MiB);
+	assert_int_equal(mtd_ctl_reserved_note(36 * MiB, 300 * MiB, 270 * MiB, 1 * GiB), 30 * MiB);
+	assert_int_equal(mtd_ctl_reserved_note(0, 1 * GiB, 500 * MiB, 1 * GiB), 0);
+	assert_int_equal(mtd_ctl_reserved_note(30 * MiB, 200 * MiB, 300 * MiB, 1 * GiB), 30 * MiB);
+}
+
 static void test_no_estimate_keeps_target(void **state)
 {
 	struct mtd_ctl_state st = {0};
@@ -1011,6 +1041,7 @@ int main(void)
 	    cmocka_unit_test(test_reclaim_mode_cap_rises_only_with_need),
 	    cmocka_unit_test(test_silence_at_ceiling_does_not_hold),
 	    cmocka_unit_test(test_growth_is_given_back_at_once),
+	    cmocka_unit_test(test_balloon_target_adds_the_kernels_ram),
 	    cmocka_unit_test(test_no_estimate_keeps_target),
 	    cmocka_unit_test(test_squeeze_takes_headroom_and_doubles_step),
 	    cmocka_unit_test(test_config_validation),
