@@ -411,7 +411,7 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	}
 	/* The balloon sizes the guest's RAM, while the working set and the headroom are in
 	 * MemTotal's terms: under the balloon, the RAM the guest's kernel holds outside MemTotal
-	 * comes on top, or the headroom shrinks by it (scenario 5's guest, 36 MiB of 1 GiB: at
+	 * comes on top, or the headroom shrinks by it (scenario 5's guest, 63 MiB of 1 GiB: at
 	 * working set + 128 MiB its MemAvailable read 56 MiB, under the 64 MiB mark, and memtided
 	 * gave 256 MiB back).  Not in the other modes: there the target is compared with the
 	 * guest's use, in MemTotal's terms too. */

@@ -439,7 +439,7 @@ struct tick {
 };
 
 /* The RAM the guest's kernel holds outside MemTotal: its memmap (64 bytes a 4 KiB page), its
- * image, a crash kernel; 36 MiB of scenario 5's 1 GiB Debian guest.  The balloon sizes RAM,
+ * image, a crash kernel; 63 MiB of scenario 5's 1 GiB Debian guest.  The balloon sizes RAM,
  * the working set and the headroom are in MemTotal's terms, so under return=balloon the
  * target adds it (controller.c, step 8).  It is the balloon's actual size less the agent's
  * MemTotal (net of the balloon: agent_balloon.c), which move together but are read at
