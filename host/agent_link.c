@@ -35,6 +35,7 @@
 #define RTT_SAMPLES       256
 #define PING_LOST_MS      10000 /* a ping unanswered this long is lost, the next may go */
 #define PING_WAIT_MS      50    /* the VM loop holds its tick this long for a pong */
+#define REPLY_LATE_MS     5000  /* a reclaim reply this long past its deadline is late */
 
 enum link_state { LINK_DOWN, LINK_HELLO_WAIT, LINK_READY };
 
@@ -205,9 +206,14 @@ short mtd_agent_link_events(const struct mtd_agent_link *l)
 bool mtd_agent_link_reclaiming(const struct mtd_agent_link *l, uint64_t now_ms, uint64_t silence_ms)
 {
 	uint32_t id = l->reclaim_outstanding ? l->reclaim_outstanding : l->reclaim_late;
+	/* A request excuses as much silence as it can cause, its deadline and the time before
+	 * its reply is late, on top of what the agent had already been silent: an agent asked
+	 * 14 s after it last spoke (killed, not busy) was otherwise given a whole silence after
+	 * the request's deadline, and called silent 45 s after the kill (CI, scenario 5). */
+	uint64_t busy = l->reclaim_sent_ms + l->reclaim_deadline_ms + silence_ms;
+	uint64_t since = l->last_heard_ms + silence_ms + l->reclaim_deadline_ms + REPLY_LATE_MS;
 
-	return l->state == LINK_READY && id &&
-	       now_ms <= l->reclaim_sent_ms + l->reclaim_deadline_ms + silence_ms;
+	return l->state == LINK_READY && id && now_ms <= (busy < since ? busy : since);
 }
 
 uint64_t mtd_agent_link_deadline(const struct mtd_agent_link *l)
@@ -218,7 +224,7 @@ uint64_t mtd_agent_link_deadline(const struct mtd_agent_link *l)
 	if (l->state == LINK_DOWN)
 		return l->has_socket ? l->next_connect_ms : UINT64_MAX;
 	if (l->reclaim_outstanding)
-		d = l->reclaim_sent_ms + l->reclaim_deadline_ms + 5000;
+		d = l->reclaim_sent_ms + l->reclaim_deadline_ms + REPLY_LATE_MS;
 	if (l->state == LINK_READY && l->ping_interval_ms) {
 		uint64_t p = l->ping_id ? l->ping_sent_ms + PING_LOST_MS : l->next_ping_ms;
 		if (p < d)
@@ -698,7 +704,8 @@ void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms)
 			return;
 		}
 	}
-	if (l->reclaim_outstanding && now_ms > l->reclaim_sent_ms + l->reclaim_deadline_ms + 5000) {
+	if (l->reclaim_outstanding &&
+	    now_ms > l->reclaim_sent_ms + l->reclaim_deadline_ms + REPLY_LATE_MS) {
 		mtd_warn("agent %s: no reply to reclaim %u within its deadline", l->path,
 			 l->reclaim_outstanding);
 		l->reclaim_late = l->reclaim_outstanding;

@@ -76,7 +76,8 @@ bool mtd_agent_link_ready(const struct mtd_agent_link *l);
 uint64_t mtd_agent_link_last_heard(const struct mtd_agent_link *l);
 /* Is the agent busy with our reclaim request (not answered yet, and its deadline passed by
  * less than silence_ms)?  Its loop does not report while the kernel reclaims, so it is not
- * silent then. */
+ * silent then.  Never longer than silence_ms after it was last heard plus the deadline and
+ * the 5 s before a reply is late: a request to an agent already quiet excuses no more. */
 bool mtd_agent_link_reclaiming(const struct mtd_agent_link *l, uint64_t now_ms,
 			       uint64_t silence_ms);
 /* The agent's hello (valid when ready). */

@@ -244,6 +244,23 @@ static void test_handshake_stats_need_reclaim(void **state)
 	(void)mtd_agent_link_reclaim_reply(l, &seq);
 	assert_int_equal(seq, 2);
 
+	/* An agent last heard 14 s before a request (killed, not busy): the request excuses its
+	 * deadline and the 5 s before a reply is late, on top of the silence it already had,
+	 * not a whole silence after the deadline (CI, scenario 5: called silent 45 s after the
+	 * kill, the request having gone 14 s after it). */
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_STATS;
+	m.u.stats.mem_total_bytes = 512u << 20;
+	peer_send(fd, &m);
+	now += 1;
+	mtd_agent_link_service(l, now);
+	uint64_t heard = mtd_agent_link_last_heard(l);
+	assert_int_equal(heard, now);
+	now += 14000;
+	assert_int_equal(mtd_agent_link_reclaim(l, 1u << 20, false, 1000, now), 0);
+	assert_true(mtd_agent_link_reclaiming(l, heard + 30000 + 1000 + 5000, 30000));
+	assert_false(mtd_agent_link_reclaiming(l, heard + 30000 + 1000 + 5001, 30000));
+
 	close(fd);
 	mtd_agent_link_free(l);
 	close(listen_fd);
