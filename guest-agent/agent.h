@@ -269,6 +269,7 @@ struct agent_growth_guard {
 	pthread_cond_t cv;
 	bool over, running;
 	_Atomic uint64_t grew; /* > 0: how far the use rose above its lowest */
+	uint64_t used_low;     /* the lowest use read, from the start (the guard thread's) */
 };
 int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_config *c);
 uint64_t agent_growth_guard_grew(struct agent_growth_guard *g);

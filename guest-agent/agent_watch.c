@@ -56,6 +56,14 @@ uint64_t agent_watch_step(struct agent_watch *w, const struct agent_config *c, u
 
 	bool quiet = now_ms < w->quiet_until_ms && used <= w->quiet_used_max;
 
+	/* A reading within half a period of the last is not a rate: over a few milliseconds a
+	 * fraction of a MiB of noise projects to hundreds of MiB.  The watch that runs beside a
+	 * reclaim request reads at once when it starts, often just after the loop's own read,
+	 * and one such pair sent a need with no growth at all (CI, scenario 3: the balloon went
+	 * back to 1024 MiB and held).  Skipped whole: the last reading stays the base. */
+	if (w->primed && now_ms < w->last_ms + c->watch_interval_ms / 2)
+		return 0;
+
 	if (w->primed && now_ms > w->last_ms && !quiet && used > w->last_used) {
 		uint64_t dt = now_ms - w->last_ms;
 		uint64_t grew = used - w->last_used;

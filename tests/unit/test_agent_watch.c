@@ -47,6 +47,22 @@ static void test_fast_fall_sends_one_need_then_quiet(void **state)
 	assert_int_equal(agent_watch_step(&w, &cfg, 3250, T, 2 * MiB), 64 * MiB);
 }
 
+/* Two reads 2 ms apart (the watch beside a reclaim request reads at once, often just after
+ * the loop's own read): half a MiB of noise is not 250 MiB/s.  The close read is skipped
+ * whole, and a real growth over the next period is still seen from the earlier base. */
+static void test_close_reads_are_not_a_rate(void **state)
+{
+	struct agent_watch w = {0};
+	(void)state;
+	defaults();
+
+	assert_int_equal(agent_watch_step(&w, &cfg, 1000, T, 300 * MiB), 0);
+	assert_int_equal(agent_watch_step(&w, &cfg, 1002, T, 300 * MiB - MiB / 2), 0);
+	assert_int_equal(agent_watch_step(&w, &cfg, 1049, T, 299 * MiB), 0);
+	/* 100 ms after the base, 50 MiB more in use: 500 MiB/s, a need */
+	assert_int_equal(agent_watch_step(&w, &cfg, 1100, T, 250 * MiB), 1000 * MiB);
+}
+
 /* Scenario 3's shape under TCG: 128 MiB available, then 500 MiB/s of first touches.  At the
  * default period the need goes at the first read after the growth starts, 100 ms in, with
  * 78 MiB still available; a 250 ms period (the default until 6 Dec 2026) would read the
@@ -152,6 +168,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fast_fall_sends_one_need_then_quiet),
+	    cmocka_unit_test(test_close_reads_are_not_a_rate),
 	    cmocka_unit_test(test_outgrown_need_asks_again),
 	    cmocka_unit_test(test_default_period_sees_a_fast_growth_in_time),
 	    cmocka_unit_test(test_slow_drift_and_plenty_send_nothing),
