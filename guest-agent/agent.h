@@ -274,6 +274,13 @@ struct agent_growth_guard {
 int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_config *c);
 uint64_t agent_growth_guard_grew(struct agent_growth_guard *g);
 void agent_growth_guard_stop(struct agent_growth_guard *g);
+/* The guest's use as the growth rules read it: MemTotal - MemAvailable (0 if less). */
+static inline uint64_t agent_used_bytes(const struct proto_stats *st)
+{
+	return st->mem_total_bytes > st->mem_available_bytes
+		   ? st->mem_total_bytes - st->mem_available_bytes
+		   : 0;
+}
 /* The rule, pure: lower *used_low to used; the rise when it is AGENT_GROWTH_STOP_BYTES or
  * more, else 0. */
 uint64_t agent_growth_step(uint64_t *used_low, uint64_t used);

@@ -211,9 +211,7 @@ static bool guest_grows(struct run *r)
 		r->grew = agent_growth_guard_grew(r->guard);
 	if (r->grew || !meminfo_now(r->c, &st))
 		return r->grew > 0;
-	r->grew = agent_growth_step(&r->used_low, st.mem_total_bytes > st.mem_available_bytes
-						      ? st.mem_total_bytes - st.mem_available_bytes
-						      : 0);
+	r->grew = agent_growth_step(&r->used_low, agent_used_bytes(&st));
 	return r->grew > 0;
 }
 

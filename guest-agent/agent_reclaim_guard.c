@@ -75,10 +75,7 @@ static void *guard_thread(void *arg)
 
 		pthread_mutex_unlock(&g->mu);
 		if (!grew && agent_read_meminfo(g->c, &st) == 0)
-			grew = agent_growth_step(&g->used_low,
-						 st.mem_total_bytes > st.mem_available_bytes
-						     ? st.mem_total_bytes - st.mem_available_bytes
-						     : 0);
+			grew = agent_growth_step(&g->used_low, agent_used_bytes(&st));
 		pthread_mutex_lock(&g->mu);
 		if (grew && !g->over) {
 			atomic_store(&g->grew, grew);
@@ -115,10 +112,7 @@ int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_co
 	struct proto_stats st;
 	g->used_low = UINT64_MAX;
 	if (agent_read_meminfo(c, &st) == 0)
-		(void)agent_growth_step(&g->used_low,
-					st.mem_total_bytes > st.mem_available_bytes
-					    ? st.mem_total_bytes - st.mem_available_bytes
-					    : 0);
+		(void)agent_growth_step(&g->used_low, agent_used_bytes(&st));
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
