@@ -261,13 +261,27 @@ uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uin
  * start: 0, or -errno (no guard: the request still checks between its chunks).  Started and
  * stopped by the thread that reclaims.
  */
-#define AGENT_GROWTH_STOP_BYTES (16ULL << 20)
-struct agent_growth_guard {
-	const struct agent_config *c;
-	pthread_t reclaimer, th;
+/* A thread that calls fn(arg) every period_ms, the first time at once, until stopped
+ * (agent_ticker.c).  fn runs with the ticker's mutex held, so once agent_ticker_stop returns
+ * it is not running and never runs again.  start: 0 or -errno; stop is a no-op on a ticker
+ * that did not start. */
+struct agent_ticker {
+	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool over, running;
+	uint32_t period_ms;
+	void (*fn)(void *arg);
+	void *arg;
+};
+int agent_ticker_start(struct agent_ticker *t, uint32_t period_ms, void (*fn)(void *), void *arg);
+void agent_ticker_stop(struct agent_ticker *t);
+
+#define AGENT_GROWTH_STOP_BYTES (16ULL << 20)
+struct agent_growth_guard {
+	const struct agent_config *c;
+	pthread_t reclaimer;
+	struct agent_ticker tick;
 	_Atomic uint64_t grew; /* > 0: how far the use rose above its lowest */
 	uint64_t used_low;     /* the lowest use read, from the start (the guard thread's) */
 };

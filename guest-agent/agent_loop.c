@@ -359,78 +359,34 @@ static void run_watch(struct agent *a, uint64_t now_ms);
  * configuration; the watcher is joined before the loop goes on.  It keeps the agent's
  * ordinary priority: it starts before the request lowers the loop thread's (nice is per
  * thread on Linux). */
-struct reclaim_watcher {
-	struct agent *a;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool over;
-	pthread_t th;
-};
-
-static void *watch_while_reclaiming(void *arg)
+static void watch_tick(void *arg)
 {
-	struct reclaim_watcher *w = arg;
-	struct agent *a = w->a;
+	struct agent *a = arg;
 
-	pthread_mutex_lock(&w->mu);
-	while (!w->over) {
-		struct timespec ts;
-
-		pthread_mutex_unlock(&w->mu);
-		run_watch(a, agent_now_ms());
-		/* a flush error is the loop's to act on: it flushes again after the request */
-		if (a->conn >= 0 && proto_writer_pending(&a->wr))
-			(void)proto_writer_flush(&a->wr, a->conn);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += (long)(a->cfg.watch_interval_ms % 1000) * 1000000L;
-		ts.tv_sec += (time_t)(a->cfg.watch_interval_ms / 1000) + ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_mutex_lock(&w->mu);
-		while (!w->over && pthread_cond_timedwait(&w->cv, &w->mu, &ts) != ETIMEDOUT)
-			;
-	}
-	pthread_mutex_unlock(&w->mu);
-	return NULL;
+	run_watch(a, agent_now_ms());
+	/* a flush error is the loop's to act on: it flushes again after the request */
+	if (a->conn >= 0 && proto_writer_pending(&a->wr))
+		(void)proto_writer_flush(&a->wr, a->conn);
 }
 
-/* Start the watcher; false when there is nothing to watch for or no thread could start. */
-static bool watcher_start(struct reclaim_watcher *w, struct agent *a)
+/* Start the watch (agent_ticker.c); false when there is nothing to watch for or no thread
+ * could start. */
+static bool watcher_start(struct agent_ticker *t, struct agent *a)
 {
-	pthread_condattr_t ca;
 	int rc;
 
 	if (!a->cfg.watch_interval_ms || !(a->host_caps & PROTO_CAP_HOST_HINT))
 		return false;
-	memset(w, 0, sizeof(*w));
-	w->a = a;
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&w->th, NULL, watch_while_reclaiming, w);
+	rc = agent_ticker_start(t, a->cfg.watch_interval_ms, watch_tick, a);
 	if (rc == 0)
 		return true;
-	agent_log(AGENT_WARN, "reclaim: no growth watch while it runs (%s)", strerror(rc));
-	pthread_cond_destroy(&w->cv);
-	pthread_mutex_destroy(&w->mu);
+	agent_log(AGENT_WARN, "reclaim: no growth watch while it runs (%s)", strerror(-rc));
 	return false;
-}
-
-static void watcher_stop(struct reclaim_watcher *w)
-{
-	pthread_mutex_lock(&w->mu);
-	w->over = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
-	pthread_join(w->th, NULL);
-	pthread_cond_destroy(&w->cv);
-	pthread_mutex_destroy(&w->mu);
 }
 
 static enum proto_status on_reclaim(struct agent *a, const struct proto_msg *m)
 {
-	struct reclaim_watcher w;
+	struct agent_ticker w;
 	struct proto_msg r;
 
 	memset(&r, 0, sizeof(r));
@@ -441,7 +397,7 @@ static enum proto_status on_reclaim(struct agent *a, const struct proto_msg *m)
 	bool watching = watcher_start(&w, a);
 	agent_reclaim_run(&a->cfg, &m->u.reclaim, &r.u.reclaim_reply);
 	if (watching)
-		watcher_stop(&w);
+		agent_ticker_stop(&w);
 	r.u.reclaim_reply.re = m->id;
 	agent_log(AGENT_INFO, "reclaim: %s, freed %llu bytes in %u ms%s%s",
 		  proto_reclaim_result_name(r.u.reclaim_reply.result),

@@ -31,7 +31,6 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
-#include <time.h>
 
 #include "agent.h"
 
@@ -63,43 +62,26 @@ static void install_handler(void)
 	handler_rc = sigaction(SIGURG, &sa, NULL) < 0 ? -errno : 0;
 }
 
-static void *guard_thread(void *arg)
+/* One look, every GUARD_PERIOD_MS (the ticker holds its mutex: after stop, no signal). */
+static void guard_tick(void *arg)
 {
 	struct agent_growth_guard *g = arg;
-	uint64_t grew = 0;
+	uint64_t grew = atomic_load(&g->grew);
+	struct proto_stats st;
 
-	pthread_mutex_lock(&g->mu);
-	while (!g->over) {
-		struct proto_stats st;
-		struct timespec ts;
-
-		pthread_mutex_unlock(&g->mu);
-		if (!grew && agent_read_meminfo(g->c, &st) == 0)
-			grew = agent_growth_step(&g->used_low, agent_used_bytes(&st));
-		pthread_mutex_lock(&g->mu);
-		if (grew && !g->over) {
-			atomic_store(&g->grew, grew);
-			/* Again every period until the request ends: a signal that lands between
-			 * two system calls interrupts neither, and the next write would run whole
-			 * (seen in a unit test on a loaded host: the FIFO write blocked 10 s). */
-			pthread_kill(g->reclaimer, SIGURG);
-		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += GUARD_PERIOD_MS * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		while (!g->over && pthread_cond_timedwait(&g->cv, &g->mu, &ts) != ETIMEDOUT)
-			;
+	if (!grew && agent_read_meminfo(g->c, &st) == 0)
+		grew = agent_growth_step(&g->used_low, agent_used_bytes(&st));
+	if (grew) {
+		atomic_store(&g->grew, grew);
+		/* Again every period until the request ends: a signal that lands between two
+		 * system calls interrupts neither, and the next write would run whole (seen in a
+		 * unit test on a loaded host: the FIFO write blocked 10 s). */
+		pthread_kill(g->reclaimer, SIGURG);
 	}
-	pthread_mutex_unlock(&g->mu);
-	return NULL;
 }
 
 int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_config *c)
 {
-	pthread_condattr_t ca;
-	int rc;
-
 	memset(g, 0, sizeof(*g));
 	g->c = c;
 	atomic_init(&g->grew, 0);
@@ -113,19 +95,7 @@ int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_co
 	g->used_low = UINT64_MAX;
 	if (agent_read_meminfo(c, &st) == 0)
 		(void)agent_growth_step(&g->used_low, agent_used_bytes(&st));
-	pthread_mutex_init(&g->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&g->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&g->th, NULL, guard_thread, g);
-	if (rc != 0) {
-		pthread_cond_destroy(&g->cv);
-		pthread_mutex_destroy(&g->mu);
-		return -rc;
-	}
-	g->running = true;
-	return 0;
+	return agent_ticker_start(&g->tick, GUARD_PERIOD_MS, guard_tick, g);
 }
 
 uint64_t agent_growth_guard_grew(struct agent_growth_guard *g)
@@ -135,14 +105,5 @@ uint64_t agent_growth_guard_grew(struct agent_growth_guard *g)
 
 void agent_growth_guard_stop(struct agent_growth_guard *g)
 {
-	if (!g->running)
-		return;
-	pthread_mutex_lock(&g->mu);
-	g->over = true; /* from here on no signal is sent: it is sent under mu, over unset */
-	pthread_cond_signal(&g->cv);
-	pthread_mutex_unlock(&g->mu);
-	pthread_join(g->th, NULL);
-	pthread_cond_destroy(&g->cv);
-	pthread_mutex_destroy(&g->mu);
-	g->running = false;
+	agent_ticker_stop(&g->tick);
 }
