@@ -86,6 +86,17 @@ static void peer_send(int fd, struct proto_msg *m)
 	assert_int_equal(send(fd, buf, n, MSG_NOSIGNAL), (ssize_t)n);
 }
 
+/* A bare stats report: the agent is there. */
+static void peer_send_stats(int fd)
+{
+	struct proto_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_STATS;
+	m.u.stats.mem_total_bytes = 512u << 20;
+	peer_send(fd, &m);
+}
+
 static void peer_raw(int fd, const char *json)
 {
 	uint32_t len = htonl((uint32_t)strlen(json));
@@ -203,10 +214,7 @@ static void test_handshake_stats_need_reclaim(void **state)
 	 * not asked again (asking would keep it "reclaiming", its silence unsaid); a stats
 	 * report says it is there */
 	assert_int_equal(mtd_agent_link_reclaim(l, 1u << 20, false, 1000, now), -EBUSY);
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_MSG_STATS;
-	m.u.stats.mem_total_bytes = 512u << 20;
-	peer_send(fd, &m);
+	peer_send_stats(fd);
 	now += 1;
 	mtd_agent_link_service(l, now);
 	assert_int_equal(mtd_agent_link_reclaim(l, 1u << 20, false, 1000, now), 0);
@@ -248,10 +256,7 @@ static void test_handshake_stats_need_reclaim(void **state)
 	 * deadline and the 5 s before a reply is late, on top of the silence it already had,
 	 * not a whole silence after the deadline (CI, scenario 5: called silent 45 s after the
 	 * kill, the request having gone 14 s after it). */
-	memset(&m, 0, sizeof(m));
-	m.type = PROTO_MSG_STATS;
-	m.u.stats.mem_total_bytes = 512u << 20;
-	peer_send(fd, &m);
+	peer_send_stats(fd);
 	now += 1;
 	mtd_agent_link_service(l, now);
 	uint64_t heard = mtd_agent_link_last_heard(l);
