@@ -778,12 +778,13 @@ static void account_target(struct mtd_vm *vm, uint64_t now_ms, uint64_t from, ui
 			vm->source.ops->evicted(vm->source.ctx, runs, res.nr_runs);
 		return;
 	}
-	/* Deflate: the newest runs come back first. */
+	/* Deflate: the newest runs come back first, as memory the guest has not used yet
+	 * (vmm_give_back says what counting them young did). */
 	uint64_t left = (to - from) >> VMM_PAGE_SHIFT;
 	while (left && vm->nr_evicted) {
 		struct vmm_run *r = &vm->evicted[vm->nr_evicted - 1];
 		uint64_t n = r->npages < left ? r->npages : left;
-		(void)vmm_restore(vm->guest, r->gpa + ((r->npages - n) << VMM_PAGE_SHIFT), n);
+		(void)vmm_give_back(vm->guest, r->gpa + ((r->npages - n) << VMM_PAGE_SHIFT), n);
 		r->npages -= n;
 		left -= n;
 		if (!r->npages)

@@ -154,7 +154,7 @@ static uint64_t guest_used_pages(const struct sim_ctx *ctx)
 }
 
 /* libvmm follows the target (host/vm_loop.c account_target): a step down counts the oldest
- * pages past the cold age as taken, a step up gives the newest back. */
+ * pages past the cold age as taken, a step up gives the newest back, unused (vmm_give_back). */
 static int account_target(struct sim_act *a, struct vmm_guest *g, uint64_t now_ms,
 			  uint64_t cold_age_ms, uint64_t from, uint64_t to)
 {
@@ -186,7 +186,7 @@ static int account_target(struct sim_act *a, struct vmm_guest *g, uint64_t now_m
 	while (left && a->nr_taken) {
 		struct vmm_run *r = &a->taken[a->nr_taken - 1];
 		uint64_t n = r->npages < left ? r->npages : left;
-		(void)vmm_restore(g, r->gpa + (r->npages - n) * SIM_PAGE_SIZE, n);
+		(void)vmm_give_back(g, r->gpa + (r->npages - n) * SIM_PAGE_SIZE, n);
 		r->npages -= n;
 		left -= n;
 		if (!r->npages)

@@ -370,6 +370,22 @@ static void restore_piece(struct vmm_guest *g, const struct guest_range *r, uint
 	}
 }
 
+/* Handed back, not used: resident again in the oldest generation, marked free (vmm.h). */
+static void give_back_piece(struct vmm_guest *g, const struct guest_range *r, uint64_t pfn,
+			    uint64_t n, void *arg)
+{
+	(void)arg;
+	for (uint64_t end = pfn + n; pfn < end; pfn++) {
+		uint64_t idx = r->first_page + pfn - r->start_pfn;
+		uint64_t ci = guest_chunk_of(r, pfn);
+		if (!(g->pages[idx] & PB_EVICTED))
+			continue; /* resident all along: what the source saw of it stands */
+		vmm_gen_insert(g, idx, ci, 0);
+		vmm_gen_move(g, idx, ci, g->min_seq, 0);
+		guest_mark_free(g, idx);
+	}
+}
+
 static int apply(struct vmm_guest *g, uint64_t gpa, uint64_t npages, piece_fn fn)
 {
 	if (!g)
@@ -401,6 +417,11 @@ int vmm_hint_free(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
 int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
 {
 	return apply(g, gpa, npages, restore_piece);
+}
+
+int vmm_give_back(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
+{
+	return apply(g, gpa, npages, give_back_piece);
 }
 
 int vmm_young_runs(const struct vmm_guest *g, unsigned ngens, vmm_run_fn fn, void *arg)

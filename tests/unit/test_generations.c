@@ -322,12 +322,19 @@ static void random_op(struct model *m, uint64_t *s, uint64_t *now_ms)
 		op_evict(m, s, *now_ms);
 	} else if (op < 92) {
 		op_refault(m, s);
-	} else {
+	} else if (op < 96) {
 		assert_int_equal(vmm_restore(m->g, gpa, n), 0);
 		for (uint64_t k = 0; k < n; k++) {
 			struct mpage *p = mpage_of(m, gpa + (k << VMM_PAGE_SHIFT));
 			if (p->evicted)
 				*p = (struct mpage){.seq = st.max_seq};
+		}
+	} else {
+		assert_int_equal(vmm_give_back(m->g, gpa, n), 0);
+		for (uint64_t k = 0; k < n; k++) {
+			struct mpage *p = mpage_of(m, gpa + (k << VMM_PAGE_SHIFT));
+			if (p->evicted)
+				*p = (struct mpage){.seq = st.min_seq};
 		}
 	}
 }

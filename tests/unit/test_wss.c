@@ -120,10 +120,96 @@ static void test_late_start(void **state)
 	vmm_guest_free(g);
 }
 
+/* Memory handed back to the guest (a balloon's deflation, the target rising under
+ * return=reclaim) is not memory it used.  memtided's agent source lays the guest's young
+ * amount over low RAM and libvmm follows the target by evicting and giving back pages above
+ * it; with the pages given back counted young (vmm_restore), the working set rose by what
+ * was given back, the target by that again at the next interval, up to the ceiling
+ * (scenario 2 by hand: 256 -> 1024 MiB in 108 MiB steps, the guest's use steady).  Here the
+ * same loop, the target = working set + headroom, must settle. */
+static void test_given_back_is_not_used(void **state)
+{
+	struct vmm_range ram = {0, 64 * MiB}; /* 16384 pages */
+	struct vmm_guest_config cfg;
+	struct vmm_guest *g = NULL;
+	const uint64_t young = 4096, headroom = 1024, age_ms = 28000;
+	struct vmm_run runs[64];
+	struct vmm_evict_result res;
+
+	(void)state;
+	vmm_guest_config_default(&cfg);
+	cfg.ram = &ram;
+	cfg.nr_ram = 1;
+	cfg.nr_gens = 16;
+	cfg.unseen_is_unused = true; /* as memtided's agent source */
+	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	uint64_t now = 0;
+	for (int i = 0; i < 20; i++, now += 2000) { /* the guest uses its 16 MiB steadily */
+		assert_int_equal(vmm_age_begin(g, now), 0);
+		assert_int_equal(vmm_mark_young(g, 0, young, false), 0);
+	}
+	/* The target came down to the young set + headroom: the rest is taken. */
+	uint64_t target = young + headroom;
+	struct vmm_evict_req req = {.max_pages = 16384 - target,
+				    .min_age_ms = age_ms,
+				    .now_ms = now,
+				    .runs = runs,
+				    .max_runs = 64};
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 16384 - target);
+	/* One step given back (the guest's refaults raised the target by 512 pages): the
+	 * newest pages taken come back. */
+	uint64_t back = 512, gpa = runs[res.nr_runs - 1].gpa +
+				   ((runs[res.nr_runs - 1].npages - back) << VMM_PAGE_SHIFT);
+	assert_true(runs[res.nr_runs - 1].npages >= back);
+	assert_int_equal(vmm_give_back(g, gpa, back), 0);
+	target += back;
+	/* The guest goes on using its 16 MiB: the working set stays 16 MiB, so the target
+	 * (working set + headroom) stays where the step left it. */
+	for (int i = 0; i < 20; i++, now += 2000) {
+		uint64_t wss;
+		assert_int_equal(vmm_age_begin(g, now), 0);
+		assert_int_equal(vmm_mark_young(g, 0, young, false), 0);
+		assert_int_equal(vmm_wss(g, now, &age_ms, 1, &wss), 0);
+		assert_int_equal(wss, young * PAGE);
+		assert_true(wss / PAGE + headroom <= target);
+	}
+	struct vmm_guest_stats st;
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.resident_pages, target);
+	assert_int_equal(st.free_pages, back); /* free in the guest until it uses them */
+	/* The next step down takes the pages given back first: they are the oldest. */
+	req.max_pages = back;
+	req.now_ms = now;
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, back);
+	assert_int_equal(res.nr_runs, 1);
+	assert_int_equal(runs[0].gpa, gpa);
+	/* Given back again and then used: a fill, not a reuse of a page idle for minutes. */
+	assert_int_equal(vmm_give_back(g, gpa, back), 0);
+	vmm_guest_get_stats(g, &st);
+	uint64_t reuses = 0;
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++)
+		reuses += st.reuse_hist[k];
+	assert_int_equal(vmm_age_begin(g, now + 2000), 0);
+	assert_int_equal(vmm_mark_young(g, gpa, back, false), 0);
+	assert_int_equal(vmm_age_begin(g, now + 4000), 0);
+	vmm_guest_get_stats(g, &st);
+	uint64_t after = 0;
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++)
+		after += st.reuse_hist[k];
+	assert_int_equal(after, reuses);
+	assert_int_equal(st.free_pages, 0);
+	assert_int_equal(vmm_give_back(NULL, 0, 1), -EINVAL);
+	assert_int_equal(vmm_give_back(g, 64 * MiB, 1), -ERANGE);
+	vmm_guest_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_constructed_history),
+	    cmocka_unit_test(test_given_back_is_not_used),
 	    cmocka_unit_test(test_late_start),
 	};
 

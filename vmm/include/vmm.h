@@ -487,6 +487,14 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
  * returned to the guest): the evicted ones enter the youngest generation, tier 0; resident
  * ones are left alone.  O(npages).  Returns 0, -EINVAL, -ERANGE. */
 int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
+/* Pages the host handed back to the guest, which has not used them yet (a balloon's
+ * deflation, the target rising under return=reclaim): evicted ones become resident in the
+ * oldest generation, tier 0, marked free (vmm_hint_free); resident ones are left alone.
+ * Not vmm_restore: a handed-back page is no use, and counted young it raised the working
+ * set by what was handed back, so the target rose by it again at the next interval, a step
+ * every interval up to the ceiling (scenario 2 by hand, 7 Dec: 256 -> 1024 MiB in 108 MiB
+ * steps, the guest's use steady at 288 MiB).  O(npages).  Returns 0, -EINVAL, -ERANGE. */
+int vmm_give_back(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
 
 /* Refault distances are exact from 0 to VMM_MAX_NR_GENS - 2; VMM_MAX_NR_GENS - 1 (15)
  * means "that many or more" (the page byte keeps the eviction seq modulo 32, kept exact by
