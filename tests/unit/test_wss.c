@@ -133,7 +133,7 @@ static void test_given_back_is_not_used(void **state)
 	struct vmm_guest_config cfg;
 	struct vmm_guest *g = NULL;
 	const uint64_t young = 4096, headroom = 1024, age_ms = 28000;
-	struct vmm_run runs[64];
+	struct vmm_run runs[64] = {{0}};
 	struct vmm_evict_result res;
 
 	(void)state;
