@@ -253,14 +253,6 @@ struct agent_reclaim_pace {
 	uint64_t busy_ms; /* reclaim work since the last pause */
 };
 uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uint64_t took_ms);
-/*
- * The growth guard (agent_reclaim_guard.c): while a request runs, a thread reads the guest's
- * use and, when it rises AGENT_GROWTH_STOP_BYTES above the lowest it read, marks the request
- * grown and interrupts the reclaiming thread (SIGURG: memory.reclaim returns EINTR at its
- * next pass, a pause wakes).
- * start: 0, or -errno (no guard: the request still checks between its chunks).  Started and
- * stopped by the thread that reclaims.
- */
 /* A thread that calls fn(arg) every period_ms, the first time at once, until stopped
  * (agent_ticker.c).  fn runs with the ticker's mutex held, so once agent_ticker_stop returns
  * it is not running and never runs again.  start: 0 or -errno; stop is a no-op on a ticker
@@ -276,14 +268,21 @@ struct agent_ticker {
 };
 int agent_ticker_start(struct agent_ticker *t, uint32_t period_ms, void (*fn)(void *), void *arg);
 void agent_ticker_stop(struct agent_ticker *t);
-
+/*
+ * The growth guard (agent_reclaim_guard.c): while a request runs, a thread reads the guest's
+ * use and, when it rises AGENT_GROWTH_STOP_BYTES above the lowest it read, marks the request
+ * grown and interrupts the reclaiming thread (SIGURG: memory.reclaim returns EINTR at its
+ * next pass, a pause wakes).
+ * start: 0, or -errno (no guard: the request still checks between its chunks).  Started and
+ * stopped by the thread that reclaims.
+ */
 #define AGENT_GROWTH_STOP_BYTES (16ULL << 20)
 struct agent_growth_guard {
 	const struct agent_config *c;
 	pthread_t reclaimer;
 	struct agent_ticker tick;
 	_Atomic uint64_t grew; /* > 0: how far the use rose above its lowest */
-	uint64_t used_low;     /* the lowest use read, from the start (the guard thread's) */
+	uint64_t used_low;     /* the lowest use read since the guard started */
 };
 int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_config *c);
 uint64_t agent_growth_guard_grew(struct agent_growth_guard *g);

@@ -18,9 +18,10 @@
  * is what is left of the write, so the signal ends a write that has fallen short and is
  * retrying, and a write blocked elsewhere (later kernels reclaim in smaller passes and stop
  * sooner); a pause sleeping between chunks wakes too.  A pass itself runs on, which is why
- * chunks are sized to take 50-150 ms (agent_reclaim.c): one chunk is how late a stop can be.  The signal is
- * SIGURG, with a handler that does nothing and no SA_RESTART: the agent uses no socket's
- * out-of-band data, so nothing else in the process gives SIGURG a meaning.
+ * chunks are sized to take 50-150 ms (agent_reclaim.c): one chunk is how late a stop can be.
+ * The signal is SIGURG, with a handler that does nothing and no SA_RESTART: the agent uses
+ * no socket's out-of-band data, so nothing else in the process gives SIGURG a meaning.
+ * The thread is an agent_ticker (agent_ticker.c), whose stop guarantees no signal after it.
  *
  * Why the rise above the lowest: reclaim only lowers the figure (into zram it stays about
  * level: a page compressed into the pool is still in use), so a rise is the guest

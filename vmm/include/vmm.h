@@ -483,9 +483,10 @@ struct vmm_evict_result {
  */
 int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_evict_result *res);
 
-/* Pages became resident again without a refault to record (balloon deflated, pages
- * returned to the guest): the evicted ones enter the youngest generation, tier 0; resident
- * ones are left alone.  O(npages).  Returns 0, -EINVAL, -ERANGE. */
+/* Pages are resident again without a refault to record, and count as just used: host
+ * pageout could not page them out after all, or the guest filled them (memory handed back
+ * unused is vmm_give_back's): the evicted ones enter the youngest generation, tier 0;
+ * resident ones are left alone.  O(npages).  Returns 0, -EINVAL, -ERANGE. */
 int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
 /* Pages the host handed back to the guest, which has not used them yet (a balloon's
  * deflation, the target rising under return=reclaim): evicted ones become resident in the
