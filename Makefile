@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # memtide: one Makefile for the whole tree.
 #
 # Layout of what it builds (all out of tree, under $(BUILD)):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_scale.py: memtided's cost and front-end latency as the number of VMs grows.
 #
 # memtided runs in libvirt mode against libvirt's test driver (test:///FILE, in-process: a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ept_live.sh: the walker figures on live emulated-EPT tables (`make bench`, from
 # scripts/bench.sh; JSON lines on stdout, "name":"ept_live_walk").
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pageout-bench.c - what host-side eviction costs and how exact its refault count is, on a
  * child process standing in for QEMU (host/pageout.c, the code memtided runs).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pageout.sh: pageout-bench with a host swap of its own (`make bench`, from scripts/bench.sh;
 # JSON lines on stdout).
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * rules-bench.c - the two rules where libvmm could depart from Linux's MGLRU, measured
  * (`make bench`; build/bin/rules-bench; JSON lines, "name": "mglru_rules").

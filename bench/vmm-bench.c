@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vmm-bench.c - libvmm's benchmarks (`make bench`; build/bin/vmm-bench).
  *

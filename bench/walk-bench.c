@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * walk-bench.c - which walker options an emulated EPT should age with (`make bench`;
  * build/bin/walk-bench): the bloom filter alone, the table's non-leaf accessed bits alone,

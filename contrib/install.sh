@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # contrib/install.sh: installs (or uninstalls) one part of memtide.  Behind `make install`,
 # `make install-agent`, `make install-lab`, `make uninstall` and debian/rules.
 #

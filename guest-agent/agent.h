@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent.h - libagent: the parts of memtide-agent, the program inside each guest.
  *
@@ -42,6 +43,14 @@
 #define AGENT_DEFAULT_VSOCK_PORT 5253
 #define AGENT_HOST_CID           2 /* VMADDR_CID_HOST */
 #define AGENT_PATH_MAX           256
+
+/* --version prints this after the version line; it is in the static binary for anyone to read. */
+#define AGENT_LICENSE                                                                              \
+	"Copyright (C) 2026 the memtide developers.\n"                                             \
+	"License GPL-2.0-or-later: GNU GPL version 2 or later "                                    \
+	"<https://gnu.org/licenses/gpl.html>.\n"                                                   \
+	"This is free software: you are free to change and redistribute it.\n"                     \
+	"There is NO WARRANTY, to the extent permitted by law.\n"
 
 /* ======================================================================================
  * Config (agent_config.c)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_balloon.c - what the virtio balloon holds in this guest, so that the agent's figures
  * mean memory the guest can use.

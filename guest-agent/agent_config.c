@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_config.c - memtide-agent's settings: defaults, a key=value file, flags.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_hint.c - application hints: the local socket's request language, the pagemap
  * translation from a caller's virtual memory to guest-physical ranges, and the client that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_hint_guard.c - how much each caller of the hint socket may do (agent.h).
  *

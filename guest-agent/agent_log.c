@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_log.c - memtide-agent's log: one line per event on stderr, with a level.
  *

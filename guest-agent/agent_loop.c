@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_loop.c - memtide-agent's event loop: one thread, one poll() (and a growth watch
  * beside a reclaim request while it runs).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_mglru.c - the guest's multi-generational LRU: working-set report and eviction.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_procfs.c - the collectors: procfs text -> stats and hello.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_reclaim.c - carrying out the host's reclaim request inside the guest.
  *

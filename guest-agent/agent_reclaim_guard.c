@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_reclaim_guard.c - stop a reclaim request the moment the guest starts to grow.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_ticker.c - a thread that calls one function every period until told to stop.
  *

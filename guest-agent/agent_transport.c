@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_transport.c - opening the byte stream to the host.
  *

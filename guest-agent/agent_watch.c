@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_watch.c - the growth watch: tell the host the guest is about to run out, before it does.
  *

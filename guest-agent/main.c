@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * main.c - memtide-agent's command line: run the agent, or send it one hint.
  *
@@ -303,6 +304,7 @@ int main(int argc, char **argv)
 		case 'V':
 			printf("memtide-agent %s (protocol %d..%d)\n", AGENT_VERSION,
 			       PROTO_VERSION_MIN, PROTO_VERSION_MAX);
+			fputs(AGENT_LICENSE, stdout);
 			return 0;
 		default:
 			break; /* a --KEY=VALUE flag: second pass */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_caps.c - capabilities of a guest agent, named and explained (agent_caps.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent_caps.h - what a guest agent said it can do (its hello's capabilities), and what that
  * means for its VM, in words for the log and `memtidectl vm show`.

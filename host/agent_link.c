@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * agent_link.c - host side of the agent protocol for one VM (see agent_link.h).
  *

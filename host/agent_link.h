@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * agent_link.h - the host side of one VM's connection to its guest agent (proto).
  *

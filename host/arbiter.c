@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * arbiter.c - host arbitration across VMs (see arbiter.h for the rule).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * arbiter.h - host arbitration: when the host runs short, which VMs give more.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * bounded_call.c - a per-VM worker thread that makes blocking calls for a waiter with a
  * deadline (see bounded_call.h).

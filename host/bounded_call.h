@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bounded_call.h - run a blocking call (a libvirt RPC) on a worker thread and wait for it
  * no longer than a deadline.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * cmdline.c - memtided's flags (cmdline.h): getopt_long over a fixed table, with every
  * problem reported as one sentence instead of getopt's own stderr output.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cmdline.h - memtided's command line: parsed and checked apart from main(), so the unit
  * tests and tests/fuzz/fuzz_cmdline.c run the very code memtided runs.

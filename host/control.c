@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * control.c - the control socket's server: accept, check the peer, read request lines,
  * answer each (control.h says what it is for; docs/control-socket.md is the protocol).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * control.h - memtided's control socket: the door memtidectl, the libvirt hook and
  * operators' scripts come through.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * control_req.c - one control-socket request line -> a checked struct mtd_control_req
  * (control.h).  Pure: no daemon, no I/O, so the unit tests and tests/fuzz/fuzz_control.c

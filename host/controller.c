@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * controller.c - per-VM balloon target and safety rules (see controller.h for the contract).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * controller.h - the per-VM balloon policy math of memtided (pure: no I/O, no clock).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * daemon.c - memtided's core object: lifecycle, the main thread's work queue and host
  * arbitration, and the mtd_daemon_* calls the front ends use (mtd.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daemon.h - memtided's core object, internal to the core (front ends see only mtd.h).
  *

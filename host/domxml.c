@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * domxml.c - the domain XML transform behind `memtidectl domxml-patch` (domxml.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * domxml.h - what `memtidectl domxml-patch` changes in a libvirt domain's XML so that
  * memtide can manage it: a virtio memballoon with free page reporting on and a stats period,

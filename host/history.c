@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * history.c - the per-VM audit trail on disk (history.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * history.h - the audit trail: every change memtided makes to a VM's size, and every
  * eviction step, kept on disk per VM so that "what did memtide do to VM X at 02:14?" has an

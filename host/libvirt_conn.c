@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * libvirt_conn.c - libvirt connection, events, domain XML, and the libvirt balloon
  * actuator (see libvirt_conn.h).

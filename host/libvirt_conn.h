@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libvirt_conn.h - memtided's libvirt side: the connection, its event loop thread, domain
  * discovery, and the balloon actuator for libvirt-managed domains.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * log.c - memtided's log sink (see log.h).
  *

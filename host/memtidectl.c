@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * memtidectl.c - the operator's CLI for memtided.
  *
@@ -1445,7 +1446,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return EXIT_OK;
 		case 'V':
-			printf("memtidectl %s\n", VERSION);
+			printf("memtidectl %s\n%s", VERSION, MTD_LICENSE);
 			return EXIT_OK;
 		default:
 			usage(stderr);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * memtided.c - main() of the memtide host daemon.
  *
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (cl.action == MTD_CMDLINE_VERSION) {
-		printf("memtided " MEMTIDE_VERSION "\n");
+		printf("memtided " MEMTIDE_VERSION "\n" MTD_LICENSE);
 		return 0;
 	}
 	const char *config_path = cl.config_path, *qmp = cl.nr_vms ? cl.vm[0].qmp : NULL;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * metrics.c - Prometheus text exposition of memtided's state (metrics.h).
  *

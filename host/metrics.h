@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * metrics.h - memtided's Prometheus endpoint: GET /metrics on ADDRESS:PORT, served by
  * libmicrohttpd's own thread, rendered from the same RCU snapshots the control socket reads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * mtd.h - the seam between memtided's core (VM registry, per-VM control loops, libvirt and
  * QEMU actuators) and its front ends (control socket, Prometheus metrics, memtidectl).
@@ -23,6 +24,14 @@
 #define MTD_LAST_ACTIONS 8
 #define MTD_RAM_REGIONS  8 /* vhost-user's memory table holds at most 8 */
 #define MTD_SOURCE_NOTES 4 /* sources a VM could use besides the one it does */
+
+/* Printed after the version line by --version, as GNU tools do: the copyright and license. */
+#define MTD_LICENSE                                                                                \
+	"Copyright (C) 2026 the memtide developers.\n"                                             \
+	"License GPL-2.0-or-later: GNU GPL version 2 or later "                                    \
+	"<https://gnu.org/licenses/gpl.html>.\n"                                                   \
+	"This is free software: you are free to change and redistribute it.\n"                     \
+	"There is NO WARRANTY, to the extent permitted by law.\n"
 
 enum mtd_vm_state {
 	MTD_VM_ATTACHING = 0, /* connecting to QMP / agent, learning the guest */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * notify.h - memtided's word to its service manager: readiness, the watchdog, status, stop.
  *

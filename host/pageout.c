@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pageout.c - the host-side pageout actuator (pageout.h): process_madvise(MADV_PAGEOUT) on
  * QEMU's guest RAM, checked through /proc/PID/pagemap, and the refault scan.

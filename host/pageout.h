@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pageout.h - the host-side pageout actuator: guest pages out of QEMU's memory into host swap,
  * and the pages that came back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pageout_hand.c - host-side eviction for one VM (pageout_hand.h): the layout, the actuator,
  * libvmm's eviction hand and the refault scan, tied together once per control interval.

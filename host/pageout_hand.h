@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pageout_hand.h - host-side eviction for one VM (policy return=pageout, or auto): libvmm's
  * eviction hand chooses the cold runs, the pageout actuator (pageout.h) sends them to host

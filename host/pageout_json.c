@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pageout_json.c - host-side eviction's part of the status JSON (status_json.h): the
  * "pageout" object of a VM and the host's swap figures.  Kept beside, not inside,

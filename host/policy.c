@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * policy.c - daemon settings (INI, libinih) and per-domain policy (libvirt metadata, libxml2).
  *

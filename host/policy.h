@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy.h - memtided's settings: daemon defaults from an INI file, per-domain policy from
  * the domain's libvirt metadata.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * qmp.c - QMP client over a unix socket (see qmp.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * qmp.h - a small QMP client (QEMU Machine Protocol over a unix socket) for plain-QEMU mode,
  * and the parsers for balloon replies that libvirt mode shares (libvirt passes QMP through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * qmp_parse.c - QEMU's words, checked: the pure half of the QMP client (qmp.h).
  *

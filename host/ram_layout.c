@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * ram_layout.c - the guest RAM layout: GPA -> QEMU HVA, from QEMU's answers, checked against
  * the QEMU process's mappings (ram_layout.h says what is asked and why).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ram_layout.h - where a QEMU guest's RAM lives: guest-physical address (GPA) -> QEMU's host
  * virtual address (HVA), for every RAM region, checked against the QEMU process's mappings.

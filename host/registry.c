@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * registry.c - the VM registry: a liburcu lock-free resizable hash table (lfht) of struct
  * mtd_vm keyed by domain name.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * state.c - per-VM state files (see state.h for what is kept, and why).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * state.h - what memtided keeps about each VM across its own restarts (a clean restart, a
  * package upgrade, kill -9), so the next memtided resumes where this one was instead of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * status_json.c - encode memtided's status snapshots (host/mtd.h) as JSON for the control
  * socket.  Pure functions of the snapshot: no locks, no I/O, so they are unit-tested

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * status_json.h - memtided's published state as JSON: one encoding shared by the control
  * socket (control.c), which sends it, and memtidectl, which reads the same field names.

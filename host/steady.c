@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * steady.c - the growing, futile-reclaim and peak rules (steady.h says why they exist).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * steady.h - the rules that keep a steady guest's target steady (issue 13's "stable on real
  * guests"), apart from the controller so that they can be read and tested alone.

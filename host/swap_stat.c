@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * swap_stat.c - host swap room and compressed-pool cost (swap_stat.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * swap_stat.h - the host's swap as host-side eviction sees it: room left, and what the
  * compressed pools (zram devices, zswap) cost in RAM.

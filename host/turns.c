@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * turns.c - first come, first served turns (see turns.h for why).
  *

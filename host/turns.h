@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * turns.h - first come, first served turns at the CPU-heavy part of a VM's tick.
  *

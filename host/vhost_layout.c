@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vhost_layout.c - the vhost-user memory table against the QMP-derived guest RAM layout
  * (vhost_layout.h).  Costs: O(table regions x layout regions) steps, at most 8 x 64.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vhost_layout.h - QEMU's vhost-user memory table (what the vsock back end is given: each
  * region's guest-physical range and QEMU's own address for it) checked against the guest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vm.c - a managed VM's record and its published status (see vm.h for ownership).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vm.h - one managed VM: its identity, its actuators, its control-loop state, and the
  * status snapshot it publishes.

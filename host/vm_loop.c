@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vm_loop.c - one VM's control loop, on a thread of its own.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vm_vsock.c - a VM loop's part of memtided's vhost-user-vsock back end (vm.h,
  * vsock_service.h): the device restart after memtided comes back to a running QEMU, and

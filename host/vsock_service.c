@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vsock_service.c - the thread that serves every VM's vhost-user-vsock device (see
  * vsock_service.h for who listens, endpoints and claims).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vsock_service.h - memtided as the device back end of QEMU's vhost-user-vsock-pci: every
  * managed VM gets a vsock to memtided with no kernel module (no vhost_vsock on the host),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * xml_indent.c: adding elements to a libvirt domain XML so that it stays laid out as an
  * operator wrote it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * xml_indent.h: append an element to a libvirt domain XML, indented like its siblings
  * (xml_indent.c says why).  Used by domxml.c and access/domxml_ept.c.

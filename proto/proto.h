@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto.h - the memtide host-agent protocol: the one door a guest has into the host.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_decode.c - from a trusted json-c tree to a typed struct proto_msg.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_encode.c - from a typed struct proto_msg to one frame on the wire.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto_int.h - internals shared by the files of proto/ (not installed, not for callers).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_json.c - from payload bytes to a trusted json-c tree (the decoder's first half).
  *

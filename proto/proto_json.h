@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proto_json.h - internal: payload bytes -> json-c tree, with the wire's structural rules
  * (see proto_json.c).  The declaration is public, in proto.h: the decoder and memtided's

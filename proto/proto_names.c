@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_names.c - name tables of the host-agent protocol.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_policy.c - connection policy both ends share: version negotiation, a token-bucket
  * rate limit, the per-peer error budget, and reconnect backoff.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_reader.c - incremental frame reader for non-blocking byte streams.
  *

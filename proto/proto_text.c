@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_text.c - error reporting and the text rules of the wire (UTF-8, no control bytes).
  *

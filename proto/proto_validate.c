@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_validate.c - the one validator of every message, used by both directions.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * proto_writer.c - bounded output queue for non-blocking byte streams.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bench.sh: `make bench`.  Runs every benchmark program and prints their JSON lines (one
 # object per result, each with a "name" field) on stdout; progress and errors go to stderr.
 # The lines are also kept in $BUILD/bench/results.jsonl.

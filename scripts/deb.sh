@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # deb.sh: build memtide's Debian packages from this tree (behind `make deb`).
 #
 # The tree as it stands (committed or not, but not what .gitignore names) is copied to

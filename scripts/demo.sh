@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # demo.sh: `make demo`: memtide handing a guest's cold memory back to the host, live.
 #
 # Boots a 1 GiB Debian guest under QEMU TCG (tests/e2e/lib.sh: plain QEMU, virtio-balloon with

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
 # deps.sh: install the Debian 12 packages memtide's build, tests, benchmarks and demo need.
 #
 # Idempotent: it asks dpkg which packages are missing and installs only those, so a second

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * actuators.c - memtided's balloon and the agent's reclaim, in the lab: how memory taken from
  * a guest goes back to the host under policy `return=balloon` and `return=reclaim`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * ept_replay.c - the emulated EPT in memory (ept_replay.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ept_replay.h - memtide's emulated EPT in memory, for the walker lab (bench/walk-bench.c).
  *

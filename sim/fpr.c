@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fpr.c - free page reporting as the guest kernel does it (mm/page_reporting.c).
  *

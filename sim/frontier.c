@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * frontier.c - from sweeps to the operator's question: how much memory does a policy save
  * within a refault budget?  Each policy is run at several settings of its knob; the answer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * gen.c - synthetic access traces: the shapes a balloon policy must get right.
  *

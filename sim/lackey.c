@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * lackey.c - turn valgrind lackey's memory trace into a memtide trace.
  *

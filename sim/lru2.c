@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * lru2.c - the active/inactive two-list LRU of Linux before MGLRU, for anonymous memory
  * (mm/vmscan.c shrink_active_list / shrink_inactive_list, 5.x), as the guest's reclaim.

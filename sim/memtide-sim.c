@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * memtide-sim.c - replay access traces against balloon policies; sweep; benchmark.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * memtide-trace.c - record a memtide trace from a real process, or inspect one.
  *

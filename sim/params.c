@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * params.c - every tunable of every memtide-sim policy, by command-line name.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * policy.c - the list of memtide-sim's policies, in report order (baselines first, the
  * oracle last), and lookup by name.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * policy_basic.c - the three baselines that need no model of their own:
  *   none      static allocation: every page stays resident, free page reporting off.

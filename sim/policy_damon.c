@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * policy_damon.c - DAMON's region-based access sampling with DAMON_RECLAIM's scheme, as
  * mm/damon/core.c and mm/damon/reclaim.c do it (6.1), over guest RAM as one target.

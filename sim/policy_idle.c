@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * policy_idle.c - the single idle-age threshold, exact to the page: the policy memtide must
  * beat (issue 13, "Beat a single idle threshold"), and per-page variants of it that ask

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * policy_memtide.c - memtide's own policy: libvmm's generations, eviction hand and reclaim
  * controller (vmm/include/vmm.h parts 4-6), driven the way memtided drives them, with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * policy_mom.c - a balloon driven the way oVirt MOM's default policy (balloon.rules)
  * drives it, with the guest's own LRU (sim/lru2.c) reclaiming when the balloon squeezes.

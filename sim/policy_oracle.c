@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * policy_oracle.c - the oracle: knows the whole trace, and so gives the lower bound on
  * resident memory for a refault budget that no real policy can beat.

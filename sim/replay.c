@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * replay.c - the replay core: what "resident" and "refault" mean in memtide-sim.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sim.h - libsim, memtide's policy lab: traces, generators, the replay core and policies.
  *

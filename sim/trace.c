@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * trace.c - memtide's access trace: the in-memory form, and its file format's strict reader
  * and writer.  docs/trace-format.md is the specification; this file follows it section by

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # libvirtd_up.sh: start virtlogd and libvirtd (monolithic, as Debian 12 has them) unless they
 # run already, for the tests that use the host's real libvirtd.
 #

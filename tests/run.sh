@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # run.sh: memtide's test runner, behind `make check`.
 #
 # Runs the test suites named on the command line (default: all of them, in this order):

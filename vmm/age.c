@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * age.c - the aging hand driven by page tables (Part 4 of libvmm; joins Parts 1-3 to 4).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * bloom.c - the bloom filter over leaf page-table pages (Part 3 of libvmm).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * decide.c - one round of memtide's per-VM decision (Part 6c of libvmm).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * evict.c - the eviction hand (Part 4 of libvmm, generations).
  *

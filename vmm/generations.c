@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * generations.c - the aging hand and access hints (Part 4 of libvmm, generations).
  *

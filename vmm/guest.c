@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * guest.c - one guest's page state: lifetime, layout lookup, statistics and invariants
  * (Part 4 of libvmm, generations; the encoding is in guest_priv.h).

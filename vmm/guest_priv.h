@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * guest_priv.h - one guest's page state, shared by the files of Parts 4-7 of libvmm.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pid.c - a general PID controller (Part 6 of libvmm, PID control).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pt_ept.c - the x86 EPT page-table format (Part 1 of libvmm).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pt_format.c - look up a page-table format by id (Part 1 of libvmm).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pt_format.h - libvmm internal: the bit layouts of the two page-table formats.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pt_s2.c - the arm64 stage-2 page-table format, 4 KiB granule (Part 1 of libvmm).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * reclaim_ctl.c - the reclaim controller (Part 6b of libvmm, PID control).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * refault.c - refaults: an evicted page touched again (Part 5 of libvmm).
  *

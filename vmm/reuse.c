@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * reuse.c - the reuse histogram (Part 8 of libvmm): what a lower threshold would cost,
  * measured before anything is evicted.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * simhw.c - simulated hardware: real EPT / stage-2 tables in memory (Part 2 of libvmm).
  *

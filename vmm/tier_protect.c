@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * tier_protect.c - MGLRU's tier protection (Part 6a of libvmm, PID control).
  *

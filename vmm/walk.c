@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * walk.c - the aging walker and look-around (Part 1 of libvmm).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * wss.c - the working-set estimate (Part 7 of libvmm).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * choose.c - pick a VM's access-bit source (choose.h): try each page-level source in order
  * of preference, keep the first that opens, and write one sentence for every other.

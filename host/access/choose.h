@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * choose.h - which access-bit source a VM gets (choose.c), and the guest RAM layout the
  * host-side sources share (guest_layout.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * domxml_ept.c - the domain XML transform behind `memtidectl domxml-patch --ept`
  * (domxml_ept.h).

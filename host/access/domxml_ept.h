@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * domxml_ept.h - what `memtidectl domxml-patch --ept` adds to a libvirt domain so that its
  * QEMU loads memtide's ept plugin (host/access/qemu_plugin/): the -plugin argument, through

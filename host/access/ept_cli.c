@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * ept_cli.c - memtidectl's ept commands (ept_cli.h): the exact -plugin argument for a
  * guest, a table file's state, and switching its instrumentation by hand (measurements,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ept_cli.h - memtidectl's ept-* commands (ept_cli.c) and the -plugin argument they share
  * with domxml-patch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * ept_file.c - open, check, claim and drive the emulated EPT file (ept_file.h).
  *

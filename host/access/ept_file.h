@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ept_file.h - the controller's side of the emulated EPT file (format: ept_table.h).
  *

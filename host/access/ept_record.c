@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * ept_record.c - a trace from a live guest's emulated EPT (ept_record.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ept_record.h - record a memtide trace (docs/trace-format.md) from a live TCG guest through
  * its emulated EPT file (ept_table.h): `memtide-trace ept`.

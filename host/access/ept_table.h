@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ept_table.h - the emulated EPT file shared by memtide's QEMU TCG plugin and memtided.
  *

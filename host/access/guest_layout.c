@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * guest_layout.c - where QEMU puts guest RAM, for the host-side sources (choose.h).
  *

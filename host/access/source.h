@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * source.h - where a VM's page-access information comes from: the access-bit source.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * source_agent.c - the agent's reports as an access-bit source (see source.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * source_damon.c - the damon access-bit source: Linux DAMON in physical-address mode over
  * the host frames that back a guest's RAM, through DAMON's sysfs interface

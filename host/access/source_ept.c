@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * source_ept.c - the ept access-bit source: a TCG guest's emulated EPT, kept by memtide's
  * QEMU plugin (ept_table.h), aged with libvmm's walker and bloom filter as hardware tables

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * source_idle.c - the idle access-bit source: Linux idle page tracking over the host frames
  * that back a guest's RAM (Documentation/admin-guide/mm/idle_page_tracking.rst).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * source_sim.c - the simulated access-bit source: libvmm's simulated hardware (real EPT
  * tables in memory) driven by a synthetic workload, aged by vmm_age_walk.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * young_dump.c - a diagnostic wrapper around any access-bit source: after each aging round
  * it writes the pages libvmm holds in its two youngest generations to a file, so that what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vhost.h - memtided's vhost-user back end for QEMU's vhost-user-vsock-pci: the session
  * with QEMU (vu_session.c) and the virtio-vsock device behind it (vsock_dev.c).

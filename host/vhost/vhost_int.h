@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vhost_int.h - the parts of host/vhost/ that its own files, the unit tests and the fuzz
  * target share: the vhost-user wire format, the guest memory table, the split virtqueue and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vring.c - the device side of a split virtqueue over a guest's memory (vhost_int.h).
  *

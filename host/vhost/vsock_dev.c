@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vsock_dev.c - the virtio-vsock device behind memtided's vhost-user back end (vhost.h):
  * one served port, one connection, credit-based flow control, a bounded control queue.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vsock_pkt.c - the virtio-vsock packet header (virtio 1.2, 5.10.6): little-endian on the
  * wire, host order in struct vsock_hdr, and the checks a packet from the guest passes before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vu_mem.c - the guest memory table of a vhost-user session (vhost_int.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vu_session.c - one vhost-user connection from QEMU, back-end side (vhost.h).
  *

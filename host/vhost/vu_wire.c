@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vu_wire.c - the vhost-user envelope: request names for logs and the per-request rules
  * every message is checked against before a handler runs (vhost_int.h).

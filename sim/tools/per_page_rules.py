@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """per_page_rules.py - would a page's own history beat the best single idle threshold?
 
 Why: issue 13 asks memtide, at its defaults, to save more than the best idle-age threshold

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """zipf_online_bound.py - the most memory ANY online policy can save on memtide-sim's zipf trace.
 
 Why: sim_pareto's goal asks memtide for 85% of the oracle's saving on every trace.  The

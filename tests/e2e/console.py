@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """console.py: follow a guest's console log, as QEMU writes it, for the workload's lines.
 
 QEMU's serial port writes the guest's output to the log as the guest sends it, a few bytes at

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """ept_boot.py: boot the e2e guest again and again under TCG with memtide's ept plugin, and
 ask for a sampling window right after each start, as memtided does when it attaches a guest
 that is starting (a libvirt hook, a host reboot).  Used by scenario 17.

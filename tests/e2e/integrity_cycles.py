@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """integrity_cycles.py: the operator's side of scenario 4 (data integrity through memtided's cycles).
 
 Usage: integrity_cycles.py MEMTIDECTL SOCKET VM CONSOLE CYCLES LOW_MIB

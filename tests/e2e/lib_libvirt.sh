@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib_libvirt.sh: the libvirt half of the end-to-end harness (sourced after lib.sh).
 #
 # The second way an operator runs guests: libvirtd starts QEMU, memtided finds the domain by

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib_zram.sh: a zram swap device of the test's own, sourced after lib.sh.
 #
 # Host swap is host-global: a test adds its own device through /sys/class/zram-control/hot_add

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """pageout_run.py: one run of scenario 12 (host-side eviction) against a booted guest.
 
 The guest runs `pageload HOT COLD` (tests/e2e/workloads/pageload.c) and memtided has just been

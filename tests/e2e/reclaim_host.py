@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """reclaim_host.py: a scripted host for scenario 7 (agent reclaim in a real guest).
 
 Connects to the agent's virtio-serial socket (QEMU's chardev, server side), does the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vsock_bridge.c - a test helper of the e2e harness (E2E_TRANSPORT=vsock): memtided's own
  * vhost-user-vsock back end (host/vsock_service.c, host/vhost/) with the agent's stream

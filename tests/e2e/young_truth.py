@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """young_truth.py: the ground truth scenarios 8 and 11 score memtided's young pages against.
 
 memload hotpages prints, on the guest's console, where its hot and cold pages sit in

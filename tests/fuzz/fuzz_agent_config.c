@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_agent_config.c - libFuzzer target for the guest agent's settings
  * (guest-agent/agent_config.c): the key=value file (libinih) and, through the same

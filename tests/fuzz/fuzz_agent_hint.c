@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_agent_hint.c - libFuzzer target for the guest agent's hint socket: the request
  * language and pagemap translation (agent_hint.c) and the per-user guard

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_agent_mglru.c - libFuzzer target for the guest agent's MGLRU reader
  * (guest-agent/agent_mglru.c): /sys/kernel/debug/lru_gen text -> generations -> a wss report.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_agent_procfs.c - libFuzzer target for the guest agent's /proc parsers
  * (guest-agent/agent_procfs.c): /proc/meminfo, /proc/vmstat, /proc/pressure/memory and

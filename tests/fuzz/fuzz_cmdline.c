@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_cmdline.c - libFuzzer target for memtided's command line (host/cmdline.c).
  *

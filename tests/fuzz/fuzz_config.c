@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_config.c - libFuzzer target for memtided's config file (host/policy.c: libinih over
  * the [daemon], [controller], [host], [defaults] and [sim] tables).

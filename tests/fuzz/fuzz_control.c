@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_control.c - libFuzzer target for memtided's control socket requests.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_domxml.c - libFuzzer target for libvirt domain XML as memtide reads and patches it:
  * `memtidectl domxml-patch` (host/domxml.c) and memtided's reading of the live XML

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_policy_xml.c - libFuzzer target for memtide's per-domain policy metadata
  * (mtd_policy_from_xml in host/policy.c): XML any libvirt user with write access to a domain

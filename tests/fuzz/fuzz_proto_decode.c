@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_proto_decode.c - libFuzzer target for the host-agent protocol decoder.
  *

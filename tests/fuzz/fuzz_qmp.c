@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_qmp.c - libFuzzer target for memtided's QMP client: what a hostile QEMU can say.
  *

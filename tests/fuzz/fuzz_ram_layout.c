@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_ram_layout.c - libFuzzer target for the guest RAM layout (host/ram_layout.c): what a
  * hostile or broken QEMU can answer to the questions host-side eviction asks before it names

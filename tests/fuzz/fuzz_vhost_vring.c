@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_vhost_vring.c - libFuzzer target for memtided's vhost-user-vsock back end
  * (host/vhost/): everything a guest or QEMU can put in front of it.

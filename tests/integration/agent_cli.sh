@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # agent_cli.sh - memtide-agent as a program: flags, defaults with no config file, errors,
 # the hint and reclaim subcommands, and real cgroup v2 reclaim where this machine has it.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # deb.sh: `make deb` builds the three Debian packages from this tree, lintian has nothing to
 # say about them (the overrides kept are in debian/*.lintian-overrides, each with its
 # reason), and each package holds what it should and nothing of the others':

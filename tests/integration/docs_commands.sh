@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # docs_commands.sh: the shell commands in README.md and docs/operations.md work when pasted.
 #
 # Every command of a code block (an indented or fenced block; comments after "  #" dropped)

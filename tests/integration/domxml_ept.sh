@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # domxml_ept.sh: `memtidectl domxml-patch --ept` against a real libvirtd, and what follows
 # from it: the patched domain starts with memtide's ept plugin, and memtided reads its page
 # accesses through the ept source.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_console.sh - tests/e2e/console.py, the follower the e2e scenarios read the guest's
 # console with: a line QEMU has written only half of is not a line yet (it is matched once
 # its newline arrives, whole), later lines are still seen, skip() forgets what came before,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_ctl.sh: memtided's control socket and memtidectl, against a real QEMU guest.
 #
 # memtided runs in plain-QEMU mode on the tiny integration guest (host_guest.sh) with

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_frontends.sh: memtided's front ends cannot be starved, and memtidectl never hangs.
 #
 # memtided runs in plain-QEMU mode with libvmm's simulated source against a fake QMP peer

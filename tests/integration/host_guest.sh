@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_guest.sh: the tiny guest memtided's integration tests boot, and a check that it boots.
 #
 # The end-to-end guest (tests/e2e/guest/build.sh -> build/e2e/guest/) is used when it has

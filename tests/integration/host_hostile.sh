@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_hostile.sh: memtided (plain-QEMU mode) against a hostile QEMU and hostile control clients.
 #
 # The QMP peer is a scripted fake (Python, below): it stands in for a hostile or buggy QEMU,

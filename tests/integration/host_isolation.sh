@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_isolation.sh: one frozen QMP peer stalls nothing but its own VM.
 #
 # memtided manages 8 VMs in plain-QEMU mode (--qmp once per VM) with libvmm's simulated

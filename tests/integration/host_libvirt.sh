@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_libvirt.sh: memtided against a real libvirtd with real QEMU guests (TCG).
 #
 # Starts virtlogd and libvirtd itself when they are not running (as root; never with -l).

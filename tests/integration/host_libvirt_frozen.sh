@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_libvirt_frozen.sh: a frozen QEMU under a real libvirtd stalls only its own VM.
 #
 # Two transient domains (the tiny integration guest of host_guest.sh, TCG) under the real

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_lifecycle.sh: memtided's faults in plain-QEMU mode, against a real QEMU guest.
 #
 # Real: QEMU (TCG) booting the tiny integration guest (host_guest.sh) whose virtio balloon

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_observe.sh: observe-only mode, the audit trail and honest figures, on a real QEMU
 # guest (the tiny integration guest of host_guest.sh, plain-QEMU mode, libvmm's simulated
 # source so the working set is known without an agent).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_pageout.sh: host-side eviction against real QEMUs: the guest RAM map memtided builds at
 # attach (host/ram_layout.c), what it refuses and why, and a full host swap.
 #

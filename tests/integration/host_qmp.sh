@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_qmp.sh: memtided in plain-QEMU mode (--qmp, --agent) against a real QEMU guest.
 #
 # The guest is the tiny integration guest (host_guest.sh): a real kernel whose virtio-balloon

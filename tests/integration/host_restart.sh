@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_restart.sh: memtided restarted under 8 managed VMs leaves every VM's size alone.
 #
 # Real: libvirtd (started here as root when it is not running, never with -l), 8 QEMU TCG

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # install.sh: `make install DESTDIR=... PREFIX=/usr` puts every file where an operator and
 # libvirt expect it, with the right modes and paths, stripped, and nothing a host does not
 # need (the guest agent and the lab tools come with install-agent and install-lab); the

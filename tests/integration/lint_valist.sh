@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lint_valist.sh - every va_start (and va_copy) in the tree's C files is matched by a va_end in
 # the same function.  clang-tidy's valist.Unterminated does this for `make lint`, but it is off
 # (.clang-tidy says why: it once took a json-c call for a va_start).  A count per function,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # manpages.sh: the man pages (docs/man/) cannot drift from the programs.  Each page is
 # compared with what its program says of itself, in both directions (a flag the program has
 # and the page lacks fails, and so does one the page documents and the program lost):

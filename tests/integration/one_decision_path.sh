@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # one_decision_path.sh - memtided and memtide-sim's memtide decide through one call.
 #
 # The policy lab's figures say something about the daemon only while both run the same

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # sim_sweep.sh - memtide-sim and memtide-trace end to end, as a user runs them: help, a
 # generated trace written and replayed, a sweep producing its CSV and gnuplot PNG/SVG, a
 # real program recorded under valgrind lackey, the committed traces validated, and clear

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # systemd_unit.sh: memtided's and the agent's systemd units, and memtided's side of
 # Type=notify.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # trace_ept.sh: `memtide-trace ept` records a trace from a real TCG guest through memtide's
 # ept plugin, and the policy lab replays it (memtide-sim).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # contrib.sh: the Prometheus alert rules and the Grafana dashboard in contrib/ are valid and
 # speak of series memtided really serves (`make check-packaging`, run by CI: it needs
 # promtool, from Debian's prometheus package).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # systemd_guest.sh: memtided under its packaged unit, in a real systemd (`make
 # check-packaging`, run by CI; tests/integration/systemd_unit.sh checks the units on the host
 # in `make check`).

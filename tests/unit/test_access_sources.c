@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_access_sources.c - the host-side access sources on recorded and stand-in kernel files
  * (host/access/source_idle.c, source_damon.c, choose.c, guest_layout.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_agent_balloon.c - the agent's view of the virtio balloon (guest-agent/agent_balloon.c).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_agent_collect.c - memtide-agent's collectors, config and reclaim on this machine.
  *

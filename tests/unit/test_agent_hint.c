@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_agent_hint.c - what a user of the guest's hint socket may do (agent_hint.c,
  * agent_hint_guard.c), without sockets.

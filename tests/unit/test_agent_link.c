@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_agent_link.c - memtide-agent against a test host, over a socketpair and a unix socket.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_agent_ticker.c - the agent's periodic thread (guest-agent/agent_ticker.c).
  *

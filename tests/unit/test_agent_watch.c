@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_agent_watch.c - the agent's growth watch (guest-agent/agent_watch.c).
  *

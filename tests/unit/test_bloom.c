@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_bloom.c - the bloom filter over leaf tables (vmm/bloom.c).
  *

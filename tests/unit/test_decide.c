@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_decide.c - one round of the per-VM decision (vmm_decide, vmm/decide.c), the call
  * memtided and memtide-sim's memtide both make, and the limits both fit the controller to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_domxml.c - the domain XML transform behind `memtidectl domxml-patch` (host/domxml.c).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_domxml_ept.c - `memtidectl domxml-patch --ept` (host/access/domxml_ept.c): the ept
  * plugin added to a domain's <qemu:commandline> with the RAM layout QEMU 7.2 gives it.

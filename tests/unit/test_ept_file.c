@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_ept_file.c - the emulated EPT file (host/access/ept_table.h) from memtided's side:
  * ept_file.c's checks and claim, and the ept source (source_ept.c) over it.

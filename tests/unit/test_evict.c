@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_evict.c - the eviction hand (vmm/evict.c).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_generations.c - Part 4 of libvmm: generations, the aging hand, hints (vmm/guest.c,
  * vmm/generations.c, vmm/age.c).

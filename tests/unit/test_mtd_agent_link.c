@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_agent_link.c - the host side of the agent protocol (host/agent_link.c) against a
  * scripted peer playing the guest agent over a real unix socket.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_arbiter.c - host arbitration (host/arbiter.c): who is squeezed when the host runs
  * short, hysteresis between the marks, and the meminfo reader.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_bounded_call.c - a blocking call run with a deadline (host/bounded_call.c).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_cmdline.c - memtided's flags (host/cmdline.c) and the config file read from text
  * (mtd_config_load_text): what main() runs, without starting a daemon.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_control.c - the control socket's request parser (host/control_req.c) and the
  * handler behind it (mtd_control_handle), on hostile request lines.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_controller.c - memtided's per-VM target math and safety rules (host/controller.c).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_daemon.c - the core's front-end calls (mtd.h) on a daemon in plain-QEMU mode
  * whose QMP socket does not exist: the VM is registered and its loop keeps retrying, so

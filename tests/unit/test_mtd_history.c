@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_history.c - the audit trail on disk (host/history.c), the words for an agent's
  * capabilities (host/agent_caps.c) and the honest figures (mtd_vm_figures).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_libvirt.c - memtided's libvirt-side parsing and the policy's metadata round trip
  * (host/libvirt_conn.c, host/policy.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_metrics.c - /metrics follows Prometheus' exposition format and naming rules
  * (host/metrics.c).

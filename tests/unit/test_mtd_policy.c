@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_policy.c - memtided's settings parsing and validation (host/policy.c): sizes and
  * durations, per-domain policy keys, the metadata XML (hostile input included) and the INI

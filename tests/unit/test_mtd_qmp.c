@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_qmp.c - memtided's QMP client (host/qmp.c, host/qmp_parse.c) against a hostile or
  * buggy QEMU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_registry.c - the VM registry and its RCU snapshots under concurrency
  * (host/registry.c, host/vm.c).

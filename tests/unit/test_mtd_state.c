@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_state.c - memtided's per-VM state files (host/state.c).
  *

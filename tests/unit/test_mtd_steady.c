@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_steady.c - the steady-guest rules (host/steady.c) and how the controller keeps
  * them (host/controller.c).

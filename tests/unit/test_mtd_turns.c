@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_turns.c - first come, first served turns (host/turns.c).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_vhost_layout.c - the vhost-user memory table checked against the QMP-derived
  * guest RAM layout (host/vhost_layout.c over host/ram_layout.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_vm_loop.c - one VM's control loop (host/vm_loop.c) against a scripted balloon.
  *

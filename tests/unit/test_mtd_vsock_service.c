@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_vsock_service.c - memtided's vsock service (host/vsock_service.c) with its own
  * thread, against a scripted QEMU listening on a unix socket in a watched directory (as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_pageout.c - the pageout actuator (host/pageout.c) against a real process, without
  * touching host-global state.  The free page scan (mtd_pageout_find_empty) against the same

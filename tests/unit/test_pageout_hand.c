@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_pageout_hand.c - host-side eviction's hand (host/pageout_hand.c): settings, how
  * `return` resolves, and the hand's states driven end to end against a real process.

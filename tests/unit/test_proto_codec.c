@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_proto_codec.c - the host-agent protocol codec: round trips and hostile input.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_pt_format.c - the EPT and stage-2 bit layouts against hand-written encodings.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_ram_layout.c - the guest RAM layout (host/ram_layout.c) on recorded QEMU 7.2 answers.
  *

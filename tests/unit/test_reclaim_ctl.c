@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_reclaim_ctl.c - the reclaim controller (vmm/reclaim_ctl.c) closing the loop on a
  * simulated guest.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_refault.c - refaults (vmm/refault.c, Part 5).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_reuse.c - the reuse histogram (vmm/reuse.c) and the reuse floor it gives the reclaim
  * controller (vmm/reclaim_ctl.c).

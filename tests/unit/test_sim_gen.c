@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_sim_gen.c - each synthetic generator produces the shape sim/gen.c says it does,
  * checked by statistics over the generated trace (not by re-running the generator's code).

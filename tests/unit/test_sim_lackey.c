@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_sim_lackey.c - valgrind lackey output to trace: address-space compaction into 2 MiB
  * blocks, page-crossing accesses, write bits, epochs by access count, and the rejection of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_sim_policy.c - the replay model and every policy against small traces built here,
  * whose right answers can be worked out by hand:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_sim_trace.c - the trace file format: a write/read round trip keeps every bit, and the
  * strict reader rejects corrupt or hostile input with an error (never a crash, never a

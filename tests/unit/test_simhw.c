@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_simhw.c - the simulated hardware (vmm/simhw.c): layout, huge-leaf shares, MMU
  * accesses, unmap with huge-leaf splitting, refaults (also from two threads at once).

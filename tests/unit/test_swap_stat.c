@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_swap_stat.c - host swap room and the compressed pools' cost (host/swap_stat.c), on
  * text in the kernel's formats and on a stand-in /proc and /sys.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_tier_protect.c - MGLRU's tier protection (vmm/tier_protect.c), through the eviction
  * hand (vmm/evict.c) and refaults (vmm/refault.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_vhost_session.c - the vhost-user session (host/vhost/vu_session.c, vu_wire.c) driven
  * by a scripted front end over a socketpair, the way QEMU 7.2's vhost-user-vsock-pci drives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_vhost_vring.c - the guest memory table (host/vhost/vu_mem.c) and the split virtqueue
  * (host/vhost/vring.c) against a fake guest driver (vhost_fake_guest.h) that plays fair

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_walk.c - the walker (vmm/walk.c) on simulated and hand-built tables.
  *

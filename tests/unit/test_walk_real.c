@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_walk_real.c - the walker on the shapes real tables have (vmm/walk.c, vmm/pt_format.c):
  * KVM's MMIO SPTEs in an EPT, arm64 stage-2 walks that start at level 1 with concatenated

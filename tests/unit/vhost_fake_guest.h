@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vhost_fake_guest.h - a guest driver in a test's own memory, for the vhost back end's unit
  * tests: 1 MiB of "guest RAM" at guest-physical 0x100000 (QEMU's address 0x7f0000100000),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * vmm.h - libvmm, memtide's memory-management core.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * memtide_ept.c - a QEMU TCG plugin that keeps an emulated x86 EPT over guest RAM, with
  * hardware-like accessed and dirty bits, in a file memtided maps (host/access/ept_table.h).

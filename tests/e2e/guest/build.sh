@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # build.sh: the end-to-end guest image (kernel + initramfs), built once and cached.
 #
 # Output, under $BUILD/e2e/guest/ (never committed):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 01_free_page_reporting.sh: scenario 1, no memtide part involved.
 # The guest touches 400 MiB and frees it; free page reporting (virtio-balloon,
 # free-page-reporting=on, 2 MiB blocks) must hand at least 80% of it back to the host within

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 02_cold_memory.sh: scenario 2, cold memory handed back by memtided (plain-QEMU mode).
 # A 1 GiB guest holds a 200 MiB hot set touched continuously, 350 MiB of cold anonymous data
 # and 150 MiB of cold tmpfs data (shmem: the initramfs root has no block-backed page cache).

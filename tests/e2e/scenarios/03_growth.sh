@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 03_growth.sh: scenario 3, the working set grows by 300 MiB after memtided has taken the
 # cold memory; memtided must give memory back before the guest thrashes or OOMs.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 04_integrity.sh: scenario 4, no guest data is lost through memtided's reclaim and deflate cycles.
 #
 # A 768 MiB guest (zram swap inside it, 600 MiB) fills 448 MiB (most of its free RAM) with

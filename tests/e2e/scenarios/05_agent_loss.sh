@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 05_agent_loss.sh: scenario 5, the agent dies and then QEMU exits under memtided.
 # The guest (1 GiB, zram swap, 100 MiB hot, 300 MiB cold) runs memtide-agent; memtided
 # (plain-QEMU mode, interval 2 s) inflates the balloon; init then SIGKILLs the agent.

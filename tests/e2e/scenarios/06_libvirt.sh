@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 06_libvirt.sh: scenario 6, scenario 2 through libvirt, started the way an operator runs it.
 #
 # libvirtd (started here as root, with memtide's hook installed in /etc/libvirt/hooks/qemu.d/

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 07_agent_reclaim.sh: memtide-agent's reclaim, inside a real guest, reported honestly.
 #
 # The guest (1 GiB, zram swap of 400 MiB inside it) holds 300 MiB of cold anonymous data.  A

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 08_access_ept.sh: scenario 8, the ept access source on a real TCG guest.
 #
 # The guest runs memload hotpages: 64 MiB written page by page, round after round (the hot

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 09_kv_steady.sh: scenario 9, a server loaded while memtided runs keeps its throughput.
 #
 # Issue 13 met this on a real guest: a key-value server (1.5 GiB guest, 600 MiB of values,

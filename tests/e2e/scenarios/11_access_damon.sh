@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 11_access_damon.sh: scenario 11, the damon access source on a real TCG guest.
 #
 # The same workload as scenario 8 (memload hotpages: 64 MiB written page by page, round

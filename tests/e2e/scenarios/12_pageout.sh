@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 12_pageout.sh: scenario 12, host-side eviction: memtided takes a guest's coldest pages itself,
 # with no help from the guest (issue 12).
 #

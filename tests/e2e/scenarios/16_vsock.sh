@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 16_vsock.sh: scenario 16, the agent's channel over vsock with memtided as the device's
 # vhost-user back end (no vhost_vsock kernel module on this host: QEMU's vhost-user-vsock-pci
 # talks to memtided, host/vsock_service.h).

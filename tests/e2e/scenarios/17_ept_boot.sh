@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 17_ept_boot.sh: scenario 17, a guest with memtide's ept plugin boots when memtided asks for
 # sampling windows from its first moments.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # 18_free_churn.sh: scenario 18, host-side eviction of a guest that keeps allocating and
 # freeing memory (issue 13: a reallocation of free memory is not a reuse).
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * kvserve.c: the e2e guest's key-value server (static, runs as the guest's /init child).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * memload.c: the e2e guest's memory workload (static, runs as the guest's /init child).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pageload.c: the e2e guest's workload for host-side eviction (scenario 9, pageout).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 # fake_qmp.py: stand-in QEMU QMP monitors for memtided's isolation tests and benchmarks.
 #
 # A mock, and said so wherever it is used: a real QEMU per VM costs ~100 MiB and a CPU's

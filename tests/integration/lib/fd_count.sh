@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # fd_count.sh: count a daemon's open fds for a leak check (sourced by host_restart.sh and
 # host_lifecycle.sh, which run 100 cycles of something and compare the count before and
 # after).

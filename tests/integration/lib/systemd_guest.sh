@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # systemd_guest.sh: boot a real systemd (this host's own Debian 12 userland) in a TCG QEMU
 # guest and run one script in it as a service; systemd_unit.sh test 8 uses it to run memtided
 # under its real unit, installed from the .deb, where systemd is not PID 1 on the host.
