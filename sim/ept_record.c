@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ept_file.h"
+#include "access/ept_file.h"
 #include "sim.h"
 
 struct harvest {

@@ -7,7 +7,7 @@
  * source falls back from wss reports to MemTotal - MemAvailable (source_agent.c), and guest
  * pressure is read from PSI when the stats carry it, else from MemAvailable alone.
  */
-#include "agent_caps.h"
+#include "act/agent_caps.h"
 
 #include <stdbool.h>
 #include <stdio.h>

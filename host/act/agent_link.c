@@ -14,7 +14,7 @@
  * An agent's hello on a ready link is a restarted agent (virtio-serial: the stream stays
  * open): READY -> HELLO_WAIT with our hello and config sent again -> READY.
  */
-#include "agent_link.h"
+#include "act/agent_link.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_caps.h"
-#include "log.h"
+#include "act/agent_caps.h"
+#include "base/log.h"
 
 #define BACKOFF_MIN_MS    500
 #define BACKOFF_MAX_MS    30000

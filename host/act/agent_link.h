@@ -7,7 +7,7 @@
  *                  listens on it: a libvirt <channel type='unix'> with <source mode='bind'>,
  *                  or -chardev socket,server=on);
  *   vsock          the agent connects to memtided's vhost-user-vsock back end
- *                  (host/vsock_service.c), which hands the stream over as one end of a
+ *                  (host/vsock/vsock_service.c), which hands the stream over as one end of a
  *                  socketpair through an fd source (mtd_agent_link_set_fd_source).
  * A stream from the fd source replaces whatever the link had: the agent chose vsock (or
  * restarted), so a virtio-serial session, or an older vsock one, is over.  On a connection

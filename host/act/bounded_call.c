@@ -15,7 +15,7 @@
  * Cost: one thread hop per call (a few tens of microseconds), next to a libvirt RPC's
  * round trip of a few hundred microseconds at least.
  */
-#include "bounded_call.h"
+#include "act/bounded_call.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -19,7 +19,7 @@
  * those calls is bounded per VM (bounded_call.h): a frozen QEMU stalls only its own VM's
  * loop, and only for the call timeout.
  */
-#include "libvirt_conn.h"
+#include "act/libvirt_conn.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -35,11 +35,11 @@
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
 
-#include "bounded_call.h"
-#include "daemon.h"
-#include "log.h"
-#include "policy.h"
-#include "qmp.h"
+#include "act/bounded_call.h"
+#include "daemon/daemon.h"
+#include "base/log.h"
+#include "daemon/policy.h"
+#include "act/qmp.h"
 
 struct mtd_libvirt {
 	struct mtd_daemon *d;

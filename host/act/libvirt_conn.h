@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mtd.h"
-#include "vm.h"
+#include "base/mtd.h"
+#include "daemon/vm.h"
 
 struct mtd_daemon;
 struct mtd_libvirt;

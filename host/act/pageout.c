@@ -25,7 +25,7 @@
  * Pagemap entries (Documentation/admin-guide/mm/pagemap.rst): bit 63 present, bit 62
  * swapped, bits 0-54 the frame number when present (zero without CAP_SYS_ADMIN).
  */
-#include "pageout.h"
+#include "act/pageout.h"
 
 #include <errno.h>
 #include <fcntl.h>

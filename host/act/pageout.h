@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ram_layout.h"
+#include "act/ram_layout.h"
 
 struct mtd_pageout;
 struct vmm_run;

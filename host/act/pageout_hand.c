@@ -15,7 +15,7 @@
  *             freeing what its agent was asked for;
  *   ACTIVE    evicting.
  */
-#include "pageout_hand.h"
+#include "act/pageout_hand.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,10 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "pageout.h"
-#include "policy.h"
-#include "swap_stat.h"
+#include "base/log.h"
+#include "act/pageout.h"
+#include "daemon/policy.h"
+#include "act/swap_stat.h"
 #include "vmm.h"
 
 #define MiB           ((uint64_t)1 << 20)

@@ -36,8 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mtd.h"
-#include "ram_layout.h"
+#include "base/mtd.h"
+#include "act/ram_layout.h"
 
 struct vmm_guest;
 struct vmm_pt;

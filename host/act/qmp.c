@@ -16,8 +16,8 @@
  * deadline to HURRY_MS from the moment it is seen.  A daemon stop then takes at most
  * HURRY_MS per call left, not the full timeout.
  */
-#include "qmp.h"
-#include "vm.h"
+#include "act/qmp.h"
+#include "daemon/vm.h"
 
 #include <errno.h>
 #include <fcntl.h>

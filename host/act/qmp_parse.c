@@ -18,7 +18,7 @@
  * json-c keeps the last; QMP is read once per message, so no check can see another value
  * than the one used.
  */
-#include "qmp.h"
+#include "act/qmp.h"
 
 #include <errno.h>
 #include <json-c/json.h>

@@ -12,7 +12,7 @@
  * it at run time (PAM shadowing of the BIOS area, SMRAM), so the flat view read at attach
  * may not hold there later, and 640 KiB are not worth the doubt.
  */
-#include "ram_layout.h"
+#include "act/ram_layout.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -3,7 +3,7 @@
  * ram_layout.h - where a QEMU guest's RAM lives: guest-physical address (GPA) -> QEMU's host
  * virtual address (HVA), for every RAM region, checked against the QEMU process's mappings.
  *
- * memtided evicts guest pages itself (host/pageout.c) by naming them in QEMU's address space,
+ * memtided evicts guest pages itself (host/act/pageout.c) by naming them in QEMU's address space,
  * and reads them back through /proc/PID/pagemap; both need this map, and both must be sure
  * of it.  QEMU 7.2 has no QMP command that returns host addresses, so the layout is put
  * together from four answers and cross-checked:

@@ -2,7 +2,7 @@
 /*
  * swap_stat.c - host swap room and compressed-pool cost (swap_stat.h).
  */
-#include "swap_stat.h"
+#include "act/swap_stat.h"
 
 #include <ctype.h>
 #include <errno.h>

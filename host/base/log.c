@@ -7,7 +7,7 @@
  * line.  syslog(3) is already line-atomic.  Lines longer than the buffer are truncated with
  * a trailing "...", never split.
  */
-#include "log.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdarg.h>

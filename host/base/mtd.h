@@ -63,7 +63,7 @@ const char *mtd_vm_state_name(enum mtd_vm_state s);
  *            or to `pageout` for a VM without an agent that has a live access source.
  *   pageout  memtided evicts the guest's cold pages itself (oldest generations, past the
  *            cold age) into host swap with process_madvise(MADV_PAGEOUT); nothing is
- *            asked of the guest and the balloon stays at the ceiling (host/pageout_hand.c).
+ *            asked of the guest and the balloon stays at the ceiling (host/act/pageout_hand.c).
  *   auto     the agent's reclaim for what the guest will give, host pageout for the rest.
  */
 enum mtd_return_via {

@@ -9,7 +9,7 @@
  * slot per key (applied in the order given, the last one of a key wins, as before), and
  * paths longer than a unix socket address are refused.
  */
-#include "cmdline.h"
+#include "daemon/cmdline.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -20,8 +20,8 @@
  * which resumes from it on its first tick; after listing the running domains, the files of
  * domains that no longer run are removed.
  */
-#include "daemon.h"
-#include "vsock_service.h"
+#include "daemon/daemon.h"
+#include "vsock/vsock_service.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -40,14 +40,14 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "arbiter.h"
-#include "libvirt_conn.h"
-#include "log.h"
-#include "notify.h"
-#include "swap_stat.h"
-#include "qmp.h"
-#include "state.h"
-#include "vm.h"
+#include "decide/arbiter.h"
+#include "act/libvirt_conn.h"
+#include "base/log.h"
+#include "daemon/notify.h"
+#include "act/swap_stat.h"
+#include "act/qmp.h"
+#include "daemon/state.h"
+#include "daemon/vm.h"
 
 #define MiB             ((uint64_t)1 << 20)
 #define MAX_QUEUED_WORK 4096 /* a flood of events is cut here (rescan recovers) */

@@ -21,10 +21,10 @@
 #include <urcu.h>
 #include <urcu/rculfhash.h>
 
-#include "arbiter.h"
-#include "mtd.h"
-#include "policy.h"
-#include "turns.h"
+#include "decide/arbiter.h"
+#include "base/mtd.h"
+#include "daemon/policy.h"
+#include "daemon/turns.h"
 
 struct mtd_libvirt;
 struct mtd_vm;

@@ -6,7 +6,7 @@
  * them), then written with one write(2) on an O_APPEND descriptor, so entries from a VM's
  * loop never interleave and a crash loses at most the entry being written.
  */
-#include "history.h"
+#include "daemon/history.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
  * nothing, so memtided run by hand or by a test is unaffected.  unset_environment is 0: the
  * watchdog and status messages come later from the same process.
  */
-#include "notify.h"
+#include "daemon/notify.h"
 
 #include <stdarg.h>
 #include <stdio.h>

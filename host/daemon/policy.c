@@ -10,8 +10,8 @@
  * The metadata XML is read with XML_PARSE_NONET and without entity substitution, and only
  * up to MAX_POLICY_XML bytes: it is text any libvirt user can store in a domain.
  */
-#include "policy.h"
-#include "vsock_service.h"
+#include "daemon/policy.h"
+#include "vsock/vsock_service.h"
 
 #include <errno.h>
 #include <ini.h>

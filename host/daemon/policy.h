@@ -28,10 +28,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arbiter.h"
-#include "controller.h"
-#include "mtd.h"
-#include "pageout_hand.h"
+#include "decide/arbiter.h"
+#include "decide/controller.h"
+#include "base/mtd.h"
+#include "act/pageout_hand.h"
 
 #define MTD_POLICY_XMLNS        "https://memtide.org/xmlns/policy/1"
 #define MTD_POLICY_XMLNS_PREFIX "memtide"

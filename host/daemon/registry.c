@@ -15,8 +15,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "daemon.h"
-#include "vm.h"
+#include "daemon/daemon.h"
+#include "daemon/vm.h"
 
 /* FNV-1a over the name: names are short; lfht wants a well-spread 64-bit hash. */
 static unsigned long name_hash(const char *s)

@@ -16,7 +16,7 @@
  * would cut a name short), policy keys known.  Semantic checks (name, boot, QEMU instance,
  * sizes against the balloon) are the caller's: they need what only the caller knows.
  */
-#include "state.h"
+#include "daemon/state.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,7 +30,7 @@
 
 #include <json-c/json.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define SIZE_MAX_BYTES (1ULL << 50) /* 1 PiB: no guest has more */
 #define TIME_MAX_MS    (1ULL << 62)

@@ -28,9 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "controller.h"
-#include "mtd.h"
-#include "policy.h"
+#include "decide/controller.h"
+#include "base/mtd.h"
+#include "daemon/policy.h"
 
 #define MTD_STATE_FORMAT    1
 #define MTD_STATE_MAX_BYTES 16384 /* a real file is ~700 bytes */

@@ -11,7 +11,7 @@
  * a reader sees the old or the new snapshot, whole), and hands the old box to call_rcu.
  * One snapshot is ~2 KiB; at one swap per interval per VM the allocator cost is noise.
  */
-#include "vm.h"
+#include "daemon/vm.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,9 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon.h"
-#include "history.h"
-#include "log.h"
+#include "daemon/daemon.h"
+#include "daemon/history.h"
+#include "base/log.h"
 
 struct status_box {
 	struct rcu_head rcu;

@@ -27,13 +27,13 @@
 #include <urcu.h>
 #include <urcu/rculfhash.h>
 
-#include "controller.h"
-#include "mtd.h"
-#include "policy.h"
-#include "qmp.h"
-#include "source.h"
-#include "state.h"
-#include "steady.h"
+#include "decide/controller.h"
+#include "base/mtd.h"
+#include "daemon/policy.h"
+#include "act/qmp.h"
+#include "access/source.h"
+#include "daemon/state.h"
+#include "decide/steady.h"
 #include "vmm.h"
 
 struct mtd_daemon;

@@ -61,14 +61,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_link.h"
-#include "vsock_service.h"
-#include "choose.h"
-#include "daemon.h"
-#include "log.h"
-#include "pageout_hand.h"
-#include "state.h"
-#include "vm.h"
+#include "act/agent_link.h"
+#include "vsock/vsock_service.h"
+#include "access/choose.h"
+#include "daemon/daemon.h"
+#include "base/log.h"
+#include "act/pageout_hand.h"
+#include "daemon/state.h"
+#include "daemon/vm.h"
 
 #define MiB                 ((uint64_t)1 << 20)
 #define LOOP_STACK_BYTES    (256 * 1024)

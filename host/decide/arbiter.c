@@ -7,7 +7,7 @@
  * guest pressure) still hold for every VM whatever the host's state.  A squeezed VM whose
  * guest comes under pressure still deflates at once.
  */
-#include "arbiter.h"
+#include "decide/arbiter.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -36,7 +36,7 @@
  * here: a balloon inflated to hot set + 250 MiB had the guest OOM-kill its workload 1.3 s
  * later; /work/shared/README.md).
  */
-#include "controller.h"
+#include "decide/controller.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -49,7 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mtd.h"
+#include "base/mtd.h"
 
 /* Daemon-wide safety settings ([controller] in memtided.conf). */
 struct mtd_ctl_config {

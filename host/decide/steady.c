@@ -2,7 +2,7 @@
 /*
  * steady.c - the growing, futile-reclaim and peak rules (steady.h says why they exist).
  */
-#include "steady.h"
+#include "decide/steady.h"
 
 #include "vmm.h"
 

@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "controller.h"
+#include "decide/controller.h"
 
 #define MTD_STEADY_WSS_MAX  64 /* readings kept for the peak: a cold age at 1 s intervals */
 #define MTD_STEADY_RECLAIMS 8  /* reclaim windows kept for the echo */

@@ -13,7 +13,7 @@
  * line gets an error reply that names the problem, and the daemon carries on.  The request
  * parser is control_req.c (pure, fuzzed); this file dispatches and owns the connections.
  */
-#include "control.h"
+#include "front/control.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,9 +36,9 @@
 #include <json-c/json.h>
 #include <urcu.h>
 
-#include "controller.h"
-#include "log.h"
-#include "status_json.h"
+#include "decide/controller.h"
+#include "base/log.h"
+#include "front/status_json.h"
 
 struct client {
 	int fd;

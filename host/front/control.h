@@ -6,7 +6,7 @@
  * A unix stream socket (default /run/memtide/memtided.sock, mode 0600) served by one thread
  * of its own.  Each peer's credentials are checked with SO_PEERCRED: root and memtided's own
  * user only.  Requests and replies are one JSON object per line; docs/control-socket.md
- * specifies them.  The thread reads VM state through host/mtd.h only (RCU snapshots and the
+ * specifies them.  The thread reads VM state through host/base/mtd.h only (RCU snapshots and the
  * mtd_daemon_* calls), so it never touches a VM's live state.
  */
 #ifndef MEMTIDE_HOST_CONTROL_H
@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "mtd.h"
+#include "base/mtd.h"
 
 #define MTD_CONTROL_MAX_REQUEST (64 * 1024) /* bytes per request line */
 #define MTD_CONTROL_MAX_CLIENTS 16

@@ -26,8 +26,8 @@
  * Existing elements are edited in place and keep their other attributes and children; new
  * ones get indentation like their siblings so the diff an operator reads is tidy.
  */
-#include "domxml.h"
-#include "xml_indent.h"
+#include "front/domxml.h"
+#include "front/xml_indent.h"
 
 #include <errno.h>
 #include <stdbool.h>

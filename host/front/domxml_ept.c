@@ -20,7 +20,7 @@
  *      correct it if not, drop the others;
  *   4. none: append the pair (creating <qemu:commandline> and the qemu namespace).
  */
-#include "domxml_ept.h"
+#include "front/domxml_ept.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -34,8 +34,8 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "ept_cli.h"
-#include "xml_indent.h"
+#include "front/ept_cli.h"
+#include "front/xml_indent.h"
 
 struct notes {
 	char text[1536];

@@ -7,7 +7,7 @@
  * when QEMU puts RAM above 4 GiB, lowmem=), taken from the domain's own <memory> and
  * machine type.
  *
- * A pure text-to-text transform like host/domxml.h (libxml2, no libvirt, no I/O), applied
+ * A pure text-to-text transform like host/front/domxml.h (libxml2, no libvirt, no I/O), applied
  * after it; unit-tested on sample XML (tests/unit/test_domxml_ept.c) and against a real
  * libvirtd in tests/integration/domxml_ept.sh.
  */

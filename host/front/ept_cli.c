@@ -4,7 +4,7 @@
  * guest, a table file's state, and switching its instrumentation by hand (measurements,
  * tracing with another tool).  They work on the file, not through memtided.
  */
-#include "ept_cli.h"
+#include "front/ept_cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,10 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "choose.h"
-#include "domxml_ept.h"
-#include "ept_file.h"
-#include "policy.h"
+#include "access/choose.h"
+#include "front/domxml_ept.h"
+#include "access/ept_file.h"
+#include "daemon/policy.h"
 
 #define GiB (1ULL << 30)
 

@@ -31,12 +31,12 @@
 #include <libvirt/virterror.h>
 #include <libxml/parser.h>
 
-#include "domxml.h"
-#include "vsock_service.h"
-#include "ept_cli.h"
-#include "ept_file.h"
-#include "history.h"
-#include "mtd.h"
+#include "front/domxml.h"
+#include "vsock/vsock_service.h"
+#include "front/ept_cli.h"
+#include "access/ept_file.h"
+#include "daemon/history.h"
+#include "base/mtd.h"
 
 #define VERSION        MTD_VERSION
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
@@ -1255,7 +1255,7 @@ static void quiet_libvirt(void *arg, virErrorPtr e)
 	(void)e;
 }
 
-/* --ept: the plugin's step (host/access/ept_cli.h) on the patched text; its changes are
+/* --ept: the plugin's step (host/front/ept_cli.h) on the patched text; its changes are
  * added to the others.  Returns the total number of changes or -errno with err. */
 static int ept_step(char **after, char **changes, int n, const char *plugin, const char *dir,
 		    char *err, size_t errlen)

@@ -19,7 +19,7 @@
  *   - MHD's own idle timeout for a client that stops reading its answer.
  * A slot held by a slow client is thus free again within REQUEST_DEADLINE_S.
  */
-#include "metrics.h"
+#include "front/metrics.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "mtd.h"
+#include "base/mtd.h"
 
 struct mtd_metrics;
 

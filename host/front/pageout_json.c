@@ -7,7 +7,7 @@
  */
 #include <stdint.h>
 
-#include "status_json.h"
+#include "front/status_json.h"
 
 static void put_u64(struct json_object *o, const char *k, uint64_t v)
 {

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * status_json.c - encode memtided's status snapshots (host/mtd.h) as JSON for the control
+ * status_json.c - encode memtided's status snapshots (host/base/mtd.h) as JSON for the control
  * socket.  Pure functions of the snapshot: no locks, no I/O, so they are unit-tested
  * directly (tests/unit/test_status_json.c).
  *
  * Integers stay integers (json-c int64: bytes up to 8 EiB, never rounded through double);
  * rates are doubles.  Names are stable: memtidectl and operators' scripts read them.
  */
-#include "status_json.h"
+#include "front/status_json.h"
 
 #include <stdint.h>
 #include <string.h>
 
-#include "agent_caps.h"
+#include "act/agent_caps.h"
 
 static void put_u64(struct json_object *o, const char *k, uint64_t v)
 {

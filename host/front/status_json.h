@@ -13,7 +13,7 @@
 
 #include <json-c/json.h>
 
-#include "mtd.h"
+#include "base/mtd.h"
 
 /* The policy as an object: enabled, min_bytes, max_bytes, priority, ... */
 struct json_object *mtd_json_policy(const struct mtd_policy *p);

@@ -3,12 +3,12 @@
  * xml_indent.c: adding elements to a libvirt domain XML so that it stays laid out as an
  * operator wrote it.
  *
- * memtidectl domxml-patch (domxml.c) and its --ept part (access/domxml_ept.c) add elements
+ * memtidectl domxml-patch (domxml.c) and its --ept part (front/domxml_ept.c) add elements
  * to a definition and show the operator the diff before applying it; libxml2 appends bare
  * nodes, which would put every new element on its parent's line.  Here a new element takes
  * the indent of its siblings, so the diff shows exactly the lines added.
  */
-#include "xml_indent.h"
+#include "front/xml_indent.h"
 
 #include <stdio.h>
 #include <string.h>

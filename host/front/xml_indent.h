@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * xml_indent.h: append an element to a libvirt domain XML, indented like its siblings
- * (xml_indent.c says why).  Used by domxml.c and access/domxml_ept.c.
+ * (xml_indent.c says why).  Used by domxml.c and front/domxml_ept.c.
  */
 #ifndef MEMTIDE_XML_INDENT_H
 #define MEMTIDE_XML_INDENT_H

@@ -15,7 +15,7 @@
  * shares with us (memory-backend-memfd,share=on) through SET_MEM_TABLE.
  *
  * Pure state machines: nothing here polls, sleeps, reads a clock or logs by itself.  The
- * embedding (host/vsock_service.c) owns the socket and the eventfds, calls in when they
+ * embedding (host/vsock/vsock_service.c) owns the socket and the eventfds, calls in when they
  * are readable, and moves the agent's bytes between the device and a socketpair.
  * Thread context: a session and its device belong to one thread.
  */

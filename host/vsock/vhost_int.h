@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * vhost_int.h - the parts of host/vhost/ that its own files, the unit tests and the fuzz
+ * vhost_int.h - the parts of host/vsock/ that its own files, the unit tests and the fuzz
  * target share: the vhost-user wire format, the guest memory table, the split virtqueue and
  * the virtio-vsock packet header.  memtided's other files use vhost.h only.
  *

@@ -3,7 +3,7 @@
  * vhost_layout.c - the vhost-user memory table against the QMP-derived guest RAM layout
  * (vhost_layout.h).  Costs: O(table regions x layout regions) steps, at most 8 x 64.
  */
-#include "vhost_layout.h"
+#include "vsock/vhost_layout.h"
 
 #include <inttypes.h>
 #include <stdbool.h>

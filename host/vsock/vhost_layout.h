@@ -14,8 +14,8 @@
 
 #include <stddef.h>
 
-#include "ram_layout.h"
-#include "vhost/vhost.h"
+#include "act/ram_layout.h"
+#include "vsock/vhost.h"
 
 /* Legacy BIOS area: a pc machine maps shadow-ROM pieces of its RAM block here (read-only,
  * so QMP does not list them as RAM) and vhost-user's table includes them. */

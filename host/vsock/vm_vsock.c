@@ -18,12 +18,12 @@
 
 #include <json-c/json.h>
 
-#include "agent_link.h"
-#include "log.h"
-#include "ram_layout.h"
-#include "vhost_layout.h"
-#include "vm.h"
-#include "vsock_service.h"
+#include "act/agent_link.h"
+#include "base/log.h"
+#include "act/ram_layout.h"
+#include "vsock/vhost_layout.h"
+#include "daemon/vm.h"
+#include "vsock/vsock_service.h"
 
 static uint64_t mono_ms(void)
 {

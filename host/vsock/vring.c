@@ -27,7 +27,7 @@
 
 #include <linux/virtio_ring.h>
 
-#include "vhost_int.h"
+#include "vsock/vhost_int.h"
 
 #define CHAIN_MAX_BYTES (1u << 30)
 

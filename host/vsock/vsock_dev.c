@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vhost.h"
-#include "vhost_int.h"
+#include "vsock/vhost.h"
+#include "vsock/vhost_int.h"
 
 enum conn_state { CONN_NONE = 0, CONN_OPEN, CONN_GUEST_GONE, CONN_HOST_CLOSING };
 

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "vhost_int.h"
+#include "vsock/vhost_int.h"
 
 void vsock_hdr_decode(const struct virtio_vsock_hdr *w, struct vsock_hdr *h)
 {

@@ -18,7 +18,7 @@
  * holds its session (vu_session), its device (vsock_dev, ~130 KiB) and its stream fds.
  * Claims are a list by name.  All of it is guarded by v->lock.
  */
-#include "vsock_service.h"
+#include "vsock/vsock_service.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,9 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "mtd.h"
-#include "vhost/vhost_int.h"
+#include "base/log.h"
+#include "base/mtd.h"
+#include "vsock/vhost_int.h"
 
 #define MSGS_PER_ROUND   64
 #define CHAINS_PER_CALL  64

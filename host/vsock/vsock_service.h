@@ -34,7 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vhost/vhost.h"
+#include "vsock/vhost.h"
 
 #define MTD_VSOCK_DIR       "/run/memtide/vsock"
 #define VSOCK_AGENT_PREFIX  "vsock:" /* --agent vsock:PATH (plain-QEMU mode) */

@@ -26,7 +26,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-#include "vhost_int.h"
+#include "vsock/vhost_int.h"
 
 /* [a, a + alen) and [b, b + blen) overlap (lengths non-zero, no overflow: checked first). */
 static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)

@@ -29,8 +29,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "vhost.h"
-#include "vhost_int.h"
+#include "vsock/vhost.h"
+#include "vsock/vhost_int.h"
 
 #define VU_MAX_QUEUES 8
 

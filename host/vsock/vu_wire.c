@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "vhost_int.h"
+#include "vsock/vhost_int.h"
 
 enum payload_kind {
 	PL_UNKNOWN = 0, /* no row: an unknown request */
