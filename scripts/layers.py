@@ -102,9 +102,11 @@ def node_of(path):
 
 
 def sources():
-    out = subprocess.run(["git", "ls-files", "host", "guest-agent"], cwd=ROOT,
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                          "host", "guest-agent"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.split()
-    return sorted(p for p in out if p.endswith((".c", ".h")))
+    return sorted(set(p for p in out if p.endswith((".c", ".h")) and
+                      os.path.isfile(os.path.join(ROOT, p))))
 
 
 def resolve(src, inc):

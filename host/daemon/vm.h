@@ -30,7 +30,7 @@
 #include "decide/controller.h"
 #include "base/mtd.h"
 #include "daemon/policy.h"
-#include "act/qmp.h"
+#include "act/balloon.h"
 #include "access/source.h"
 #include "daemon/state.h"
 #include "decide/steady.h"
@@ -41,32 +41,6 @@ struct mtd_agent_link;
 struct mtd_vsock_claim;
 struct mtd_pageout_hand;
 struct json_object;
-
-/*
- * The balloon and what the hypervisor knows about the guest: libvirt (libvirt_conn.c) or a
- * plain QMP socket (qmp.c).  Called from the VM's loop thread only.  All return 0 or -errno.
- */
-struct mtd_balloon_ops {
-	const char *name;
-	/* (Re)connect and set the stats period; fills the domain's memory size. */
-	int (*open)(void *ctx, uint64_t *domain_bytes, char *err, size_t errlen);
-	int (*set_target)(void *ctx, uint64_t target_bytes, char *err, size_t errlen);
-	/* Balloon actual and the driver's stats (stats->valid false when not reported). */
-	int (*read)(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats *stats);
-	/* Is free page reporting on for this balloon?  -ENOTSUP when it cannot be told. */
-	int (*fpr)(void *ctx, bool *on);
-	/* The QEMU process, for the guest RAM's resident size and to tell a restarted QEMU
-	 * from a reconnect to the same one.  -ENOTSUP when unknown. */
-	int (*qemu_pid)(void *ctx, int *pid);
-	/* One QMP command, passed through (libvirt: its monitor passthrough).  *ret as for
-	 * mtd_qmp_execute.  NULL when the actuator has no monitor. */
-	int (*qmp)(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
-		   char *err, size_t errlen);
-	/* Connections made so far (optional, NULL: the actuator never reconnects by itself):
-	 * when it moves, the actuator lost its connection and made a new one. */
-	unsigned (*connects)(void *ctx);
-	void (*destroy)(void *ctx);
-};
 
 #define MAX_EVICTED_RUNS 1024
 
