@@ -34,7 +34,7 @@
 #include "base/log.h"
 #include "front/metrics.h"
 #include "daemon/notify.h"
-#include "daemon/policy.h"
+#include "daemon/config.h"
 
 #define MEMTIDE_VERSION MTD_VERSION
 

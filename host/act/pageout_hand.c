@@ -27,7 +27,7 @@
 
 #include "base/log.h"
 #include "act/pageout.h"
-#include "daemon/policy.h"
+#include "base/parse.h"
 #include "act/swap_stat.h"
 #include "vmm.h"
 
@@ -135,16 +135,6 @@ int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const 
 		return -EINVAL;
 	}
 	return 0;
-}
-
-enum mtd_return_via mtd_return_resolve(enum mtd_return_via policy, bool agent_expected,
-				       bool live_source)
-{
-	if (policy == MTD_RETURN_RECLAIM && !agent_expected && live_source)
-		return MTD_RETURN_PAGEOUT;
-	if (policy == MTD_RETURN_AUTO && !agent_expected)
-		return MTD_RETURN_PAGEOUT;
-	return policy;
 }
 
 /* ---- state and its log ------------------------------------------------------------- */

@@ -18,7 +18,7 @@
 #include <stdio.h>
 
 #include "daemon/daemon.h"
-#include "daemon/policy.h"
+#include "daemon/config.h"
 
 enum mtd_cmdline_action {
 	MTD_CMDLINE_RUN = 0,

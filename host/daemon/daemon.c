@@ -79,6 +79,16 @@ static unsigned usable_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
+static uint64_t vm_release_grant(void *ctx, uint64_t want_bytes, uint64_t now_ms, bool *host_short)
+{
+	return mtd_daemon_release_grant(ctx, want_bytes, now_ms, host_short);
+}
+
+static int vm_reap(void *ctx, const char *name, uint64_t serial)
+{
+	return mtd_daemon_queue_reap(ctx, name, serial);
+}
+
 int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 {
 	struct mtd_daemon *d = calloc(1, sizeof(*d));
@@ -90,12 +100,21 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	pthread_mutex_init(&d->work_lock, NULL);
 	pthread_mutex_init(&d->host_lock, NULL);
 	d->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->work_fd < 0 || mtd_registry_init(d) < 0 ||
+	if (d->work_fd < 0 || mtd_registry_init(&d->registry) < 0 ||
 	    mtd_turns_init(&d->turns, TURNS_PER_CPU * usable_cpus()) < 0) {
 		mtd_daemon_free(d);
 		return -ENOMEM;
 	}
 	d->host.release_rate_bytes_per_s = cfg->arb.release_rate_bytes_per_s;
+	d->vm_host = (struct mtd_vm_host){
+	    .cfg = &d->cfg,
+	    .turns = &d->turns,
+	    .boot_id = d->boot_id,
+	    .state_failing = &d->state_failing,
+	    .release_grant = vm_release_grant,
+	    .reap = vm_reap,
+	    .ctx = d,
+	};
 	/* Without a boot id a state file of another boot (other QEMU processes) could not be
 	 * told from this one's: keep no state then. */
 	if (d->cfg.state_dir[0] && mtd_state_boot_id(d->boot_id) < 0) {
@@ -122,7 +141,7 @@ void mtd_daemon_free(struct mtd_daemon *d)
 		d->work_head = w->next;
 		free(w);
 	}
-	mtd_registry_destroy(d);
+	mtd_registry_destroy(&d->registry);
 	if (d->work_fd >= 0)
 		close(d->work_fd);
 	pthread_mutex_destroy(&d->lock);
@@ -267,7 +286,7 @@ static void load_saved(struct mtd_daemon *d, struct mtd_vm *vm, struct mtd_polic
 
 static int start_vm(struct mtd_daemon *d, struct mtd_vm *vm)
 {
-	int rc = mtd_registry_add(d, vm);
+	int rc = mtd_registry_add(&d->registry, vm);
 
 	if (rc < 0) {
 		mtd_vm_free(vm);
@@ -275,7 +294,7 @@ static int start_vm(struct mtd_daemon *d, struct mtd_vm *vm)
 	}
 	rc = mtd_vm_loop_start(vm);
 	if (rc < 0) {
-		(void)mtd_registry_del(d, vm);
+		(void)mtd_registry_del(&d->registry, vm);
 		call_rcu(&vm->rcu, free_vm_rcu);
 		return rc;
 	}
@@ -292,7 +311,7 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	int rc;
 
 	rcu_read_lock();
-	bool known = mtd_registry_find(d, name) != NULL;
+	bool known = mtd_registry_find(&d->registry, name) != NULL;
 	rcu_read_unlock();
 	if (known)
 		return -EBUSY;
@@ -320,7 +339,7 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 		pol = d->cfg.defaults;
 		pol.enabled = false;
 	}
-	rc = mtd_vm_new(d, name, info.uuid, &pol, &vm);
+	rc = mtd_vm_new(&d->vm_host, name, info.uuid, &pol, &vm);
 	if (rc < 0) {
 		mtd_libvirt_domain_put(dom);
 		return rc;
@@ -328,10 +347,10 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	if (rc == 0 && !pol.enabled)
 		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error), "%.150s", err);
 	load_saved(d, vm, &pol);
-	vm->balloon = &mtd_libvirt_balloon_ops;
-	vm->balloon_ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s,
+	vm->balloon.ops = &mtd_libvirt_balloon_ops;
+	vm->balloon.ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s,
 						  (int)d->cfg.call_timeout_ms, &vm->stop);
-	if (!vm->balloon_ctx) {
+	if (!vm->balloon.ctx) {
 		mtd_libvirt_domain_put(dom);
 		mtd_vm_free(vm);
 		return -ENOMEM;
@@ -353,15 +372,15 @@ static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qm
 {
 	struct mtd_vm *vm;
 	struct mtd_policy pol = d->cfg.defaults;
-	int rc = mtd_vm_new(d, name, NULL, &pol, &vm);
+	int rc = mtd_vm_new(&d->vm_host, name, NULL, &pol, &vm);
 
 	if (rc < 0)
 		return rc;
 	load_saved(d, vm, &pol);
-	vm->balloon = &mtd_qmp_balloon_ops;
-	vm->balloon_ctx = mtd_qmp_balloon_new(qmp_path, d->cfg.stats_period_s,
+	vm->balloon.ops = &mtd_qmp_balloon_ops;
+	vm->balloon.ctx = mtd_qmp_balloon_new(qmp_path, d->cfg.stats_period_s,
 					      (int)d->cfg.call_timeout_ms, &vm->stop);
-	if (!vm->balloon_ctx) {
+	if (!vm->balloon.ctx) {
 		mtd_vm_free(vm);
 		return -ENAMETOOLONG;
 	}
@@ -387,7 +406,7 @@ static void refresh_host_totals(struct mtd_daemon *d)
 	unsigned n = 0;
 
 	rcu_read_lock();
-	cds_lfht_for_each(d->vms, &it, vnode)
+	cds_lfht_for_each(d->registry.vms, &it, vnode)
 	{
 		struct mtd_vm *vm = caa_container_of(vnode, struct mtd_vm, node);
 		const struct mtd_vm_status *st = rcu_dereference(vm->status);
@@ -435,7 +454,7 @@ static int detach_request(struct mtd_daemon *d, const char *name, bool forget)
 	int rc = -ENOENT;
 
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	if (vm && forget)
 		atomic_store(&vm->gone, true);
 	if (vm && atomic_load(&vm->detaching)) {
@@ -456,7 +475,7 @@ static int detach_request(struct mtd_daemon *d, const char *name, bool forget)
 static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 {
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	rcu_read_unlock();
 	/* Still valid: only d->lock holders unlink and free, and we hold it. */
 	if (!vm || vm->serial != serial)
@@ -471,7 +490,7 @@ static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 	if (atomic_load(&vm->gone) && !vm->forget && d->cfg.state_dir[0])
 		(void)mtd_state_remove(d->cfg.state_dir, vm->name);
 	say_detached(vm);
-	(void)mtd_registry_del(d, vm);
+	(void)mtd_registry_del(&d->registry, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);
 	refresh_host_totals(d);
 }
@@ -487,7 +506,7 @@ static void detach_all(struct mtd_daemon *d)
 	size_t n, left = 0;
 	uint64_t deadline = mono_ms() + STOP_WAIT_MS;
 
-	n = mtd_registry_list(d, vms, 512);
+	n = mtd_registry_list(&d->registry, vms, 512);
 	if (n > 512)
 		n = 512;
 	for (size_t i = 0; i < n; i++)
@@ -501,7 +520,7 @@ static void detach_all(struct mtd_daemon *d)
 			continue;
 		}
 		say_detached(vms[i]);
-		(void)mtd_registry_del(d, vms[i]);
+		(void)mtd_registry_del(&d->registry, vms[i]);
 		call_rcu(&vms[i]->rcu, free_vm_rcu);
 	}
 	d->nr_abandoned += (unsigned)left;
@@ -585,6 +604,7 @@ static int start_vsock(struct mtd_daemon *d)
 			plain ? "" : " (VMs keep their virtio-serial agent channel)");
 		return plain ? rc : 0;
 	}
+	d->vm_host.vsock = d->vsock;
 	if (plain) {
 		rc = add_vsock_endpoint(d, d->vm_name, d->agent_path);
 		for (unsigned i = 0; rc == 0 && i < d->nr_more_qmp; i++)
@@ -598,8 +618,34 @@ static int start_vsock(struct mtd_daemon *d)
 	return 0;
 }
 
+/* libvirt's news, on its event thread: work for the main thread, nothing more. */
+static void on_libvirt_news(void *ctx, enum mtd_libvirt_news what, const char *name)
+{
+	struct mtd_daemon *d = ctx;
+
+	switch (what) {
+	case MTD_LV_STARTED:
+		(void)mtd_daemon_queue(d, MTD_WORK_ATTACH, name);
+		break;
+	case MTD_LV_GONE:
+		(void)mtd_daemon_queue(d, MTD_WORK_GONE, name);
+		break;
+	case MTD_LV_DEVICES:
+		(void)mtd_daemon_queue(d, MTD_WORK_DETACH, name);
+		(void)mtd_daemon_queue(d, MTD_WORK_ATTACH, name);
+		break;
+	case MTD_LV_POLICY:
+		(void)mtd_daemon_queue(d, MTD_WORK_POLICY, name);
+		break;
+	case MTD_LV_LOST:
+		(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
+		break;
+	}
+}
+
 int mtd_daemon_start(struct mtd_daemon *d)
 {
+	const struct mtd_libvirt_listener lv_listener = {.news = on_libvirt_news, .ctx = d};
 	char err[256];
 	int rc;
 
@@ -618,7 +664,7 @@ int mtd_daemon_start(struct mtd_daemon *d)
 		pthread_mutex_unlock(&d->lock);
 		return rc;
 	}
-	rc = mtd_libvirt_open(d, d->cfg.uri, &d->lv, err, sizeof(err));
+	rc = mtd_libvirt_open(&lv_listener, d->cfg.uri, &d->lv, err, sizeof(err));
 	if (rc < 0) {
 		mtd_err("%s (is libvirtd running? uri %s)", err, d->cfg.uri);
 		return rc;
@@ -632,6 +678,7 @@ int mtd_daemon_start(struct mtd_daemon *d)
 
 static void reconnect(struct mtd_daemon *d)
 {
+	const struct mtd_libvirt_listener lv_listener = {.news = on_libvirt_news, .ctx = d};
 	char err[256];
 
 	pthread_mutex_lock(&d->lock);
@@ -640,7 +687,7 @@ static void reconnect(struct mtd_daemon *d)
 	detach_all(d);
 	mtd_libvirt_close(d->lv);
 	d->lv = NULL;
-	if (mtd_libvirt_open(d, d->cfg.uri, &d->lv, err, sizeof(err)) == 0) {
+	if (mtd_libvirt_open(&lv_listener, d->cfg.uri, &d->lv, err, sizeof(err)) == 0) {
 		mtd_notice("reconnected to %s", d->cfg.uri);
 		attach_running(d);
 	} else {
@@ -660,7 +707,7 @@ static void reload_policy(struct mtd_daemon *d, const char *name)
 
 	pthread_mutex_lock(&d->lock);
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	rcu_read_unlock();
 	if (vm && d->lv && mtd_libvirt_domain(d->lv, name, &dom, &info, err, sizeof(err)) == 0) {
 		if (mtd_policy_load_domain(dom, &d->cfg.defaults, &pol, err, sizeof(err)) < 0) {
@@ -720,7 +767,7 @@ static void arbitrate(struct mtd_daemon *d)
 	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
 		return;
 	rcu_read_lock();
-	cds_lfht_for_each(d->vms, &it, vnode)
+	cds_lfht_for_each(d->registry.vms, &it, vnode)
 	{
 		vm = caa_container_of(vnode, struct mtd_vm, node);
 		const struct mtd_vm_status *st = rcu_dereference(vm->status);
@@ -841,7 +888,7 @@ void mtd_daemon_reload(struct mtd_daemon *d)
 	d->cfg.arb = n->arb;
 	d->host.release_rate_bytes_per_s = n->arb.release_rate_bytes_per_s;
 	pthread_mutex_unlock(&d->host_lock);
-	nr = mtd_registry_list(d, vms, 512);
+	nr = mtd_registry_list(&d->registry, vms, 512);
 	if (nr > 512)
 		nr = 512;
 	for (size_t i = 0; i < nr; i++) {
@@ -948,6 +995,7 @@ void mtd_daemon_stop(struct mtd_daemon *d)
 	/* After the VMs: their links are closed, the guests' connections get their resets. */
 	mtd_vsock_stop(d->vsock);
 	d->vsock = NULL;
+	d->vm_host.vsock = NULL;
 	rcu_unregister_thread();
 	/* Every VM was handed to call_rcu: wait for the frees before the registry goes. */
 	rcu_barrier();
@@ -992,11 +1040,11 @@ int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 	pthread_mutex_lock(&d->lock);
 	if (name) {
 		rcu_read_lock();
-		vms[0] = mtd_registry_find(d, name);
+		vms[0] = mtd_registry_find(&d->registry, name);
 		rcu_read_unlock();
 		n = vms[0] ? 1 : 0;
 	} else {
-		n = mtd_registry_list(d, vms, 512);
+		n = mtd_registry_list(&d->registry, vms, 512);
 		n = n > 512 ? 512 : n;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -1034,6 +1082,17 @@ uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uin
 	return g;
 }
 
+int mtd_daemon_foreach_vm(struct mtd_daemon *d,
+			  void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg)
+{
+	return mtd_registry_foreach_status(&d->registry, fn, arg);
+}
+
+int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_status *out)
+{
+	return mtd_registry_get_status(&d->registry, name, out);
+}
+
 int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out)
 {
 	int rc = -ENOENT;
@@ -1041,7 +1100,7 @@ int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_pol
 	if (!name)
 		return -EINVAL;
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	const struct mtd_vm_status *st = vm ? rcu_dereference(vm->status) : NULL;
 	if (st) {
 		/* The latest policy asked for is the one in force, whether or not the loop
@@ -1069,7 +1128,7 @@ int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *ke
 	}
 	pthread_mutex_lock(&d->lock);
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	rcu_read_unlock();
 	/* Start from the policy in force, including one set but not yet taken by the loop,
 	 * so two sets in a row both stick.  (d->lock keeps vm registered meanwhile.) */

@@ -20,7 +20,7 @@
 #include "front/domxml_ept.h"
 #include "front/ept_plugin_arg.h"
 #include "access/ept_file.h"
-#include "daemon/policy.h"
+#include "base/parse.h"
 
 int mtd_ept_domxml_step(const char *xml, const char *plugin, const char *dir, char **after,
 			char **changes, char *err, size_t errlen)

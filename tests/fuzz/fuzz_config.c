@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/policy.h"
+#include "base/policy.h"
+#include "daemon/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,7 @@
 
 #include <libxml/parser.h>
 
-#include "daemon/policy.h"
+#include "base/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -21,7 +21,8 @@
 #include <libvirt/virterror.h>
 
 #include "act/libvirt_conn.h"
-#include "daemon/policy.h"
+#include "act/libvirt_conn.h"
+#include "base/policy.h"
 
 #define MiB ((uint64_t)1 << 20)
 

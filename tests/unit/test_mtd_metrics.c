@@ -47,8 +47,8 @@ static uint64_t mono_ms(void)
 static struct mtd_vm *add_vm(struct mtd_daemon *d, const char *name)
 {
 	struct mtd_vm *vm;
-	assert_int_equal(mtd_vm_new(d, name, "", &d->cfg.defaults, &vm), 0);
-	assert_int_equal(mtd_registry_add(d, vm), 0);
+	assert_int_equal(mtd_vm_new(&d->vm_host, name, "", &d->cfg.defaults, &vm), 0);
+	assert_int_equal(mtd_registry_add(&d->registry, vm), 0);
 	return vm;
 }
 
@@ -320,7 +320,7 @@ static void test_rendering_follows_the_rules(void **state)
 
 	struct mtd_vm *vms[] = {empty, full, odd};
 	for (size_t i = 0; i < 3; i++)
-		assert_int_equal(mtd_registry_del(d, vms[i]), 0);
+		assert_int_equal(mtd_registry_del(&d->registry, vms[i]), 0);
 	synchronize_rcu();
 	for (size_t i = 0; i < 3; i++)
 		mtd_vm_free(vms[i]);

@@ -16,7 +16,9 @@
 
 #include <cmocka.h>
 
-#include "daemon/policy.h"
+#include "base/parse.h"
+#include "base/policy.h"
+#include "daemon/config.h"
 
 #define MiB ((uint64_t)1 << 20)
 

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/turns.h"
+#include "base/turns.h"
 
 #define NR_WAITERS 5
 
