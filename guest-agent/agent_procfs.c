@@ -181,6 +181,8 @@ static bool psi_field(const char **p, const char *name, double *d, unsigned long
 	size_t n = strlen(name);
 	char *end;
 
+	if (!d && !u)
+		return false;
 	while (**p == ' ')
 		(*p)++;
 	if (strncmp(*p, name, n) != 0 || (*p)[n] != '=')

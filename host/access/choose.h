@@ -13,8 +13,8 @@
 
 #include <stdint.h>
 
-#include "base/mtd.h"
 #include "access/source.h"
+#include "base/mtd.h"
 #include "vmm.h"
 
 struct mtd_agent_link;

@@ -39,7 +39,7 @@ void mtd_tick_age(const struct mtd_age_env *e, struct mtd_tick *t)
 	t->per_page = src->ops && src->ops->per_page;
 	t->live_source = mtd_source_live(src, e->simulated);
 	t->have_guest = e->guest != NULL;
-	if (t->aging && e->guest)
+	if (t->aging && e->guest && src->ops) /* a guest is made only for a source */
 		age(e, t);
 	t->swapped_bytes = mtd_hand_swapped_bytes(e->hand);
 	if (!e->agent_expected && src->ops && src->ops->fresh) {

@@ -25,10 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/log.h"
 #include "act/pageout.h"
-#include "base/parse.h"
 #include "act/swap_stat.h"
+#include "base/log.h"
+#include "base/parse.h"
 #include "vmm.h"
 
 #define MiB           ((uint64_t)1 << 20)

@@ -36,9 +36,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "act/ram_layout.h"
 #include "base/mtd.h"
 #include "decide/return_via.h"
-#include "act/ram_layout.h"
 
 struct vmm_guest;
 struct vmm_pt;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * daemon.c - memtided's core object: lifecycle, the main thread's work queue and host
- * arbitration, and the mtd_daemon_* calls the front ends use (mtd.h).
+ * daemon.c - memtided's core object: lifecycle, the main thread's work queue, attach and
+ * detach, and the mtd_daemon_* calls the front ends use (mtd.h).  The host's side (its
+ * memory, arbitration, a release's pace) is host.c.
  *
  * The main thread owns every attach and detach (libvirt events and hook news arrive as
  * queued work; front-end calls take d->lock and do the work on their own thread).  A VM is
@@ -40,12 +41,10 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "decide/arbiter.h"
 #include "act/libvirt_conn.h"
+#include "act/qmp.h"
 #include "base/log.h"
 #include "daemon/notify.h"
-#include "act/swap_stat.h"
-#include "act/qmp.h"
 #include "daemon/state.h"
 #include "daemon/vm.h"
 
@@ -81,7 +80,9 @@ static unsigned usable_cpus(void)
 
 static uint64_t vm_release_grant(void *ctx, uint64_t want_bytes, uint64_t now_ms, bool *host_short)
 {
-	return mtd_daemon_release_grant(ctx, want_bytes, now_ms, host_short);
+	struct mtd_daemon *d = ctx;
+
+	return mtd_host_release_grant(&d->host, &d->cfg, want_bytes, now_ms, host_short);
 }
 
 static int vm_reap(void *ctx, const char *name, uint64_t serial)
@@ -98,14 +99,13 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	d->cfg = *cfg;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->work_lock, NULL);
-	pthread_mutex_init(&d->host_lock, NULL);
 	d->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->work_fd < 0 || mtd_registry_init(&d->registry) < 0 ||
 	    mtd_turns_init(&d->turns, TURNS_PER_CPU * usable_cpus()) < 0) {
 		mtd_daemon_free(d);
 		return -ENOMEM;
 	}
-	d->host.release_rate_bytes_per_s = cfg->arb.release_rate_bytes_per_s;
+	mtd_host_init(&d->host, cfg->arb.release_rate_bytes_per_s);
 	d->vm_host = (struct mtd_vm_host){
 	    .cfg = &d->cfg,
 	    .turns = &d->turns,
@@ -146,7 +146,7 @@ void mtd_daemon_free(struct mtd_daemon *d)
 		close(d->work_fd);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->work_lock);
-	pthread_mutex_destroy(&d->host_lock);
+	mtd_host_destroy(&d->host);
 	mtd_turns_destroy(&d->turns);
 	free(d);
 }
@@ -392,36 +392,6 @@ static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qm
 	return start_vm(d, vm);
 }
 
-/*
- * The host line's VM count and saving, from the VMs in the registry now.  The arbiter's tick
- * sets them too, every [host] interval; attach and detach call this so that `status` right
- * after a detach no longer counts the VM it let go (the balloon it leaves is not memtide's
- * saving any more).  A VM whose loop has ended (DETACHED) is not counted either.
- */
-static void refresh_host_totals(struct mtd_daemon *d)
-{
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *vnode;
-	uint64_t saved = 0;
-	unsigned n = 0;
-
-	rcu_read_lock();
-	cds_lfht_for_each(d->registry.vms, &it, vnode)
-	{
-		struct mtd_vm *vm = caa_container_of(vnode, struct mtd_vm, node);
-		const struct mtd_vm_status *st = rcu_dereference(vm->status);
-		if (!st || st->state == MTD_VM_DETACHED)
-			continue;
-		saved += st->saved_bytes;
-		n++;
-	}
-	rcu_read_unlock();
-	pthread_mutex_lock(&d->host_lock);
-	d->host.nr_vms = n;
-	d->host.saved_bytes = saved;
-	pthread_mutex_unlock(&d->host_lock);
-}
-
 /* Plain-QEMU mode: the VM of each --qmp (each loop connects on its own). */
 static int attach_qmp(struct mtd_daemon *d)
 {
@@ -492,7 +462,7 @@ static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 	say_detached(vm);
 	(void)mtd_registry_del(&d->registry, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);
-	refresh_host_totals(d);
+	mtd_host_totals(&d->host, &d->registry);
 }
 
 /*
@@ -524,7 +494,7 @@ static void detach_all(struct mtd_daemon *d)
 		call_rcu(&vms[i]->rcu, free_vm_rcu);
 	}
 	d->nr_abandoned += (unsigned)left;
-	refresh_host_totals(d);
+	mtd_host_totals(&d->host, &d->registry);
 }
 
 struct name_list {
@@ -751,89 +721,6 @@ static void do_work(struct mtd_daemon *d, struct mtd_work *w)
 	}
 }
 
-/* ---- host arbitration ------------------------------------------------------------------- */
-
-static void arbitrate(struct mtd_daemon *d)
-{
-	uint64_t total = 0, avail = 0, saved = 0;
-	struct mtd_arbiter_result res;
-	struct mtd_arbiter_vm *av = NULL;
-	struct mtd_vm **vp = NULL;
-	size_t n = 0, cap = 0;
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *vnode;
-	struct mtd_vm *vm;
-
-	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
-		return;
-	rcu_read_lock();
-	cds_lfht_for_each(d->registry.vms, &it, vnode)
-	{
-		vm = caa_container_of(vnode, struct mtd_vm, node);
-		const struct mtd_vm_status *st = rcu_dereference(vm->status);
-		if (!st)
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			void *a = realloc(av, nc * sizeof(*av)), *b;
-			if (!a)
-				break;
-			av = a;
-			b = realloc(vp, nc * sizeof(struct mtd_vm *));
-			if (!b)
-				break;
-			vp = b;
-			cap = nc;
-		}
-		av[n] = (struct mtd_arbiter_vm){
-		    .priority = st->policy.priority,
-		    .reclaimable_bytes = atomic_load(&vm->reclaimable_bytes),
-		    .pending_bytes = atomic_load(&vm->pending_bytes),
-		    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
-		};
-		vp[n++] = vm;
-		if (st->state != MTD_VM_DETACHED)
-			saved += st->saved_bytes;
-	}
-	mtd_arbiter_run(&d->cfg.arb, &d->arb_state, mono_ms(), total, avail, av, n, &res);
-	for (size_t i = 0; i < n; i++)
-		atomic_store(&vp[i]->squeeze_permille, (unsigned)(av[i].squeeze * 1000.0 + 0.5));
-	rcu_read_unlock();
-	free(av);
-	free(vp);
-
-	/* Host swap and the compressed pools, for status and metrics (swap_stat.h). */
-	struct mtd_swap_stat sw = {0};
-	(void)mtd_swap_read(NULL, NULL, &sw);
-	pthread_mutex_lock(&d->host_lock);
-	d->host.swap_total_bytes = sw.total_bytes;
-	d->host.swap_free_bytes = sw.free_bytes;
-	d->host.swap_pool_bytes = mtd_swap_pool(&sw);
-	bool was = d->host.under_pressure;
-	/* Pressure starts under the low mark and ends over the high mark (hysteresis). */
-	d->host.under_pressure = res.under_pressure || (was && avail <= res.high_mark_bytes);
-	d->host.mem_total_bytes = total;
-	d->host.mem_available_bytes = avail;
-	d->host.low_mark_bytes = res.low_mark_bytes;
-	d->host.high_mark_bytes = res.high_mark_bytes;
-	if (d->host.under_pressure && !was)
-		d->host.pressure_episodes++;
-	d->host.nr_vms = (unsigned)n;
-	d->host.saved_bytes = saved;
-	d->host.libvirt_connected =
-	    d->mode == MTD_MODE_LIBVIRT ? (d->lv && !mtd_libvirt_broken(d->lv)) : -1;
-	d->host.updated_ms = mono_ms();
-	d->host.interval_ms = d->cfg.arbiter_interval_ms;
-	d->host.observe_only = d->cfg.observe_only;
-	pthread_mutex_unlock(&d->host_lock);
-	if (d->host.under_pressure && !was)
-		mtd_notice("host under pressure: MemAvailable %" PRIu64 " MiB < low mark %" PRIu64
-			   " MiB; reclaiming from lower priorities first",
-			   avail / MiB, res.low_mark_bytes / MiB);
-	else if (was && avail > res.high_mark_bytes)
-		mtd_notice("host pressure over: MemAvailable %" PRIu64 " MiB", avail / MiB);
-}
-
 /* Plain-QEMU mode has no metadata: the policy is [defaults] with what `policy set`
  * changed at run time over it (the operator's kill switch enabled=false among them), so a
  * reload takes the new defaults and keeps those.  d->lock held. */
@@ -884,10 +771,10 @@ void mtd_daemon_reload(struct mtd_daemon *d)
 	}
 	pthread_mutex_lock(&d->lock);
 	d->cfg.defaults = n->defaults;
-	pthread_mutex_lock(&d->host_lock);
+	pthread_mutex_lock(&d->host.lock);
 	d->cfg.arb = n->arb;
-	d->host.release_rate_bytes_per_s = n->arb.release_rate_bytes_per_s;
-	pthread_mutex_unlock(&d->host_lock);
+	d->host.status.release_rate_bytes_per_s = n->arb.release_rate_bytes_per_s;
+	pthread_mutex_unlock(&d->host.lock);
 	nr = mtd_registry_list(&d->registry, vms, 512);
 	if (nr > 512)
 		nr = 512;
@@ -934,6 +821,12 @@ void mtd_daemon_drain_work(struct mtd_daemon *d)
 	drain(d, &next_rescan);
 }
 
+/* 1 or 0; -1 in plain-QEMU mode (no libvirt). */
+static int libvirt_connected(const struct mtd_daemon *d)
+{
+	return d->mode == MTD_MODE_LIBVIRT ? (d->lv && !mtd_libvirt_broken(d->lv)) : -1;
+}
+
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 {
 	uint64_t next_arb = 0, next_rescan = 0, next_ping = 0;
@@ -942,7 +835,7 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 	for (;;) {
 		uint64_t now = mono_ms();
 		if (now >= next_arb) {
-			arbitrate(d);
+			mtd_host_arbitrate(&d->host, &d->cfg, &d->registry, libvirt_connected(d));
 			next_arb = now + d->cfg.arbiter_interval_ms;
 		}
 		/* The watchdog says this loop turns: a main thread stuck (on d->lock, in libvirt)
@@ -1068,18 +961,12 @@ int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
 				  bool *host_short)
 {
-	uint64_t total = 0, avail = 0, g = 0;
+	return mtd_host_release_grant(&d->host, &d->cfg, want_bytes, now_ms, host_short);
+}
 
-	*host_short = false;
-	/* The host's MemAvailable now, not the arbiter's last look: a release may be the
-	 * only thing moving memory. */
-	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
-		return 0;
-	pthread_mutex_lock(&d->host_lock);
-	g = mtd_arbiter_release_grant(&d->cfg.arb, &d->release, now_ms, total, avail, want_bytes,
-				      host_short);
-	pthread_mutex_unlock(&d->host_lock);
-	return g;
+void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out)
+{
+	mtd_host_status(&d->host, out);
 }
 
 int mtd_daemon_foreach_vm(struct mtd_daemon *d,
@@ -1191,11 +1078,4 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 	if (!strcmp(op, "stopped") || !strcmp(op, "release"))
 		return mtd_daemon_queue(d, MTD_WORK_GONE, domain);
 	return 0;
-}
-
-void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out)
-{
-	pthread_mutex_lock(&d->host_lock);
-	*out = d->host;
-	pthread_mutex_unlock(&d->host_lock);
 }

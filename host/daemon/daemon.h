@@ -3,8 +3,9 @@
  * daemon.h - memtided's core object, internal to the core (front ends see only mtd.h).
  *
  * Threads:
- *   main       signals, the work queue (attach/detach/hook news), host arbitration ticks;
- *   libvirt    libvirt's default event loop (libvirt_conn.c), which only queues work;
+ *   main       signals, the work queue (attach/detach/hook news), host arbitration ticks
+ *              (host.c);
+ *   libvirt    libvirt's default event loop (libvirt_conn.c), whose news only queues work;
  *   one per VM the control loop (vm_loop.c);
  *   front ends the control socket and metrics (theirs), reading snapshots under RCU.
  * Attach, detach and policy changes are serialised by d->lock (a mutex held only by control
@@ -21,12 +22,13 @@
 #include <urcu.h>
 #include <urcu/rculfhash.h>
 
-#include "decide/arbiter.h"
 #include "base/mtd.h"
+#include "base/turns.h"
 #include "daemon/config.h"
+#include "daemon/host.h"
 #include "daemon/registry.h"
 #include "daemon/vm.h"
-#include "base/turns.h"
+#include "decide/arbiter.h"
 
 struct mtd_libvirt;
 struct mtd_vm;
@@ -89,10 +91,7 @@ struct mtd_daemon {
 	char config_path[MTD_PATH_MAX]; /* re-read on SIGHUP */
 	bool config_missing_ok;         /* the default path: a missing file means defaults */
 
-	struct mtd_arbiter_state arb_state; /* main thread only */
-	pthread_mutex_t host_lock;          /* guards host and release */
-	struct mtd_host_status host;
-	struct mtd_release_budget release; /* memtidectl release's pace, shared by all VMs */
+	struct mtd_host host;   /* the host's memory, arbitration, a release's pace (host.h) */
 	struct mtd_turns turns; /* the loops' aging rounds, a few per CPU at a time (turns.h) */
 
 	char boot_id[37];           /* this boot's id: state files of another boot are void */

@@ -28,9 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decide/controller.h"
 #include "base/mtd.h"
 #include "base/policy.h"
+#include "decide/controller.h"
 
 #define MTD_STATE_FORMAT    1
 #define MTD_STATE_NAME_MAX  72    /* longest state file name */

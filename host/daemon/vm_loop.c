@@ -12,7 +12,7 @@
  * its agent socket until its next tick, so the agent's "need" and the host's exit are acted
  * on at once, not at the next interval.
  *
- * One tick is the data flow of docs/design.md, in order ("Control loop"): 1 inputs, 2 age,
+ * One tick is the data flow of docs/design.md, in order ("The tick"): 1 inputs, 2 age,
  * 3 decide, 4 act, 5 publish, 6 save.  The loop holds no rule of its own: when to tick, and
  * what the tick's stages are handed.
  *

@@ -2,7 +2,7 @@
 /*
  * tick.h - one tick of a VM's loop as its stages hand it on: what was read, what the source
  * did, what was decided.  The loop (daemon/vm_loop.c) runs the stages in the data flow's
- * order (docs/design.md, "Control loop"), each filling its part of struct mtd_tick:
+ * order (docs/design.md, "The tick"), each filling its part of struct mtd_tick:
  *
  *   1 inputs   access/tick_inputs.c  the balloon and its driver's stats; the agent's stats,
  *                                    need and reclaim answers (act/balloon.h, act/agent_link.h)

@@ -2,7 +2,7 @@
 /*
  * tick_decide.c - stage 3 of a VM's tick: the decision (tick_decide.h).
  *
- * Two steps, in the data flow's order (docs/design.md, "Control loop"):
+ * Two steps, in the data flow's order (docs/design.md, "The tick"):
  *   3a on a scheduled tick, libvmm's: the refault signal -> vmm_decide (the same call
  *      memtide-sim's memtide makes) -> the cold age; the working set at it, with the
  *      steady-guest corrections (steady.h);

@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "access/choose.h"
-#include "front/domxml_ept.h"
-#include "front/ept_plugin_arg.h"
 #include "access/ept_file.h"
 #include "base/parse.h"
+#include "front/domxml_ept.h"
+#include "front/ept_plugin_arg.h"
 
 int mtd_ept_domxml_step(const char *xml, const char *plugin, const char *dir, char **after,
 			char **changes, char *err, size_t errlen)

@@ -34,9 +34,9 @@
 #include <cmocka.h>
 
 #include "access/choose.h"
-#include "access/guest_layout.h"
 #include "access/ept_file.h"
 #include "access/ept_table.h"
+#include "access/guest_layout.h"
 #include "access/source.h"
 #include "access/young_dump.h"
 

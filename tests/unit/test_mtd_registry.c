@@ -22,8 +22,8 @@
 
 #include <cmocka.h>
 
-#include "daemon/daemon.h"
 #include "base/policy.h"
+#include "daemon/daemon.h"
 #include "daemon/vm.h"
 
 #define NR_VMS     32

@@ -415,8 +415,8 @@ static void test_failed_deflate_is_retried(void **state)
 	stop(false);
 }
 
-/* A deflate whose balloon command times out (the peer unresponsive, issue 14c's call
- * bounds): nothing more is actuated while the peer is down, but the target is not lost:
+/* A deflate whose balloon command times out (the peer unresponsive: every call is bounded
+ * by call_timeout): nothing more is actuated while the peer is down, but the target is not lost:
  * the first call that answers again (the probe after 1 s) is followed by the deflate. */
 static void test_deflate_sent_when_peer_answers(void **state)
 {
