@@ -36,7 +36,7 @@ CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 LDFLAGS  += -fsanitize=address,undefined
 endif
 # host/'s includes name their folder (#include "act/qmp.h"): host/ is the root, and
-# scripts/layers.sh checks that they run one way (host/README.md).
+# scripts/layers.py checks that they run one way (host/README.md).
 INCLUDES   := -Ivmm/include -Iproto -Iguest-agent -Ihost -Isim
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -MMD -MP $(INCLUDES) $(PKG_CFLAGS)
 

@@ -19,6 +19,7 @@
 
 #define MTD_VERSION      "0.1.0" /* memtided's and memtidectl's; debian/changelog's too */
 #define MTD_NAME_MAX     128     /* libvirt domain names are shorter in practice */
+#define MTD_PATH_MAX     256     /* a file or socket path in memtided's settings */
 #define MTD_WSS_BINS     4       /* idle ages of the working-set estimate */
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8

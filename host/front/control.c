@@ -36,8 +36,8 @@
 #include <json-c/json.h>
 #include <urcu.h>
 
-#include "decide/controller.h"
 #include "base/log.h"
+#include "decide/controller.h"
 #include "front/status_json.h"
 
 struct client {

@@ -9,6 +9,12 @@
  *
  * Exit codes: 0 done; 1 memtided answered with an error (the message says what to do);
  * 2 usage; 3 memtided cannot be reached; 4 libvirt failed (domxml-patch).
+ *
+ * One file of about 1,500 lines, on purpose: a program of small commands, each one request
+ * and the printing of its reply, all sharing the control-socket client and the reply
+ * readers at the top; read top to bottom it is the manual page in code.  What does not talk
+ * to memtided lives apart already: the domain XML transforms (domxml.c, domxml_ept.c) and
+ * the ept table commands (ept_cli.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,12 +37,12 @@
 #include <libvirt/virterror.h>
 #include <libxml/parser.h>
 
-#include "front/domxml.h"
-#include "vsock/vsock_service.h"
-#include "front/ept_cli.h"
 #include "access/ept_file.h"
-#include "daemon/history.h"
 #include "base/mtd.h"
+#include "daemon/history.h"
+#include "front/domxml.h"
+#include "front/ept_cli.h"
+#include "vsock/vsock_service.h"
 
 #define VERSION        MTD_VERSION
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"

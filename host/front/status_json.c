@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "act/agent_caps.h"
+#include "front/pageout_json.h"
 
 static void put_u64(struct json_object *o, const char *k, uint64_t v)
 {

@@ -11,8 +11,8 @@
 #
 # Checked: handshake; inflation toward working set + headroom in bounded steps with reclaim
 # requests to the agent; the floor; deflate at once on the agent's need and on guest PSI;
-# a silent agent: no inflation, and the guest keeps its size (no return to the full size:
-# issue 14); a garbage-sending agent is cut off and the link comes back; a restarted agent
+# a silent agent: no inflation, and the guest keeps its size (no return to the full size,
+# which would overcommit a host whose agents go quiet together); a garbage-sending agent is cut off and the link comes back; a restarted agent
 # (a new hello on the open channel, as virtio-serial gives it) is handshaken again; SIGTERM
 # leaves the guest at the size it has.
 set -u

@@ -29,9 +29,9 @@
 
 #include <cmocka.h>
 
-#include "agent.h"
-#include "act/agent_link.h"
 #include "access/source.h"
+#include "act/agent_link.h"
+#include "agent.h"
 #include "vmm.h"
 
 static char sock_path[108];

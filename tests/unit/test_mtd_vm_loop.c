@@ -284,14 +284,14 @@ static void start(struct fake *fk, enum mtd_source_kind source)
 	pol.headroom_bytes = 32 * MiB;
 	pol.return_via = MTD_RETURN_BALLOON;
 	pol.cold_age_ms = fixed_cold_age_ms;
-	assert_int_equal(mtd_vm_new(d, "vm1", NULL, &pol, &vm), 0);
-	vm->balloon = &fake_ops;
-	vm->balloon_ctx = fk;
+	assert_int_equal(mtd_vm_new(&d->vm_host, "vm1", NULL, &pol, &vm), 0);
+	vm->balloon.ops = &fake_ops;
+	vm->balloon.ctx = fk;
 	if (mtd_state_load(state_dir, "vm1", &saved, NULL, 0) == 0) {
 		vm->saved = malloc(sizeof(saved));
 		*vm->saved = saved;
 	}
-	assert_int_equal(mtd_registry_add(d, vm), 0);
+	assert_int_equal(mtd_registry_add(&d->registry, vm), 0);
 	assert_int_equal(mtd_vm_loop_start(vm), 0);
 }
 
@@ -306,7 +306,7 @@ static void stop(bool daemon_exit)
 		rcu_register_thread();
 	} else {
 		mtd_vm_loop_stop(vm);
-		assert_int_equal(mtd_registry_del(d, vm), 0);
+		assert_int_equal(mtd_registry_del(&d->registry, vm), 0);
 		synchronize_rcu();
 		mtd_vm_free(vm);
 	}
@@ -383,7 +383,7 @@ static void test_stale_inputs_keep_size(void **state)
 	wait_reads(&f, 10);          /* 1 s: three times agent_silence */
 	assert_int_equal(fake_actual(&f), 600 * MiB);
 	assert_true(f.max_set_bytes <= 600 * MiB);
-	assert_int_equal(vm->ctl.reason, MTD_CTL_SILENT);
+	assert_int_equal(vm->dec.ctl.reason, MTD_CTL_SILENT);
 	stop(false);
 	assert_int_equal(f.actual_bytes, 600 * MiB);
 }
@@ -415,8 +415,8 @@ static void test_failed_deflate_is_retried(void **state)
 	stop(false);
 }
 
-/* A deflate whose balloon command times out (the peer unresponsive, issue 14c's call
- * bounds): nothing more is actuated while the peer is down, but the target is not lost:
+/* A deflate whose balloon command times out (the peer unresponsive: every call is bounded
+ * by call_timeout): nothing more is actuated while the peer is down, but the target is not lost:
  * the first call that answers again (the probe after 1 s) is followed by the deflate. */
 static void test_deflate_sent_when_peer_answers(void **state)
 {
@@ -464,7 +464,7 @@ static void test_restart_resumes(void **state)
 	pthread_mutex_unlock(&f.lock);
 	wait_reads(&f, 2);
 	a = fake_actual(&f);
-	uint64_t hold = vm->ctl.hold_until_ms;
+	uint64_t hold = vm->dec.ctl.hold_until_ms;
 	stop(true);
 	assert_int_equal(fake_actual(&f), a);
 
@@ -475,7 +475,7 @@ static void test_restart_resumes(void **state)
 	assert_int_equal(f.first_set_bytes, a);
 	assert_true(f.max_set_bytes <= a);
 	assert_int_equal(fake_actual(&f), a);
-	assert_int_equal(vm->ctl.hold_until_ms, hold);
+	assert_int_equal(vm->dec.ctl.hold_until_ms, hold);
 	assert_true(vm->draft.resumed);
 	stop(false);
 }
@@ -630,7 +630,7 @@ static void test_refault_hold_takes_nothing(void **state)
 		wait_reads(&f, 1);
 		assert_int_equal(fake_actual(&f), 1024 * MiB);
 	}
-	assert_true(vm->reclaim.hold);
+	assert_true(vm->dec.reclaim.hold);
 	assert_string_equal(vm->draft.reclaim_hold, "reused-past-longest-age");
 	assert_string_equal(vm->draft.decision, "refault-hold");
 	assert_non_null(strstr(vm->draft.decision_detail, "nothing taken by age"));
