@@ -103,6 +103,13 @@ trap 'exit 130' INT TERM
 q() { printf '%q ' "$@"; }
 env_lines="cd $(q "$root")
 export BUILD=$(q "$BUILD") E2E_ACCEL=kvm E2E_KEEP=1 MEMTIDE_BIN=$(q "$root/$BUILD/bin") STAND=1"
+# The harness's own settings go in as they are set here (E2E_GUEST_APPEND, E2E_RETURN, ...).
+for k in $(compgen -e); do
+	case $k in
+	E2E_ACCEL | E2E_KEEP) ;;
+	E2E_* | RECLAIM_HOST_ARGS | RSS_*) env_lines+=$'\n'"export $k=$(q "${!k}")" ;;
+	esac
+done
 if [ "$mode" = run ]; then
 	cat >"$run_dir/cmd.sh" <<EOF
 $env_lines
