@@ -69,10 +69,10 @@ t0, tn = rate(tcg[0]), rate(tcg[-1])
 print("true" if ok else "false", "true" if np else "false",
       "%.3f" % med(ratios), "%.3f" % min(ratios), "%.3f" % max(ratios),
       int(med([rate(k) for k in kvm])), int(med([rate(t) for t in tcg])),
-      med([float(k.get("guest_boot_s", 0) or 0) for k in kvm]),
-      med([float(t.get("guest_boot_s", 0) or 0) for t in tcg]),
-      med([float(t.get("l1_up_wall_s", 0) or 0) for t in tim]),
-      med([float(t.get("total_wall_s", 0) or 0) for t in tim]),
+      "%.1f" % med([float(k.get("guest_boot_s", 0) or 0) for k in kvm]),
+      "%.1f" % med([float(t.get("guest_boot_s", 0) or 0) for t in tcg]),
+      "%.1f" % med([float(t.get("l1_up_wall_s", 0) or 0) for t in tim]),
+      "%.1f" % med([float(t.get("total_wall_s", 0) or 0) for t in tim]),
       "%.3f" % (tn / t0 if t0 > 0 else 0))
 PY
 )
