@@ -139,7 +139,8 @@ qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$STAND_SMP" -m "$STAND_MEM_MI
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$run_dir,mount_tag=out,security_model=none,multidevs=remap")
 if [ "$mode" = shell ]; then
-	"${qemu[@]}" &
+	# <&0: an asynchronous command of a script reads /dev/null unless told otherwise.
+	"${qemu[@]}" <&0 &
 	l1_pid=$!
 	wait "$l1_pid"
 	l1_pid=
