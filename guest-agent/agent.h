@@ -262,11 +262,6 @@ struct agent_reclaim_pace {
 	uint64_t busy_ms; /* reclaim work since the last pause */
 };
 uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uint64_t took_ms);
-/* memory.reclaim's chunks (agent_reclaim.c, "Steps"): the first, and the next after one of
- * chunk bytes that took took_ms (doubled when fast, cut to about 100 ms of work at the rate
- * seen when slow; 128 KiB .. 64 MiB). */
-#define AGENT_RECLAIM_CHUNK_FIRST (256ULL << 10)
-uint64_t agent_reclaim_chunk_next(uint64_t chunk, uint64_t took_ms);
 /* A thread that calls fn(arg) every period_ms, the first time at once, until stopped
  * (agent_ticker.c).  fn runs with the ticker's mutex held, so once agent_ticker_stop returns
  * it is not running and never runs again.  start: 0 or -errno; stop is a no-op on a ticker

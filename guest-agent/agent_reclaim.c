@@ -47,16 +47,8 @@
  *
  * Steps run in chunks of at most CHUNK_BYTES, checking the deadline between chunks, so one
  * request blocks the agent's loop for about its deadline at most; memory.reclaim's chunks
- * start at AGENT_RECLAIM_CHUNK_FIRST and follow how long each takes (doubled under 50 ms, cut
- * to what 100 ms reclaims at the rate just seen over 150 ms; agent_reclaim_chunk_next), since
- * a single write cannot be cut short.  Why they start so small: a guest can reclaim slowly
- * for reasons of its own.  On a KVM guest whose process runs on another vCPU, each dirty page
- * swapped out costs a TLB-shootdown IPI to that vCPU, an exit to the hypervisor and back; on
- * the KVM host stand (tests/kvm/stand.sh), where exits are emulated, 64 MiB took 10 s with
- * the owner running against 0.46 s with it stopped, and scenario 2's guest reclaimed at 1-10
- * MiB/s: a 4 MiB first chunk (as it was) took up to 3.9 s, and 2 s requests ran 3.5-3.9 s.
- * The first chunk is 256 KiB and the smallest 128 KiB: at 1 MiB/s a chunk then takes 125-250
- * ms, and on a guest reclaiming 200 MiB/s the chunks reach 64 MiB within eight writes.  Why so short: the growth stop below is checked
+ * start at 4 MiB and follow how long each takes (doubled under 50 ms, halved over 150 ms),
+ * since a single write cannot be cut short.  Why so short: the growth stop below is checked
  * between chunks and every PAUSE_SLICE_MS of a pause, so a chunk's length is how late it
  * can act.  With chunks of up to 500 ms (and a 250 ms pause slept whole), a growth that
  * met a request in scenario 3 had its need sent 368 ms after it began, and the guest
@@ -92,11 +84,10 @@
 #include "agent.h"
 
 #define CHUNK_BYTES    (64ULL << 20)
-#define CHUNK_MIN      (128ULL << 10) /* memory.reclaim's smallest chunk: 32 pages, the kernel's
-				       * reclaim batch (SWAP_CLUSTER_MAX) ... */
-#define CHUNK_FAST_MS  50 /* ... doubled while a chunk takes less, cut to CHUNK_AIM_MS's */
-#define CHUNK_SLOW_MS  150 /* worth when it takes more: a growth is seen within ~0.15 s */
-#define CHUNK_AIM_MS   100
+#define CHUNK_MIN      (1ULL << 20) /* memory.reclaim's first and smallest chunk ... */
+#define CHUNK_FIRST    (4ULL << 20)
+#define CHUNK_FAST_MS  50           /* ... doubled while a chunk takes less, halved when it takes */
+#define CHUNK_SLOW_MS  150          /* more: a growth is seen within ~0.15 s (the file comment) */
 #define MIN_GAIN_BYTES (1ULL << 20) /* a chunk that frees less ends the method */
 #define PACE_BUSY_MS   1000         /* reclaim work between two pauses */
 #define PAUSE_SLICE_MS 50           /* a pause looks for growth this often */
@@ -230,17 +221,6 @@ static bool done(struct run *r)
 	return freed_so_far(r) >= r->target || agent_now_ms() >= r->deadline_ms || guest_grows(r);
 }
 
-uint64_t agent_reclaim_chunk_next(uint64_t chunk, uint64_t took_ms)
-{
-	if (took_ms < CHUNK_FAST_MS)
-		chunk *= 2;
-	else if (took_ms > CHUNK_SLOW_MS)
-		chunk = chunk * CHUNK_AIM_MS / took_ms; /* the rate just seen, for CHUNK_AIM_MS */
-	if (chunk > CHUNK_BYTES)
-		chunk = CHUNK_BYTES;
-	return chunk < CHUNK_MIN ? CHUNK_MIN : chunk;
-}
-
 uint64_t agent_reclaim_pace(struct agent_reclaim_pace *p, uint32_t pause_ms, uint64_t took_ms)
 {
 	if (!pause_ms)
@@ -306,7 +286,7 @@ static void run_memcg(struct run *r, const char *file)
 	uint64_t free0 = mem_free(r->c), t0 = agent_now_ms();
 	int err = 0;
 
-	uint64_t chunk = AGENT_RECLAIM_CHUNK_FIRST;
+	uint64_t chunk = CHUNK_FIRST;
 
 	while (!done(r)) {
 		uint64_t left = r->target - freed_so_far(r), c0 = agent_now_ms();
@@ -323,7 +303,10 @@ static void run_memcg(struct run *r, const char *file)
 		 * and a guest under load reclaims slowly (TCG, into zram: one 32 MiB write kept
 		 * the agent from its timers for over 30 s, and memtided called it silent). */
 		uint64_t took = agent_now_ms() - c0;
-		chunk = agent_reclaim_chunk_next(chunk, took);
+		if (took < CHUNK_FAST_MS && chunk < CHUNK_BYTES)
+			chunk *= 2;
+		else if (took > CHUNK_SLOW_MS && chunk > CHUNK_MIN)
+			chunk /= 2;
 		pace_after(r, took);
 	}
 	step_end(r, s, free0, t0, err == -EAGAIN || (err == -EINTR && guest_grows(r)) ? 0 : err);

@@ -400,60 +400,6 @@ static void test_reclaim_floor_and_methods(void **state)
 		       agent_reclaim_caps(&c) & PROTO_CAP_RECLAIM_MEMCG ? "present" : "absent");
 }
 
-/* One reclaim request simulated against agent_reclaim_chunk_next: each write of n bytes takes
- * n / rate, the deadline is checked between writes (as agent_reclaim.c's loop does).  Returns
- * when the request ended (ms), the bytes done and the writes made. */
-static double sim_request(double mib_per_s, uint64_t bytes, uint64_t deadline_ms, uint64_t *done,
-			  unsigned *writes)
-{
-	uint64_t chunk = AGENT_RECLAIM_CHUNK_FIRST;
-	double t = 0;
-
-	*done = 0;
-	*writes = 0;
-	while (*done < bytes && t < (double)deadline_ms) {
-		uint64_t n = bytes - *done < chunk ? bytes - *done : chunk;
-		double took = (double)n / (mib_per_s * 1048576.0) * 1000.0;
-
-		t += took;
-		*done += n;
-		(*writes)++;
-		chunk = agent_reclaim_chunk_next(chunk, (uint64_t)took);
-	}
-	return t;
-}
-
-/* A guest that reclaims slowly must not hold a request far past its deadline (one write to
- * memory.reclaim cannot be cut short): on the KVM host stand a guest reclaimed at 1-10 MiB/s
- * while its process ran on the other vCPU, and with 4 MiB first chunks memtided's 2 s requests
- * ran 3.5-3.9 s (agent_reclaim.c, "Steps").  A fast guest must still reach big chunks soon. */
-static void test_reclaim_chunks(void **state)
-{
-	uint64_t done;
-	unsigned writes;
-	double end;
-
-	(void)state;
-	end = sim_request(1.0, 128ULL << 20, 2000, &done, &writes);
-	printf("# 1 MiB/s: a 2 s request ends at %.0f ms, %llu KiB in %u writes\n", end,
-	       (unsigned long long)done >> 10, writes);
-	assert_true(end <= 2300.0);
-	end = sim_request(10.0, 128ULL << 20, 2000, &done, &writes);
-	printf("# 10 MiB/s: a 2 s request ends at %.0f ms, %llu KiB in %u writes\n", end,
-	       (unsigned long long)done >> 10, writes);
-	assert_true(end <= 2300.0);
-	/* TCG, an idle owner: 64 MiB in 310 ms (agent_reclaim.c's "Seen"), about 200 MiB/s */
-	end = sim_request(200.0, 128ULL << 20, 2000, &done, &writes);
-	printf("# 200 MiB/s: 128 MiB in %.0f ms, %u writes\n", end, writes);
-	assert_int_equal(done, 128ULL << 20);
-	assert_true(writes <= 16); /* chunks of 50-150 ms are left as they are */
-	/* the rule's bounds */
-	assert_int_equal(agent_reclaim_chunk_next(64ULL << 20, 1), 64ULL << 20);
-	assert_int_equal(agent_reclaim_chunk_next(128ULL << 10, 5000), 128ULL << 10);
-	assert_int_equal(agent_reclaim_chunk_next(8ULL << 20, 100), 8ULL << 20);
-	assert_int_equal(agent_reclaim_chunk_next(8ULL << 20, 400), 2ULL << 20);
-}
-
 static void test_pagemap(void **state)
 {
 	struct agent_config c;
@@ -614,7 +560,6 @@ int main(void)
 	    cmocka_unit_test(test_wss_fold_saturates),
 	    cmocka_unit_test(test_config_file),
 	    cmocka_unit_test(test_reclaim_floor_and_methods),
-	    cmocka_unit_test(test_reclaim_chunks),
 	    cmocka_unit_test(test_pagemap),
 	    cmocka_unit_test(test_virtio_port_lookup),
 	    cmocka_unit_test(test_mglru_enable),
