@@ -53,10 +53,12 @@ while :; do
 done
 rss_min=$rss_filled
 if [ -n "$t0" ]; then
-	while [ $(($(e2e_now_ms) - t0)) -lt ${RSS_WINDOW_MS:-30000} ]; do
+	# Until the guest's workload ends: a slow guest (KVM in the stand) answers the request
+	# late, and QEMU may exit within the window.
+	while [ $(($(e2e_now_ms) - t0)) -lt ${RSS_WINDOW_MS:-30000} ] && kill -0 "$E2E_QEMU_PID" 2>/dev/null; do
 		r=$(e2e_guest_rss_mib)
 		[ -n "${RSS_TRACE:-}" ] && echo "# rss $(($(e2e_now_ms) - t0)) ms: $r MiB"
-		if [ "$r" -lt "$rss_min" ]; then
+		if [ -n "$r" ] && [ "$r" -lt "$rss_min" ]; then
 			rss_min=$r
 			e2e_fig return_ms $(($(e2e_now_ms) - t0))
 		fi
