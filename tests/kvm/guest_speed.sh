@@ -6,7 +6,7 @@
 #
 # It boots the e2e guest through the harness (tests/e2e/lib.sh; E2E_ACCEL picks the
 # accelerator, as for the scenarios) and runs SPEED_WORKLOAD (the hot set of scenario 2, 200 MiB
-# touched page by page, one rate a second) for SPEED_SECONDS.  Under KVM it first checks what
+# touched page by page, one rate a second) for SPEED_SECONDS (10).  Under KVM it first checks what
 # makes the stand a KVM host: /dev/kvm and kvm_amd with nested paging (npt=Y), and then that
 # QEMU really runs the guest on KVM (QMP query-kvm: present and enabled).  Figures, in
 # $BUILD/e2e/guest_speed.json (kvm_guest_speed.json under KVM): guest_boot_s (QEMU started to
@@ -14,7 +14,7 @@
 # SPEED_SKIP warm-up seconds) and their median; under KVM also kvm_ok and nested_paging.
 . "$(dirname "$0")/../e2e/lib.sh"
 e2e_init guest_speed
-SPEED_SECONDS=${SPEED_SECONDS:-15}
+SPEED_SECONDS=${SPEED_SECONDS:-10}
 SPEED_SKIP=${SPEED_SKIP:-3}
 SPEED_WORKLOAD=${SPEED_WORKLOAD:-memload hotcold 200 1 0}
 e2e_fig accel "$E2E_ACCEL"
