@@ -150,10 +150,9 @@ for suite in "${suites[@]}"; do
 		run_one stand selftest 600 bash tests/kvm/selftest.sh ;;
 	kvm)
 		run_one kvm selftest 600 bash tests/kvm/selftest.sh
-		while read -r s _; do
-			case $s in '' | '#'*) continue ;; esac
+		for s in $(awk '$1 !~ /^#/ { print $1 }' tests/kvm/scenarios.txt); do
 			run_one kvm "$s" 1500 tests/kvm/stand.sh run "tests/e2e/scenarios/$s.sh"
-		done <tests/kvm/scenarios.txt ;;
+		done ;;
 	packaging)
 		for t in tests/packaging/*.sh; do
 			[ -f "$t" ] || continue
