@@ -96,7 +96,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP
 
 # What runs inside, in the chroot (l1_init.sh calls it with STAND_DIR set).  The script's own
 # output goes to out.log in the export, streamed out below; L1's kernel talks on the console.
