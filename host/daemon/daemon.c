@@ -1017,21 +1017,22 @@ int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 	return count;
 }
 
-uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
-				  bool *host_short)
+uint64_t mtd_daemon_release_upto(struct mtd_daemon *d, uint64_t key, uint64_t now_ms,
+				 uint64_t actual_bytes, uint64_t target_bytes,
+				 uint64_t ceiling_bytes, bool *host_short)
 {
-	uint64_t total = 0, avail = 0, g = 0;
+	uint64_t total = 0, avail = 0, upto;
 
 	*host_short = false;
 	/* The host's MemAvailable now, not the arbiter's last look: a release may be the
-	 * only thing moving memory. */
+	 * only thing moving memory.  Unreadable: nothing more is given. */
 	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
-		return 0;
+		return actual_bytes > target_bytes ? actual_bytes : target_bytes;
 	pthread_mutex_lock(&d->host_lock);
-	g = mtd_arbiter_release_grant(&d->cfg.arb, &d->release, now_ms, total, avail, want_bytes,
-				      host_short);
+	upto = mtd_release_pace_step(&d->cfg.arb, &d->release, key, now_ms, total, avail,
+				     actual_bytes, target_bytes, ceiling_bytes, host_short);
 	pthread_mutex_unlock(&d->host_lock);
-	return g;
+	return upto;
 }
 
 int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out)

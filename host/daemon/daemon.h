@@ -22,6 +22,7 @@
 #include <urcu/rculfhash.h>
 
 #include "decide/arbiter.h"
+#include "decide/release_pace.h"
 #include "base/mtd.h"
 #include "daemon/policy.h"
 #include "daemon/turns.h"
@@ -113,10 +114,12 @@ void mtd_daemon_stop(struct mtd_daemon *d);
 void mtd_daemon_free(struct mtd_daemon *d);
 /* Queue work for the main thread (any thread, never blocks on libvirt). */
 int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *name);
-/* What a release may hand a VM now, of want (arbiter.h, mtd_arbiter_release_grant), read
- * against the host's MemAvailable now.  Any thread (VM loops); takes host_lock. */
-uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
-				  bool *host_short);
+/* How high a released VM's balloon target may go now (release_pace.h,
+ * mtd_release_pace_step), read against the host's MemAvailable now; key names the VM.  Any
+ * thread (VM loops); takes host_lock. */
+uint64_t mtd_daemon_release_upto(struct mtd_daemon *d, uint64_t key, uint64_t now_ms,
+				 uint64_t actual_bytes, uint64_t target_bytes,
+				 uint64_t ceiling_bytes, bool *host_short);
 /* A VM's loop that was asked to detach has finished: the main thread reaps it. */
 int mtd_daemon_queue_reap(struct mtd_daemon *d, const char *name, uint64_t serial);
 

@@ -72,7 +72,7 @@
 
 #define MiB                 ((uint64_t)1 << 20)
 #define LOOP_STACK_BYTES    (256 * 1024)
-#define RELEASE_TICK_MS     1000 /* a release climbs once a second, whatever the interval */
+#define RELEASE_TICK_MS     250 /* a release climbs 4 times a second (release_pace.h) */
 #define BALLOON_ERROR_AFTER 3    /* failed actuations in a row before the VM shows ERROR */
 #define EVICT_BATCH         64
 #define LOOP_NICE           10    /* loops yield the CPU to the front ends and main thread */
@@ -848,7 +848,8 @@ static void resume(struct mtd_vm *vm, uint64_t now_ms)
 	free(s);
 }
 
-/* What a release may give this step: the host's grant (daemon.c) toward the ceiling. */
+/* What a release may give this step, above the target it has: the host's pace (daemon.c,
+ * release_pace.h), counted from the balloon's actual size. */
 static uint64_t release_grant(struct mtd_vm *vm, uint64_t now_ms)
 {
 	uint64_t ceiling = mtd_ctl_safe_bytes(&vm->policy, vm->domain_bytes);
@@ -861,7 +862,9 @@ static uint64_t release_grant(struct mtd_vm *vm, uint64_t now_ms)
 		vm->release_waiting = false;
 		return 0;
 	}
-	g = mtd_daemon_release_grant(vm->d, ceiling - have, now_ms, &host_short);
+	uint64_t upto = mtd_daemon_release_upto(vm->d, (uint64_t)(uintptr_t)vm, now_ms,
+						vm->balloon_actual, have, ceiling, &host_short);
+	g = upto > have ? upto - have : 0;
 	if (!g && host_short && !vm->release_waiting)
 		mtd_notice("%s: release waiting: the host has nothing to spare above its low mark",
 			   vm->name);
