@@ -131,6 +131,7 @@ struct mtd_vm {
 	uint64_t last_guest_refaults; /* agent workingset_refault (pages) at the last step */
 	uint64_t last_majfault;       /* pgmajfault at the last step */
 	bool have_fault_base;
+	bool fault_base_agent; /* the base is the agent's counts (else the balloon's stats) */
 	uint64_t balloon_actual;
 	uint64_t avail_seq;       /* the agent stats report the balloon level below goes with */
 	uint64_t avail_balloon;   /* the balloon's actual size when that report came */

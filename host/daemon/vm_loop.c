@@ -309,6 +309,7 @@ static int attach(struct mtd_vm *vm)
 			mtd_agent_link_set_fd_source(vm->agent, mtd_vsock_take_fd, vm->vsock,
 						     label);
 		mtd_agent_link_set_ping(vm->agent, cfg->agent_ping_ms);
+		mtd_agent_link_set_ram(vm->agent, vm->domain_bytes);
 	}
 	if (cfg->source == MTD_SOURCE_SIM) {
 		rc = mtd_source_sim_new(vm->domain_bytes, cfg->sim_hot_percent, name_seed(vm->name),
@@ -599,6 +600,7 @@ static void read_inputs(struct mtd_vm *vm, struct tick *t)
 			  t->now_ms - vm->bstats_seen_ms <= cfg->ctl.agent_silence_ms;
 	read_rss(vm, t->now_ms);
 	if (vm->agent) {
+		mtd_agent_link_set_ram(vm->agent, vm->domain_bytes); /* QEMU may have changed */
 		mtd_agent_link_service(vm->agent, t->now_ms);
 		uint64_t heard = mtd_agent_link_last_heard(vm->agent);
 		/* An agent reclaiming for us is busy, not silent: its loop reports nothing while
@@ -662,6 +664,12 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	uint64_t signal = t->gs.refaults_total - vm->last_refaults;
 	vm->last_refaults = t->gs.refaults_total;
 	if (have_guest) {
+		/* The agent's counts (from the link's start) and the balloon's (since the guest's
+		 * boot) are not one count: a change of source starts a new base. */
+		if (vm->have_fault_base && vm->fault_base_agent != (t->as != NULL)) {
+			vm->have_fault_base = false;
+			vm->fault_base_agent = t->as != NULL;
+		}
 		if (vm->have_fault_base) {
 			uint64_t dr = guest_refaults >= vm->last_guest_refaults
 					  ? guest_refaults - vm->last_guest_refaults

@@ -495,6 +495,10 @@ static void print_health(struct json_object *v, const char *indent)
 		       indent, get_i(v, "tick_gap_ms"), get_i(v, "ticks_late"));
 	if (get_b(v, "detaching"))
 		printf("%sdetaching\n", indent);
+	if (*get_s(v, "agent_untrusted"))
+		printf("%sagent figures UNTRUSTED: it said %s; %" PRId64
+		       " figures clamped to what the VM can hold since attach\n",
+		       indent, get_s(v, "agent_untrusted"), get_i(v, "agent_figures_clamped"));
 }
 
 static void bar(double share, int width)

@@ -157,4 +157,6 @@ void mtd_vm_channel_status(struct mtd_vm *vm, struct mtd_vm_status *st)
 		 mtd_agent_link_ready(vm->agent) ? mtd_agent_link_transport(vm->agent) : "");
 	mtd_agent_link_rtt(vm->agent, &st->agent_rtt_p50_us, &st->agent_rtt_p99_us,
 			   &st->agent_rtt_samples);
+	snprintf(st->agent_untrusted, sizeof(st->agent_untrusted), "%s",
+		 mtd_agent_link_untrusted(vm->agent, &st->agent_clamped));
 }
