@@ -31,30 +31,30 @@ unsigned mtd_agent_bound_stats(struct proto_stats *st, uint64_t ram_bytes,
 	unsigned n = 0;
 
 	if (ram_bytes) {
-		n += clamp_size(&st->mem_total_bytes, ram_bytes, "MemTotal", "the VM's RAM", n,
-				why, whylen);
-		uint64_t *part[] = {&st->mem_free_bytes, &st->mem_available_bytes, &st->cached_bytes,
-				    &st->anon_bytes, &st->shmem_bytes};
+		n += clamp_size(&st->mem_total_bytes, ram_bytes, "MemTotal", "the VM's RAM", n, why,
+				whylen);
+		uint64_t *part[] = {&st->mem_free_bytes, &st->mem_available_bytes,
+				    &st->cached_bytes, &st->anon_bytes, &st->shmem_bytes};
 		static const char *const name[] = {"MemFree", "MemAvailable", "Cached", "AnonPages",
 						   "Shmem"};
 		for (unsigned i = 0; i < sizeof(part) / sizeof(part[0]); i++)
 			n += clamp_size(part[i], st->mem_total_bytes, name[i], "MemTotal", n, why,
 					whylen);
 	}
-	uint64_t *ctr[MTD_AGENT_COUNTERS] = {&st->refault_anon, &st->refault_file,
-					     &st->pgmajfault, &st->pswpin, &st->pswpout};
-	static const char *const cname[MTD_AGENT_COUNTERS] = {
-	    "workingset_refault_anon", "workingset_refault_file", "pgmajfault", "pswpin",
-	    "pswpout"};
+	uint64_t *ctr[MTD_AGENT_COUNTERS] = {&st->refault_anon, &st->refault_file, &st->pgmajfault,
+					     &st->pswpin, &st->pswpout};
+	static const char *const cname[MTD_AGENT_COUNTERS] = {"workingset_refault_anon",
+							      "workingset_refault_file",
+							      "pgmajfault", "pswpin", "pswpout"};
 	const uint64_t burst = MTD_AGENT_PAGES_PER_S_MAX * MTD_AGENT_COUNTER_GRACE_MS / 1000;
 	uint64_t dt = cs->set && now_ms > cs->at_ms ? now_ms - cs->at_ms : 0;
 	/* dt of a silent peer may be long: the bucket is full after the grace anyway */
-	uint64_t refill = dt >= MTD_AGENT_COUNTER_GRACE_MS ? burst
-							    : MTD_AGENT_PAGES_PER_S_MAX * dt / 1000;
+	uint64_t refill =
+	    dt >= MTD_AGENT_COUNTER_GRACE_MS ? burst : MTD_AGENT_PAGES_PER_S_MAX * dt / 1000;
 	for (unsigned i = 0; i < MTD_AGENT_COUNTERS; i++) {
 		uint64_t raw = *ctr[i];
-		cs->budget[i] = !cs->set || cs->budget[i] + refill > burst ? burst
-									   : cs->budget[i] + refill;
+		cs->budget[i] =
+		    !cs->set || cs->budget[i] + refill > burst ? burst : cs->budget[i] + refill;
 		if (cs->set && raw >= cs->raw[i]) {
 			uint64_t d = raw - cs->raw[i];
 			if (d > cs->budget[i]) {
@@ -97,10 +97,11 @@ static unsigned scale_down(uint64_t *const *v, unsigned count, uint64_t mul, uin
 	return 1;
 }
 
-unsigned mtd_agent_bound_wss(struct proto_wss *w, uint64_t ram_bytes, uint32_t page_size,
-			     char *why, size_t whylen)
+unsigned mtd_agent_bound_wss(struct proto_wss *w, uint64_t ram_bytes, uint32_t page_size, char *why,
+			     size_t whylen)
 {
-	uint64_t *v[2 * (PROTO_MAX_WSS_BINS > PROTO_MAX_GENS ? PROTO_MAX_WSS_BINS : PROTO_MAX_GENS)];
+	uint64_t
+	    *v[2 * (PROTO_MAX_WSS_BINS > PROTO_MAX_GENS ? PROTO_MAX_WSS_BINS : PROTO_MAX_GENS)];
 	unsigned n = 0, k = 0;
 
 	if (!ram_bytes)
@@ -127,12 +128,12 @@ unsigned mtd_agent_bound_reply(struct proto_reclaim_reply *r, uint64_t ram_bytes
 
 	if (!ram_bytes)
 		return 0;
-	n += clamp_size(&r->freed_bytes, ram_bytes, "reclaim freed", "the VM's RAM", n, why,
-			whylen);
-	n += clamp_size(&r->mem_available_bytes, ram_bytes, "reclaim MemAvailable",
-			"the VM's RAM", n, why, whylen);
-	n += clamp_size(&r->floor_bytes, ram_bytes, "reclaim floor", "the VM's RAM", n, why,
-			whylen);
+	n +=
+	    clamp_size(&r->freed_bytes, ram_bytes, "reclaim freed", "the VM's RAM", n, why, whylen);
+	n += clamp_size(&r->mem_available_bytes, ram_bytes, "reclaim MemAvailable", "the VM's RAM",
+			n, why, whylen);
+	n +=
+	    clamp_size(&r->floor_bytes, ram_bytes, "reclaim floor", "the VM's RAM", n, why, whylen);
 	for (uint32_t i = 0; i < r->nr_steps && i < PROTO_MAX_RECLAIM_STEPS; i++)
 		n += clamp_size(&r->steps[i].freed_bytes, ram_bytes, "a reclaim step's freed",
 				"the VM's RAM", n, why, whylen);

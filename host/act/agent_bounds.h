@@ -38,7 +38,7 @@
 /* No guest moves pages faster than its memory bus: 2^25 4 KiB pages a second is 128 GiB/s,
  * above any a VM has; a guest that faults or swaps that fast has no time to do anything
  * else. */
-#define MTD_AGENT_PAGES_PER_S_MAX (1ULL << 25)
+#define MTD_AGENT_PAGES_PER_S_MAX  (1ULL << 25)
 #define MTD_AGENT_COUNTER_GRACE_MS 2000 /* reports that queued arrive together */
 #define MTD_AGENT_COUNTERS         5
 
@@ -58,8 +58,8 @@ unsigned mtd_agent_bound_stats(struct proto_stats *st, uint64_t ram_bytes,
 			       struct mtd_agent_counter_state *cs, uint64_t now_ms, char *why,
 			       size_t whylen);
 /* Bound a wss report: bins (bytes) and generations (pages of page_size bytes). */
-unsigned mtd_agent_bound_wss(struct proto_wss *w, uint64_t ram_bytes, uint32_t page_size,
-			     char *why, size_t whylen);
+unsigned mtd_agent_bound_wss(struct proto_wss *w, uint64_t ram_bytes, uint32_t page_size, char *why,
+			     size_t whylen);
 /* Bound a reclaim reply. */
 unsigned mtd_agent_bound_reply(struct proto_reclaim_reply *r, uint64_t ram_bytes, char *why,
 			       size_t whylen);

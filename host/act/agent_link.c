@@ -545,7 +545,8 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 		l->reclaim_late = 0;
 		l->reclaim_reply = m->u.reclaim_reply;
 		note_clamped(
-		    l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)), why);
+		    l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)),
+		    why);
 		l->reclaim_seq++;
 		return PROTO_OK;
 	}

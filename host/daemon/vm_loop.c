@@ -73,7 +73,7 @@
 #define MiB                 ((uint64_t)1 << 20)
 #define LOOP_STACK_BYTES    (256 * 1024)
 #define RELEASE_TICK_MS     250 /* a release climbs 4 times a second (release_pace.h) */
-#define BALLOON_ERROR_AFTER 3    /* failed actuations in a row before the VM shows ERROR */
+#define BALLOON_ERROR_AFTER 3   /* failed actuations in a row before the VM shows ERROR */
 #define EVICT_BATCH         64
 #define LOOP_NICE           10    /* loops yield the CPU to the front ends and main thread */
 #define PEER_PROBE_MAX_MS   30000 /* an unresponsive peer is probed at least this often */

@@ -94,8 +94,7 @@ static uint64_t gave_recently(const struct mtd_arbiter_config *cfg,
 /* Note the VM's actual size now (at most one sample per 100 ms: keeping the older one of
  * two close samples looks further back, never less far) and return its size a second ago:
  * the newest sample at least 1000 ms old, else the oldest (taken when its release began). */
-static uint64_t actual_a_second_ago(struct mtd_release_pace_vm *e, uint64_t now_ms,
-				    uint64_t actual)
+static uint64_t actual_a_second_ago(struct mtd_release_pace_vm *e, uint64_t now_ms, uint64_t actual)
 {
 	unsigned n = e->samples;
 
@@ -143,8 +142,9 @@ uint64_t mtd_release_pace_step(const struct mtd_arbiter_config *cfg, struct mtd_
 		others_charge = add_sat(others_charge, o->charge_bytes);
 		others_owed = add_sat(others_owed, o->owed_bytes);
 	}
-	uint64_t room = sub0(mem_available_bytes,
-			     add_sat(add_sat(low, gave_recently(cfg, b, width, now_ms)), others_owed));
+	uint64_t room =
+	    sub0(mem_available_bytes,
+		 add_sat(add_sat(low, gave_recently(cfg, b, width, now_ms)), others_owed));
 	*host_short = room == 0;
 
 	uint64_t upto = add_sat(ref, sub0(cfg->release_rate_bytes_per_s, others_charge));

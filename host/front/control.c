@@ -665,7 +665,7 @@ static struct client *make_room(struct mtd_control *ctl, uint64_t now)
 		for (unsigned i = 0; i < MTD_CONTROL_MAX_CLIENTS; i++) {
 			struct client *c = &ctl->clients[i];
 			int r = idle_rank(c, now);
-			if (r >= 0 && (r < vr || (r == vr && c->active_ms < v->active_ms))) {
+			if (r >= 0 && (!v || r < vr || (r == vr && c->active_ms < v->active_ms))) {
 				v = c;
 				vr = r;
 			}

@@ -34,7 +34,7 @@
 #define MTD_CONTROL_IDLE_MS     30000 /* a connection with no request this long is closed */
 /* A connection that has sent nothing (or part of a line) for this long may be closed to make
  * room; one just accepted has its request on the way, or waiting unread. */
-#define MTD_CONTROL_GRACE_MS 1000
+#define MTD_CONTROL_GRACE_MS    1000
 
 struct mtd_control;
 

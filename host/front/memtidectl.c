@@ -163,9 +163,8 @@ static int ctl_connect(int64_t deadline_ms, char *err, size_t errlen)
 	}
 	while ((rc = connect(fd, (struct sockaddr *)&addr, sizeof(addr))) < 0) {
 		int e = errno;
-		if (e != EINTR &&
-		    !((e == EAGAIN || (e == ECONNREFUSED && retry_refused)) &&
-		      backoff(&step, deadline_ms))) {
+		if (e != EINTR && !((e == EAGAIN || (e == ECONNREFUSED && retry_refused)) &&
+				    backoff(&step, deadline_ms))) {
 			errno = e;
 			break;
 		}

@@ -113,7 +113,8 @@ static void test_counters_at_the_rate_bound(void **state)
 		t += 1;
 		(void)mtd_agent_bound_stats(&s, 1 * GiB, &cs, t, NULL, 0);
 	}
-	assert_true(s.refault_anon - start <= MTD_AGENT_PAGES_PER_S_MAX + MTD_AGENT_PAGES_PER_S_MAX / 100);
+	assert_true(s.refault_anon - start <=
+		    MTD_AGENT_PAGES_PER_S_MAX + MTD_AGENT_PAGES_PER_S_MAX / 100);
 	/* A restarted count (lower) adds nothing, and counting goes on from it. */
 	uint64_t was = s.refault_anon;
 	s = honest();

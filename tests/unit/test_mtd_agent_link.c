@@ -725,7 +725,8 @@ static void test_lying_agent_is_clamped_and_marked(void **state)
 	const struct proto_stats *st = mtd_agent_link_stats(l, &seq);
 	assert_int_equal(seq, 2);
 	assert_int_equal(st->mem_total_bytes, 1ULL << 30);
-	assert_true(st->refault_file <= MTD_AGENT_PAGES_PER_S_MAX * MTD_AGENT_COUNTER_GRACE_MS / 1000);
+	assert_true(st->refault_file <=
+		    MTD_AGENT_PAGES_PER_S_MAX * MTD_AGENT_COUNTER_GRACE_MS / 1000);
 	assert_int_equal(mtd_agent_link_take_need(l), 1ULL << 30);
 	const char *why = mtd_agent_link_untrusted(l, &clamped);
 	print_message("untrusted: %s (%llu clamped)\n", why, (unsigned long long)clamped);

@@ -164,7 +164,8 @@ static void burst(void **state, const char *req, int n)
 		close(fd[i]);
 	}
 	free(fd);
-	print_message("%s%d clients, %d sent, %d answered%s%s\n", rt ? "" : "(no real-time priority) ", n, sent, answered,
+	print_message("%s%d clients, %d sent, %d answered%s%s\n",
+		      rt ? "" : "(no real-time priority) ", n, sent, answered,
 		      first_loss[0] ? "; first lost: " : "", first_loss);
 	assert_int_equal(sent, n);
 	assert_int_equal(answered, n);

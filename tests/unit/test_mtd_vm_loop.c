@@ -651,7 +651,7 @@ static void test_release_lagging_balloon_keeps_the_pace(void **state)
 		      (unsigned long long)(before / MiB), (unsigned long long)(asked / MiB),
 		      (unsigned long long)((asked > before ? asked - before : 0) / MiB),
 		      (unsigned long long)(release_rate / MiB));
-	assert_true(asked > before);                  /* a release was asked of it */
+	assert_true(asked > before);                 /* a release was asked of it */
 	assert_true(asked - before <= release_rate); /* and no more than a second's rate */
 	assert_int_equal(wait_actual(&f, false, 1024 * MiB, 200), 1024 * MiB);
 	stop(false);

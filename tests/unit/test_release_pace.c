@@ -58,12 +58,12 @@ static void follow(struct model *m, uint64_t now)
 }
 
 struct run {
-	uint64_t ms;         /* how long */
-	uint64_t avail;      /* the host's MemAvailable (the guests leave what they get alone) */
-	uint64_t *total;     /* [ms]: the balloons' actual sizes, summed */
-	uint64_t done_ms;    /* when every balloon reached its ceiling (0: never) */
-	bool ever_short;     /* the pace said the host had no room */
-	bool never_lowered;  /* no step lowered a target or put it under the actual size */
+	uint64_t ms;        /* how long */
+	uint64_t avail;     /* the host's MemAvailable (the guests leave what they get alone) */
+	uint64_t *total;    /* [ms]: the balloons' actual sizes, summed */
+	uint64_t done_ms;   /* when every balloon reached its ceiling (0: never) */
+	bool ever_short;    /* the pace said the host had no room */
+	bool never_lowered; /* no step lowered a target or put it under the actual size */
 };
 
 static const uint64_t total_mem = 16 * GiB;
@@ -83,9 +83,9 @@ static void run(const struct mtd_arbiter_config *cfg, struct model *m, unsigned 
 			if (t >= v->steps_from_ms && (t - v->phase_ms) % 250 == 0 &&
 			    v->target < v->ceiling) {
 				bool sh;
-				uint64_t up = mtd_release_pace_step(cfg, b, i + 1, t, total_mem,
-								    r->avail, v->actual, v->target,
-								    v->ceiling, &sh);
+				uint64_t up =
+				    mtd_release_pace_step(cfg, b, i + 1, t, total_mem, r->avail,
+							  v->actual, v->target, v->ceiling, &sh);
 				if (up < v->target || up < v->actual)
 					r->never_lowered = false;
 				if (up > v->target)
@@ -121,15 +121,21 @@ static const struct mtd_arbiter_config cfg = {
 /* One VM, from 256 MiB to 1280 MiB, its balloon following in each of the three ways. */
 static void one_vm(enum follow how, uint64_t *most_1s, uint64_t *done_ms)
 {
-	struct model m = {.actual = 256 * MiB, .target = 256 * MiB, .ceiling = 1280 * MiB,
-			  .how = how, .speed_per_ms = 64 * MiB / 1000, .frozen_until = 3000};
+	struct model m = {.actual = 256 * MiB,
+			  .target = 256 * MiB,
+			  .ceiling = 1280 * MiB,
+			  .how = how,
+			  .speed_per_ms = 64 * MiB / 1000,
+			  .frozen_until = 3000};
 	struct run r = {.ms = 20000, .avail = 12 * GiB};
 
 	run(&cfg, &m, 1, &r);
 	*most_1s = most_in(&r, 1000);
 	*done_ms = r.done_ms;
 	print_message("%-13s most in a second %3llu MiB, at the ceiling after %5.2f s\n",
-		      how == AT_ONCE ? "at once:" : how == STEADY ? "64 MiB/s:" : "lag, then all:",
+		      how == AT_ONCE  ? "at once:"
+		      : how == STEADY ? "64 MiB/s:"
+				      : "lag, then all:",
 		      (unsigned long long)(*most_1s / MiB), (double)*done_ms / 1000);
 	assert_true(r.never_lowered);
 	assert_false(r.ever_short);
@@ -162,10 +168,18 @@ static void test_rate_is_shared(void **state)
 {
 	struct model m[3] = {
 	    {.actual = 256 * MiB, .target = 256 * MiB, .ceiling = 768 * MiB, .how = AT_ONCE},
-	    {.actual = 512 * MiB, .target = 512 * MiB, .ceiling = 1024 * MiB, .how = LAG_THEN_ALL,
-	     .frozen_until = 4000, .phase_ms = 80},
-	    {.actual = 128 * MiB, .target = 128 * MiB, .ceiling = 640 * MiB, .how = STEADY,
-	     .speed_per_ms = 100 * MiB / 1000, .phase_ms = 170},
+	    {.actual = 512 * MiB,
+	     .target = 512 * MiB,
+	     .ceiling = 1024 * MiB,
+	     .how = LAG_THEN_ALL,
+	     .frozen_until = 4000,
+	     .phase_ms = 80},
+	    {.actual = 128 * MiB,
+	     .target = 128 * MiB,
+	     .ceiling = 640 * MiB,
+	     .how = STEADY,
+	     .speed_per_ms = 100 * MiB / 1000,
+	     .phase_ms = 170},
 	};
 	struct run r = {.ms = 30000, .avail = 12 * GiB};
 	(void)state;
@@ -187,9 +201,15 @@ static void test_rate_is_shared(void **state)
 static void test_room_holds_per_settle_window(void **state)
 {
 	struct model m[2] = {
-	    {.actual = 256 * MiB, .target = 256 * MiB, .ceiling = 2 * GiB, .how = LAG_THEN_ALL,
+	    {.actual = 256 * MiB,
+	     .target = 256 * MiB,
+	     .ceiling = 2 * GiB,
+	     .how = LAG_THEN_ALL,
 	     .frozen_until = 9000},
-	    {.actual = 256 * MiB, .target = 256 * MiB, .ceiling = 2 * GiB, .how = AT_ONCE,
+	    {.actual = 256 * MiB,
+	     .target = 256 * MiB,
+	     .ceiling = 2 * GiB,
+	     .how = AT_ONCE,
 	     .phase_ms = 125},
 	};
 	struct run r = {.ms = 40000, .avail = 1 * GiB + 300 * MiB};
@@ -248,11 +268,11 @@ static void test_a_vm_that_left_frees_the_rate(void **state)
 	assert_int_equal(mtd_release_pace_step(&cfg, b, 2, 1500, total_mem, 8 * GiB, 1 * GiB,
 					       1 * GiB, 4 * GiB, &sh),
 			 1 * GiB);
-	assert_int_equal(mtd_release_pace_step(&cfg, b, 2, 1000 + RELEASE_PACE_EXPIRE_MS,
-					       total_mem, 8 * GiB, 1 * GiB, 1 * GiB, 4 * GiB, &sh),
+	assert_int_equal(mtd_release_pace_step(&cfg, b, 2, 1000 + RELEASE_PACE_EXPIRE_MS, total_mem,
+					       8 * GiB, 1 * GiB, 1 * GiB, 4 * GiB, &sh),
 			 1 * GiB);
-	assert_int_equal(mtd_release_pace_step(&cfg, b, 2, 1001 + RELEASE_PACE_EXPIRE_MS,
-					       total_mem, 8 * GiB, 1 * GiB, 1 * GiB, 4 * GiB, &sh),
+	assert_int_equal(mtd_release_pace_step(&cfg, b, 2, 1001 + RELEASE_PACE_EXPIRE_MS, total_mem,
+					       8 * GiB, 1 * GiB, 1 * GiB, 4 * GiB, &sh),
 			 1 * GiB + 128 * MiB);
 	free(b);
 }
