@@ -124,8 +124,12 @@ void mtd_tick_inputs(struct mtd_vm_decide *s, struct mtd_vm_act *a, const struct
 	after_news(s, a, b, news);
 	t->guest_took_back = news == MTD_BALLOON_TOOK_BACK;
 	t->bstats_fresh = mtd_balloon_stats_fresh(b, t->now_ms, e->ctl->agent_silence_ms);
-	if (e->agent)
+	if (e->agent) {
+		/* The agent's figures are bounded by the VM's RAM (agent_bounds.h); QEMU may have
+		 * changed since the last tick. */
+		mtd_agent_link_set_ram(e->agent, b->domain_bytes);
 		read_agent(s, e, t);
+	}
 	t->domain_bytes = b->domain_bytes;
 	t->actual_bytes = b->actual;
 	t->applied_valid = b->applied_valid;

@@ -78,11 +78,13 @@ static unsigned usable_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
-static uint64_t vm_release_grant(void *ctx, uint64_t want_bytes, uint64_t now_ms, bool *host_short)
+static uint64_t vm_release_upto(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,
+			       uint64_t target_bytes, uint64_t ceiling_bytes, bool *host_short)
 {
 	struct mtd_daemon *d = ctx;
 
-	return mtd_host_release_grant(&d->host, &d->cfg, want_bytes, now_ms, host_short);
+	return mtd_host_release_upto(&d->host, &d->cfg, key, now_ms, actual_bytes, target_bytes,
+				     ceiling_bytes, host_short);
 }
 
 static int vm_reap(void *ctx, const char *name, uint64_t serial)
@@ -111,7 +113,7 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	    .turns = &d->turns,
 	    .boot_id = d->boot_id,
 	    .state_failing = &d->state_failing,
-	    .release_grant = vm_release_grant,
+	    .release_upto = vm_release_upto,
 	    .reap = vm_reap,
 	    .ctx = d,
 	};
@@ -956,12 +958,6 @@ int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 		mtd_notice("%s %s on request from the control socket",
 			   release ? "release" : "resume", name ? name : "of every VM");
 	return count;
-}
-
-uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
-				  bool *host_short)
-{
-	return mtd_host_release_grant(&d->host, &d->cfg, want_bytes, now_ms, host_short);
 }
 
 void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out)

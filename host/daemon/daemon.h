@@ -115,10 +115,6 @@ void mtd_daemon_stop(struct mtd_daemon *d);
 void mtd_daemon_free(struct mtd_daemon *d);
 /* Queue work for the main thread (any thread, never blocks on libvirt). */
 int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *name);
-/* What a release may hand a VM now, of want (arbiter.h, mtd_arbiter_release_grant), read
- * against the host's MemAvailable now.  Any thread (VM loops); takes host_lock. */
-uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
-				  bool *host_short);
 /* A VM's loop that was asked to detach has finished: the main thread reaps it. */
 int mtd_daemon_queue_reap(struct mtd_daemon *d, const char *name, uint64_t serial);
 

@@ -139,21 +139,22 @@ void mtd_host_arbitrate(struct mtd_host *h, const struct mtd_config *cfg, struct
 		mtd_notice("host pressure over: MemAvailable %" PRIu64 " MiB", avail / MiB);
 }
 
-uint64_t mtd_host_release_grant(struct mtd_host *h, const struct mtd_config *cfg,
-				uint64_t want_bytes, uint64_t now_ms, bool *host_short)
+uint64_t mtd_host_release_upto(struct mtd_host *h, const struct mtd_config *cfg, uint64_t key,
+			       uint64_t now_ms, uint64_t actual_bytes, uint64_t target_bytes,
+			       uint64_t ceiling_bytes, bool *host_short)
 {
-	uint64_t total = 0, avail = 0, g = 0;
+	uint64_t total = 0, avail = 0, upto;
 
 	*host_short = false;
 	/* The host's MemAvailable now, not the arbiter's last look: a release may be the
-	 * only thing moving memory. */
+	 * only thing moving memory.  Unreadable: nothing more is given. */
 	if (mtd_arbiter_read_meminfo(cfg->meminfo_path, &total, &avail) < 0)
-		return 0;
+		return actual_bytes > target_bytes ? actual_bytes : target_bytes;
 	pthread_mutex_lock(&h->lock);
-	g = mtd_arbiter_release_grant(&cfg->arb, &h->release, now_ms, total, avail, want_bytes,
-				      host_short);
+	upto = mtd_release_pace_step(&cfg->arb, &h->release, key, now_ms, total, avail,
+				     actual_bytes, target_bytes, ceiling_bytes, host_short);
 	pthread_mutex_unlock(&h->lock);
-	return g;
+	return upto;
 }
 
 void mtd_host_status(struct mtd_host *h, struct mtd_host_status *out)

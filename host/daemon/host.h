@@ -14,6 +14,7 @@
 #include "daemon/config.h"
 #include "daemon/registry.h"
 #include "decide/arbiter.h"
+#include "decide/release_pace.h"
 
 struct mtd_host {
 	pthread_mutex_t lock;              /* guards status and release */
@@ -32,10 +33,12 @@ void mtd_host_arbitrate(struct mtd_host *h, const struct mtd_config *cfg, struct
 /* The figures' VM count and saving, from the VMs in the registry now (attach and detach
  * call it, so that `status` at once stops counting a VM let go). */
 void mtd_host_totals(struct mtd_host *h, struct mtd_registry *r);
-/* What a release may hand a VM now, of want (arbiter.h, mtd_arbiter_release_grant), read
- * against the host's MemAvailable now.  Any thread (VM loops). */
-uint64_t mtd_host_release_grant(struct mtd_host *h, const struct mtd_config *cfg,
-				uint64_t want_bytes, uint64_t now_ms, bool *host_short);
+/* How high a released VM's balloon target may go now (release_pace.h,
+ * mtd_release_pace_step), read against the host's MemAvailable now; key names the VM.  Any
+ * thread (VM loops). */
+uint64_t mtd_host_release_upto(struct mtd_host *h, const struct mtd_config *cfg, uint64_t key,
+			       uint64_t now_ms, uint64_t actual_bytes, uint64_t target_bytes,
+			       uint64_t ceiling_bytes, bool *host_short);
 /* A copy of the figures (front ends). */
 void mtd_host_status(struct mtd_host *h, struct mtd_host_status *out);
 

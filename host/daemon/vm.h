@@ -59,9 +59,10 @@ struct mtd_vm_host {
 	struct mtd_vsock *vsock;    /* the vhost-user-vsock back end (NULL: none) */
 	const char *boot_id;        /* this boot's: state files of another boot are void */
 	atomic_bool *state_failing; /* saving VM state fails (told once, not per VM) */
-	/* What a release may hand a VM now (the daemon's pace for all; any thread). */
-	uint64_t (*release_grant)(void *ctx, uint64_t want_bytes, uint64_t now_ms,
-				  bool *host_short);
+	/* How high a released VM's balloon target may go now, counted from the balloon's
+	 * actual size (the daemon's pace for all, release_pace.h; any thread). */
+	uint64_t (*release_upto)(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,
+				 uint64_t target_bytes, uint64_t ceiling_bytes, bool *host_short);
 	/* A VM's loop that was asked to detach has finished: the main thread reaps it. */
 	int (*reap)(void *ctx, const char *name, uint64_t serial);
 	void *ctx;

@@ -145,6 +145,7 @@ static int open_agent(struct mtd_vm *vm)
 			mtd_agent_link_set_fd_source(vm->agent, mtd_vsock_take_fd, vm->vsock.claim,
 						     label);
 		mtd_agent_link_set_ping(vm->agent, cfg->agent_ping_ms);
+		mtd_agent_link_set_ram(vm->agent, vm->balloon.domain_bytes);
 	}
 	return 0;
 }

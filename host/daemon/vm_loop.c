@@ -56,7 +56,7 @@
 
 #define MiB              ((uint64_t)1 << 20)
 #define LOOP_STACK_BYTES (256 * 1024)
-#define RELEASE_TICK_MS  1000 /* a release climbs once a second, whatever the interval */
+#define RELEASE_TICK_MS  250 /* a release climbs 4 times a second (release_pace.h) */
 #define LOOP_NICE        10   /* loops yield the CPU to the front ends and main thread */
 #define BEHIND_AFTER     3    /* late ticks in a row before "falling behind" is said */
 
@@ -83,7 +83,7 @@ static struct mtd_decide_env decide_env(struct mtd_vm *vm)
 	    .max_step_bytes = cfg->pageout.max_step_bytes,
 	    .squeeze_permille = atomic_load(&vm->squeeze_permille),
 	    .draft = &vm->draft,
-	    .release_grant = vm->host->release_grant,
+	    .release_upto = vm->host->release_upto,
 	    .grant_ctx = vm->host->ctx,
 	};
 }

@@ -59,6 +59,12 @@ static void decide_age(struct mtd_vm_decide *s, const struct mtd_decide_env *e, 
 	uint64_t signal = t->gs.refaults_total - s->last_refaults;
 	s->last_refaults = t->gs.refaults_total;
 	if (have_guest) {
+		/* The agent's counts (from the link's start) and the balloon's (since the guest's
+		 * boot) are not one count: a change of source starts a new base. */
+		if (s->have_fault_base && s->fault_base_agent != (t->as != NULL)) {
+			s->have_fault_base = false;
+			s->fault_base_agent = t->as != NULL;
+		}
 		if (s->have_fault_base) {
 			uint64_t dr = guest_refaults >= s->last_guest_refaults
 					  ? guest_refaults - s->last_guest_refaults
@@ -170,7 +176,8 @@ static const char *change_source(const struct mtd_decide_env *e, enum mtd_ctl_re
 	}
 }
 
-/* What a release may give this step: the host's grant (daemon.c) toward the ceiling. */
+/* What a release may give this step, above the target it has: the host's pace (daemon.c,
+ * release_pace.h), counted from the balloon's actual size. */
 static uint64_t release_grant(struct mtd_vm_decide *s, const struct mtd_decide_env *e,
 			      const struct mtd_tick *t)
 {
@@ -184,7 +191,9 @@ static uint64_t release_grant(struct mtd_vm_decide *s, const struct mtd_decide_e
 		s->release_waiting = false;
 		return 0;
 	}
-	g = e->release_grant(e->grant_ctx, ceiling - have, t->now_ms, &host_short);
+	uint64_t upto = e->release_upto(e->grant_ctx, (uint64_t)(uintptr_t)s, t->now_ms,
+					t->actual_bytes, have, ceiling, &host_short);
+	g = upto > have ? upto - have : 0;
 	if (!g && host_short && !s->release_waiting)
 		mtd_notice("%s: release waiting: the host has nothing to spare above its low mark",
 			   e->vm);

@@ -36,6 +36,7 @@ struct mtd_vm_decide {
 	uint64_t last_guest_refaults; /* agent workingset_refault (pages) at the last round */
 	uint64_t last_majfault;       /* pgmajfault at the last round */
 	bool have_fault_base;
+	bool fault_base_agent; /* the base is the agent's counts (else the balloon's stats) */
 	bool released;           /* memtidectl release in force */
 	bool release_waiting;    /* the host had nothing to spare at the last release step */
 	bool observing;          /* observe-only was in force at the last tick */
@@ -56,10 +57,11 @@ struct mtd_decide_env {
 	uint64_t max_step_bytes;   /* [pageout] max_step: host pageout's step at most */
 	unsigned squeeze_permille; /* the host arbiter's squeeze now, 0..1000 */
 	struct mtd_vm_status *draft;
-	/* What a release may hand the VM now, of want (arbiter.h, the daemon's pace for every
-	 * VM); *host_short when the host has nothing to spare above its low mark. */
-	uint64_t (*release_grant)(void *ctx, uint64_t want_bytes, uint64_t now_ms,
-				  bool *host_short);
+	/* How high a released VM's balloon target may go now, counted from the balloon's
+	 * actual size (release_pace.h, the daemon's pace for every VM); key names the VM;
+	 * *host_short when the host has nothing to spare above its low mark. */
+	uint64_t (*release_upto)(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,
+				 uint64_t target_bytes, uint64_t ceiling_bytes, bool *host_short);
 	void *grant_ctx;
 };
 

@@ -18,9 +18,24 @@
 #include "front/control_req.h"
 
 #define MTD_CONTROL_MAX_REQUEST (64 * 1024) /* bytes per request line */
-#define MTD_CONTROL_MAX_CLIENTS 16
+/*
+ * Sized for a host of a few hundred VMs.  The largest burst is libvirtd's restart: it runs the
+ * hook ("reconnect") for every running domain at once, so several hundred clients arrive
+ * together, besides the operators' and monitoring's memtidectl calls.  The listen queue holds
+ * such a burst whole (1024: a few hundred VMs, twice over; the kernel caps it at
+ * net.core.somaxconn, 4096 by default): a client queued there has connected and its request
+ * waits in its socket until a slot is free.  The slots are what the thread holds at once;
+ * each request takes it microseconds to a few ms (status of 256 VMs), so 64 keep it busy
+ * while the rest wait their turn in the queue, at a 64 KiB request buffer each while
+ * connected (4 MiB at most).
+ */
+#define MTD_CONTROL_MAX_CLIENTS 64
+#define MTD_CONTROL_BACKLOG     1024
 #define MTD_CONTROL_MAX_SLOW    8     /* attach/detach/policy-set running at once */
 #define MTD_CONTROL_IDLE_MS     30000 /* a connection with no request this long is closed */
+/* A connection that has sent nothing (or part of a line) for this long may be closed to make
+ * room; one just accepted has its request on the way, or waiting unread. */
+#define MTD_CONTROL_GRACE_MS    1000
 
 struct mtd_control;
 

@@ -157,4 +157,6 @@ void mtd_vm_channel_status(const struct mtd_vm_vsock *v, struct mtd_agent_link *
 		 mtd_agent_link_ready(agent) ? mtd_agent_link_transport(agent) : "");
 	mtd_agent_link_rtt(agent, &st->agent_rtt_p50_us, &st->agent_rtt_p99_us,
 			   &st->agent_rtt_samples);
+	snprintf(st->agent_untrusted, sizeof(st->agent_untrusted), "%s",
+		 mtd_agent_link_untrusted(agent, &st->agent_clamped));
 }

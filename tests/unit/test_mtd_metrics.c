@@ -64,6 +64,7 @@ static const char *const unitless_gauges[] = {
     "memtide_vm_refused_steps_in_a_row",
     "memtide_vm_controller_output",
     "memtide_vm_agent_connected",
+    "memtide_vm_agent_untrusted",
     "memtide_vm_free_page_reporting",
     "memtide_observe_only",
     "memtide_vm_observe_only",
@@ -82,6 +83,7 @@ static const char *const boolean_gauges[] = {
     "memtide_vm_pageout_state",
     "memtide_vm_return_by_reclaim",
     "memtide_vm_agent_connected",
+    "memtide_vm_agent_untrusted",
     "memtide_vm_free_page_reporting",
 };
 

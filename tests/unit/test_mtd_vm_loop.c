@@ -14,7 +14,8 @@
  * actuator reconnects to the same QEMU the current target is applied again (and after a peer
  * that stopped answering answers again), and a new QEMU
  * process behind it is started over from its size; a release climbs to the ceiling no
- * faster than the host's rate and stays there, and a resume lets the loop take again.
+ * faster than the host's rate and stays there, and a resume lets the loop take again; a
+ * balloon that lags its targets, then catches up at once, gives a second's rate at most.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -60,6 +61,8 @@ struct fake {
 	unsigned gen_told;        /* the generation connects() last returned */
 	unsigned gen_at_read;     /* the generation when read() last ran (what connects says) */
 	uint64_t first_set_bytes; /* the first target set since the test last reset it */
+	bool lagging;             /* actual holds still; the targets set wait in lag_target */
+	uint64_t lag_target;      /* the last target set while lagging */
 };
 
 static int fake_open(void *ctx, uint64_t *domain_bytes, char *err, size_t errlen)
@@ -93,7 +96,10 @@ static int fake_set_target(void *ctx, uint64_t target_bytes, char *err, size_t e
 		snprintf(err, errlen, "QMP balloon: injected failure");
 		rc = -EIO;
 	} else {
-		f->actual_bytes = target_bytes;
+		if (f->lagging)
+			f->lag_target = target_bytes;
+		else
+			f->actual_bytes = target_bytes;
 		if (!f->first_set_bytes)
 			f->first_set_bytes = target_bytes;
 		f->sets++;
@@ -614,6 +620,43 @@ static void test_release_climbs_at_the_host_pace(void **state)
 	stop(false);
 }
 
+/* A release whose balloon lags (a busy guest) and then catches up at once: the targets the
+ * loop sent meanwhile stand no more than a second's rate above the balloon's real size, so
+ * the catch-up gives a second's worth at most.  (Stepped from the last target, the targets
+ * ran ahead by the rate every second, and the catch-up gave all of it.) */
+static void test_release_lagging_balloon_keeps_the_pace(void **state)
+{
+	(void)state;
+
+	fake_init(&f, 1024 * MiB, 1024 * MiB);
+	start(&f, MTD_SOURCE_SIM);
+	write_meminfo(300); /* under the low mark: the loop takes it down, nothing is given */
+	uint64_t low = wait_actual(&f, true, 384 * MiB, 200);
+	assert_true(low <= 384 * MiB);
+	pthread_mutex_lock(&f.lock);
+	f.lagging = true;
+	f.lag_target = 0;
+	pthread_mutex_unlock(&f.lock);
+	write_meminfo(6000);
+	mtd_vm_release(vm, true);
+	wait_reads(&f, 30); /* three seconds of ticks at 100 ms, the balloon still */
+	pthread_mutex_lock(&f.lock);
+	uint64_t before = f.actual_bytes, asked = f.lag_target;
+	f.lagging = false;
+	if (asked > f.actual_bytes)
+		f.actual_bytes = asked; /* caught up, all at once */
+	pthread_mutex_unlock(&f.lock);
+	print_message("balloon held at %llu MiB for 3 s: the targets reached %llu MiB; the "
+		      "catch-up gave %llu MiB (rate %llu MiB/s)\n",
+		      (unsigned long long)(before / MiB), (unsigned long long)(asked / MiB),
+		      (unsigned long long)((asked > before ? asked - before : 0) / MiB),
+		      (unsigned long long)(release_rate / MiB));
+	assert_true(asked > before);                 /* a release was asked of it */
+	assert_true(asked - before <= release_rate); /* and no more than a second's rate */
+	assert_int_equal(wait_actual(&f, false, 1024 * MiB, 200), 1024 * MiB);
+	stop(false);
+}
+
 /* libvmm's refault controller holds (here: reused past the longest age the generations tell
  * apart, as the file comment at fixed_cold_age_ms says): the balloon takes nothing, the
  * status says why, and a fixed cold age (policy) lets it take again. */
@@ -690,6 +733,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_reconnect_reapplies_or_starts_over, teardown),
 	    cmocka_unit_test_teardown(test_guest_deflate_is_kept, teardown),
 	    cmocka_unit_test_teardown(test_release_climbs_at_the_host_pace, teardown),
+	    cmocka_unit_test_teardown(test_release_lagging_balloon_keeps_the_pace, teardown),
 	    cmocka_unit_test_teardown(test_refault_hold_takes_nothing, teardown),
 	    cmocka_unit_test_teardown(test_first_estimate_is_not_all_ram, teardown),
 	};
