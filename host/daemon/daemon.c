@@ -79,7 +79,7 @@ static unsigned usable_cpus(void)
 }
 
 static uint64_t vm_release_upto(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,
-			       uint64_t target_bytes, uint64_t ceiling_bytes, bool *host_short)
+				uint64_t target_bytes, uint64_t ceiling_bytes, bool *host_short)
 {
 	struct mtd_daemon *d = ctx;
 

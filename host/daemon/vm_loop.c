@@ -57,8 +57,8 @@
 #define MiB              ((uint64_t)1 << 20)
 #define LOOP_STACK_BYTES (256 * 1024)
 #define RELEASE_TICK_MS  250 /* a release climbs 4 times a second (release_pace.h) */
-#define LOOP_NICE        10   /* loops yield the CPU to the front ends and main thread */
-#define BEHIND_AFTER     3    /* late ticks in a row before "falling behind" is said */
+#define LOOP_NICE        10  /* loops yield the CPU to the front ends and main thread */
+#define BEHIND_AFTER     3   /* late ticks in a row before "falling behind" is said */
 
 static uint64_t mono_ms(void)
 {

@@ -36,7 +36,7 @@ struct mtd_vm_decide {
 	uint64_t last_guest_refaults; /* agent workingset_refault (pages) at the last round */
 	uint64_t last_majfault;       /* pgmajfault at the last round */
 	bool have_fault_base;
-	bool fault_base_agent; /* the base is the agent's counts (else the balloon's stats) */
+	bool fault_base_agent;   /* the base is the agent's counts (else the balloon's stats) */
 	bool released;           /* memtidectl release in force */
 	bool release_waiting;    /* the host had nothing to spare at the last release step */
 	bool observing;          /* observe-only was in force at the last tick */
