@@ -60,6 +60,15 @@ static int try_one(const struct mtd_access_env *env, enum mtd_access_pref which,
 		}
 		return mtd_source_agent_new(env->agent, env->guest_bytes, env->interval_ms,
 					    env->agent_silence_ms, out);
+	case MTD_ACCESS_MEMCG:
+		if (!env->memcg) {
+			snprintf(why, len, "%s",
+				 env->memcg_why && env->memcg_why[0]
+				     ? env->memcg_why
+				     : "the VM has no memory cgroup host-side reclaim can use");
+			return -ENOENT;
+		}
+		return mtd_source_memcg_new(env->memcg, env->guest_bytes, out);
 	case MTD_ACCESS_AUTO:
 		break;
 	}
@@ -69,8 +78,13 @@ static int try_one(const struct mtd_access_env *env, enum mtd_access_pref which,
 int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 		      struct mtd_access_choice *ch)
 {
-	static const enum mtd_access_pref order[] = {MTD_ACCESS_EPT, MTD_ACCESS_IDLE,
-						     MTD_ACCESS_DAMON, MTD_ACCESS_AGENT};
+	/* The agent comes last when it is the fallback of a source policy names (memcg). */
+	enum mtd_access_pref order[] = {MTD_ACCESS_EPT, MTD_ACCESS_IDLE, MTD_ACCESS_DAMON,
+					MTD_ACCESS_AGENT, MTD_ACCESS_MEMCG};
+	if (env->pref == MTD_ACCESS_MEMCG) {
+		order[3] = MTD_ACCESS_MEMCG;
+		order[4] = MTD_ACCESS_AGENT;
+	}
 	char why[200];
 	bool forced_failed = false;
 
@@ -97,6 +111,12 @@ int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 			} else if (s == MTD_ACCESS_AGENT && !env->agent) {
 				snprintf(because, sizeof(because),
 					 "the domain has no memtide agent channel");
+				prc = -ENOENT;
+			} else if (s == MTD_ACCESS_MEMCG && !env->memcg) {
+				snprintf(because, sizeof(because), "%.190s",
+					 env->memcg_why && env->memcg_why[0]
+					     ? env->memcg_why
+					     : "no memory cgroup host-side reclaim can use");
 				prc = -ENOENT;
 			}
 			if (prc == 0)

@@ -3,7 +3,9 @@
  * choose.h - which access-bit source a VM gets (choose.c).
  *
  * Preference, best first: ept (page-level, exact while it samples), idle (page-level on the
- * host frames), damon (regions of host frames), then the agent's amounts.  The policy key
+ * host frames), damon (regions of host frames), then the agent's amounts (the guest's own
+ * MGLRU), then the VM's memory cgroup (what the host kernel's reclaim learns: a KVM guest on
+ * a host with neither DAMON nor idle page tracking).  The policy key
  * `source` narrows it to one; if that one is unavailable the VM falls back to the agent and
  * the reason is shown.  Every source not taken gets one sentence saying why, for
  * `memtidectl vm show` and the status JSON.
@@ -18,6 +20,7 @@
 #include "vmm.h"
 
 struct mtd_agent_link;
+struct mtd_memcg_hand;
 
 struct mtd_access_env {
 	const char *vm_name;
@@ -33,10 +36,12 @@ struct mtd_access_env {
 	const char *damon_admin;    /* "/sys/kernel/mm/damon/admin" */
 	const char *run_dir;        /* "/run/memtide": DAMON's ownership record */
 	const char *young_dump_dir; /* "" or NULL: off (young_dump.c) */
+	struct mtd_memcg_hand *memcg; /* the VM's cgroup reclaim (NULL: none usable) */
+	const char *memcg_why;        /* ...and why not */
 };
 
 struct mtd_access_choice {
-	char chosen[16];  /* "ept", "idle", "damon", "agent" or "none" */
+	char chosen[16];  /* "ept", "idle", "damon", "agent", "memcg" or "none" */
 	char detail[160]; /* about the chosen source, or why none */
 	unsigned nr_notes;
 	struct {

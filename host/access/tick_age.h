@@ -13,6 +13,7 @@
 #include "access/source.h"
 #include "decide/tick.h"
 
+struct mtd_memcg_hand;
 struct mtd_pageout_hand;
 struct mtd_turns;
 struct vmm_guest;
@@ -22,6 +23,7 @@ struct mtd_age_env {
 	struct mtd_source *source; /* ops NULL: none */
 	struct vmm_guest *guest;   /* NULL: no source, nothing to age */
 	struct mtd_pageout_hand *hand;
+	struct mtd_memcg_hand *memcg; /* the VM's cgroup reclaim (NULL: none) */
 	struct mtd_turns *turns; /* the CPU part of a round waits its turn (turns.h) */
 	bool simulated;          /* [daemon] source = sim: not the guest's own accesses */
 	bool agent_expected;     /* the agent's freshness counts, not the source's */

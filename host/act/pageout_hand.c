@@ -29,6 +29,9 @@
 #include "act/swap_stat.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "decide/duty.h"
+#include "decide/pool_worth.h"
+#include "decide/stall_budget.h"
 #include "vmm.h"
 
 #define MiB           ((uint64_t)1 << 20)
@@ -65,8 +68,7 @@ struct mtd_pageout_hand {
 	enum mtd_pageout_state logged_state;
 	char logged_why[240];
 
-	uint64_t seen_seq, reply_ms; /* the agent's last reclaim answer (auto) */
-	bool reply_done;
+	struct mtd_agent_giving giving; /* the agent's last reclaim answer (auto) */
 
 	uint64_t last_scan_ms;
 	double swapin_per_s;
@@ -100,6 +102,28 @@ void mtd_pageout_config_default(struct mtd_pageout_config *c)
 	c->swap_reserve_bytes = 64 * MiB;
 	c->max_step_bytes = VMM_DECIDE_MAX_STEP_PAGES << VMM_PAGE_SHIFT;
 	c->requery_ms = 60000;
+	c->step_bytes = 8 * MiB;
+	c->duty = MTD_DUTY_DEFAULT;
+	c->stall_budget = MTD_STALL_BUDGET_DEFAULT;
+	c->min_saving = MTD_POOL_MIN_SAVING_DEFAULT;
+}
+
+/* A share such as 0.25 or 25%, within [lo, hi]. */
+static int parse_share(const char *value, double lo, double hi, double *out)
+{
+	char *e;
+	double v = strtod(value, &e);
+
+	if (e == value)
+		return -EINVAL;
+	if (*e == '%') {
+		v /= 100.0;
+		e++;
+	}
+	if (*e || !(v >= lo && v <= hi))
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const char *value,
@@ -129,9 +153,37 @@ int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const 
 			return -EINVAL;
 		}
 		c->requery_ms = v;
+	} else if (strcmp(key, "step") == 0) {
+		if (mtd_parse_bytes(value, &v) < 0 || v < 1 * MiB || v > (1ULL << 34)) {
+			snprintf(err, errlen,
+				 "step must be a size of at least 1M such as 8M, not '%.32s'", value);
+			return -EINVAL;
+		}
+		c->step_bytes = v;
+	} else if (strcmp(key, "duty") == 0) {
+		if (parse_share(value, 0.01, 1.0, &c->duty) < 0) {
+			snprintf(err, errlen, "duty must be a share from 1%% to 100%%, not '%.32s'",
+				 value);
+			return -EINVAL;
+		}
+	} else if (strcmp(key, "stall_budget") == 0) {
+		if (parse_share(value, 0.0001, 0.5, &c->stall_budget) < 0) {
+			snprintf(err, errlen,
+				 "stall_budget must be a share from 0.01%% to 50%%, not '%.32s'",
+				 value);
+			return -EINVAL;
+		}
+	} else if (strcmp(key, "min_saving") == 0) {
+		if (parse_share(value, 0.0, 0.95, &c->min_saving) < 0) {
+			snprintf(err, errlen,
+				 "min_saving must be a share from 0%% to 95%%, not '%.32s'", value);
+			return -EINVAL;
+		}
 	} else {
 		snprintf(err, errlen,
-			 "unknown [pageout] key '%.32s' (swap_reserve, max_step, requery)", key);
+			 "unknown [pageout] key '%.32s' (swap_reserve, max_step, requery, step, "
+			 "duty, stall_budget, min_saving)",
+			 key);
 		return -EINVAL;
 	}
 	return 0;
@@ -512,39 +564,30 @@ static void tell_source(struct mtd_pageout_hand *h, struct vmm_run *runs, size_t
  * reserve).  Cold pages stay in guest RAM; nothing is lost. */
 static void say_full(struct mtd_pageout_hand *h)
 {
-	char a[32], b[32];
+	char why[sizeof(h->why)];
 
-	snprintf(a, sizeof(a), "%" PRIu64 " MiB", h->swap.free_bytes / MiB);
-	snprintf(b, sizeof(b), "%" PRIu64 " MiB", h->swap.total_bytes / MiB);
-	set_state(h, MTD_PAGEOUT_PAUSED,
-		  "host swap full (%s free of %s, %" PRIu64 " MiB kept in reserve): cold "
-		  "pages stay in guest RAM, nothing is lost",
-		  a, b, h->cfg.swap_reserve_bytes / MiB);
+	(void)mtd_swap_room(&h->swap, h->cfg.swap_reserve_bytes, UINT64_MAX, why, sizeof(why));
+	set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
 }
 
 /* Room in swap for this VM now, in pages; 0 with a paused state when there is none. */
 static uint64_t swap_budget(struct mtd_pageout_hand *h)
 {
+	char why[sizeof(h->why)];
+
 	h->swap_known = mtd_swap_read(h->proc_root, h->sys_root, &h->swap) == 0;
 	if (!h->swap_known) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
 		return 0;
 	}
-	if (!h->swap.total_bytes) {
-		set_state(h, MTD_PAGEOUT_PAUSED,
-			  "the host has no swap: set up zram (contrib/memtide-zram-swap, "
-			  "docs/operations.md \"Host swap\")");
-		return 0;
-	}
-	/* Full: nothing past the reserve, or no more room than when the last cold run did not
-	 * fit (until swap frees up, trying again each tick would only flap the state). */
-	if (h->swap.free_bytes <= h->cfg.swap_reserve_bytes ||
-	    (h->full_free_bytes && h->swap.free_bytes <= h->full_free_bytes)) {
-		say_full(h);
+	uint64_t room =
+	    mtd_swap_room(&h->swap, h->cfg.swap_reserve_bytes, h->full_free_bytes, why, sizeof(why));
+	if (!room) {
+		set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
 		return 0;
 	}
 	h->full_free_bytes = 0;
-	return (h->swap.free_bytes - h->cfg.swap_reserve_bytes) >> VMM_PAGE_SHIFT;
+	return room >> VMM_PAGE_SHIFT;
 }
 
 void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct mtd_hand_input *in)
@@ -573,13 +616,8 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			  in->why_not ? in->why_not : "?");
 		return;
 	}
-	if (in->reply_seq != h->seen_seq) {
-		h->seen_seq = in->reply_seq;
-		h->reply_ms = in->now_ms;
-		h->reply_done = in->reply_done;
-	}
-	bool giving = (in->agent_asked && !h->seen_seq) ||
-		      (h->reply_done && in->now_ms - h->reply_ms <= 2 * in->interval_ms);
+	bool giving = mtd_agent_giving(&h->giving, in->agent_asked, in->reply_seq, in->reply_done,
+				       in->now_ms, in->interval_ms);
 	if (in->mode == MTD_RETURN_AUTO && giving) {
 		set_state(h, MTD_PAGEOUT_PAUSED,
 			  "the guest is still freeing what its agent was asked for");

@@ -25,6 +25,27 @@ uint64_t mtd_swap_pool_share(const struct mtd_swap_stat *s, uint64_t swapped_byt
 	return (uint64_t)((double)swapped_bytes * (double)pool / (double)used);
 }
 
+uint64_t mtd_swap_room(const struct mtd_swap_stat *s, uint64_t reserve_bytes,
+		       uint64_t full_free_bytes, char *why, size_t len)
+{
+	if (!s->total_bytes) {
+		snprintf(why, len,
+			 "the host has no swap: set up zram (contrib/memtide-zram-swap, "
+			 "docs/operations.md \"Host swap\")");
+		return 0;
+	}
+	if (s->free_bytes <= reserve_bytes || (full_free_bytes && s->free_bytes <= full_free_bytes)) {
+		snprintf(why, len,
+			 "host swap full (%llu MiB free of %llu MiB, %llu MiB kept in reserve): "
+			 "cold pages stay in guest RAM, nothing is lost",
+			 (unsigned long long)(s->free_bytes >> 20),
+			 (unsigned long long)(s->total_bytes >> 20),
+			 (unsigned long long)(reserve_bytes >> 20));
+		return 0;
+	}
+	return s->free_bytes - reserve_bytes;
+}
+
 /* The number after key at the start of line (then " kB" or nothing); false otherwise. */
 static bool field_u64(const char *line, const char *key, uint64_t *v)
 {

@@ -56,6 +56,15 @@ int mtd_swap_parse_swaps(const char *text, unsigned *zram, size_t max, unsigned 
 /* Parse one zram mm_stat line: orig_data_size and mem_used_total.  0 or -EPROTO. */
 int mtd_swap_parse_mm_stat(const char *text, uint64_t *stored_bytes, uint64_t *pool_bytes);
 
+/*
+ * Room host-side eviction may use in swap, past the reserve left for everyone else: 0 when
+ * there is none, with the operator's sentence in why ("the host has no swap: ...", "host
+ * swap full (...)").  full_free: swap free when the last eviction did not fit (0: none): until
+ * more than that is free the swap counts as full, so a state does not flap each tick.
+ */
+uint64_t mtd_swap_room(const struct mtd_swap_stat *s, uint64_t reserve_bytes,
+		       uint64_t full_free_bytes, char *why, size_t len);
+
 /* Read it all.  proc_root / sys_root: "/proc" and "/sys" unless a test says otherwise.
  * 0 or -errno (meminfo unreadable); a zram device that cannot be read counts as empty. */
 int mtd_swap_read(const char *proc_root, const char *sys_root, struct mtd_swap_stat *out);

@@ -9,6 +9,7 @@
 
 #include "access/choose.h"
 #include "act/agent_link.h"
+#include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "base/log.h"
 #include "daemon/vm.h"
@@ -71,7 +72,10 @@ void mtd_tick_publish(struct mtd_vm *vm, const struct mtd_tick *t)
 	 * share (pageout_hand.h). */
 	st->return_in_force =
 	    t->mode == MTD_RETURN_RECLAIM && !st->soft ? MTD_RETURN_BALLOON : t->mode;
-	mtd_hand_publish(vm->hand, st);
+	if (t->cg_evicts)
+		mtd_memcg_hand_publish(vm->memcg, st); /* the kernel's reclaim evicts */
+	else
+		mtd_hand_publish(vm->hand, st);
 	if (t->have_gs)
 		put_generations(st, t);
 	st->refault_rate_per_min = s->reclaim.last_rate_per_min;

@@ -8,6 +8,8 @@
  *   the agent's channel (act/agent_link.h): virtio-serial (a socket to connect to), vsock
  *            (streams from the vsock service, vsock/), or both (the agent picks: vsock when
  *            its guest has one);
+ *   the VM's memory cgroup (act/memcg_hand.h): host-side reclaim through the kernel,
+ *            where there is no live page-level source (a KVM guest on a stock host);
  *   the access-bit source (access/choose.c, by the VM's policy; the simulated one under
  *            [daemon] source = sim); none at all: watched and kept safe, never inflated;
  *   libvmm's guest and reclaim controller (decide/tick_decide.h);
@@ -24,6 +26,7 @@
 
 #include "access/choose.h"
 #include "act/agent_link.h"
+#include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "base/log.h"
 #include "daemon/vm.h"
@@ -69,8 +72,32 @@ static int attach_pageout(struct mtd_vm *vm)
 	return mtd_hand_new(&vm->host->cfg->pageout, &env, &vm->hand);
 }
 
+/* The VM's memory cgroup, for host-side reclaim through the kernel (memcg_hand.h).  In
+ * plain-QEMU mode memtided may move QEMU into a cgroup of its own; libvirt owns its domains'
+ * cgroups.  No cgroup it can use: the VM goes on without it (why goes to the source notes). */
+static int attach_memcg(struct mtd_vm *vm, char *why, size_t whylen)
+{
+	struct mtd_memcg_hand_env env = {
+	    .vm_name = vm->name,
+	    .qmp = vm->balloon.ops->qmp,
+	    .qmp_ctx = vm->balloon.ctx,
+	    .may_move = strcmp(vm->balloon.ops->name, "libvirt") != 0,
+	    .turns = vm->host->reclaim_turns,
+	};
+	int pid;
+
+	if (vm->host->cfg->source == MTD_SOURCE_SIM)
+		return 0;
+	if (mtd_balloon_pid(&vm->balloon, &pid) == 0)
+		env.qemu_pid = pid;
+	int rc = mtd_memcg_hand_new(&vm->host->cfg->pageout, &env, &vm->memcg, why, whylen);
+	if (!vm->memcg && why[0])
+		mtd_info("%s: no host-side reclaim through a cgroup: %s", vm->name, why);
+	return rc;
+}
+
 /* The access-bit source, chosen per VM by its policy (host/access/choose.c). */
-static int choose_source(struct mtd_vm *vm)
+static int choose_source(struct mtd_vm *vm, const char *memcg_why)
 {
 	const struct mtd_config *cfg = vm->host->cfg;
 	struct mtd_access_env env;
@@ -90,6 +117,8 @@ static int choose_source(struct mtd_vm *vm)
 	env.ept_window_ms = vm->policy.ept_window_ms;
 	env.ept_dir = cfg->ept_dir;
 	env.young_dump_dir = cfg->young_dump_dir;
+	env.memcg = vm->memcg;
+	env.memcg_why = memcg_why;
 	int rc = mtd_access_choose(&env, &vm->source, &ch);
 	if (rc < 0)
 		return rc;
@@ -201,7 +230,10 @@ int mtd_vm_attach(struct mtd_vm *vm)
 					name_seed(vm->name), &vm->source);
 		snprintf(vm->draft.source, sizeof(vm->draft.source), "sim");
 	} else {
-		rc = choose_source(vm); /* none at all: watched and kept safe, never inflated */
+		char why[240] = "";
+		rc = attach_memcg(vm, why, sizeof(why));
+		if (rc == 0) /* none at all: watched and kept safe, never inflated */
+			rc = choose_source(vm, why);
 	}
 	if (rc < 0)
 		return rc;
