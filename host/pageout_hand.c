@@ -613,6 +613,8 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			  in->hold_why ? in->hold_why : "-");
 		return;
 	}
+	/* The controller weighs (vmm/reclaim_ctl.c): pages that came back stay, the rest go,
+	 * or a measured part of them. */
 	budget = swap_budget(h);
 	if (!budget)
 		return;
@@ -633,6 +635,7 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		    .runs = h->runs,
 		    .max_runs = EVICT_RUNS,
 		    .pt = in->pt,
+		    .keep_reused = d->keep_reused,
 		};
 		struct vmm_evict_result er;
 		struct mtd_pageout_result pr;

@@ -124,6 +124,8 @@ struct mtd_vm {
 	uint64_t cold_age_ms;
 	struct vmm_decision decision; /* the last round's (vmm_decide): host pageout acts on it */
 	uint64_t cold_age_capped_ms;  /* policy cold_age last said to be beyond the generations */
+	enum vmm_reclaim_mode logged_mode; /* eviction by age as the log last said it */
+	enum vmm_decide_gate logged_gate;
 	uint64_t last_step_ms;
 	uint64_t first_tick_ms;       /* when the loop first ran: the oldest age it can vouch for */
 	uint64_t rounds;              /* aging rounds done */

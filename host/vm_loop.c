@@ -80,14 +80,13 @@
 #define BEHIND_AFTER        3     /* late ticks in a row before "falling behind" is said */
 
 /*
- * Idle ages of the published working-set estimate: 2, 4 and 8 intervals and the oldest age
- * the generations resolve.  libvmm keeps VMM_MAX_NR_GENS generations, one per interval, and
- * folds the two oldest together under the younger one's birth, so beyond (nr_gens - 2)
- * intervals every resident page looks touched (measured: a 10% hot 512 MiB sim guest showed
- * 51 MiB at 10 s and 512 MiB at 30 s with 1 s intervals).  Fixed ages in seconds would mean
- * nothing at short intervals.
+ * Idle ages of the published working-set estimate, in intervals: 10 s, 30 s, 2 min and
+ * 10 min at the default 5 s.  libvmm's VMM_MAX_NR_GENS generations widen with age and tell
+ * apart ages up to an hour at 5 s (vmm_gens_reach_ms; they stopped at 14 intervals when the
+ * two oldest always folded, and every resident page looked touched beyond).  Fixed ages in
+ * seconds would mean nothing at short intervals.
  */
-static const unsigned wss_age_intervals[MTD_WSS_BINS] = {2, 4, 8, VMM_MAX_NR_GENS - 2};
+static const unsigned wss_age_intervals[MTD_WSS_BINS] = {2, 6, 24, 120};
 
 static uint64_t mono_ms(void)
 {
@@ -328,6 +327,10 @@ static int attach(struct mtd_vm *vm)
 		/* The agent's amounts: what lies beyond them is what the guest says it does not
 		 * use, not pages libvmm has yet to watch (source_agent.c). */
 		gc.unseen_is_unused = !vm->source.ops->per_page;
+		/* Page-level bits: pages that came back are told from pages that never did, so
+		 * the controller can take the latter when the former come back late
+		 * (vmm/reclaim_ctl.c, "Weighing"). */
+		gc.reuse_raises_tier = vm->source.ops->per_page;
 		rc = vmm_guest_new(&gc, &vm->guest);
 		if (rc < 0)
 			return rc;
@@ -335,7 +338,7 @@ static int attach(struct mtd_vm *vm)
 	struct vmm_reclaim_config rcfg;
 	vmm_reclaim_config_default(&rcfg);
 	rcfg.target_refault_per_min = vm->policy.target_refault_per_min;
-	/* The threshold must be resolvable by the generations kept: nr_gens - 2 intervals. */
+	/* The threshold must be resolvable by the generations kept (an hour and more at 5 s). */
 	vmm_reclaim_config_fit(&rcfg, VMM_MAX_NR_GENS, cfg->ctl.interval_ms);
 	/* The reuse floor needs page-level truth: the agent's amounts, laid over the first
 	 * pages of RAM, would read as reuses every time the guest's use grows back. */
@@ -702,15 +705,24 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	    .hold_overridden = atomic_load(&vm->squeeze_permille) || !vm->source.ops->per_page,
 	    .floor_pages = vm->policy.min_bytes >> VMM_PAGE_SHIFT,
 	    .max_step_pages = vm->d->cfg.pageout.max_step_bytes >> VMM_PAGE_SHIFT,
+	    .now_ms = t->now_ms,
 	};
 	(void)vmm_decide(vm->guest, &vm->reclaim, &din, &vm->decision); /* args are set */
 	vm->cold_age_ms = vm->decision.cold_age_ms;
+	char line[sizeof(vm->draft.eviction)];
+	vmm_decision_explain(&vm->reclaim, &vm->decision, line, sizeof(line));
+	if (vm->source.ops->per_page && strcmp(line, vm->draft.eviction) != 0 &&
+	    (vm->decision.mode != vm->logged_mode || vm->decision.gate != vm->logged_gate)) {
+		mtd_info("%s: eviction by age: %s", vm->name, line); /* once per change of mind */
+		vm->logged_mode = vm->decision.mode;
+		vm->logged_gate = vm->decision.gate;
+	}
+	snprintf(vm->draft.eviction, sizeof(vm->draft.eviction), "%s", line);
 	if (vm->decision.fixed_age_capped && vm->cold_age_capped_ms != vm->policy.cold_age_ms) {
 		mtd_notice("%s: policy cold_age %" PRIu64
-			   " s is older than the generations kept can tell apart (%u "
-			   "intervals); using %" PRIu64 " s",
-			   vm->name, vm->policy.cold_age_ms / 1000, VMM_MAX_NR_GENS - 2,
-			   vm->cold_age_ms / 1000);
+			   " s is older than the generations kept can tell apart; using %" PRIu64
+			   " s",
+			   vm->name, vm->policy.cold_age_ms / 1000, vm->cold_age_ms / 1000);
 		vm->cold_age_capped_ms = vm->policy.cold_age_ms;
 	}
 
@@ -1040,31 +1052,10 @@ static bool reclaim_holds_all(const struct mtd_vm *vm)
 	return vm->decision.holds_all_takers && vm->source.ops && vm->source.ops->per_page;
 }
 
-/* Why it holds, for host pageout's state and the log. */
+/* Why it holds, for host pageout's state and the log (vmm_decision_explain). */
 static const char *hold_why(const struct mtd_vm *vm, char *buf, size_t len)
 {
-	switch (vm->reclaim.hold_why) {
-	case VMM_HOLD_LEARNING:
-		snprintf(buf, len,
-			 "learning which idle ages the guest comes back to (a cold age counts "
-			 "after watching the guest %u times as long)",
-			 vm->reclaim.cfg.trust_factor);
-		break;
-	case VMM_HOLD_TOO_OLD:
-		snprintf(buf, len,
-			 "pages idle past the longest age the generations tell apart (%" PRIu64
-			 " s) come back faster than the refault target",
-			 vm->reclaim.cfg.max_age_ms / 1000);
-		break;
-	case VMM_HOLD_REFAULTS:
-		snprintf(buf, len,
-			 "refaults stay above the target even at the longest age (%" PRIu64 " s)",
-			 vm->reclaim.cfg.max_age_ms / 1000);
-		break;
-	default:
-		snprintf(buf, len, "-");
-	}
-	return buf;
+	return vmm_decision_explain(&vm->reclaim, &vm->decision, buf, len);
 }
 
 /* The controller's reason, and why a steady-guest rule holds it back (vm show; the log
@@ -1083,8 +1074,10 @@ static void note_decision(struct mtd_vm *vm, enum mtd_ctl_reason reason)
 			 "estimate: no page is known to be idle for longer than it was watched",
 			 vm->cold_age_ms / 1000);
 	if (reason == MTD_CTL_REFAULT_HOLD) {
-		char held[sizeof(why) - 32];
-		snprintf(why, sizeof(why), "nothing taken by age: %s",
+		char held[sizeof(why) - 80];
+		snprintf(why, sizeof(why),
+			 "nothing taken by age by the balloon or the guest's reclaim; host "
+			 "pageout: %s",
 			 hold_why(vm, held, sizeof(held)));
 	}
 	/* The growth and the cold age change every tick: said once per stretch, not per figure. */
