@@ -220,8 +220,7 @@ void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st)
 	memcpy(st->refaults_by_tier, g->refaults_by_tier, sizeof(st->refaults_by_tier));
 	memcpy(st->refault_distance_hist, g->refault_distance_hist,
 	       sizeof(st->refault_distance_hist));
-	memcpy(st->reuse_hist, g->reuse_hist, sizeof(st->reuse_hist));
-	memcpy(st->reuse_first_hist, g->reuse_first_hist, sizeof(st->reuse_first_hist));
+	vmm_reuse_hists(g, st->reuse_hist, st->reuse_first_hist);
 	unsigned from = vmm_tp_protected_from(&g->tp);
 	for (unsigned t = from; t < g->nr_tiers; t++)
 		st->tier_protected[t] = true;

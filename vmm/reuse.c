@@ -39,6 +39,7 @@
  * here); the aging hand then adds one increment per page it promotes (generations.c).
  */
 #include <math.h>
+#include <string.h>
 
 #include "guest_priv.h"
 
@@ -60,9 +61,20 @@ uint64_t vmm_reuse_bucket_ms(unsigned k)
 	return (uint64_t)ceil(1000.0 * exp2((double)k / 2.0));
 }
 
+void vmm_reuse_hists(const struct vmm_guest *g, uint64_t *all, uint64_t *first)
+{
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
+		all[k] = g->reuse_hist[k] + (g->reuse_round[k] & 0xffffffffu);
+		first[k] = g->reuse_first_hist[k] + (g->reuse_round[k] >> 32);
+	}
+}
+
 void vmm_reuse_new_round(struct vmm_guest *g)
 {
 	uint64_t now = g->gen[guest_youngest(g)].birth_ms;
+
+	vmm_reuse_hists(g, g->reuse_hist, g->reuse_first_hist);
+	memset(g->reuse_round, 0, sizeof(g->reuse_round));
 
 	for (unsigned i = 0; i < g->nr_live; i++) {
 		struct gen_slot *gs = &g->gen[g->order[i]];
