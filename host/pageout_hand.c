@@ -635,7 +635,7 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		    .runs = h->runs,
 		    .max_runs = EVICT_RUNS,
 		    .pt = in->pt,
-		    .keep_reused = d->keep_reused,
+		    .reused_min_age_ms = d->reused_age_ms,
 		};
 		struct vmm_evict_result er;
 		struct mtd_pageout_result pr;

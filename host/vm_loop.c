@@ -708,7 +708,9 @@ static void run_libvmm(struct mtd_vm *vm, struct tick *t)
 	    .now_ms = t->now_ms,
 	};
 	(void)vmm_decide(vm->guest, &vm->reclaim, &din, &vm->decision); /* args are set */
-	vm->cold_age_ms = vm->decision.cold_age_ms;
+	/* The balloon and the guest's reclaim cannot leave the pages that came back: their
+	 * estimate is read at the age that lets those go too (vmm_decision.estimate_age_ms). */
+	vm->cold_age_ms = vm->decision.estimate_age_ms;
 	char line[sizeof(vm->draft.eviction)];
 	vmm_decision_explain(&vm->reclaim, &vm->decision, line, sizeof(line));
 	if (vm->source.ops->per_page && strcmp(line, vm->draft.eviction) != 0 &&

@@ -77,6 +77,13 @@ static enum vmm_decide_gate gate(const struct vmm_reclaim_ctl *ctl, const struct
 	return VMM_DECIDE_TAKE;
 }
 
+/* Do the pages that came back come back past the longest age too often to go at all (as
+ * against: not vouched for yet)?  Their floor over the window, without the vouching. */
+static bool floor_past_longest(const struct vmm_reclaim_ctl *ctl)
+{
+	return ctl->mode == VMM_TAKE_UNREUSED && ctl->floor_all_ms == UINT64_MAX;
+}
+
 /* The step mode's measurement: at each bucket age A from the shortest threshold to the
  * longest, the resident pages idle past A (P) and the first comebacks past A per minute
  * (R): a page idle past A comes back at R / P a minute, so the budget carries
@@ -128,13 +135,19 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	out->cold_age_ms = threshold(ctl, age, in->fixed_age_ms, &out->fixed_age_capped);
 	out->fixed_age = in->fixed_age_ms != 0;
 	out->mode = in->fixed_age_ms ? VMM_TAKE_BY_AGE : ctl->mode;
-	out->keep_reused = out->mode != VMM_TAKE_BY_AGE;
+	out->reused_age_ms = in->fixed_age_ms ? out->cold_age_ms : ctl->reused_age_ms;
+	out->estimate_age_ms = out->reused_age_ms != UINT64_MAX && out->reused_age_ms > out->cold_age_ms
+				   ? out->reused_age_ms
+				   : out->cold_age_ms;
 	if (out->mode == VMM_TAKE_STEP && !ctl->hold) {
 		uint64_t now = in->now_ms ? in->now_ms : gs.gen[gs.nr_gens - 1].birth_ms;
 		double allowance = ctl->cfg.target_refault_per_min * (double)in->resident_pages;
 		step_measure(&gs, ctl, now, allowance, out);
 	}
 	out->gate = gate(ctl, in, out->cold_age_ms, &out->take_pages); /* 3 */
+	if (out->gate == VMM_DECIDE_TAKE && ctl->probing && !in->fixed_age_ms &&
+	    out->take_pages > ctl->probe_pages)
+		out->take_pages = ctl->probe_pages;
 	if (out->gate == VMM_DECIDE_TAKE && out->mode == VMM_TAKE_STEP) {
 		/* What is out already counts against what the budget carries. */
 		uint64_t room = out->step_pages > gs.evicted_pages ? out->step_pages - gs.evicted_pages
@@ -144,11 +157,14 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	}
 	/* While it only learns, the balloon and the agent go on: their estimate is read at the
 	 * controller's age, which starts at the longest (host/vm_loop.c says what gating them
-	 * on learning too cost).  While it weighs they stop: they cannot leave the pages that
-	 * came back. */
+	 * on learning too cost).  While pages that came back stay for good, or it steps, they
+	 * stop: they cannot leave those pages. */
+	bool kept_for_good = ctl->reused_age_ms == UINT64_MAX &&
+			     (ctl->mode == VMM_TAKE_STEP ||
+			      floor_past_longest(ctl)); /* not merely unvouched */
 	out->holds_all_takers =
-	    !in->fixed_age_ms && ((ctl->hold && ctl->hold_why != VMM_HOLD_LEARNING) ||
-				  ctl->mode != VMM_TAKE_BY_AGE);
+	    !in->fixed_age_ms &&
+	    ((ctl->hold && ctl->hold_why != VMM_HOLD_LEARNING) || kept_for_good);
 	return 0;
 }
 
@@ -233,11 +249,35 @@ char *vmm_decision_explain(const struct vmm_reclaim_ctl *ctl, const struct vmm_d
 			 age, vmm_reclaim_reuse_rate(ctl, d->cold_age_ms, false), target);
 		break;
 	case VMM_TAKE_UNREUSED:
-		snprintf(buf, len,
-			 "taking only pages that never came back, idle past %s: pages idle past %s "
-			 "come back at %.1f a minute, over the %.3f%% target, but pages that came "
-			 "back before are most of them",
-			 age, lng, vmm_reclaim_reuse_rate(ctl, c->max_age_ms, false), target);
+		if (ctl->probing) {
+			snprintf(buf, len,
+				 "probing: taking at most %" PRIu64 " MiB a round of pages idle past "
+				 "%s that never came back, twice as many each round the refaults "
+				 "keep the %.3f%% target (the age counts after watching the guest "
+				 "%u times as long)",
+				 ctl->probe_pages >> (20 - VMM_PAGE_SHIFT), age, target,
+				 c->trust_factor);
+		} else if (d->reused_age_ms != UINT64_MAX) {
+			char r[32];
+			age_str(d->reused_age_ms, r, sizeof(r));
+			snprintf(buf, len,
+				 "taking pages idle past %s that never came back, and those that "
+				 "did past %s: their reuses put them there, within the %.3f%% "
+				 "target",
+				 age, r, target);
+		} else if (floor_past_longest(ctl)) {
+			snprintf(buf, len,
+				 "taking only pages that never came back, idle past %s: pages "
+				 "idle past %s come back at %.1f a minute, over the %.3f%% "
+				 "target, but they are pages that came back before",
+				 age, lng, vmm_reclaim_reuse_rate(ctl, c->max_age_ms, false),
+				 target);
+		} else {
+			snprintf(buf, len,
+				 "taking only pages that never came back, idle past %s; those "
+				 "that did stay until their own reuses vouch for an age",
+				 age);
+		}
 		break;
 	case VMM_TAKE_STEP:
 		snprintf(buf, len,

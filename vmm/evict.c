@@ -7,9 +7,10 @@
  * as long as a generation is at least min_age_ms old (the cold age threshold the reclaim
  * controller sets, Part 6b; a generation's age is its birth's, and every page in it has
  * been idle at least that long) and never the youngest generation (its pages were seen
- * used in the last aging round).  With keep_reused, pages that came back before (tier 1
- * and up under reuse_raises_tier) stay, and the hand goes on to the next generation when
- * only they are left (the reclaim controller's weighing, reclaim_ctl.c).  Within one generation every page has
+ * used in the last aging round).  Pages that came back before (tier 1 and up under
+ * reuse_raises_tier) go only from generations at least reused_min_age_ms old (UINT64_MAX:
+ * never), and the hand goes on to the next generation when only they are left (the reclaim
+ * controller's weighing, reclaim_ctl.c).  Within one generation every page has
  * the same known age, so the hand is free to choose by shape: it takes whole 2 MiB-aligned
  * pieces first (free page reporting and the balloon return memory best in 2 MiB blocks,
  * and THP backing stays intact), then the rest in ascending GPA order, coalesced into runs.
@@ -47,6 +48,7 @@ struct evictor {
 	struct vmm_evict_result *res;
 	unsigned protect_from; /* lowest protected tier (Part 6a) */
 	unsigned slot;         /* the generation being evicted */
+	bool take_reused;      /* its pages that came back may go too */
 	bool stop;             /* max_pages or max_runs reached */
 };
 
@@ -141,7 +143,7 @@ static void evict_piece(struct evictor *ev, const struct guest_range *r, uint64_
 		if ((b & PB_EVICTED) || guest_page_slot(g, b) != ev->slot)
 			continue;
 		unsigned tier = pb_tier(b);
-		if (tier && ev->req->keep_reused)
+		if (tier && !ev->take_reused)
 			continue; /* came back before: the weighing keeps it */
 		/* Step 2 */
 		if (tier >= ev->protect_from) {
@@ -235,7 +237,11 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
 	vmm_gen_trim(g);
 	for (unsigned pos = 0; !ev.stop && pos < g->nr_live && gen_eligible(g, g->order[pos], req);) {
 		size_t first_run = res->nr_runs;
+		uint64_t birth = g->gen[g->order[pos]].birth_ms;
 		ev.slot = g->order[pos];
+		ev.take_reused = !req->reused_min_age_ms ||
+				 (req->reused_min_age_ms != UINT64_MAX &&
+				  req->now_ms - birth >= req->reused_min_age_ms);
 		if (req->max_pages - res->evicted_pages >= CHUNK_PAGES)
 			evict_pass(&ev, true);
 		evict_pass(&ev, false);

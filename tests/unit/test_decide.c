@@ -295,7 +295,7 @@ static uint64_t weigh_evict(struct rig *r, const struct vmm_decision *d, uint64_
 				    .now_ms = now_ms,
 				    .runs = runs,
 				    .max_runs = 256,
-				    .keep_reused = d->keep_reused};
+				    .reused_min_age_ms = d->reused_age_ms};
 	struct vmm_evict_result res;
 
 	if (d->gate != VMM_DECIDE_TAKE)
@@ -339,7 +339,7 @@ static void test_weighing(void **state)
 		      (unsigned long long)on.ctl.floor_ms);
 	assert_int_equal(on.ctl.mode, VMM_TAKE_UNREUSED);
 	assert_int_equal(d_on.gate, VMM_DECIDE_TAKE);
-	assert_true(d_on.keep_reused);
+	assert_int_equal(d_on.reused_age_ms, UINT64_MAX); /* the hot pages stay */
 	assert_true(d_on.holds_all_takers); /* the balloon cannot leave the hot pages */
 	/* In the first minutes the reuses vouch for short ages and hot pages go too (each
 	 * refaults at its next sighting, and the controller hears of it); once the gaps past
@@ -385,7 +385,7 @@ static void test_weighing_step(void **state)
 			struct vmm_guest_stats gs;
 			vmm_guest_get_stats(r.g, &gs);
 			stepped = true;
-			assert_true(d.keep_reused);
+			assert_int_equal(d.reused_age_ms, UINT64_MAX);
 			assert_true(d.step_pages < d.step_idle_pages); /* a part, not all */
 			assert_true(d.take_pages == 0 || gs.evicted_pages + d.take_pages <= d.step_pages);
 			if (d.step_pages > most)

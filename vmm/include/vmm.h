@@ -472,9 +472,10 @@ struct vmm_evict_req {
 	size_t max_runs;
 	/* Optional: page tables to check for young pages before evicting (look-around). */
 	const struct vmm_pt *pt;
-	/* Leave the pages that came back before (tier 1 and up, with the guest's
-	 * reuse_raises_tier): take only those never seen reused (vmm_decision.keep_reused). */
-	bool keep_reused;
+	/* The pages that came back before (tier 1 and up, with the guest's reuse_raises_tier)
+	 * go only from generations at least this old: 0, as min_age_ms; UINT64_MAX: they stay
+	 * (vmm_decision.reused_age_ms). */
+	uint64_t reused_min_age_ms;
 };
 
 struct vmm_evict_result {
@@ -634,6 +635,9 @@ struct vmm_reclaim_config {
 	bool weigh;                /* where pages idle past the longest age come back, take
 				    * those that never came back, or a measured step, instead of
 				    * holding (see vmm/reclaim_ctl.c, "Weighing"); default on */
+	bool probe;                /* between once and trust_factor times the floor watched,
+				    * take a growing probe of pages that never came back (see
+				    * vmm/reclaim_ctl.c, "Probing"; needs weigh) */
 	struct vmm_pid_config pid; /* acts on log2 of the threshold; see vmm/reclaim_ctl.c */
 };
 
@@ -649,7 +653,8 @@ enum vmm_reclaim_hold {
  * (vmm/reclaim_ctl.c, "Weighing"). */
 enum vmm_reclaim_mode {
 	VMM_TAKE_BY_AGE,   /* every page idle past the threshold: the reuses vouch for it */
-	VMM_TAKE_UNREUSED, /* pages idle past it that never came back; those that did stay */
+	VMM_TAKE_UNREUSED, /* pages idle past it that never came back; those that did go only
+			    * past reused_age_ms, or stay */
 	VMM_TAKE_STEP,     /* even pages that never came back return past the longest age:
 			    * as many of them as their measured return rate lets the budget
 			    * carry (vmm_decide counts them), watching the refaults */
@@ -672,9 +677,15 @@ struct vmm_reclaim_ctl {
 	double reuse_first_win[VMM_REUSE_BUCKETS];
 	bool first_fed; /* vmm_reclaim_observe_first was called: else every reuse is a first */
 	uint64_t floor_ms;   /* the shortest threshold the reuses say keeps the target (0: none) */
-	uint64_t floor_all_ms;   /* that floor over every reuse (floor_ms in VMM_TAKE_BY_AGE);
-				  * UINT64_MAX: past the longest age */
-	uint64_t floor_first_ms; /* over first comebacks (floor_ms in VMM_TAKE_UNREUSED) */
+	uint64_t floor_all_ms;   /* that floor over every reuse; UINT64_MAX: past the longest
+				  * age (without weighing, floor_ms) */
+	uint64_t floor_first_ms; /* over first comebacks (with weighing, floor_ms) */
+	uint64_t reused_floor_ms; /* over the later reuses of pages that came back, with what
+				   * first comebacks leave of the allowance; 0: as floor_ms;
+				   * UINT64_MAX: they stay (past the longest age, or not vouched
+				   * for yet) */
+	uint64_t reused_age_ms;   /* the threshold for pages that came back (>= age_ms;
+				   * UINT64_MAX: they stay) */
 	uint64_t watched_ms; /* time fed to vmm_reclaim_update since init */
 	double reuses_seen;  /* reuses (not refaults) in the window */
 	/* Take nothing for now: the reuses do not yet vouch for any threshold the generations
@@ -683,6 +694,10 @@ struct vmm_reclaim_ctl {
 	bool hold;
 	enum vmm_reclaim_hold hold_why;
 	enum vmm_reclaim_mode mode; /* what the threshold applies to when not holding */
+	/* Watched once as long as the floor, not yet trust_factor times: take at most
+	 * probe_pages a round of pages that never came back (vmm/reclaim_ctl.c, "Probing") */
+	bool probing;
+	uint64_t probe_pages;
 };
 
 /* The longest idle age nr_gens generations, one born every round_ms, tell apart once they
@@ -701,8 +716,8 @@ const char *vmm_reclaim_mode_name(enum vmm_reclaim_mode mode);
 double vmm_reclaim_reuse_rate(const struct vmm_reclaim_ctl *ctl, uint64_t age_ms, bool first_only);
 
 /* target 0.002/min, thresholds 10 s .. 1 h starting at 2 min, rate averaged over 60 s,
- * reuse window 5 min, trust factor 4, weighing on, kp 0.25, ki 0.01/s, kd 0 (measured in
- * tests/unit/test_reclaim_ctl.c and memtide-sim's sim_defaults). */
+ * reuse window 5 min, trust factor 4, weighing on, probing off, kp 0.25, ki 0.01/s, kd 0
+ * (measured in tests/unit/test_reclaim_ctl.c and memtide-sim's sim_defaults). */
 void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg);
 /* Returns 0 or -EINVAL (target not > 0, min_age_ms 0 or above max_age_ms, initial_age_ms
  * outside [min, max]).  The pid's out_min/out_max are set here from the age limits. */
@@ -747,8 +762,8 @@ void vmm_reclaim_config_fit(struct vmm_reclaim_config *cfg, unsigned nr_gens, ui
 enum vmm_decide_gate {
 	VMM_DECIDE_WATCHING, /* watched for less than the cold age: no page is known that idle
 			      * (first: a zeroed decision takes nothing) */
-	VMM_DECIDE_TAKE,     /* take_pages pages idle cold_age_ms or longer may go (with
-			      * keep_reused: those that never came back) */
+	VMM_DECIDE_TAKE,     /* take_pages pages idle cold_age_ms or longer may go (those
+			      * that came back: reused_age_ms) */
 	VMM_DECIDE_HOLD,     /* the controller holds (vmm_reclaim_ctl.hold_why says why) */
 	VMM_DECIDE_FLOOR,    /* the guest is down to its floor */
 };
@@ -784,7 +799,11 @@ struct vmm_decision {
 				* the guest's reclaim too, not host pageout alone (memtided's
 				* refault_hold) */
 	enum vmm_reclaim_mode mode; /* the controller's (VMM_TAKE_BY_AGE under a fixed age) */
-	bool keep_reused;           /* vmm_evict_req.keep_reused for this round's eviction */
+	uint64_t reused_age_ms;     /* vmm_evict_req.reused_min_age_ms for this round: pages that
+				     * came back go past it (UINT64_MAX: they stay) */
+	uint64_t estimate_age_ms;   /* the one age for takers that cannot tell pages that came
+				     * back apart (the balloon, the guest's reclaim): the longer
+				     * of the two thresholds, or cold_age_ms while they stay */
 	/* VMM_TAKE_STEP: pages idle past cold_age_ms (resident, at this round), and how often
 	 * one of them comes back, per minute (first comebacks over them); the budget carries
 	 * step_pages of them out at once, evicted ones included */
@@ -798,7 +817,7 @@ const char *vmm_decide_gate_name(enum vmm_decide_gate gate);
 
 /* One round: reads g's reuse histograms (vmm_guest_get_stats), feeds the controller, and
  * fills *out.  Evicts nothing: the caller runs vmm_evict with out->cold_age_ms and
- * out->keep_reused for at most out->take_pages.  Returns 0, or -EINVAL for a NULL
+ * out->reused_age_ms for at most out->take_pages.  Returns 0, or -EINVAL for a NULL
  * argument.  O(nr_gens x buckets). */
 int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	       const struct vmm_decide_in *in, struct vmm_decision *out);
