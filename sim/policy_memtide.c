@@ -26,8 +26,9 @@
  *           the source sees them: with mt-sample-ms (memtided's ept plugin, 200 ms of each
  *           interval from the round on), only the epochs inside that window, and of an epoch
  *           the window cuts, each page with the share of the epoch it covers (a page read
- *           once at a random moment of the epoch); 0, every access (sources without
- *           windows);
+ *           once at a random moment of the epoch); the window widens and narrows after
+ *           each round as memtided's source sets it (vmm_sample_update; mt-sample-adapt 0
+ *           keeps it fixed); 0, every access (sources without windows);
  *   Step 3: decision - every mt-interval-ms, vmm_decide, the call memtided makes each
  *           tick (host/vm_loop.c): the reuses by idle age floor the threshold
  *           (--mt-reuse-tau-ms 0 turns that off), the interval's refaults and the resident
@@ -76,6 +77,7 @@ struct mt {
 	uint64_t rounds;          /* aging rounds so far */
 	uint64_t libvmm_refaults; /* libvmm's refault count at the last decision */
 	uint64_t rng;             /* the sampling model's cuts (mt-sample-ms) */
+	struct vmm_sample sample; /* the window, as memtided's ept source sets it (mt-sample-adapt) */
 };
 
 static void mt_fini(void *state)
@@ -154,6 +156,15 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	m->dec.gate = VMM_DECIDE_WATCHING; /* nothing goes before the first decision */
 	m->t0_ms = t0;
 	m->rng = p->seed ^ 0x5eed5a3b1eULL;
+	if (p->mt_sample_ms) {
+		struct vmm_sample_config sc;
+		vmm_sample_config_default(&sc, p->mt_sample_ms, p->mt_interval_ms);
+		if (!p->mt_sample_adapt)
+			sc.max_ms = sc.base_ms;
+		err = vmm_sample_init(&m->sample, &sc);
+		if (err)
+			goto fail;
+	}
 	m->last_aging_ms = t0;
 	m->last_ctl_ms = t0;
 	m->next_ctl_ms = t0 + p->mt_interval_ms;
@@ -204,7 +215,8 @@ static int mt_take_free(struct mt *m, struct sim_ctx *ctx, uint32_t p)
 static void mt_collect(struct mt *m, const struct sim_ctx *ctx, size_t e)
 {
 	const struct sim_epoch *ep = &ctx->t->epochs[e];
-	uint64_t t0 = ep->t_ms, t1 = sim_epoch_end_ms(ctx->t, e), w = ctx->p->mt_sample_ms;
+	uint64_t t0 = ep->t_ms, t1 = sim_epoch_end_ms(ctx->t, e);
+	uint64_t w = ctx->p->mt_sample_ms ? m->sample.window_ms : 0;
 	double share = 1.0;
 
 	if (w) {
@@ -250,6 +262,11 @@ static int mt_age(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	m->nr_seen = 0;
 	m->last_aging_ms = now_ms;
 	m->rounds++;
+	if (!rc && ctx->p->mt_sample_ms) { /* the next window, as memtided's ept source sets it */
+		struct vmm_guest_stats gs;
+		vmm_guest_get_stats(m->g, &gs);
+		vmm_sample_update(&m->sample, gs.young_prev, gs.young_again);
+	}
 	return rc;
 }
 

@@ -233,6 +233,8 @@ static bool open_gen(struct vmm_guest *g, uint64_t now_ms)
 	}
 	if (slot == VMM_MAX_NR_GENS || label == PB_LABELS)
 		return false;
+	g->young_prev = g->gen[guest_youngest(g)].pages; /* what the last round found used */
+	g->young_again = 0;
 	g->max_seq = round;
 	g->gen[slot] = (struct gen_slot){
 	    .seq = round, .birth_ms = now_ms, .pos = (uint8_t)g->nr_live, .label = (uint8_t)label};
@@ -325,6 +327,8 @@ int vmm_age_begin(struct vmm_guest *g, uint64_t now_ms)
 /* What every young page of one call shares, worked out once per call. */
 struct young_ctx {
 	unsigned to, to_label;
+	unsigned prev;  /* the previous round's generation (VMM_MAX_NR_GENS: none) */
+	uint64_t again; /* pages of it found used again in this call */
 	/* Does a reuse lift the page's tier (reclaim_ctl.c, "Weighing")?  Not at a page's
 	 * first sighting from generation 0 (gen0), which holds the pages never seen since the
 	 * watch began: that is the first use known. */
@@ -335,6 +339,8 @@ static inline void young_ctx_init(const struct vmm_guest *g, struct young_ctx *c
 {
 	c->to = guest_youngest(g);
 	c->to_label = g->gen[c->to].label;
+	c->prev = g->nr_live > 1 ? g->order[g->nr_live - 2] : VMM_MAX_NR_GENS;
+	c->again = 0;
 	c->gen0 = g->min_seq == 0 ? guest_oldest(g) : VMM_MAX_NR_GENS;
 	c->climbs = g->reuse_raises_tier;
 }
@@ -343,7 +349,7 @@ static inline void young_ctx_init(const struct vmm_guest *g, struct young_ctx *c
  * rather than through vmm_gen_move so the page's slot is decoded once; the tier's climb is
  * branch-free (a branch per page on it mispredicted about half the time), and the reuse is
  * one memory increment (guest_count_reuse): vmm-bench's gens_layout measures the loop. */
-static inline void young_page(struct vmm_guest *g, const struct young_ctx *c,
+static inline void young_page(struct vmm_guest *g, struct young_ctx *c,
 			      const struct guest_range *r, uint64_t pfn, bool accessed, bool dirty)
 {
 	uint64_t idx = r->first_page + pfn - r->start_pfn;
@@ -362,6 +368,7 @@ static inline void young_page(struct vmm_guest *g, const struct young_ctx *c,
 	unsigned from = guest_page_slot(g, b);
 	if (accessed) {
 		unsigned tier = pb_tier(b);
+		c->again += from == c->prev;
 		/* Used again after an idle age: what a threshold at or below that age would
 		 * have made a refault (reuse.c).  Not a page the guest had freed: it fills fresh
 		 * memory (vmm_hint_free).  A page in tier 0 comes back for the first time. */
@@ -387,6 +394,7 @@ void vmm_gen_young(struct vmm_guest *g, const struct guest_range *r, uint64_t pf
 	young_ctx_init(g, &c);
 	for (uint64_t end = pfn + n; pfn < end; pfn++)
 		young_page(g, &c, r, pfn, accessed, dirty);
+	g->young_again += c.again;
 }
 
 void vmm_gen_young_batch(struct vmm_guest *g, const struct guest_range *r,
@@ -405,6 +413,7 @@ void vmm_gen_young_batch(struct vmm_guest *g, const struct guest_range *r,
 		else /* a huge leaf reaching past the range */
 			vmm_gen_young_span(g, batch[i].gpa, batch[i].npages, accessed, dirty);
 	}
+	g->young_again += c.again;
 }
 
 void vmm_gen_young_span(struct vmm_guest *g, uint64_t gpa, uint64_t npages, bool accessed,

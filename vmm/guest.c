@@ -225,6 +225,8 @@ void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st)
 	for (unsigned t = from; t < g->nr_tiers; t++)
 		st->tier_protected[t] = true;
 	st->metadata_bytes = g->metadata_bytes;
+	st->young_prev = g->young_prev;
+	st->young_again = g->young_again;
 }
 
 /* I1 and I6 */

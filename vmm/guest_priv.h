@@ -180,6 +180,8 @@ struct vmm_guest {
 	 * store-to-load chain when pages come from the same generation; two cost the walk 15%
 	 * in vmm-bench's gens_layout).  A round moves far fewer than 2^32 pages. */
 	uint64_t reuse_round[VMM_REUSE_BUCKETS];
+	/* vmm_guest_stats.young_prev, young_again: the last round's catch (sample.c) */
+	uint64_t young_prev, young_again;
 
 	struct tier_protect tp; /* Part 6a */
 

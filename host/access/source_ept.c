@@ -5,10 +5,13 @@
  * would be (vmm_age_walk: test-and-clear of A, and of D with it).
  *
  * One round (age): 1. vmm_age_walk over the table: every page used during the last window
- * moves to the youngest generation; 2. ask the plugin for the next window of window_ms.
- * So a generation holds the pages seen in one sampling window per interval: a page used
- * only outside the windows is not seen that round (it is seen in a later one if it stays in
- * use).  Non-leaf accessed bits are exact here (the plugin sets them with every leaf), so
+ * moves to the youngest generation; 2. the next window's length (vmm_sample_update: from
+ * the policy's ept_window, doubled while the walk sees under half of the pages the round
+ * before saw again, up to a fifth of the interval, halved back while it sees most of them);
+ * 3. ask the plugin for it.  So a generation holds the pages seen in one sampling window per
+ * interval: a page used only outside the windows is not seen that round (it is seen in a
+ * later one if it stays in use).  docs/design.md, Part 0, "What a sampled source can tell",
+ * has the measurements behind the widening.  Non-leaf accessed bits are exact here (the plugin sets them with every leaf), so
  * the walk skips subtrees nobody touched (VMM_PT_NONLEAF_ACCESSED; docs/walker.md has the
  * measurement).
  *
@@ -31,7 +34,7 @@ struct ept_src {
 	struct mtd_ept_file f;
 	struct vmm_range ram[2];
 	size_t nr_ram;
-	uint64_t window_ms;
+	struct vmm_sample sample;   /* the window (vmm/sample.c) */
 	struct vmm_walk_stats last; /* the last round's walk */
 };
 
@@ -39,11 +42,17 @@ static int ept_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 {
 	struct ept_src *s = ctx;
 
+	struct vmm_guest_stats gs;
 	/* Step 1 */
 	int rc = vmm_age_walk(g, &s->f.pt, now_ms, &s->last);
-	/* Step 2: the next window, whatever the walk found (a QEMU that is gone just never
+	/* Step 2 */
+	if (rc == 0) {
+		vmm_guest_get_stats(g, &gs);
+		vmm_sample_update(&s->sample, gs.young_prev, gs.young_again);
+	}
+	/* Step 3: the next window, whatever the walk found (a QEMU that is gone just never
 	 * answers; fresh() says so). */
-	mtd_ept_file_request_window(&s->f, s->window_ms);
+	mtd_ept_file_request_window(&s->f, s->sample.window_ms);
 	return rc;
 }
 
@@ -74,10 +83,16 @@ static int ept_describe(void *ctx, char *buf, size_t len)
 	if (beat && now > beat + 10000)
 		snprintf(stale, sizeof(stale), "; plugin silent for %llu s (paused?)",
 			 (unsigned long long)((now - beat) / 1000));
+	char caught[48] = "";
+	if (s->sample.caught >= 0.0)
+		snprintf(caught, sizeof(caught), ", %.0f%% of last round's pages seen again",
+			 s->sample.caught * 100.0);
 	snprintf(buf, len,
-		 "window %llu ms; %llu windows, %llu ms instrumented; last walk read %llu "
-		 "entries, %llu young pages%s",
-		 (unsigned long long)s->window_ms,
+		 "window %llu ms (%llu..%llu%s); %llu windows, %llu ms instrumented; last walk "
+		 "read %llu entries, %llu young pages%s",
+		 (unsigned long long)s->sample.window_ms,
+		 (unsigned long long)s->sample.cfg.base_ms, (unsigned long long)s->sample.cfg.max_ms,
+		 caught,
 		 (unsigned long long)__atomic_load_n(&h->windows, __ATOMIC_RELAXED),
 		 (unsigned long long)__atomic_load_n(&h->on_ms_total, __ATOMIC_RELAXED),
 		 (unsigned long long)s->last.entries_read, (unsigned long long)s->last.young_pages,
@@ -106,7 +121,7 @@ static const struct mtd_source_ops ept_ops = {
 };
 
 int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uint64_t window_ms,
-		       struct mtd_source *out, char *why, size_t whylen)
+		       uint64_t interval_ms, struct mtd_source *out, char *why, size_t whylen)
 {
 	struct ept_src *s = calloc(1, sizeof(*s));
 	int rc;
@@ -133,7 +148,9 @@ int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uin
 		free(s);
 		return rc;
 	}
-	s->window_ms = window_ms;
+	struct vmm_sample_config sc;
+	vmm_sample_config_default(&sc, window_ms, interval_ms);
+	(void)vmm_sample_init(&s->sample, &sc); /* window_ms > 0, checked above */
 	/* The first window now: the first round then has something to harvest. */
 	mtd_ept_file_request_window(&s->f, window_ms);
 	*out = (struct mtd_source){.ops = &ept_ops, .ctx = s, .ram = s->ram, .nr_ram = s->nr_ram};

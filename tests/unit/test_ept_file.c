@@ -285,7 +285,7 @@ static void test_source_rounds_and_detail(void **state)
 
 	fake_plugin_open(&f, 256ULL << 20, 0);
 	assert_int_equal(
-	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, &src, msg, sizeof(msg)), 0);
+	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, 5000, &src, msg, sizeof(msg)), 0);
 	assert_int_equal(f.h->req_seq, 1); /* the first window at once */
 	assert_int_equal(mtd_source_describe(&src, line, sizeof(line)), 0);
 	assert_int_equal(windows_in(line), 0);

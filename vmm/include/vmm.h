@@ -29,6 +29,8 @@
  *   8. Reuse histogram                 pages used again, by how long they had been idle: the
  *                                      refaults each threshold would cause, known before
  *                                      anything is evicted (6's controller reads it).
+ *   9. Sampled sources                 how long a source that sees a window of each round
+ *                                      should look, from how many pages it sees again.
  *
  * Conventions: functions that can fail return 0 or a negative errno (-EINVAL for bad
  * arguments, -ENOMEM, -ERANGE for an address outside the guest); nothing aborts on bad
@@ -559,6 +561,10 @@ struct vmm_guest_stats {
 	uint64_t reuse_first_hist[VMM_REUSE_BUCKETS];
 	bool tier_protected[VMM_MAX_NR_TIERS];  /* what the next vmm_evict would keep back */
 	uint64_t metadata_bytes;                /* everything libvmm allocated for this guest */
+	/* The last aging round: pages the round before it found used (its youngest generation
+	 * when this one opened), and how many of them this one found used again (a sampled
+	 * source's catch: vmm_sample_update) */
+	uint64_t young_prev, young_again;
 };
 
 /* The resident pages in the ngens youngest generations (ngens 2: what the guest used in
@@ -828,6 +834,33 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
  * pages seen back before", ...  Writes at most len bytes, NUL-terminated; returns buf. */
 char *vmm_decision_explain(const struct vmm_reclaim_ctl *ctl, const struct vmm_decision *d,
 			   char *buf, size_t len);
+
+/* ======================================================================================
+ * Part 9: sampled sources - how long the window should be (vmm/sample.c)
+ * ====================================================================================== */
+
+struct vmm_sample_config {
+	uint64_t base_ms;   /* the shortest window (memtided: the policy's ept_window) */
+	uint64_t max_ms;    /* the longest (a fifth of the interval: the slowdown's bound) */
+	double low, high;   /* widen under this caught share, narrow over that (0.5, 0.85) */
+	uint64_t min_pages; /* a round with fewer pages seen before changes nothing (256) */
+};
+
+struct vmm_sample {
+	struct vmm_sample_config cfg;
+	uint64_t window_ms; /* the next window */
+	double caught;      /* the last estimate of the share caught (-1: none yet) */
+};
+
+/* base_ms, and a longest window of a fifth of interval_ms (at least base_ms). */
+void vmm_sample_config_default(struct vmm_sample_config *cfg, uint64_t base_ms,
+			       uint64_t interval_ms);
+/* Returns 0 or -EINVAL (base 0, max under base, low over high or out of 0..1). */
+int vmm_sample_init(struct vmm_sample *s, const struct vmm_sample_config *cfg);
+/* One round: seen_before = the pages the previous round found used, seen_again = how many
+ * of them this round found used again (vmm_guest_stats.young_prev, young_again).  Returns
+ * the next window's length.  O(1). */
+uint64_t vmm_sample_update(struct vmm_sample *s, uint64_t seen_before, uint64_t seen_again);
 
 #ifdef __cplusplus
 }
