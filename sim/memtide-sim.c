@@ -639,10 +639,12 @@ static int pareto_one(const struct sim_trace *t, const char *tname, bool real,
 
 /* sim_sampled: the key-value trace (a store written once, a hot tenth read at random) at
  * one read rate, replayed with memtided's generations and the ept source's sampling (200 ms
- * of each 5 s interval), before the generations widened and the controller weighed
- * (mt-gens-widen 0, mt-weigh 0, mt-reuse-tiers 0) and after; beside them the same after
- * with a source that sees every access (DAMON, idle page tracking) and with a 1 s window.
- * first_return_s: from the end of the load to a sixth of the store returned. */
+ * of each 5 s interval), before the generations widened, the controller weighed and the
+ * window widened and moved (mt-gens-widen, mt-weigh, mt-reuse-tiers, mt-sample-adapt,
+ * mt-sample-phase all 0) and after; beside them the same after with a 1 s window from the
+ * start, and with a source that sees every access (DAMON, idle page tracking).
+ * first_return_s: from the end of the load to a sixth of the store returned.  A run passes
+ * within 1.25x the budget and within a tenth of the guest of the unsampled source's saving. */
 struct sampled_run {
 	const char *name;
 	uint64_t sample_ms;
@@ -675,7 +677,8 @@ static int sampled_one(const struct opts *o, double rate, bool quick, int *fixed
 		sim_params_memtided_layout(&p);
 		p.mt_sample_ms = runs[i].sample_ms;
 		if (runs[i].before)
-			p.mt_gens_widen = p.mt_weigh = p.mt_reuse_tiers = false;
+			p.mt_gens_widen = p.mt_weigh = p.mt_reuse_tiers = p.mt_sample_adapt =
+			    p.mt_sample_phase = false;
 		if ((rc = sim_replay(&t, &sim_policy_memtide, &p, true, &r)))
 			break;
 		/* The first epoch after the load with a sixth of the store gone since. */
@@ -694,10 +697,14 @@ static int sampled_one(const struct opts *o, double rate, bool quick, int *fixed
 		       (unsigned long long)r.refaults, first);
 		sim_result_free(&r);
 	}
-	/* Fixed: after saves a tenth of the guest more than before, within 1.25x the budget. */
-	bool ok = !rc && saved[1] >= saved[0] + 0.1 && ratio[1] <= 1.25;
-	*fixed += ok;
-	printf(",\"after_fixes_before\":%s}\n", ok ? "true" : "false");
+	/* A run passes within 1.25x the budget and within a tenth of the guest of what the
+	 * unsampled source saves (what the sampling costs). */
+	bool pass[2];
+	for (int i = 0; i < 2; i++)
+		pass[i] = !rc && ratio[i] <= 1.25 && saved[i] >= saved[3] - 0.1;
+	*fixed += !pass[0] && pass[1];
+	printf(",\"before_passes\":%s,\"after_passes\":%s}\n", pass[0] ? "true" : "false",
+	       pass[1] ? "true" : "false");
 	fflush(stdout);
 	sim_trace_free(&t);
 	return rc;
@@ -810,7 +817,7 @@ static int cmd_bench(struct opts *o)
 	for (size_t i = 0; i < sizeof(rates) / sizeof(*rates); i++)
 		if (sampled_one(o, rates[i], o->quick, &fixed))
 			return 1;
-	printf("{\"name\":\"sim_sampled_summary\",\"rates\":%zu,\"after_fixes_before\":%d}\n",
+	printf("{\"name\":\"sim_sampled_summary\",\"rates\":%zu,\"failed_before_passes_after\":%d}\n",
 	       sizeof(rates) / sizeof(*rates), fixed);
 	return 0;
 }

@@ -92,6 +92,9 @@ static const struct pdesc pdescs[] = {
     {"mt-sample-adapt", P_BOOL, F(mt_sample_adapt), 0, 1,
      "the window widens (to a fifth of the interval) while the source sees under half of the "
      "pages it saw the round before again, as memtided's ept source (0: mt-sample-ms fixed)"},
+    {"mt-sample-phase", P_BOOL, F(mt_sample_phase), 0, 1,
+     "each window opens at a random moment of its interval, as memtided's ept source places "
+     "it (0: right after the round)"},
     {"mt-gens-widen", P_BOOL, F(mt_gens_widen), 0, 1,
      "generations widen with age (0: the oldest always folds, the rule before 7 Dec 2026)"},
     {"mt-weigh", P_BOOL, F(mt_weigh), 0, 1,
@@ -141,6 +144,7 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_guest_mib = 1024;
 	p->mt_sample_ms = 0;
 	p->mt_sample_adapt = true;
+	p->mt_sample_phase = true;
 	p->mt_gens_widen = true;
 	p->mt_weigh = rc.weigh;
 	p->mt_probe = rc.probe;

@@ -28,7 +28,9 @@
  *           the window cuts, each page with the share of the epoch it covers (a page read
  *           once at a random moment of the epoch); the window widens and narrows after
  *           each round as memtided's source sets it (vmm_sample_update; mt-sample-adapt 0
- *           keeps it fixed); 0, every access (sources without windows);
+ *           keeps it fixed) and opens at a random moment of the interval as memtided's
+ *           source places it (mt-sample-phase 0: right after the round, as it did before);
+ *           0, every access (sources without windows);
  *   Step 3: decision - every mt-interval-ms, vmm_decide, the call memtided makes each
  *           tick (host/vm_loop.c): the reuses by idle age floor the threshold
  *           (--mt-reuse-tau-ms 0 turns that off), the interval's refaults and the resident
@@ -78,6 +80,7 @@ struct mt {
 	uint64_t libvmm_refaults; /* libvmm's refault count at the last decision */
 	uint64_t rng;             /* the sampling model's cuts (mt-sample-ms) */
 	struct vmm_sample sample; /* the window, as memtided's ept source sets it (mt-sample-adapt) */
+	uint64_t window_from_ms;  /* where the round's window opens (mt-sample-phase) */
 };
 
 static void mt_fini(void *state)
@@ -155,6 +158,7 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	m->dec.cold_age_ms = m->ctl.age_ms;
 	m->dec.gate = VMM_DECIDE_WATCHING; /* nothing goes before the first decision */
 	m->t0_ms = t0;
+	m->window_from_ms = t0;
 	m->rng = p->seed ^ 0x5eed5a3b1eULL;
 	if (p->mt_sample_ms) {
 		struct vmm_sample_config sc;
@@ -220,8 +224,9 @@ static void mt_collect(struct mt *m, const struct sim_ctx *ctx, size_t e)
 	double share = 1.0;
 
 	if (w) {
-		uint64_t from = t0 > m->last_aging_ms ? t0 : m->last_aging_ms;
-		uint64_t to = t1 < m->last_aging_ms + w ? t1 : m->last_aging_ms + w;
+		uint64_t open = m->window_from_ms;
+		uint64_t from = t0 > open ? t0 : open;
+		uint64_t to = t1 < open + w ? t1 : open + w;
 		if (to <= from)
 			return; /* the window was shut all through this epoch */
 		share = (double)(to - from) / (double)(t1 - t0);
@@ -265,7 +270,11 @@ static int mt_age(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	if (!rc && ctx->p->mt_sample_ms) { /* the next window, as memtided's ept source sets it */
 		struct vmm_guest_stats gs;
 		vmm_guest_get_stats(m->g, &gs);
-		vmm_sample_update(&m->sample, gs.young_prev, gs.young_again);
+		uint64_t w = vmm_sample_update(&m->sample, gs.young_prev, gs.young_again);
+		uint64_t room = ctx->p->mt_interval_ms > w + 300 ? ctx->p->mt_interval_ms - w - 300 : 0;
+		m->window_from_ms = now_ms;
+		if (ctx->p->mt_sample_phase && room) /* at a random moment (source_ept.c) */
+			m->window_from_ms += sim_rand(&m->rng) % room;
 	}
 	return rc;
 }

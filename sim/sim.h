@@ -226,6 +226,7 @@ struct sim_params {
 	uint64_t mt_guest_mib;      /* the guest a trace stands for: memtided's bytes scale */
 	uint64_t mt_sample_ms;      /* the source sees this much of each aging interval (0: all) */
 	bool mt_sample_adapt;       /* ... and widens it as memtided's ept source (vmm_sample) */
+	bool mt_sample_phase;       /* ... and opens it at a random moment of the interval */
 	bool mt_gens_widen;         /* vmm_guest_config.gens_widen */
 	bool mt_weigh;              /* vmm_reclaim_config.weigh */
 	bool mt_probe;              /* vmm_reclaim_config.probe */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * sample.c - how long a sampling source's window should be (Part 9 of libvmm, sampled
+ * sample.c - how long a sampling source's window should be (Part 0 of libvmm, sampled
  * sources).
  *
  * A source that sees accesses only in a window of each aging interval (memtided's ept
@@ -12,11 +12,18 @@
  *
  * The estimate of how well the window catches the guest's steady pages: of the pages the
  * previous round found used, the share this round found used again.  For a page used at a
- * steady rate and caught by a window with probability p, that share is p; for pages used
- * in every window, 1.  (A page used once and never again reads as missed too: a stream of
- * new pages widens the window for nothing but its cost, within the cap.)  So:
- *   - the share under `low` (0.5) doubles the window, up to max_ms;
- *   - over `high` (0.85) halves it, down to base_ms (the policy's ept_window);
+ * steady rate and caught by a window with probability p, that share is p (the window must
+ * open at a random moment of each round: one in step with the rounds catches the same pages
+ * every time, and the share reads 1 while most of the set is never seen; source_ept.c); for
+ * pages used in every window, 1.  (A page used once and never again reads as missed too: a
+ * stream of new pages keeps the window wide for nothing but its cost, within the cap.)  So:
+ *   - the window starts at its longest, max_ms: the first rounds are the ones the
+ *     generations learn the guest's reuses from, and a narrow first window read a hot set
+ *     touched once a second as gaps of minutes, which the reuse window remembered for five
+ *     (memtide-sim's sim_sampled: the kv trace's first return 235 s after its load starting
+ *     at 200 ms, 105 s starting at 1 s);
+ *   - the share over `high` (0.85) halves it, down to base_ms (the policy's ept_window);
+ *   - under `low` (0.5) doubles it, up to max_ms;
  *   - a round with fewer than min_pages seen before changes nothing (an idle guest says
  *     nothing about sampling).
  * max_ms is a fifth of the interval by default: a guest instrumented a fifth of the time at
@@ -49,7 +56,7 @@ int vmm_sample_init(struct vmm_sample *s, const struct vmm_sample_config *cfg)
 		return -EINVAL;
 	memset(s, 0, sizeof(*s));
 	s->cfg = *cfg;
-	s->window_ms = cfg->base_ms;
+	s->window_ms = cfg->max_ms;
 	s->caught = -1.0;
 	return 0;
 }

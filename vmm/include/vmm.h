@@ -10,6 +10,8 @@
  *
  * The parts, in the order a page meets them (docs/design.md tells the whole story):
  *
+ *   0. Sampled sources                 how long a source that sees a window of each round
+ *                                      should look, from how many pages it sees again.
  *   1. Page-table formats and walker   x86 EPT and arm64 stage-2 behind one ops table; the
  *                                      walker test-and-clears accessed bits over a GPA range.
  *   2. Simulated hardware              real EPT / stage-2 tables in memory, driven by access
@@ -29,8 +31,6 @@
  *   8. Reuse histogram                 pages used again, by how long they had been idle: the
  *                                      refaults each threshold would cause, known before
  *                                      anything is evicted (6's controller reads it).
- *   9. Sampled sources                 how long a source that sees a window of each round
- *                                      should look, from how many pages it sees again.
  *
  * Conventions: functions that can fail return 0 or a negative errno (-EINVAL for bad
  * arguments, -ENOMEM, -ERANGE for an address outside the guest); nothing aborts on bad
@@ -836,7 +836,7 @@ char *vmm_decision_explain(const struct vmm_reclaim_ctl *ctl, const struct vmm_d
 			   char *buf, size_t len);
 
 /* ======================================================================================
- * Part 9: sampled sources - how long the window should be (vmm/sample.c)
+ * Part 0: sampled sources - how long the window should be (vmm/sample.c)
  * ====================================================================================== */
 
 struct vmm_sample_config {
@@ -855,7 +855,8 @@ struct vmm_sample {
 /* base_ms, and a longest window of a fifth of interval_ms (at least base_ms). */
 void vmm_sample_config_default(struct vmm_sample_config *cfg, uint64_t base_ms,
 			       uint64_t interval_ms);
-/* Returns 0 or -EINVAL (base 0, max under base, low over high or out of 0..1). */
+/* The window starts at max_ms.  Returns 0 or -EINVAL (base 0, max under base, low over high
+ * or out of 0..1). */
 int vmm_sample_init(struct vmm_sample *s, const struct vmm_sample_config *cfg);
 /* One round: seen_before = the pages the previous round found used, seen_again = how many
  * of them this round found used again (vmm_guest_stats.young_prev, young_again).  Returns
