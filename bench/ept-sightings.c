@@ -44,44 +44,56 @@ static double pct(const uint64_t *v, uint64_t n, double q)
 	return n ? (double)v[(uint64_t)(q * (double)(n - 1))] : 0.0;
 }
 
+static int add_page(struct set *s, uint32_t idx)
+{
+	if (s->nidx == s->cap) {
+		uint64_t c = s->cap ? s->cap * 2 : 4096;
+		uint32_t *v = realloc(s->idx, c * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->idx = v;
+		s->cap = c;
+	}
+	s->idx[s->nidx++] = idx;
+	return 0;
+}
+
+/* "NAME GPA_HEX PAGES" lines into sets (each set's pages as trace indices). */
 static int read_sets(const char *path, const struct sim_trace *t, struct set *sets, int *nsets)
 {
 	FILE *f = fopen(path, "r");
-	char name[32];
-	unsigned long long gpa, npages;
+	char line[256];
+	int rc = 0;
 
 	if (!f)
 		return -errno;
-	while (fscanf(f, "%31s %llx %llu", name, &gpa, &npages) == 3) {
-		int i;
-		for (i = 0; i < *nsets && strcmp(sets[i].name, name); i++)
-			;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char *save = NULL, *name = strtok_r(line, " \t\n", &save);
+		char *gpa_s = strtok_r(NULL, " \t\n", &save), *n_s = strtok_r(NULL, " \t\n", &save);
+		char *end1 = NULL, *end2 = NULL;
+		if (!name || !gpa_s || !n_s)
+			continue;
+		uint64_t gpa = strtoull(gpa_s, &end1, 16), npages = strtoull(n_s, &end2, 10);
+		if (*end1 || *end2)
+			continue; /* not a run line */
+		int i = 0;
+		while (i < *nsets && strcmp(sets[i].name, name) != 0)
+			i++;
 		if (i == *nsets) {
 			if (*nsets == MAX_SETS)
 				break;
-			memset(&sets[i], 0, sizeof(sets[i]));
-			snprintf(sets[i].name, sizeof(sets[i].name), "%s", name);
+			snprintf(sets[i].name, sizeof(sets[i].name), "%s",
+				 name); /* zeroed in main */
 			(*nsets)++;
 		}
-		for (unsigned long long p = 0; p < npages; p++) {
+		for (uint64_t p = 0; p < npages && !rc; p++) {
 			int64_t idx = sim_gpa_page(t, gpa + p * SIM_PAGE_SIZE);
-			if (idx < 0)
-				continue;
-			if (sets[i].nidx == sets[i].cap) {
-				uint64_t c = sets[i].cap ? sets[i].cap * 2 : 4096;
-				uint32_t *v = realloc(sets[i].idx, c * sizeof(*v));
-				if (!v) {
-					fclose(f);
-					return -ENOMEM;
-				}
-				sets[i].idx = v;
-				sets[i].cap = c;
-			}
-			sets[i].idx[sets[i].nidx++] = (uint32_t)idx;
+			if (idx >= 0)
+				rc = add_page(&sets[i], (uint32_t)idx);
 		}
 	}
 	fclose(f);
-	return 0;
+	return rc;
 }
 
 static void one_set(const struct sim_trace *t, const struct set *s, const char *label)
@@ -134,11 +146,10 @@ static void one_set(const struct sim_trace *t, const struct set *s, const char *
 	       "\"gaps_past_70s\":%.4f,\"gaps_past_300s\":%.4f}\n",
 	       label, s->name, (unsigned long long)s->nidx, (unsigned long long)rounds,
 	       (unsigned long long)epoch_ms, (double)seen / (double)(s->nidx * rounds),
-	       prev_seen ? (double)again / (double)prev_seen : 0.0,
-	       (double)ever / (double)s->nidx, pct(gaps, ngaps, 0.5) / 1000,
-	       pct(gaps, ngaps, 0.9) / 1000, pct(gaps, ngaps, 0.99) / 1000,
-	       ngaps ? (double)gaps[ngaps - 1] / 1000 : 0.0, (unsigned long long)ngaps,
-	       ngaps ? (double)past70 / (double)ngaps : 0.0,
+	       prev_seen ? (double)again / (double)prev_seen : 0.0, (double)ever / (double)s->nidx,
+	       pct(gaps, ngaps, 0.5) / 1000, pct(gaps, ngaps, 0.9) / 1000,
+	       pct(gaps, ngaps, 0.99) / 1000, ngaps ? (double)gaps[ngaps - 1] / 1000 : 0.0,
+	       (unsigned long long)ngaps, ngaps ? (double)past70 / (double)ngaps : 0.0,
 	       ngaps ? (double)past300 / (double)ngaps : 0.0);
 out:
 	free(last);
@@ -152,6 +163,8 @@ int main(int argc, char **argv)
 	struct sim_trace t;
 	struct set sets[MAX_SETS];
 	int nsets = 0;
+
+	memset(sets, 0, sizeof(sets));
 	char err[256];
 
 	if (argc < 3 || argc > 4) {
@@ -167,14 +180,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int rc = read_sets(argv[2], &t, sets, &nsets);
-	if (rc) {
+	if (rc)
 		fprintf(stderr, "ept-sightings: %s: %s\n", argv[2], strerror(-rc));
-		return 1;
-	}
 	for (int i = 0; i < nsets; i++) {
-		one_set(&t, &sets[i], argc == 4 ? argv[3] : "");
+		if (!rc)
+			one_set(&t, &sets[i], argc == 4 ? argv[3] : "");
 		free(sets[i].idx);
 	}
 	sim_trace_free(&t);
-	return 0;
+	return rc ? 1 : 0;
 }

@@ -523,15 +523,16 @@ static void gens_layout(struct bench *b, uint64_t gib)
 		       "\"bytes_per_page_fold\":%.4f,\"oldest_age_s_widen\":%.0f,"
 		       "\"oldest_age_s_fold\":%.0f,\"sink\":%llu}\n",
 		       (double)bytes / (1ULL << 30), (unsigned long long)npages, sw.nr_gens,
-		       LAYOUT_ROUNDS, m, t_wide[0] * 1e3, t_fold[0] * 1e3, t_bare[0] * 1e3, mw * 1e3,
-		       mf * 1e3, mb * 1e3, q_wf, q_wb,
+		       LAYOUT_ROUNDS, m, t_wide[0] * 1e3, t_fold[0] * 1e3, t_bare[0] * 1e3,
+		       mw * 1e3, mf * 1e3, mb * 1e3, q_wf, q_wb,
 		       (double)sw.metadata_bytes / (double)sw.ram_pages,
 		       (double)sf.metadata_bytes / (double)sf.ram_pages,
 		       (double)(now - sw.gen[0].birth_ms) / 1e3,
 		       (double)(now - sf.gen[0].birth_ms) / 1e3, (unsigned long long)(sink & 1));
 		fflush(stdout);
 	} else {
-		fprintf(stderr, "vmm-bench: gens_layout: no rounds measured or invariants broken\n");
+		fprintf(stderr,
+			"vmm-bench: gens_layout: no rounds measured or invariants broken\n");
 		b->failures++;
 	}
 out:

@@ -181,7 +181,8 @@ static int kv_epoch(const struct sim_gen_opts *o, uint64_t e, struct acc *a, uin
 
 	if (!rc && t < KV_LOAD_MS) { /* the load: the store written in order */
 		uint64_t per = (store + load_epochs - 1) / (load_epochs ? load_epochs : 1);
-		uint64_t from = base + e * per, to = from + per < base + store ? from + per : base + store;
+		uint64_t from = base + e * per,
+			 to = from + per < base + store ? from + per : base + store;
 		if (from < base + store)
 			rc = acc_range(a, from, to, true);
 		return rc;

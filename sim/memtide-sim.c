@@ -150,14 +150,13 @@ static int parse_opts(int argc, char **argv, int first, struct opts *o)
 			char *end;
 			o->go.kv_reads_per_s = strtod(v, &end);
 			if (end == v || *end || !(o->go.kv_reads_per_s > 0)) {
-				fprintf(stderr, "memtide-sim: %s: '%s' is not a positive number\n", a,
-					v);
+				fprintf(stderr, "memtide-sim: %s: '%s' is not a positive number\n",
+					a, v);
 				return -EINVAL;
 			}
 			i++;
 			continue;
-		}
-		else if (!strcmp(a, "--step-ms"))
+		} else if (!strcmp(a, "--step-ms"))
 			num = &o->step_ms;
 		else if (!strcmp(a, "--window-ms"))
 			num = &o->window_ms;
@@ -653,9 +652,10 @@ struct sampled_run {
 
 static int sampled_one(const struct opts *o, double rate, bool quick, int *fixed)
 {
-	static const struct sampled_run runs[] = {
-	    {"before", 200, true}, {"after", 200, false}, {"window_1s", 1000, false},
-	    {"unsampled", 0, false}};
+	static const struct sampled_run runs[] = {{"before", 200, true},
+						  {"after", 200, false},
+						  {"window_1s", 1000, false},
+						  {"unsampled", 0, false}};
 	struct sim_gen_opts go;
 	struct sim_trace t;
 	double saved[4] = {0}, ratio[4] = {0};
@@ -817,8 +817,9 @@ static int cmd_bench(struct opts *o)
 	for (size_t i = 0; i < sizeof(rates) / sizeof(*rates); i++)
 		if (sampled_one(o, rates[i], o->quick, &fixed))
 			return 1;
-	printf("{\"name\":\"sim_sampled_summary\",\"rates\":%zu,\"failed_before_passes_after\":%d}\n",
-	       sizeof(rates) / sizeof(*rates), fixed);
+	printf(
+	    "{\"name\":\"sim_sampled_summary\",\"rates\":%zu,\"failed_before_passes_after\":%d}\n",
+	    sizeof(rates) / sizeof(*rates), fixed);
 	return 0;
 }
 

@@ -36,8 +36,9 @@ static void usage(FILE *out)
 		"usage: memtide-trace record [options] -o FILE -- COMMAND [ARGS...]\n"
 		"       memtide-trace convert [options] -o FILE [LACKEY_LOG]   (stdin if none)\n"
 		"       memtide-trace info FILE\n"
-		"       memtide-trace ept [--epoch-ms MS] [--epochs N] [--window MS [--random-phase]]\n"
-		"                         [--ram SIZE] [--name NAME] -o FILE TABLE\n"
+		"       memtide-trace ept [--epoch-ms MS] [--epochs N] [--window MS]\n"
+		"                         [--random-phase] [--ram SIZE] [--name NAME]\n"
+		"                         -o FILE TABLE\n"
 		"options:\n"
 		"  -o, --output FILE        trace to write\n"
 		"  --epoch-accesses N       memory accesses per epoch (default 100000)\n"
@@ -106,10 +107,14 @@ static void on_stop(int sig)
 static int cmd_ept(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"output", required_argument, NULL, 'o'}, {"epoch-ms", required_argument, NULL, 'm'},
-	    {"epochs", required_argument, NULL, 'e'}, {"window", required_argument, NULL, 'w'},
-	    {"ram", required_argument, NULL, 'r'},    {"name", required_argument, NULL, 'n'},
-	    {"random-phase", no_argument, NULL, 'p'}, {"help", no_argument, NULL, 'h'},
+	    {"output", required_argument, NULL, 'o'},
+	    {"epoch-ms", required_argument, NULL, 'm'},
+	    {"epochs", required_argument, NULL, 'e'},
+	    {"window", required_argument, NULL, 'w'},
+	    {"ram", required_argument, NULL, 'r'},
+	    {"name", required_argument, NULL, 'n'},
+	    {"random-phase", no_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct mtd_ept_record_opts o = {.epoch_ms = 1000, .epochs = 10, .stop = &ept_stop};

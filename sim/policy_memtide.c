@@ -79,8 +79,9 @@ struct mt {
 	uint64_t rounds;          /* aging rounds so far */
 	uint64_t libvmm_refaults; /* libvmm's refault count at the last decision */
 	uint64_t rng;             /* the sampling model's cuts (mt-sample-ms) */
-	struct vmm_sample sample; /* the window, as memtided's ept source sets it (mt-sample-adapt) */
-	uint64_t window_from_ms;  /* where the round's window opens (mt-sample-phase) */
+	struct vmm_sample
+	    sample; /* the window, as memtided's ept source sets it (mt-sample-adapt) */
+	uint64_t window_from_ms; /* where the round's window opens (mt-sample-phase) */
 };
 
 static void mt_fini(void *state)
@@ -271,7 +272,8 @@ static int mt_age(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 		struct vmm_guest_stats gs;
 		vmm_guest_get_stats(m->g, &gs);
 		uint64_t w = vmm_sample_update(&m->sample, gs.young_prev, gs.young_again);
-		uint64_t room = ctx->p->mt_interval_ms > w + 300 ? ctx->p->mt_interval_ms - w - 300 : 0;
+		uint64_t room =
+		    ctx->p->mt_interval_ms > w + 300 ? ctx->p->mt_interval_ms - w - 300 : 0;
 		m->window_from_ms = now_ms;
 		if (ctx->p->mt_sample_phase && room) /* at a random moment (source_ept.c) */
 			m->window_from_ms += sim_rand(&m->rng) % room;

@@ -136,9 +136,10 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	out->fixed_age = in->fixed_age_ms != 0;
 	out->mode = in->fixed_age_ms ? VMM_TAKE_BY_AGE : ctl->mode;
 	out->reused_age_ms = in->fixed_age_ms ? out->cold_age_ms : ctl->reused_age_ms;
-	out->estimate_age_ms = out->reused_age_ms != UINT64_MAX && out->reused_age_ms > out->cold_age_ms
-				   ? out->reused_age_ms
-				   : out->cold_age_ms;
+	out->estimate_age_ms =
+	    out->reused_age_ms != UINT64_MAX && out->reused_age_ms > out->cold_age_ms
+		? out->reused_age_ms
+		: out->cold_age_ms;
 	if (out->mode == VMM_TAKE_STEP && !ctl->hold) {
 		uint64_t now = in->now_ms ? in->now_ms : gs.gen[gs.nr_gens - 1].birth_ms;
 		double allowance = ctl->cfg.target_refault_per_min * (double)in->resident_pages;
@@ -150,8 +151,8 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 		out->take_pages = ctl->probe_pages;
 	if (out->gate == VMM_DECIDE_TAKE && out->mode == VMM_TAKE_STEP) {
 		/* What is out already counts against what the budget carries. */
-		uint64_t room = out->step_pages > gs.evicted_pages ? out->step_pages - gs.evicted_pages
-								   : 0;
+		uint64_t room =
+		    out->step_pages > gs.evicted_pages ? out->step_pages - gs.evicted_pages : 0;
 		if (out->take_pages > room)
 			out->take_pages = room;
 	}
@@ -159,9 +160,9 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	 * controller's age, which starts at the longest (host/vm_loop.c says what gating them
 	 * on learning too cost).  While pages that came back stay for good, or it steps, they
 	 * stop: they cannot leave those pages. */
-	bool kept_for_good = ctl->reused_age_ms == UINT64_MAX &&
-			     (ctl->mode == VMM_TAKE_STEP ||
-			      floor_past_longest(ctl)); /* not merely unvouched */
+	bool kept_for_good =
+	    ctl->reused_age_ms == UINT64_MAX &&
+	    (ctl->mode == VMM_TAKE_STEP || floor_past_longest(ctl)); /* not merely unvouched */
 	out->holds_all_takers =
 	    !in->fixed_age_ms &&
 	    ((ctl->hold && ctl->hold_why != VMM_HOLD_LEARNING) || kept_for_good);
@@ -212,10 +213,11 @@ char *vmm_decision_explain(const struct vmm_reclaim_ctl *ctl, const struct vmm_d
 	case VMM_DECIDE_HOLD:
 		switch (ctl->hold_why) {
 		case VMM_HOLD_LEARNING:
-			snprintf(buf, len,
-				 "taking nothing yet: learning which idle ages the guest comes back "
-				 "to (a cold age counts after watching the guest %u times as long)",
-				 c->trust_factor);
+			snprintf(
+			    buf, len,
+			    "taking nothing yet: learning which idle ages the guest comes back "
+			    "to (a cold age counts after watching the guest %u times as long)",
+			    c->trust_factor);
 			break;
 		case VMM_HOLD_TOO_OLD:
 			snprintf(buf, len,
@@ -224,10 +226,11 @@ char *vmm_decision_explain(const struct vmm_reclaim_ctl *ctl, const struct vmm_d
 				 lng);
 			break;
 		case VMM_HOLD_REFAULTS:
-			snprintf(buf, len,
-				 "taking nothing: refaults run at %.3f%% of resident a minute, over "
-				 "the %.3f%% target, at the longest age or a step",
-				 ctl->rate_per_min * 100.0, target);
+			snprintf(
+			    buf, len,
+			    "taking nothing: refaults run at %.3f%% of resident a minute, over "
+			    "the %.3f%% target, at the longest age or a step",
+			    ctl->rate_per_min * 100.0, target);
 			break;
 		default:
 			snprintf(buf, len, "taking nothing");
@@ -243,15 +246,17 @@ char *vmm_decision_explain(const struct vmm_reclaim_ctl *ctl, const struct vmm_d
 	}
 	switch (d->mode) {
 	case VMM_TAKE_BY_AGE:
-		snprintf(buf, len,
-			 "taking pages idle past %s: pages idle that long come back at %.1f a minute, "
-			 "within the %.3f%% target",
-			 age, vmm_reclaim_reuse_rate(ctl, d->cold_age_ms, false), target);
+		snprintf(
+		    buf, len,
+		    "taking pages idle past %s: pages idle that long come back at %.1f a minute, "
+		    "within the %.3f%% target",
+		    age, vmm_reclaim_reuse_rate(ctl, d->cold_age_ms, false), target);
 		break;
 	case VMM_TAKE_UNREUSED:
 		if (ctl->probing) {
 			snprintf(buf, len,
-				 "probing: taking at most %" PRIu64 " MiB a round of pages idle past "
+				 "probing: taking at most %" PRIu64
+				 " MiB a round of pages idle past "
 				 "%s that never came back, twice as many each round the refaults "
 				 "keep the %.3f%% target (the age counts after watching the guest "
 				 "%u times as long)",
@@ -280,11 +285,12 @@ char *vmm_decision_explain(const struct vmm_reclaim_ctl *ctl, const struct vmm_d
 		}
 		break;
 	case VMM_TAKE_STEP:
-		snprintf(buf, len,
-			 "taking at most %" PRIu64 " MiB of pages idle past %s that never came back: "
-			 "each comes back once in %.0f min, so the %.3f%% target carries that many out",
-			 d->step_pages >> (20 - VMM_PAGE_SHIFT), age,
-			 d->step_return_per_min > 0 ? 1.0 / d->step_return_per_min : 0.0, target);
+		snprintf(
+		    buf, len,
+		    "taking at most %" PRIu64 " MiB of pages idle past %s that never came back: "
+		    "each comes back once in %.0f min, so the %.3f%% target carries that many out",
+		    d->step_pages >> (20 - VMM_PAGE_SHIFT), age,
+		    d->step_return_per_min > 0 ? 1.0 / d->step_return_per_min : 0.0, target);
 		break;
 	}
 	return buf;

@@ -235,13 +235,14 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
 
 	/* One generation per iteration, oldest first: at most nr_gens. */
 	vmm_gen_trim(g);
-	for (unsigned pos = 0; !ev.stop && pos < g->nr_live && gen_eligible(g, g->order[pos], req);) {
+	for (unsigned pos = 0;
+	     !ev.stop && pos < g->nr_live && gen_eligible(g, g->order[pos], req);) {
 		size_t first_run = res->nr_runs;
 		uint64_t birth = g->gen[g->order[pos]].birth_ms;
 		ev.slot = g->order[pos];
-		ev.take_reused = !req->reused_min_age_ms ||
-				 (req->reused_min_age_ms != UINT64_MAX &&
-				  req->now_ms - birth >= req->reused_min_age_ms);
+		ev.take_reused =
+		    !req->reused_min_age_ms || (req->reused_min_age_ms != UINT64_MAX &&
+						req->now_ms - birth >= req->reused_min_age_ms);
 		if (req->max_pages - res->evicted_pages >= CHUNK_PAGES)
 			evict_pass(&ev, true);
 		evict_pass(&ev, false);

@@ -186,7 +186,8 @@ unsigned vmm_gens_pick_merge(const uint64_t *birth_ms, const uint64_t *pages, un
 		uint64_t older = now_ms - birth_ms[i - 1], young = now_ms - birth_ms[i + 1];
 		if (young == 0 || (double)older * GENS_RATIO_DEN > (double)young * GENS_RATIO_NUM)
 			continue; /* rule 2's bound */
-		if (!best || (double)older * (double)best_young < (double)best_old * (double)young) {
+		if (!best ||
+		    (double)older * (double)best_young < (double)best_old * (double)young) {
 			best = i;
 			best_old = older;
 			best_young = young;
@@ -349,8 +350,8 @@ static inline void young_ctx_init(const struct vmm_guest *g, struct young_ctx *c
  * rather than through vmm_gen_move so the page's slot is decoded once; the tier's climb is
  * branch-free (a branch per page on it mispredicted about half the time), and the reuse is
  * one memory increment (guest_count_reuse): vmm-bench's gens_layout measures the loop. */
-static inline void young_page(struct vmm_guest *g, struct young_ctx *c,
-			      const struct guest_range *r, uint64_t pfn, bool accessed, bool dirty)
+static inline void young_page(struct vmm_guest *g, struct young_ctx *c, const struct guest_range *r,
+			      uint64_t pfn, bool accessed, bool dirty)
 {
 	uint64_t idx = r->first_page + pfn - r->start_pfn;
 	uint64_t ci = guest_chunk_of(r, pfn);
@@ -494,8 +495,8 @@ static void hint_access_piece(struct vmm_guest *g, const struct guest_range *r, 
 		guest_unfree(g, idx); /* in use again */
 		if (tier + 1 < g->nr_tiers)
 			tier++;
-		vmm_gen_move(g, idx, guest_chunk_of(r, pfn), guest_younger(g, guest_page_slot(g, b)),
-			     tier);
+		vmm_gen_move(g, idx, guest_chunk_of(r, pfn),
+			     guest_younger(g, guest_page_slot(g, b)), tier);
 	}
 }
 
@@ -604,7 +605,8 @@ int vmm_young_runs(const struct vmm_guest *g, unsigned ngens, vmm_run_fn fn, voi
 			bool is_young = false;
 			if (pfn < gr->end_pfn) {
 				uint8_t b = g->pages[gr->first_page + pfn - gr->start_pfn];
-				is_young = !(b & PB_EVICTED) && (young >> guest_page_slot(g, b)) & 1;
+				is_young =
+				    !(b & PB_EVICTED) && (young >> guest_page_slot(g, b)) & 1;
 			}
 			if (is_young) {
 				if (!run)

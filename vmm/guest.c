@@ -247,7 +247,8 @@ static bool seqs_ok(const struct vmm_guest *g)
 			  g->gen[s].birth_ms < g->gen[g->order[i - 1]].birth_ms))
 			return false;
 	}
-	if (g->min_seq != g->gen[g->order[0]].seq || g->max_seq != g->gen[g->order[g->nr_live - 1]].seq)
+	if (g->min_seq != g->gen[g->order[0]].seq ||
+	    g->max_seq != g->gen[g->order[g->nr_live - 1]].seq)
 		return false;
 	for (unsigned l = 0; l < PB_LABELS; l++) {
 		unsigned s = g->label_slot[l];
@@ -255,8 +256,8 @@ static bool seqs_ok(const struct vmm_guest *g)
 			continue;
 		if (s >= VMM_MAX_NR_GENS || !((used >> s) & 1))
 			return false;
-		if (g->gen[s].label != l &&
-		    (++retired > SWEEP_ROUNDS || g->label_free_round[l] > g->max_seq + SWEEP_ROUNDS))
+		if (g->gen[s].label != l && (++retired > SWEEP_ROUNDS ||
+					     g->label_free_round[l] > g->max_seq + SWEEP_ROUNDS))
 			return false;
 	}
 	return true;

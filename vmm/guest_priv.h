@@ -74,9 +74,9 @@
 #define PB_TIER_MASK   0x60u
 #define PB_LABEL_MASK  0x1fu /* bits 4:0: seq (resident) or evseq (evicted), mod 32 */
 #define PB_LABELS      32u
-#define SWEEP_ROUNDS   8u  /* every page swept at least once per this many aging rounds */
+#define SWEEP_ROUNDS   8u    /* every page swept at least once per this many aging rounds */
 #define LABEL_FREE     0xffu /* label_slot[] of a label no byte carries */
-#define EVICT_DIST_MAX 16u /* the sweep clamps an evicted page's distance to this */
+#define EVICT_DIST_MAX 16u   /* the sweep clamps an evicted page's distance to this */
 
 /* Distances reported: 0..VMM_REFAULT_DIST_CAP, the cap meaning "that many or more". */
 #define VMM_REFAULT_DIST_CAP (VMM_MAX_NR_GENS - 1)
@@ -135,34 +135,34 @@ struct chunk_counts {
 
 /* One live generation (a slot in order[]). */
 struct gen_slot {
-	uint64_t seq;      /* the round that opened it */
-	uint64_t birth_ms; /* when that round began; a merge keeps the younger one's */
-	uint64_t pages;    /* resident pages in it */
-	uint8_t pos;       /* its index in order[] */
-	uint8_t label;     /* its canonical label */
+	uint64_t seq;         /* the round that opened it */
+	uint64_t birth_ms;    /* when that round began; a merge keeps the younger one's */
+	uint64_t pages;       /* resident pages in it */
+	uint8_t pos;          /* its index in order[] */
+	uint8_t label;        /* its canonical label */
 	uint8_t reuse_bucket; /* this round: the idle-age bucket of its pages (reuse.c) */
 };
 
 struct vmm_guest {
-	unsigned nr_gens;                    /* config: at most this many generations at once */
-	unsigned nr_tiers;                   /* config: 1..VMM_MAX_NR_TIERS */
-	unsigned lookaround_max;             /* config: look-around window on eviction */
-	bool use_nonleaf_accessed;           /* config: see vmm_guest_config */
-	bool dirty_ages_up;                  /* config: see vmm_guest_config */
-	bool lookaround_feeds_bloom;         /* config: see vmm_guest_config */
-	bool unseen_is_unused;               /* config: see vmm_guest_config */
-	bool gens_widen;                     /* config: see vmm_guest_config */
-	bool reuse_raises_tier;              /* config: see vmm_guest_config */
-	uint64_t min_seq;                    /* oldest generation's seq */
-	uint64_t max_seq;                    /* youngest generation's seq: rounds so far */
-	unsigned nr_live;                    /* generations in order[], 1..nr_gens */
-	uint8_t order[VMM_MAX_NR_GENS];      /* live slots, oldest first */
+	unsigned nr_gens;                     /* config: at most this many generations at once */
+	unsigned nr_tiers;                    /* config: 1..VMM_MAX_NR_TIERS */
+	unsigned lookaround_max;              /* config: look-around window on eviction */
+	bool use_nonleaf_accessed;            /* config: see vmm_guest_config */
+	bool dirty_ages_up;                   /* config: see vmm_guest_config */
+	bool lookaround_feeds_bloom;          /* config: see vmm_guest_config */
+	bool unseen_is_unused;                /* config: see vmm_guest_config */
+	bool gens_widen;                      /* config: see vmm_guest_config */
+	bool reuse_raises_tier;               /* config: see vmm_guest_config */
+	uint64_t min_seq;                     /* oldest generation's seq */
+	uint64_t max_seq;                     /* youngest generation's seq: rounds so far */
+	unsigned nr_live;                     /* generations in order[], 1..nr_gens */
+	uint8_t order[VMM_MAX_NR_GENS];       /* live slots, oldest first */
 	struct gen_slot gen[VMM_MAX_NR_GENS]; /* by slot; valid for the slots in order[] */
-	uint8_t label_slot[PB_LABELS];       /* the slot a label names, or LABEL_FREE */
+	uint8_t label_slot[PB_LABELS];        /* the slot a label names, or LABEL_FREE */
 	uint64_t label_free_round[PB_LABELS]; /* a retired label: free from this round on */
-	uint64_t ram_pages;                  /* pages in the layout */
-	uint64_t evicted_pages;              /* pages in the evicted state */
-	uint64_t sweep_cursor;               /* next index of pages[] the sweep visits */
+	uint64_t ram_pages;                   /* pages in the layout */
+	uint64_t evicted_pages;               /* pages in the evicted state */
+	uint64_t sweep_cursor;                /* next index of pages[] the sweep visits */
 
 	/* refault statistics (Part 5) */
 	uint64_t refaults_total;

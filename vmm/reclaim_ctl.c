@@ -201,7 +201,7 @@ int vmm_reclaim_init(struct vmm_reclaim_ctl *ctl, const struct vmm_reclaim_confi
  * generations.c ("The layout") first folds the oldest, for 2..16 generations: the rule run
  * for 200,000 regular rounds (tests/unit/test_generations.c runs it again and compares). */
 static const uint16_t gens_reach_rounds[VMM_MAX_NR_GENS + 1] = {
-    [2] = 1,  [3] = 2,  [4] = 3,   [5] = 5,   [6] = 8,   [7] = 12,  [8] = 21,   [9] = 28,
+    [2] = 1,   [3] = 2,   [4] = 3,   [5] = 5,    [6] = 8,    [7] = 12,   [8] = 21,   [9] = 28,
     [10] = 47, [11] = 76, [12] = 92, [13] = 167, [14] = 238, [15] = 408, [16] = 766,
 };
 
@@ -402,11 +402,12 @@ static enum vmm_reclaim_hold reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t r
 			ctl->mode = VMM_TAKE_STEP;
 			ctl->reused_floor_ms = FLOOR_PAST;
 		} else {
-			double left = allowed -
-				      cost_from(first, vmm_reuse_bucket_of(ctl->floor_first_ms));
+			double left =
+			    allowed - cost_from(first, vmm_reuse_bucket_of(ctl->floor_first_ms));
 			for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++)
-				known[k] = ctl->reuse_win[k] > first[k] ? ctl->reuse_win[k] - first[k]
-									: 0.0;
+				known[k] = ctl->reuse_win[k] > first[k]
+					       ? ctl->reuse_win[k] - first[k]
+					       : 0.0;
 			uint64_t r = floor_of(c, known, left > 0.0 ? left : 0.0);
 			/* Not yet vouched for: the pages that came back stay until it is. */
 			ctl->mode = VMM_TAKE_UNREUSED;
@@ -502,9 +503,9 @@ uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 	ctl->age_ms = age_of(c, a);
 	/* The pages that came back: at their own floor when it lies past the threshold, and
 	 * not at all while it is past the longest age or not yet vouched for. */
-	ctl->reused_age_ms = ctl->reused_floor_ms == FLOOR_PAST ? UINT64_MAX
+	ctl->reused_age_ms = ctl->reused_floor_ms == FLOOR_PAST   ? UINT64_MAX
 			     : ctl->reused_floor_ms > ctl->age_ms ? ctl->reused_floor_ms
-								   : ctl->age_ms;
+								  : ctl->age_ms;
 	if (ctl->mode == VMM_TAKE_UNREUSED && ctl->reused_age_ms == ctl->age_ms)
 		ctl->mode = VMM_TAKE_BY_AGE;
 	return ctl->age_ms;

@@ -521,8 +521,9 @@ static void damon_destroy(void *ctx)
 static int damon_describe(void *ctx, char *buf, size_t len)
 {
 	(void)ctx;
-	snprintf(buf, len, "DAMON's regions, sampled all through each aggregation; no sampling "
-			   "window");
+	snprintf(buf, len,
+		 "DAMON's regions, sampled all through each aggregation; no sampling "
+		 "window");
 	return 0;
 }
 

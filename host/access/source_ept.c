@@ -113,9 +113,8 @@ static int ept_describe(void *ctx, char *buf, size_t len)
 	snprintf(buf, len,
 		 "window %llu ms (%llu..%llu%s); %llu windows, %llu ms instrumented; last walk "
 		 "read %llu entries, %llu young pages%s",
-		 (unsigned long long)s->sample.window_ms,
-		 (unsigned long long)s->sample.cfg.base_ms, (unsigned long long)s->sample.cfg.max_ms,
-		 caught,
+		 (unsigned long long)s->sample.window_ms, (unsigned long long)s->sample.cfg.base_ms,
+		 (unsigned long long)s->sample.cfg.max_ms, caught,
 		 (unsigned long long)__atomic_load_n(&h->windows, __ATOMIC_RELAXED),
 		 (unsigned long long)__atomic_load_n(&h->on_ms_total, __ATOMIC_RELAXED),
 		 (unsigned long long)s->last.entries_read, (unsigned long long)s->last.young_pages,

@@ -289,7 +289,7 @@ static struct vmm_decision weigh_round(struct rig *r, uint64_t now_ms, uint64_t 
 static uint64_t weigh_evict(struct rig *r, const struct vmm_decision *d, uint64_t now_ms,
 			    uint64_t *hot_taken)
 {
-	struct vmm_run runs[256];
+	struct vmm_run runs[256] = {{0}};
 	struct vmm_evict_req req = {.max_pages = d->take_pages,
 				    .min_age_ms = d->cold_age_ms,
 				    .now_ms = now_ms,
@@ -387,7 +387,8 @@ static void test_weighing_step(void **state)
 			stepped = true;
 			assert_int_equal(d.reused_age_ms, UINT64_MAX);
 			assert_true(d.step_pages < d.step_idle_pages); /* a part, not all */
-			assert_true(d.take_pages == 0 || gs.evicted_pages + d.take_pages <= d.step_pages);
+			assert_true(d.take_pages == 0 ||
+				    gs.evicted_pages + d.take_pages <= d.step_pages);
 			if (d.step_pages > most)
 				most = d.step_pages;
 			if (d.take_pages) /* the explanation names what it takes */

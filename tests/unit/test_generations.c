@@ -419,11 +419,9 @@ static void random_op(struct model *m, uint64_t *s, uint64_t *now_ms)
 	} else if (op < 40) {
 		assert_int_equal(vmm_mark_young(m->g, gpa, n, rnd(s) & 1), 0);
 		for (uint64_t k = 0; k < n; k++) {
+			/* seen young, resident or evicted (a refault): the youngest generation */
 			struct mpage *p = mpage_of(m, gpa + (k << VMM_PAGE_SHIFT));
-			if (p->evicted) /* seen young while evicted: a refault */
-				*p = (struct mpage){.seq = st.max_seq, .tier = p->tier, .seen = true};
-			else
-				*p = (struct mpage){.seq = st.max_seq, .tier = p->tier, .seen = true};
+			*p = (struct mpage){.seq = st.max_seq, .tier = p->tier, .seen = true};
 		}
 	} else if (op < 55) {
 		assert_int_equal(vmm_hint_access(m->g, gpa, n), 0);

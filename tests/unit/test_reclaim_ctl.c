@@ -280,7 +280,8 @@ static void test_holds_until_reuses_vouch(void **state)
 	/* Pages idle for 2 h, past the longest age, come back at 5x the target: no age the
 	 * generations tell apart keeps it, so without weighing take nothing. */
 	for (int i = 0; i < 12; i++)
-		step_reuse(&ctl, hist, 5000, 1000, 0), step_reuse(&ctl, hist, PAST_LONGEST_MS, 17, 0);
+		step_reuse(&ctl, hist, 5000, 1000, 0),
+		    step_reuse(&ctl, hist, PAST_LONGEST_MS, 17, 0);
 	assert_true(ctl.hold);
 	assert_int_equal(ctl.hold_why, VMM_HOLD_TOO_OLD);
 	assert_int_equal(ctl.age_ms, 3600 * 1000);

@@ -46,7 +46,7 @@ static void test_catch_counted(void **state)
 	assert_int_equal(vmm_age_begin(g, 5000), 0);
 	assert_int_equal(vmm_mark_young(g, 0, 1000, false), 0);
 	assert_int_equal(vmm_age_begin(g, 10000), 0);
-	assert_int_equal(vmm_mark_young(g, 0, 500, false), 0);          /* half again */
+	assert_int_equal(vmm_mark_young(g, 0, 500, false), 0);              /* half again */
 	assert_int_equal(vmm_mark_young(g, 2000 * 4096ULL, 300, false), 0); /* and new ones */
 	vmm_guest_get_stats(g, &st);
 	assert_int_equal(st.young_prev, 1000);
@@ -60,7 +60,8 @@ static void test_catch_counted(void **state)
 
 /* One round of a hot set of n pages touched `rate` times a second at random moments, seen
  * by a window of window_ms: each page is caught with probability 1 - exp(-rate x window). */
-static uint64_t round_seen(uint64_t *rng, uint64_t n, double rate, uint64_t window_ms, uint8_t *seen)
+static uint64_t round_seen(uint64_t *rng, uint64_t n, double rate, uint64_t window_ms,
+			   uint8_t *seen)
 {
 	double p = 1.0 - exp(-rate * (double)window_ms / 1000.0);
 	uint64_t again = 0;

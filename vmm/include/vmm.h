@@ -559,8 +559,8 @@ struct vmm_guest_stats {
 	/* the same, of pages in tier 0 when they came back: with reuse_raises_tier, the first
 	 * comeback of each page */
 	uint64_t reuse_first_hist[VMM_REUSE_BUCKETS];
-	bool tier_protected[VMM_MAX_NR_TIERS];  /* what the next vmm_evict would keep back */
-	uint64_t metadata_bytes;                /* everything libvmm allocated for this guest */
+	bool tier_protected[VMM_MAX_NR_TIERS]; /* what the next vmm_evict would keep back */
+	uint64_t metadata_bytes;               /* everything libvmm allocated for this guest */
 	/* The last aging round: pages the round before it found used (its youngest generation
 	 * when this one opened), and how many of them this one found used again (a sampled
 	 * source's catch: vmm_sample_update) */
@@ -674,26 +674,26 @@ struct vmm_reclaim_ctl {
 	double rate_per_min;      /* what the controller acts on: the moving average */
 	bool primed;              /* the average has its first value */
 	/* the reuse floor: reuses per idle-age bucket in a decaying window of reuse_tau_ms */
-	uint64_t reuse_now[VMM_REUSE_BUCKETS];  /* last vmm_reclaim_observe_reuse */
-	uint64_t reuse_last[VMM_REUSE_BUCKETS]; /* what the window already holds */
-	double reuse_win[VMM_REUSE_BUCKETS];    /* decayed reuse counts */
-	double reuse_win_ms;                    /* the same decay applied to elapsed time */
+	uint64_t reuse_now[VMM_REUSE_BUCKETS];        /* last vmm_reclaim_observe_reuse */
+	uint64_t reuse_last[VMM_REUSE_BUCKETS];       /* what the window already holds */
+	double reuse_win[VMM_REUSE_BUCKETS];          /* decayed reuse counts */
+	double reuse_win_ms;                          /* the same decay applied to elapsed time */
 	uint64_t reuse_first_now[VMM_REUSE_BUCKETS];  /* the same, of first comebacks */
 	uint64_t reuse_first_last[VMM_REUSE_BUCKETS]; /* (vmm_guest_stats.reuse_first_hist) */
 	double reuse_first_win[VMM_REUSE_BUCKETS];
-	bool first_fed; /* vmm_reclaim_observe_first was called: else every reuse is a first */
-	uint64_t floor_ms;   /* the shortest threshold the reuses say keeps the target (0: none) */
-	uint64_t floor_all_ms;   /* that floor over every reuse; UINT64_MAX: past the longest
+	bool first_fed;    /* vmm_reclaim_observe_first was called: else every reuse is a first */
+	uint64_t floor_ms; /* the shortest threshold the reuses say keeps the target (0: none) */
+	uint64_t floor_all_ms;    /* that floor over every reuse; UINT64_MAX: past the longest
 				  * age (without weighing, floor_ms) */
-	uint64_t floor_first_ms; /* over first comebacks (with weighing, floor_ms) */
+	uint64_t floor_first_ms;  /* over first comebacks (with weighing, floor_ms) */
 	uint64_t reused_floor_ms; /* over the later reuses of pages that came back, with what
 				   * first comebacks leave of the allowance; 0: as floor_ms;
 				   * UINT64_MAX: they stay (past the longest age, or not vouched
 				   * for yet) */
 	uint64_t reused_age_ms;   /* the threshold for pages that came back (>= age_ms;
 				   * UINT64_MAX: they stay) */
-	uint64_t watched_ms; /* time fed to vmm_reclaim_update since init */
-	double reuses_seen;  /* reuses (not refaults) in the window */
+	uint64_t watched_ms;      /* time fed to vmm_reclaim_update since init */
+	double reuses_seen;       /* reuses (not refaults) in the window */
 	/* Take nothing for now: the reuses do not yet vouch for any threshold the generations
 	 * can tell apart, or even the longest refaults above the target.  A caller that evicts
 	 * by age (host pageout, the lab) evicts nothing while it is set; hold_why says why. */
@@ -793,11 +793,11 @@ struct vmm_decide_in {
 struct vmm_decision {
 	uint64_t cold_age_ms; /* the threshold in force */
 	enum vmm_decide_gate gate;
-	uint64_t take_pages;   /* gate VMM_DECIDE_TAKE: at most this many (else 0) */
-	bool fixed_age;        /* cold_age_ms is the operator's (vmm_decide_in.fixed_age_ms) */
-	bool fixed_age_capped; /* fixed_age_ms is past the controller's max_age_ms, which is
+	uint64_t take_pages;        /* gate VMM_DECIDE_TAKE: at most this many (else 0) */
+	bool fixed_age;             /* cold_age_ms is the operator's (vmm_decide_in.fixed_age_ms) */
+	bool fixed_age_capped;      /* fixed_age_ms is past the controller's max_age_ms, which is
 				  * used instead: the generations cannot tell older ages apart */
-	bool holds_all_takers; /* the controller holds because even the longest age it can
+	bool holds_all_takers;      /* the controller holds because even the longest age it can
 				* tell apart refaults past the budget (not while it is only
 				* learning; while it weighs, too: only host pageout can leave
 				* the pages that came back), and no fixed age overrides it:

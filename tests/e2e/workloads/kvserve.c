@@ -82,7 +82,7 @@ static unsigned long vmstat(const char *name)
 
 /* A made-up word for index i: two to four syllables. */
 static const char *const syl[16] = {"ka", "lo", "mi", "ren", "sa", "to", "vel", "quo",
-				    "di", "an", "es", "or", "ul", "py", "zen", "bra"};
+				    "di", "an", "es", "or",  "ul", "py", "zen", "bra"};
 
 static size_t word(char *out, unsigned i)
 {
@@ -101,7 +101,8 @@ static void write_text(char *v, unsigned long index)
 	size_t n = 0;
 
 	while (n + 512 < VALUE_BYTES) { /* a record takes at most ~450 bytes */
-		n += (size_t)sprintf(v + n, "{\"id\":%lu,\"score\":%u,", index, (unsigned)(rnd() % 100000));
+		n += (size_t)sprintf(v + n, "{\"id\":%lu,\"score\":%u,", index,
+				     (unsigned)(rnd() % 100000));
 		for (int k = 0; k < 6; k++) {
 			n += (size_t)sprintf(v + n, "\"%s\":\"", keys[k]);
 			for (int w = 0; w < 1 + (int)(rnd() % 4); w++) {
@@ -143,7 +144,9 @@ static uint32_t median_of(const uint32_t *v, unsigned long n, uint32_t *scratch)
 int main(int argc, char **argv)
 {
 	if (argc < 5 || argc > 7 || (argc == 7 && strcmp(argv[6], "text") != 0)) {
-		fprintf(stderr, "usage: kvserve TOTAL_MIB HOT_PERCENT LOAD_S SERVE_S [GETS_PER_S [text]]\n");
+		fprintf(
+		    stderr,
+		    "usage: kvserve TOTAL_MIB HOT_PERCENT LOAD_S SERVE_S [GETS_PER_S [text]]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -497,18 +497,23 @@ static int periodic(unsigned long mib, unsigned long seconds, int nsets, char **
 	uint64_t *pfn = calloc(n, 8);
 	char kind[32];
 
-	if (!pfn || nsets < 1 || nsets > PERIODIC_SETS || n == 0)
+	if (!pfn || nsets < 1 || nsets > PERIODIC_SETS || n == 0) {
+		free(pfn);
 		return 1;
+	}
 	for (int i = 0; i < nsets; i++) {
 		period[i] = strtod(periods[i], NULL);
 		set[i] = map_mib(mib);
-		if (!set[i] || !(period[i] > 0))
+		if (!set[i] || !(period[i] > 0)) {
+			free(pfn);
 			return 1;
+		}
 		touch_all(set[i], mib * MIB_BYTES);
 	}
 	for (int i = 0; i < nsets; i++) {
 		if (read_pfns(set[i], n, pfn) < 0) {
 			printf("WL-ERROR pagemap\n");
+			free(pfn);
 			return 1;
 		}
 		snprintf(kind, sizeof(kind), "p%g", period[i]);
@@ -564,9 +569,10 @@ int main(int argc, char **argv)
 				argv + 4);
 	if (argc == 4 && !strcmp(argv[1], "integrity"))
 		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
-	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
-			"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
-			"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER] | "
-			"churn HOT COLD CHURN PERIOD_S SECONDS | periodic MIB SECONDS P1 [P2 ...]\n");
+	fprintf(stderr,
+		"usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
+		"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
+		"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER] | "
+		"churn HOT COLD CHURN PERIOD_S SECONDS | periodic MIB SECONDS P1 [P2 ...]\n");
 	return 2;
 }
