@@ -145,6 +145,8 @@ struct mtd_vm {
 	uint64_t bstats_seen_ms;       /* when last-update last moved */
 	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
 	struct mtd_steady steady;      /* growing and futile-reclaim rules (steady.h) */
+	struct mtd_steady rss_steady;  /* the same growth rule on the guest's RAM on the host */
+	bool rss_filling;              /* ... which grows fast: the guest is filling memory */
 	bool fpr_on, fpr_known;
 	unsigned balloon_failures;
 	struct mtd_vsock_claim *vsock;  /* our claim on the vsock service's endpoint */

@@ -425,6 +425,11 @@ static void read_rss(struct mtd_vm *vm, uint64_t now_ms)
 	if (vm->balloon->qemu_pid(vm->balloon_ctx, &pid) < 0 ||
 	    guest_rss(pid, vm->domain_bytes, &vm->draft.host_rss_bytes) < 0)
 		vm->draft.host_rss_bytes = 0; /* unknown */
+	/* The guest's first touches grow its RAM on the host: a guest filling memory fast (the
+	 * steady rule's rate: steady.h) is loading, and host pageout waits (evict_host). */
+	vm->rss_filling =
+	    mtd_steady_growing(&vm->rss_steady, &vm->d->cfg.ctl, vm->draft.host_rss_bytes != 0,
+			       vm->draft.host_rss_bytes, now_ms);
 }
 
 /* ---- one tick --------------------------------------------------------------------------- */
@@ -1354,10 +1359,16 @@ static void evict_host(struct mtd_vm *vm, const struct tick *t, const struct mtd
 	    .mode = return_mode(vm),
 	    /* Memory is taken only while the controller takes it: not under pressure, a need,
 	     * a hold, a silent source, on exit or opt-out. */
-	    .may_take = out->state == MTD_VM_ACTIVE && !vm->observing &&
+	    /* Nor while the guest fills memory fast (its RAM on the host grows): what it writes
+	     * is idle until it reads it, and the values a loading server wrote first were its
+	     * hot ones (scenario 9 met it with the agent's reclaim, scenario 19 with pageout:
+	     * the hot tenth paged out during the load and read back as the GETs began). */
+	    .may_take = out->state == MTD_VM_ACTIVE && !vm->observing && !vm->rss_filling &&
 			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE ||
 			 out->reason == MTD_CTL_REFAULT_HOLD),
-	    .why_not = vm->observing ? "observe-only" : mtd_ctl_reason_name(out->reason),
+	    .why_not = vm->observing     ? "observe-only"
+		       : vm->rss_filling ? "the guest is filling memory (its RAM on the host grows)"
+					 : mtd_ctl_reason_name(out->reason),
 	    .agent_asked = out->reclaim_bytes && vm->agent,
 	    .reply_seq = r ? seq : 0,
 	    .reply_done = r && r->freed_bytes >= r->requested_bytes,

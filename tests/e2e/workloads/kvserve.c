@@ -94,14 +94,14 @@ static size_t word(char *out, unsigned i)
 	return n;
 }
 
-/* A value of text: records of keys, words (of 1024), numbers, until 4 KiB is full. */
-static void write_text(char *v, unsigned long index)
+/* Records of keys, words (of 1024), numbers, until len bytes are full. */
+static void write_records(char *v, size_t len, unsigned long index)
 {
 	static const char *const keys[] = {"user", "city", "tag", "note", "title", "owner"};
 	size_t n = 0;
 
-	while (n + 512 < VALUE_BYTES) { /* a record takes at most ~450 bytes */
-		n += (size_t)sprintf(v + n, "{\"id\":%lu,\"score\":%u,", index,
+	while (n + 512 < len) { /* a record takes at most ~450 bytes */
+		n += (size_t)sprintf(v + n, "{\"id\":%lu,\"score\":%u,", index++,
 				     (unsigned)(rnd() % 100000));
 		for (int k = 0; k < 6; k++) {
 			n += (size_t)sprintf(v + n, "\"%s\":\"", keys[k]);
@@ -114,7 +114,21 @@ static void write_text(char *v, unsigned long index)
 		}
 		n += (size_t)sprintf(v + n, "\"at\":%u}\n", (unsigned)(rnd() % 2000000000));
 	}
-	memset(v + n, ' ', VALUE_BYTES - n);
+	memset(v + n, ' ', len - n);
+}
+
+/* A value of text: a 4 KiB slice of a pool of records made once (generating each value
+ * under TCG took minutes for 600 MiB), its first bytes the value's own number.  zram
+ * compresses each page alone, so a slice compresses as the records do. */
+#define TEXT_POOL_BYTES (256UL << 10)
+static char *text_pool;
+
+static void write_text(char *v, unsigned long index)
+{
+	unsigned long off = (rnd() % (TEXT_POOL_BYTES - VALUE_BYTES)) & ~7UL;
+
+	memcpy(v, text_pool + off, VALUE_BYTES);
+	memcpy(v, &index, sizeof(index));
 }
 
 static void write_value(uint64_t *v)
@@ -154,6 +168,13 @@ int main(int argc, char **argv)
 	double load_s = strtod(argv[3], NULL), serve_s = strtod(argv[4], NULL);
 	double gets_per_s = argc >= 6 ? strtod(argv[5], NULL) : 0;
 	int text = argc == 7;
+
+	if (text) {
+		text_pool = malloc(TEXT_POOL_BYTES);
+		if (!text_pool)
+			return 1;
+		write_records(text_pool, TEXT_POOL_BYTES, 0);
+	}
 	unsigned long nr = total_mib * MIB_BYTES / VALUE_BYTES;
 	unsigned long nr_hot = nr * hot_pct / 100;
 	uint64_t *vals = mmap(NULL, nr * VALUE_BYTES, PROT_READ | PROT_WRITE,
