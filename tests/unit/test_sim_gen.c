@@ -253,10 +253,10 @@ static void test_bad_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_zipf),        cmocka_unit_test(test_grow),
-	    cmocka_unit_test(test_phases),      cmocka_unit_test(test_scan),
-	    cmocka_unit_test(test_sparse),      cmocka_unit_test(test_step),
-	    cmocka_unit_test(test_kv),          cmocka_unit_test(test_bad_options),
+	    cmocka_unit_test(test_zipf),   cmocka_unit_test(test_grow),
+	    cmocka_unit_test(test_phases), cmocka_unit_test(test_scan),
+	    cmocka_unit_test(test_sparse), cmocka_unit_test(test_step),
+	    cmocka_unit_test(test_kv),     cmocka_unit_test(test_bad_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
