@@ -140,9 +140,11 @@ for line in open(series):
     if len(p) < 5 or not p[1].isdigit():
         continue
     try:
-        rows.append((int(p[0]), int(p[1]), int(p[2]), int(p[3]), json.loads(p[4])))
+        row = (int(p[0]), int(p[1]), int(p[2]), int(p[3]), json.loads(p[4]))
     except ValueError:
-        pass
+        continue
+    if row[1] and row[4]:  # QEMU gone (no Rss) or memtided not answering: no row
+        rows.append(row)
 t_loaded = int(open(loaded_file).read().split()[0])
 # At the end of the load: the guest-RAM Rss and the zram pool (the first row after it).
 at = next((r for r in rows if r[0] >= t_loaded), rows[-1])
@@ -162,6 +164,7 @@ secs = [(int(m.group(1)), int(m.group(2))) for m in
         (re.match(r"WL-KV (\d+) (\d+) (\d+)", l) for l in open(console, errors="replace")) if m]
 done = next((l for l in open(console, errors="replace") if l.startswith("WL-KV-DONE")), "")
 dip = re.search(r"longest_dip_ms=(\d+)", done)
+mig = re.search(r"pgmigrate=(\d+)", done)
 serve_start = t_loaded  # kvserve serves right after it says it loaded
 took_ms = next((r[0] for r in after if net(r) >= 16), t_end)
 before = [v for s, v in secs if serve_start + s * 1000 < took_ms]
@@ -189,6 +192,7 @@ print(json.dumps({
     "seconds_before": len(before),
     "get_rate_ratio": round(p90(tailv) / p90(before), 3) if before and p90(before) else 0,
     "longest_dip_s": int(dip.group(1)) / 1000 if dip else -1,
+    "guest_pgmigrate": int(mig.group(1)) if mig else -1,
     "load_s": float(open(loaded_file).read().split()[1]),
     "cold_age_s_end": last.get("cold_age_s", 0), "eviction_end": last.get("eviction", ""),
     "source_end": last.get("source", ""), "pageout_end": last.get("pageout", "")}))

@@ -14,7 +14,9 @@
  *          window are counted.  Once a second: "WL-KV <second> <requests/s> <the slowest
  *          100 ms window of that second, as requests/s>".  At the end:
  *          "WL-KV-DONE median=<requests/s> longest_dip_ms=<ms> dips=<n> windows=<n>
- *          longest_under_run_median_ms=<ms> pswpin=<pages> pswpout=<pages>".
+ *          longest_under_run_median_ms=<ms> pswpin=<pages> pswpout=<pages>
+ *          pgmigrate=<pages> compact_scanned=<pages>" (the guest kernel's page migrations:
+ *          compaction reads the pages it moves, cold ones too).
  * A dip is a fall: a run of consecutive 100 ms windows under half the median of the 30 s
  * of windows before the run began (the first second has no baseline and starts none).
  * longest_under_run_median_ms is the longest run under half the whole run's median, the
@@ -280,9 +282,10 @@ int main(int argc, char **argv)
 	}
 	printf("WL-KV-DONE median=%lu longest_dip_ms=%lu dips=%lu windows=%lu "
 	       "longest_under_run_median_ms=%lu pswpin=%lu "
-	       "pswpout=%lu sink=%llu\n",
+	       "pswpout=%lu pgmigrate=%lu compact_scanned=%lu sink=%llu\n",
 	       (unsigned long)median * (1000 / WINDOW_MS), longest * WINDOW_MS, dips, w,
 	       longest_flat * WINDOW_MS, vmstat("pswpin"), vmstat("pswpout"),
+	       vmstat("pgmigrate_success"), vmstat("compact_migrate_scanned"),
 	       (unsigned long long)(sink & 1));
 	free(sorted);
 	free(win);
