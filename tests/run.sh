@@ -10,9 +10,9 @@
 #   soak         (not in the default list) the long versions of the scenarios that have one
 #                (E2E_SOAK=1), as `make soak` runs them
 #   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
-#                package, too heavy for every make check) and the packaged unit under a real
-#                systemd (a guest boot and a dpkg install, ~140 s); `make check-packaging`,
-#                run by CI
+#                package, too heavy for every make check) and the package under a real
+#                systemd (a guest boot, three dpkg runs and a shutdown, ~6 minutes under
+#                TCG); `make check-packaging`, run by CI
 # Each program or script prints TAP lines ("ok N - name", "not ok N - name", "ok N # SKIP why");
 # every such line counts as one test.  A program that prints none counts as one test, passed
 # if it exits 0.  A program that exits non-zero without a "not ok" line counts one failure more
@@ -144,7 +144,7 @@ for suite in "${suites[@]}"; do
 	packaging)
 		for t in tests/packaging/*.sh; do
 			[ -f "$t" ] || continue
-			run_one packaging "$(basename "$t" .sh)" 600 bash "$t"
+			run_one packaging "$(basename "$t" .sh)" 900 bash "$t"
 		done ;;
 	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e, packaging, soak)" >&2; exit 2 ;;
 	esac

@@ -147,6 +147,8 @@ while IFS=$'\t' read -r where cmd; do
 	"qemu-system-x86_64 ... "*) skip "$where: $cmd: a QEMU command line with '...' for the guest's own arguments (scenarios 08 and 16 start QEMU with these arguments)" ;;
 	"dev=\$(cat /sys/class/zram-control/hot_add)"* | "echo "*" >/sys/block/zram"* | "fallocate "*"/var/swap."* | "mkswap "* | "echo "*" >/sys/module/zswap/"*)
 		skip "$where: $cmd: sets up this host's swap (tests/e2e/lib_zram.sh does the same on a zram device of its own and removes it)" ;;
+	"/usr/lib/memtide/memtide-zram-swap "*)
+		skip "$where: $cmd: turns this host's swap off (tests/integration/zram_swap.sh runs the helper, stop --force too, on a zram device of its own)" ;;
 	"memtidectl domxml-patch "*" --ept"*) skip "$where: $cmd: libvirt's test driver has no TCG domain (tests/integration/domxml_ept.sh runs it against the real libvirtd)" ;;
 	memtidectl* | curl* | virsh* | "memtide-agent "*) printf '%s\t%s\n' "$where" "$cmd" >>"$dir/to-run" ;;
 	*) nok "$where: $cmd: no rule says how to check this command (tests/integration/docs_commands.sh)" ;;
