@@ -6,7 +6,7 @@
  * signals, builds the core (daemon.c) and runs the main thread until SIGTERM or SIGINT, then
  * stops: every VM keeps the size it has, and its state (state_dir) lets the next memtided
  * resume.  The front ends (control socket, metrics endpoint) read the
- * core through host/mtd.h; the control socket starts before any VM is touched, so a second
+ * core through host/base/mtd.h; the control socket starts before any VM is touched, so a second
  * memtided on the same socket stops before it could fight the first over a balloon.
  *
  * Two modes:
@@ -14,7 +14,7 @@
  *   plain QEMU --qmp PATH [--agent PATH] [--name NAME], once per VM: each VM's QMP socket
  *              and agent channel (a virtio-serial socket, or vsock:PATH: memtided is the
  *              back end of the VM's vhost-user-vsock-pci on QEMU's socket PATH;
- *              host/vsock_service.h).
+ *              host/vsock/vsock_service.h).
  */
 #include <errno.h>
 #include <signal.h>
@@ -27,14 +27,14 @@
 #include <libxml/parser.h>
 #include <urcu.h>
 
-#include "choose.h"
-#include "cmdline.h"
-#include "control.h"
-#include "daemon.h"
-#include "log.h"
-#include "metrics.h"
-#include "notify.h"
-#include "policy.h"
+#include "access/choose.h"
+#include "daemon/cmdline.h"
+#include "front/control.h"
+#include "daemon/daemon.h"
+#include "base/log.h"
+#include "front/metrics.h"
+#include "daemon/notify.h"
+#include "daemon/policy.h"
 
 #define MEMTIDE_VERSION MTD_VERSION
 

@@ -3,7 +3,7 @@
  * choose.c - pick a VM's access-bit source (choose.h): try each page-level source in order
  * of preference, keep the first that opens, and write one sentence for every other.
  */
-#include "choose.h"
+#include "access/choose.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ept_file.h"
+#include "access/ept_file.h"
 
 void mtd_access_env_default(struct mtd_access_env *env)
 {

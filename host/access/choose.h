@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
-#include "mtd.h"
-#include "source.h"
+#include "base/mtd.h"
+#include "access/source.h"
 #include "vmm.h"
 
 struct mtd_agent_link;

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ept_table.h"
+#include "access/ept_table.h"
 #include "vmm.h"
 
 struct mtd_ept_file {

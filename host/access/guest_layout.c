@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "choose.h"
+#include "access/choose.h"
 
 #define GiB (1ULL << 30)
 

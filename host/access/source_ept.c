@@ -23,9 +23,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "ept_file.h"
-#include "log.h"
-#include "source.h"
+#include "access/ept_file.h"
+#include "base/log.h"
+#include "access/source.h"
 
 struct ept_src {
 	struct mtd_ept_file f;

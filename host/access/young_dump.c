@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "choose.h"
+#include "access/choose.h"
 
 struct dump {
 	struct mtd_source inner;

@@ -31,7 +31,7 @@
 #
 # The agent's channel, E2E_TRANSPORT (the guest agent's default "auto" finds either):
 #   virtio (default)  a virtio-serial port named org.memtide.agent.0 on a QEMU chardev socket;
-#   vsock             memtided's vhost-user-vsock-pci (host/vsock_service.h) and no
+#   vsock             memtided's vhost-user-vsock-pci (host/vsock/vsock_service.h) and no
 #                     virtio-serial port; guest RAM is a shared memfd (vhost-user maps it).
 #                     QEMU 7.2 waits for the device's back end before it runs the guest, and
 #                     scenarios start memtided only later: until they do, the harness's

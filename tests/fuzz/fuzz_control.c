@@ -3,7 +3,7 @@
  * fuzz_control.c - libFuzzer target for memtided's control socket requests.
  *
  * Each input is one request line, used twice:
- *   1. mtd_control_parse (host/control_req.c): on success every string it hands on is
+ *   1. mtd_control_parse (host/front/control_req.c): on success every string it hands on is
  *      1..127 bytes with no NUL or control character, and a field the command does not
  *      take is empty.
  *   2. mtd_control_handle on a daemon in libvirt mode that was never started (no libvirt
@@ -20,9 +20,9 @@
 #include <json-c/json.h>
 #include <urcu.h>
 
-#include "control.h"
-#include "daemon.h"
-#include "log.h"
+#include "front/control.h"
+#include "daemon/daemon.h"
+#include "base/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -30,8 +30,8 @@
 
 #include <cmocka.h>
 
-#include "choose.h"
-#include "source.h"
+#include "access/choose.h"
+#include "access/source.h"
 #include "vmm.h"
 
 #define GUEST_MIB 4

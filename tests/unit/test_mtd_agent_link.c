@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_agent_link.c - the host side of the agent protocol (host/agent_link.c) against a
+ * test_mtd_agent_link.c - the host side of the agent protocol (host/act/agent_link.c) against a
  * scripted peer playing the guest agent over a real unix socket.
  *
  * The peer speaks through proto's own encoder (valid frames) or writes raw bytes (hostile
@@ -30,8 +30,8 @@
 #include <cmocka.h>
 
 #include "agent.h"
-#include "agent_link.h"
-#include "source.h"
+#include "act/agent_link.h"
+#include "access/source.h"
 #include "vmm.h"
 
 static char sock_path[108];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_arbiter.c - host arbitration (host/arbiter.c): who is squeezed when the host runs
+ * test_mtd_arbiter.c - host arbitration (host/decide/arbiter.c): who is squeezed when the host runs
  * short, hysteresis between the marks, and the meminfo reader.
  */
 #include <errno.h>
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "arbiter.h"
+#include "decide/arbiter.h"
 
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)

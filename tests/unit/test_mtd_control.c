@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_control.c - the control socket's request parser (host/control_req.c) and the
+ * test_mtd_control.c - the control socket's request parser (host/front/control_req.c) and the
  * handler behind it (mtd_control_handle), on hostile request lines.
  *
  * The parser is pure and is fed a table of lines a buggy script or a hostile local root
@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "control.h"
-#include "daemon.h"
+#include "front/control.h"
+#include "daemon/daemon.h"
 
 static int parse(const char *line, struct mtd_control_req *req, char *err, size_t errlen)
 {

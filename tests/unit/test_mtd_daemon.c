@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "daemon.h"
-#include "vm.h"
+#include "daemon/daemon.h"
+#include "daemon/vm.h"
 
 #define MiB ((uint64_t)1 << 20)
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_metrics.c - /metrics follows Prometheus' exposition format and naming rules
- * (host/metrics.c).
+ * (host/front/metrics.c).
  *
  * Three VMs are registered by hand on a daemon that is never started (no hypervisor: the
  * rendering reads only published snapshots and the host figures): one with no data yet (the
@@ -31,9 +31,9 @@
 
 #include <cmocka.h>
 
-#include "daemon.h"
-#include "metrics.h"
-#include "vm.h"
+#include "daemon/daemon.h"
+#include "front/metrics.h"
+#include "daemon/vm.h"
 
 #define MiB ((uint64_t)1 << 20)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_policy.c - memtided's settings parsing and validation (host/policy.c): sizes and
+ * test_mtd_policy.c - memtided's settings parsing and validation (host/daemon/policy.c): sizes and
  * durations, per-domain policy keys, the metadata XML (hostile input included) and the INI
  * file, each accepted or refused with a sentence, never half-applied.
  */
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "policy.h"
+#include "daemon/policy.h"
 
 #define MiB ((uint64_t)1 << 20)
 

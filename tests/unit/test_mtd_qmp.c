@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_qmp.c - memtided's QMP client (host/qmp.c, host/qmp_parse.c) against a hostile or
+ * test_mtd_qmp.c - memtided's QMP client (host/act/qmp.c, host/act/qmp_parse.c) against a hostile or
  * buggy QEMU.
  *
  * The peer on the QMP socket is a scripted fake, a thread of this test: it stands in for a
@@ -31,7 +31,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "qmp.h"
+#include "act/qmp.h"
 
 #define GiB ((uint64_t)1 << 30)
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_registry.c - the VM registry and its RCU snapshots under concurrency
- * (host/registry.c, host/vm.c).
+ * (host/daemon/registry.c, host/daemon/vm.c).
  *
  * Reader threads walk and look up VMs lock-free while a writer adds VMs, publishes
  * snapshots at full speed and removes VMs (freed after a grace period).  Every snapshot is
@@ -22,9 +22,9 @@
 
 #include <cmocka.h>
 
-#include "daemon.h"
-#include "policy.h"
-#include "vm.h"
+#include "daemon/daemon.h"
+#include "daemon/policy.h"
+#include "daemon/vm.h"
 
 #define NR_VMS     32
 #define NR_READERS 3

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_state.c - memtided's per-VM state files (host/state.c).
+ * test_mtd_state.c - memtided's per-VM state files (host/daemon/state.c).
  *
  * Checked: a round trip keeps every field; a name of any characters gets a file name of
  * safe characters (hashed when it must be) and the file holds the full name; the decoder
@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "state.h"
+#include "daemon/state.h"
 
 #define MiB ((uint64_t)1 << 20)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_vm_loop.c - one VM's control loop (host/vm_loop.c) against a scripted balloon.
+ * test_mtd_vm_loop.c - one VM's control loop (host/daemon/vm_loop.c) against a scripted balloon.
  *
  * The balloon here is a fake actuator (struct mtd_balloon_ops): a unit test cannot run QEMU,
  * and only a fake can fail a command or drop its connection on cue.  It behaves as QEMU's
@@ -34,9 +34,9 @@
 
 #include <cmocka.h>
 
-#include "daemon.h"
-#include "state.h"
-#include "vm.h"
+#include "daemon/daemon.h"
+#include "daemon/state.h"
+#include "daemon/vm.h"
 
 #define MiB ((uint64_t)1 << 20)
 

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * policy.h - memtided's settings: daemon defaults from an INI file, per-domain policy from
+ * the domain's libvirt metadata.
+ *
+ * Both are untrusted text (a file an operator edited at 3 a.m., XML any libvirt user can
+ * set): every value goes through one validator per key, which either accepts it or says in
+ * one sentence what is wrong; nothing is half-applied (a failed parse leaves the output
+ * untouched).
+ *
+ * Per-domain policy lives in the domain XML, so it travels with the domain (migration,
+ * virsh dumpxml / define):
+ *
+ *   <metadata>
+ *     <memtide:policy xmlns:memtide="https://memtide.org/xmlns/policy/1"
+ *        enabled="yes" min="256M" max="0" priority="100"
+ *        target_refault_per_min="0.002" headroom="128M" return="balloon"
+ *        source="auto" ept_window="200ms"/>
+ *   </metadata>
+ *
+ * Attributes left out take the daemon's [defaults].  Sizes take K, M, G, T (powers of 1024,
+ * with or without "iB") or plain bytes; durations take ms, s, m or plain seconds.
+ */
+#ifndef MEMTIDE_HOST_POLICY_H
+#define MEMTIDE_HOST_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decide/arbiter.h"
+#include "decide/controller.h"
+#include "base/mtd.h"
+#include "act/pageout_hand.h"
+
+#define MTD_POLICY_XMLNS        "https://memtide.org/xmlns/policy/1"
+#define MTD_POLICY_XMLNS_PREFIX "memtide"
+#define MTD_PATH_MAX            256
+#define MTD_STATE_NAME_MAX      72 /* longest state file name (state.c) */
+
+enum mtd_source_kind {
+	MTD_SOURCE_AGENT = 0, /* live guests: per VM, the source its policy picks */
+	MTD_SOURCE_SIM,       /* libvmm's simulated hardware (tests, demos) */
+};
+
+/* Daemon settings: memtided.conf, then command-line flags on top. */
+struct mtd_config {
+	char uri[MTD_PATH_MAX];         /* [daemon] uri */
+	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
+	int metrics_port;               /* [metrics] listen's port ([daemon] metrics_port) */
+	char metrics_addr[48];          /* [metrics] listen's address: numeric IPv4 or IPv6 */
+	char log_level[16];             /* [daemon] log_level */
+	char state_dir[MTD_PATH_MAX];   /* [daemon] state_dir: per-VM history (history.h) and
+					 * state across restarts (state.h) */
+	bool observe_only;              /* [daemon] observe_only: compute, show, change nothing */
+	enum mtd_source_kind source;    /* [daemon] source = live | sim */
+	char ept_dir[MTD_PATH_MAX];     /* [daemon] ept_dir: the ept plugin's table files */
+	char young_dump_dir[MTD_PATH_MAX]; /* [daemon] young_dump_dir: "" off (diagnostic) */
+	unsigned sim_hot_percent;          /* [sim] hot_percent: share of RAM the sim touches */
+	unsigned stats_period_s;           /* [daemon] stats_period: balloon stats polling, s */
+	char domains[MTD_PATH_MAX];        /* [daemon] domains: libvirt mode manages only domains
+					    * whose name matches this glob (fnmatch; "*": all) */
+	uint64_t call_timeout_ms;          /* [daemon] call_timeout: one QMP or libvirt call of a
+					    * VM at most this long, then the VM's peer is
+					    * unresponsive */
+	struct mtd_ctl_config ctl;         /* [controller] */
+	struct mtd_arbiter_config arb;     /* [host] */
+	uint64_t arbiter_interval_ms;      /* [host] interval */
+	char meminfo_path[MTD_PATH_MAX];   /* [host] meminfo: the host's /proc/meminfo (tests
+					  * and containers point it at another file) */
+	char vsock_dir[108];               /* [daemon] vsock_dir: QEMUs' vhost-user-vsock sockets
+					  * (libvirt mode; "none": no vsock service) */
+	uint64_t vsock_cid;                /* [daemon] vsock_cid: the guests' CID (3) */
+	uint32_t vsock_port;               /* [daemon] vsock_port: the agent's port (5253) */
+	uint64_t agent_ping_ms;            /* [daemon] agent_ping: ping the agent this often (10 s;
+					  * 0: never) */
+	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */
+	struct mtd_pageout_config pageout; /* [pageout]: host-side eviction (pageout_hand.h) */
+};
+
+void mtd_config_default(struct mtd_config *cfg);
+
+/* Checks across keys, after the file and the flags: [host] low_mark <= high_mark when both
+ * are given, and the [defaults] policy's own (min <= max).  0 or -EINVAL with a sentence. */
+int mtd_config_validate(const struct mtd_config *cfg, char *err, size_t errlen);
+
+/* Parse a metrics listen address, "ADDR:PORT" with ADDR a numeric IPv4 address or an IPv6
+ * one in brackets ("[::1]:9848"), or "off".  addr gets ADDR without brackets ("" for off),
+ * *port the port (0 for off).  0 or -EINVAL. */
+int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port);
+
+/*
+ * Read an INI file over cfg.  missing_ok: a missing file is not an error (the default
+ * path).  Returns 0, or -errno / -EINVAL with "FILE:LINE: sentence" in err.  Unknown
+ * sections and keys are errors (a typo must not silently fall back to a default).
+ */
+int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, char *err,
+		    size_t errlen);
+
+/* The same over text already in memory (name is what err calls it).  0 or -EINVAL. */
+int mtd_config_load_text(struct mtd_config *cfg, const char *name, const char *text, char *err,
+			 size_t errlen);
+
+/* Set one [section] key from text (also used for command-line flags).  0 or -EINVAL. */
+int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key, const char *value,
+		   char *err, size_t errlen);
+
+void mtd_policy_default(struct mtd_policy *p);
+
+/* The policy keys, in a fixed order (an index names a key in runtime overrides). */
+#define MTD_POLICY_NKEYS     11
+#define MTD_POLICY_VALUE_MAX 40 /* longest value text kept for a key (with its NUL) */
+extern const char *const mtd_policy_keys[MTD_POLICY_NKEYS];
+/* The index of key in mtd_policy_keys, or -1. */
+int mtd_policy_key_index(const char *key);
+/* The value of key (an index) in p as text mtd_policy_set_kv reads back to the same value
+ * (sizes in bytes).  0, -EINVAL or -ENOSPC. */
+int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len);
+/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return,
+ * source, ept_window, observe, cold_age) from text.  0 or -EINVAL with a sentence in err; p
+ * is unchanged on error. */
+int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
+		      size_t errlen);
+/* min <= max (when max is set), and the like.  0 or -EINVAL. */
+int mtd_policy_validate(const struct mtd_policy *p, char *err, size_t errlen);
+
+/* Parse the metadata element (as virDomainGetMetadata returns it) over *p.  An empty or
+ * NULL xml leaves p as it is.  0 or -EINVAL; p unchanged on error. */
+int mtd_policy_from_xml(struct mtd_policy *p, const char *xml, char *err, size_t errlen);
+/* The element to store with virDomainSetMetadata (no namespace: libvirt adds it). */
+int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len);
+
+/* Parse "128M", "1GiB", "4096" into bytes / "5s", "500ms", "2min", "1h" into ms.  0 or -EINVAL. */
+int mtd_parse_bytes(const char *s, uint64_t *out);
+int mtd_parse_ms(const char *s, uint64_t *out);
+
+struct _virDomain;
+/* Read the domain's policy (defaults + metadata) / store one key and return the result.
+ * Libvirt errors give -EIO with libvirt's message in err. */
+int mtd_policy_load_domain(struct _virDomain *dom, const struct mtd_policy *defaults,
+			   struct mtd_policy *out, char *err, size_t errlen);
+int mtd_policy_store_domain(struct _virDomain *dom, const struct mtd_policy *p, char *err,
+			    size_t errlen);
+
+#endif /* MEMTIDE_HOST_POLICY_H */
