@@ -274,9 +274,16 @@ int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
 int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 		       void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg);
 
-/* Policy of one domain.  set validates key and value (errmsg gets a sentence for the user),
- * stores it in the domain's libvirt metadata and applies it.  0, -ENOENT, -EINVAL. */
+/* Policy of one domain.  set validates every key and value (errmsg gets a sentence for the
+ * user), and only when all of them hold, and the policy they make together does, stores it in
+ * the domain's libvirt metadata and applies it: all or none.  0, -ENOENT, -EINVAL. */
+struct mtd_kv {
+	char key[MTD_NAME_MAX];
+	char value[MTD_NAME_MAX];
+};
 int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out);
+int mtd_daemon_policy_set_many(struct mtd_daemon *d, const char *name, const struct mtd_kv *kv,
+			       size_t n, char *errmsg, size_t errlen);
 int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *key,
 			  const char *value, char *errmsg, size_t errlen);
 

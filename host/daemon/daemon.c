@@ -1058,13 +1058,32 @@ int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_pol
 int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *key,
 			  const char *value, char *errmsg, size_t errlen)
 {
+	struct mtd_kv kv;
+
+	if (!key || !value || strlen(key) >= sizeof(kv.key) || strlen(value) >= sizeof(kv.value)) {
+		snprintf(errmsg, errlen, "policy key and value are required");
+		return -EINVAL;
+	}
+	snprintf(kv.key, sizeof(kv.key), "%s", key);
+	snprintf(kv.value, sizeof(kv.value), "%s", value);
+	return mtd_daemon_policy_set_many(d, name, &kv, 1, errmsg, errlen);
+}
+
+int mtd_daemon_policy_set_many(struct mtd_daemon *d, const char *name, const struct mtd_kv *kv,
+			       size_t n, char *errmsg, size_t errlen)
+{
 	struct mtd_policy pol = d->cfg.defaults;
 	struct _virDomain *dom = NULL;
 	struct mtd_domain_info info;
+	char said[400] = "";
 	int rc;
 
 	if (!name || !*name || strlen(name) >= MTD_NAME_MAX) {
 		snprintf(errmsg, errlen, "a domain name is required");
+		return -EINVAL;
+	}
+	if (n == 0) {
+		snprintf(errmsg, errlen, "policy key and value are required");
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&d->lock);
@@ -1093,7 +1112,16 @@ int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *ke
 		rc = -ENOENT;
 		goto out;
 	}
-	rc = mtd_policy_set_kv(&pol, key, value, errmsg, errlen);
+	/* All or none: every key into a copy, then the policy they make together checked,
+	 * before anything is stored or applied. */
+	for (size_t i = 0; i < n; i++) {
+		rc = mtd_policy_set_kv_one(&pol, kv[i].key, kv[i].value, errmsg, errlen);
+		if (rc < 0)
+			goto out;
+		snprintf(said + strlen(said), sizeof(said) - strlen(said), "%s%s=%s", i ? " " : "",
+			 kv[i].key, kv[i].value);
+	}
+	rc = mtd_policy_validate(&pol, errmsg, errlen);
 	if (rc < 0)
 		goto out;
 	if (dom) {
@@ -1104,16 +1132,19 @@ int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *ke
 	if (vm && d->mode != MTD_MODE_LIBVIRT) {
 		/* Plain QEMU: nothing stores it but memtided; kept over [defaults] on SIGHUP
 		 * and in the VM's state file across restarts. */
-		int k = mtd_policy_key_index(key);
 		pthread_mutex_lock(&vm->mbox_lock);
-		if (k < 0 || mtd_policy_value_text(&pol, k, vm->policy_set[k],
-						   sizeof(vm->policy_set[k])) < 0)
-			vm->policy_set[k < 0 ? 0 : k][0] = '\0';
+		for (size_t i = 0; i < n; i++) {
+			int k = mtd_policy_key_index(kv[i].key);
+
+			if (k >= 0 && mtd_policy_value_text(&pol, k, vm->policy_set[k],
+							    sizeof(vm->policy_set[k])) < 0)
+				vm->policy_set[k][0] = '\0';
+		}
 		pthread_mutex_unlock(&vm->mbox_lock);
 	}
 	if (vm)
 		mtd_vm_set_policy(vm, &pol);
-	mtd_notice("%s: policy %s=%s", name, key, value);
+	mtd_notice("%s: policy %s", name, said);
 out:
 	mtd_libvirt_domain_put(dom);
 	pthread_mutex_unlock(&d->lock);
