@@ -86,6 +86,8 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	if (!d)
 		return -ENOMEM;
 	d->cfg = *cfg;
+	memcpy(d->applied_keys, cfg->file_keys, sizeof(d->applied_keys));
+	d->nr_applied_keys = cfg->nr_file_keys;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->work_lock, NULL);
 	pthread_mutex_init(&d->host_lock, NULL);
@@ -811,30 +813,44 @@ static void reload_runtime_policy(struct mtd_daemon *d, struct mtd_vm *vm)
 
 /*
  * SIGHUP: re-read the config file's [defaults] and [host] sections and every domain's
- * policy (in plain-QEMU mode, [defaults] under what `policy set` changed).  Only what the main thread owns changes here; [daemon] and [controller] settings
- * are read by running loops and take effect at restart (said in the log).  A file that no
- * longer parses changes nothing.
+ * policy (in plain-QEMU mode, [defaults] under what `policy set` changed).  Only what the
+ * main thread owns changes here: the other sections ([daemon], [metrics], [controller],
+ * [pageout], [sim] and [host] interval and meminfo) are read once, at start, and the log
+ * names every one of those keys the file has changed since, as waiting for a restart.  A
+ * file that no longer parses changes nothing.  systemd hears RELOADING=1 before and READY=1
+ * after (with MONOTONIC_USEC, as systemd 253's Type=notify-reload wants; 252 ignores it).
  */
 void mtd_daemon_reload(struct mtd_daemon *d)
 {
 	struct mtd_config *n = malloc(sizeof(*n));
 	struct mtd_vm *vms[512];
-	char err[300];
+	char err[300], live[600], restart[600];
 	size_t nr;
 
-	if (!n)
+	mtd_notify_reloading(d->config_path);
+	if (!n) {
+		mtd_notify_reloaded();
 		return;
+	}
 	mtd_config_default(n);
 	if (mtd_config_load(n, d->config_path, d->config_missing_ok, err, sizeof(err)) < 0) {
 		mtd_err("reload: %s; keeping the settings in force", err);
 		free(n);
+		mtd_notify_reloaded();
 		return;
 	}
 	char(*names)[MTD_NAME_MAX] = calloc(512, MTD_NAME_MAX);
 	if (!names) {
 		free(n);
+		mtd_notify_reloaded();
 		return;
 	}
+	mtd_config_changed(d->applied_keys, d->nr_applied_keys, n->file_keys, n->nr_file_keys,
+			   true, live, sizeof(live));
+	mtd_config_changed(d->cfg.file_keys, d->cfg.nr_file_keys, n->file_keys, n->nr_file_keys,
+			   false, restart, sizeof(restart));
+	memcpy(d->applied_keys, n->file_keys, sizeof(d->applied_keys));
+	d->nr_applied_keys = n->nr_file_keys;
 	pthread_mutex_lock(&d->lock);
 	d->cfg.defaults = n->defaults;
 	pthread_mutex_lock(&d->host_lock);
@@ -855,10 +871,14 @@ void mtd_daemon_reload(struct mtd_daemon *d)
 		for (size_t i = 0; i < nr; i++)
 			reload_policy(d, names[i]);
 	free(names);
-	mtd_notice("reloaded %s: [defaults] and [host] applied, %zu VM policies re-read "
-		   "([daemon] and [controller] changes take effect at restart)",
-		   d->config_path, nr);
+	mtd_notice("reloaded %s: %s%s; %zu VM policies re-read", d->config_path,
+		   live[0] ? "applied " : "no setting a reload applies changed", live, nr);
+	if (restart[0])
+		mtd_warn("reload: %s changed since memtided started: read only at start, in force "
+			 "at the next restart (systemctl restart memtided)",
+			 restart);
 	free(n);
+	mtd_notify_reloaded();
 }
 
 /* Do every queued work item; a rescan at most every RECONNECT_MS. */

@@ -44,6 +44,13 @@ enum mtd_source_kind {
 };
 
 /* Daemon settings: memtided.conf, then command-line flags on top. */
+#define MTD_CONFIG_MAX_KEYS 96 /* keys one file may set (every key of every section fits) */
+struct mtd_config_key {
+	char section[16];
+	char key[32];
+	uint64_t value_hash;
+};
+
 struct mtd_config {
 	char uri[MTD_PATH_MAX];         /* [daemon] uri */
 	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
@@ -76,7 +83,23 @@ struct mtd_config {
 					  * 0: never) */
 	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */
 	struct mtd_pageout_config pageout; /* [pageout]: host-side eviction (pageout_hand.h) */
+	/* What the file set, key by key (a hash of each value): a reload compares the new
+	 * file's with these to say which settings changed, and which of them need a restart. */
+	struct mtd_config_key file_keys[MTD_CONFIG_MAX_KEYS];
+	unsigned nr_file_keys;
 };
+
+/*
+ * The settings that differ between two files' keys (set in one and not the other, or set to
+ * another value), "[section] key" each, comma-separated, into out; live picks the keys a
+ * reload applies ([defaults], and [host] low_mark, high_mark, settle, release_rate), !live
+ * the others (read once, at start).  out may end up "".
+ */
+void mtd_config_changed(const struct mtd_config_key *old, unsigned nold,
+			const struct mtd_config_key *n, unsigned nn, bool live, char *out,
+			size_t outlen);
+/* Whether a reload applies [section] key (see mtd_config_changed). */
+bool mtd_config_key_is_live(const char *section, const char *key);
 
 void mtd_config_default(struct mtd_config *cfg);
 
@@ -92,7 +115,9 @@ int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port);
 /*
  * Read an INI file over cfg.  missing_ok: a missing file is not an error (the default
  * path).  Returns 0, or -errno / -EINVAL with "FILE:LINE: sentence" in err.  Unknown
- * sections and keys are errors (a typo must not silently fall back to a default).
+ * sections and keys are errors (a typo must not silently fall back to a default), and so is
+ * a key given twice in a section, or a section given twice: the error names both lines
+ * (which one was meant is the operator's to say, not a last-wins rule's).
  */
 int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, char *err,
 		    size_t errlen);

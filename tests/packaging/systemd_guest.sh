@@ -8,7 +8,8 @@
 # the .deb with dpkg and lives through what a host does with it, in one boot:
 #   1 memtided under the packaged unit: active (running) through READY=1, StatusText, the
 #     watchdog pinged, memtidectl through /run/memtide, StateDirectory writable, reload, a
-#     clean stop
+#     reload of a bad file refused by ExecReload's --check-config (memtided never sees it:
+#     one "reloaded" in its journal), a clean stop
 #   2 the zram swap unit is installed neither enabled nor started (no swap after the install),
 #     and is ordered at shutdown (DefaultDependencies=no, Conflicts= and Before=shutdown.target)
 #   3 on a kernel without zram (this guest's kernel has no modules under /lib/modules here,
@@ -125,6 +126,14 @@ put wd_wait_s "$(since "$t0")"
 systemctl reload memtided.service
 put reload_rc $?
 put reload_state "$(systemctl show -P ActiveState memtided.service):$(systemctl show -P MainPID memtided.service)"
+# A bad file: ExecReload's --check-config fails the reload, and memtided never sees it.
+cp /etc/memtide/memtided.conf /etc/memtide/memtided.conf.good
+printf '[daemon]\nuri = test:///default\nuri = test:///default\n' >/etc/memtide/memtided.conf
+systemctl reload memtided.service 2>"$o/badreload.txt"
+put badreload_rc $?
+put badreload_state "$(systemctl show -P ActiveState memtided.service):$(systemctl show -P MainPID memtided.service)"
+journalctl -b -u memtided.service -o cat --no-pager | grep -E "memtided.conf:[0-9]+:|reloaded" >>"$o/badreload.txt"
+mv /etc/memtide/memtided.conf.good /etc/memtide/memtided.conf
 systemctl stop memtided.service
 put stop_rc $?
 systemctl show memtided.service -p ActiveState,Result,ExecMainCode,ExecMainStatus | sed 's/^/after_/' >>"$r"
@@ -255,11 +264,14 @@ case $(v StatusText) in "" | stopping*) bad="$bad status-text" ;; esac
 [ "$(v ctl_rc)" = 0 ] && [ "$(v sock)" = socket:600 ] || bad="$bad control"
 [ "$(v state_dir)" = 700:root ] && [ "$(v state_rw)" = 0 ] && [ "$(v var_ro)" != 0 ] || bad="$bad state-dir"
 [ "$(v reload_rc)" = 0 ] && [ "$(v reload_state)" = "active:$(v MainPID)" ] || bad="$bad reload"
+[ "$(v badreload_rc)" != 0 ] && [ "$(v badreload_state)" = "active:$(v MainPID)" ] &&
+	grep -q "memtided.conf:3: 'uri' in \[daemon\] is given twice" "$s/badreload.txt" &&
+	[ "$(grep -c 'reloaded' "$s/badreload.txt")" = 1 ] || { bad="$bad bad-reload"; sed 's/^/# /' "$s/badreload.txt"; }
 [ "$(v stop_rc)" = 0 ] && [ "$(v after_ActiveState)" = inactive ] && [ "$(v after_Result)" = success ] &&
 	[ "$(v after_ExecMainStatus)" = 0 ] || bad="$bad stop"
 grep -q 'attached' "$s/journal.txt" || bad="$bad journal"
 [ -z "$bad" ] || { echo "# failed:$bad"; sed 's/^/# journal: /' "$s/journal.txt" | tail -15; }
-check "$([ -z "$bad" ] && echo 0 || echo 1)" "memtided under a real systemd (the .deb installed by dpkg in $(v dpkg_s) s): enabled and started, Type=notify active (running), StatusText, WatchdogSec=30s pinged, memtidectl through /run/memtide, StateDirectory writable and /var/lib not, reload, stop exits 0"
+check "$([ -z "$bad" ] && echo 0 || echo 1)" "memtided under a real systemd (the .deb installed by dpkg in $(v dpkg_s) s): enabled and started, Type=notify active (running), StatusText, WatchdogSec=30s pinged, memtidectl through /run/memtide, StateDirectory writable and /var/lib not, reload, a bad file fails systemctl reload with FILE:LINE, stop exits 0"
 
 # 2
 [ "$(v zram_enabled)" = disabled ] && [ "$(v zram_active)" = inactive ] && [ "$(v swaps)" = 0 ] &&
