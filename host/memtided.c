@@ -80,6 +80,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "memtided: %s\n", err);
 		return cl.action == MTD_CMDLINE_CHECK_CONFIG ? 1 : 2;
 	}
+	char moved[600];
+	bool follow = mtd_config_follow_state_dir(&cfg, moved, sizeof(moved));
 	if (cl.action == MTD_CMDLINE_CHECK_CONFIG) {
 		if (access(config_path, F_OK) < 0 && !config_given)
 			printf("memtided: %s does not exist: the built-in settings are valid\n",
@@ -160,8 +162,10 @@ int main(int argc, char **argv)
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
 		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)",
 		   cfg.observe_only ? "; OBSERVE-ONLY: no VM will be changed" : "");
+	if (follow)
+		mtd_notice("%s", moved);
 	if (cfg.source != MTD_SOURCE_SIM)
-		mtd_access_daemon_start(cfg.ept_dir);
+		mtd_access_daemon_start(cfg.ept_dir, cfg.run_dir);
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
 		mtd_metrics_stop(metrics);

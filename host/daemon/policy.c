@@ -11,6 +11,7 @@
  * up to MAX_POLICY_XML bytes: it is text any libvirt user can store in a domain.
  */
 #include "daemon/policy.h"
+#include "access/ept_file.h"
 #include "vsock/vsock_service.h"
 
 #include <errno.h>
@@ -542,7 +543,8 @@ void mtd_config_default(struct mtd_config *cfg)
 	cfg->metrics_port = 9848;
 	snprintf(cfg->metrics_addr, sizeof(cfg->metrics_addr), "127.0.0.1");
 	cfg->source = MTD_SOURCE_AGENT;
-	snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "/run/memtide/ept");
+	snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "%s", MTD_EPT_DIR_DEFAULT);
+	snprintf(cfg->run_dir, sizeof(cfg->run_dir), "/run/memtide");
 	cfg->sim_hot_percent = 25;
 	cfg->stats_period_s = 2;
 	cfg->call_timeout_ms = 5000;
@@ -1035,6 +1037,46 @@ static int config_parse(struct mtd_config *cfg, FILE *f, const char *text, const
 	free(n);
 	free(c);
 	return rc;
+}
+
+static bool file_sets(const struct mtd_config *cfg, const char *section, const char *key)
+{
+	for (unsigned i = 0; i < cfg->nr_file_keys; i++)
+		if (!strcmp(cfg->file_keys[i].section, section) && !strcmp(cfg->file_keys[i].key, key))
+			return true;
+	return false;
+}
+
+int mtd_config_follow_state_dir(struct mtd_config *cfg, char *said, size_t saidlen)
+{
+	struct mtd_config def;
+	char vsock[MTD_PATH_MAX + 8];
+	bool ept, vs;
+
+	said[0] = '\0';
+	mtd_config_default(&def);
+	if (!strcmp(cfg->state_dir, def.state_dir))
+		return 0;
+	ept = !file_sets(cfg, "daemon", "ept_dir") && !strcmp(cfg->ept_dir, def.ept_dir);
+	vs = !file_sets(cfg, "daemon", "vsock_dir") && !strcmp(cfg->vsock_dir, def.vsock_dir);
+	snprintf(cfg->run_dir, sizeof(cfg->run_dir), "%s", cfg->state_dir);
+	if (ept)
+		snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "%.200s/ept", cfg->state_dir);
+	snprintf(vsock, sizeof(vsock), "%s/vsock", cfg->state_dir);
+	if (vs && strlen(vsock) < sizeof(cfg->vsock_dir))
+		snprintf(cfg->vsock_dir, sizeof(cfg->vsock_dir), "%s", vsock);
+	else if (vs)
+		snprintf(cfg->vsock_dir, sizeof(cfg->vsock_dir), "none");
+	snprintf(said, saidlen,
+		 "a state directory of its own (%.100s): DAMON's claim%s%s%s%s follow it, so "
+		 "nothing of the host's /run/memtide is touched%s",
+		 cfg->state_dir, ept ? ", ept_dir " : "", ept ? cfg->ept_dir : "",
+		 vs ? ", vsock_dir " : "", vs ? cfg->vsock_dir : "",
+		 vs && !strcmp(cfg->vsock_dir, "none")
+		     ? " (STATE/vsock is too long for a socket path: no vsock service; set "
+		       "[daemon] vsock_dir)"
+		     : " (set [daemon] ept_dir or vsock_dir to share the host's)");
+	return 1;
 }
 
 bool mtd_config_key_is_live(const char *section, const char *key)

@@ -62,6 +62,8 @@ struct mtd_config {
 	bool observe_only;              /* [daemon] observe_only: compute, show, change nothing */
 	enum mtd_source_kind source;    /* [daemon] source = live | sim */
 	char ept_dir[MTD_PATH_MAX];     /* [daemon] ept_dir: the ept plugin's table files */
+	char run_dir[MTD_PATH_MAX];     /* memtided's own runtime files (DAMON's claim):
+					 * /run/memtide (not a key: follows state_dir) */
 	char young_dump_dir[MTD_PATH_MAX]; /* [daemon] young_dump_dir: "" off (diagnostic) */
 	unsigned sim_hot_percent;          /* [sim] hot_percent: share of RAM the sim touches */
 	unsigned stats_period_s;           /* [daemon] stats_period: balloon stats polling, s */
@@ -88,6 +90,15 @@ struct mtd_config {
 	struct mtd_config_key file_keys[MTD_CONFIG_MAX_KEYS];
 	unsigned nr_file_keys;
 };
+
+/*
+ * A memtided with a state directory of its own (not /var/lib/memtide: a try-out beside the
+ * host's memtided) keeps off the host's /run/memtide: ept_dir, vsock_dir and run_dir follow
+ * state_dir (STATE/ept, STATE/vsock, STATE) unless the file sets them.  A vsock_dir too long
+ * for a socket path turns the vsock service off.  Returns 1 with a sentence for the log in
+ * said when it moved anything, else 0.
+ */
+int mtd_config_follow_state_dir(struct mtd_config *cfg, char *said, size_t saidlen);
 
 /*
  * The settings that differ between two files' keys (set in one and not the other, or set to
