@@ -1403,6 +1403,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	st->return_in_force = mode == MTD_RETURN_RECLAIM && !st->soft ? MTD_RETURN_BALLOON : mode;
 	mtd_hand_publish(vm->hand, st);
 	if (t->have_gs) {
+		st->resident_bytes = t->gs.resident_pages << VMM_PAGE_SHIFT;
 		st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 		for (unsigned i = 0; i < st->nr_gens; i++) {
 			st->gen_pages[i] = t->gs.gen[i].pages;
@@ -1441,6 +1442,7 @@ static void publish(struct mtd_vm *vm, const struct tick *t, const struct mtd_ct
 	if (as) {
 		st->guest_mem_available_bytes = as->mem_available_bytes;
 		st->guest_psi_some_avg10 = as->has_psi ? as->psi.some_avg10 : 0.0;
+		st->guest_psi_known = as->has_psi;
 	} else if (vm->bstats.valid && vm->bstats.has_available) {
 		st->guest_mem_available_bytes = vm->bstats.available_bytes;
 	}

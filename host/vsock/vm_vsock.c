@@ -157,4 +157,6 @@ void mtd_vm_channel_status(struct mtd_vm *vm, struct mtd_vm_status *st)
 		 mtd_agent_link_ready(vm->agent) ? mtd_agent_link_transport(vm->agent) : "");
 	mtd_agent_link_rtt(vm->agent, &st->agent_rtt_p50_us, &st->agent_rtt_p99_us,
 			   &st->agent_rtt_samples);
+	mtd_agent_link_rtt_total(vm->agent, &st->agent_rtt_count, &st->agent_rtt_sum_us);
+	st->agent_rtt_tracked = true;
 }

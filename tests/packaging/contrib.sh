@@ -45,7 +45,13 @@ check $rc "promtool check metrics: /metrics follows Prometheus' naming rules ($(
 
 python3 - "$dir/metrics.prom" contrib/grafana/memtide-dashboard.json "$rules" <<'PY'
 import json, re, sys
-families = {l.split()[2] for l in open(sys.argv[1]) if l.startswith('# TYPE ')}
+families = set()
+for l in open(sys.argv[1]):
+    if l.startswith('# TYPE '):
+        name, kind = l.split()[2:4]
+        families.add(name)
+        if kind in ('summary', 'histogram'):  # their _sum and _count series
+            families |= {name + '_sum', name + '_count'}
 dash = json.load(open(sys.argv[2]))
 exprs = [t['expr'] for p in dash['panels'] for t in p.get('targets', [])]
 exprs += [v['query'] for v in dash['templating']['list']]
