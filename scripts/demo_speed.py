@@ -44,24 +44,24 @@ def human(r):
     return '%.0f' % r
 
 
-def main():
-    args = [a for a in sys.argv[1:] if a != '--json']
-    if len(args) != 4:
-        sys.exit('usage: demo_speed.py CONSOLE BASE_FROM BASE_TO RUN_FROM [--json]')
-    console, a, b, c = args[0], float(args[1]), float(args[2]), float(args[3])
+def measure(console, a, b, c):
+    """The figures, from the console's seconds a..b (baseline) and c onwards."""
     base, run = rates(console, a, b), rates(console, c, float('inf'))
-    fig = {'baseline_p90': 0, 'memtided_p90': 0, 'p90_ratio': None, 'slowdown_percent': None}
+    fig = {'baseline_p90': 0, 'memtided_p90': 0, 'p90_ratio': None, 'slowdown_percent': None,
+           'baseline_seconds': len(base), 'memtided_seconds': len(run)}
     if len(base) >= 3 and len(run) >= 3 and p90(base) > 0:
         bp, rp = p90(base), p90(run)
         ratio = rp / bp
         fig.update(baseline_p90=round(bp), memtided_p90=round(rp), p90_ratio=round(ratio, 3),
                    slowdown_percent=round(100 * (1 - ratio), 1) if ratio < 0.9 else 0.0)
-    if '--json' in sys.argv:
-        print(json.dumps(fig))
-        return
+    return fig
+
+
+def text(fig):
+    """The demo's two lines for the figures."""
     if fig['p90_ratio'] is None:
         line = 'not measured (%d seconds of baseline, %d with memtided: too few)' % (
-            len(base), len(run))
+            fig['baseline_seconds'], fig['memtided_seconds'])
     else:
         what = '90th percentile %s pages/s with memtided, %s before it' % (
             human(fig['memtided_p90']), human(fig['baseline_p90']))
@@ -69,10 +69,19 @@ def main():
             line = 'none measurable (%s)' % what
         else:
             line = '%.1f%% (%s)' % (fig['slowdown_percent'], what)
-    print('workload slowdown:             ' + line)
-    print('                               (TCG, QEMU\'s software CPU, runs one loop at speeds '
-          'that jump 2-10x for seconds at a time on their own: the 90th percentile is the rate '
-          'the hot set still reaches; docs/e2e.md, "Speed checks")')
+    return ('workload slowdown:             ' + line + '\n'
+            '                               (TCG, QEMU\'s software CPU, runs one loop at speeds '
+            'that jump 2-10x for seconds at a time on their own: the 90th percentile is the rate '
+            'the hot set still reaches; docs/e2e.md, "Speed checks")')
 
 
-main()
+def main():
+    args = [a for a in sys.argv[1:] if a != '--json']
+    if len(args) != 4:
+        sys.exit('usage: demo_speed.py CONSOLE BASE_FROM BASE_TO RUN_FROM [--json]')
+    fig = measure(args[0], float(args[1]), float(args[2]), float(args[3]))
+    print(json.dumps(fig) if '--json' in sys.argv else text(fig))
+
+
+if __name__ == '__main__':
+    main()

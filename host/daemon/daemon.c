@@ -845,8 +845,8 @@ void mtd_daemon_reload(struct mtd_daemon *d)
 		mtd_notify_reloaded();
 		return;
 	}
-	mtd_config_changed(d->applied_keys, d->nr_applied_keys, n->file_keys, n->nr_file_keys,
-			   true, live, sizeof(live));
+	mtd_config_changed(d->applied_keys, d->nr_applied_keys, n->file_keys, n->nr_file_keys, true,
+			   live, sizeof(live));
 	mtd_config_changed(d->cfg.file_keys, d->cfg.nr_file_keys, n->file_keys, n->nr_file_keys,
 			   false, restart, sizeof(restart));
 	memcpy(d->applied_keys, n->file_keys, sizeof(d->applied_keys));

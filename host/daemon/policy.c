@@ -954,10 +954,11 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
 
 		if (!strcmp(k->section, section) && !strcmp(k->key, name)) {
 			if (c->indented)
-				snprintf(c->err, sizeof(c->err),
-					 "an indented line continues '%.32s' of line %d: a value is "
-					 "one line (unindent it, or make it a comment)",
-					 name, c->key_line[i]);
+				snprintf(
+				    c->err, sizeof(c->err),
+				    "an indented line continues '%.32s' of line %d: a value is "
+				    "one line (unindent it, or make it a comment)",
+				    name, c->key_line[i]);
 			else
 				snprintf(c->err, sizeof(c->err),
 					 "'%.32s' in [%.16s] is given twice, here and at line %d: "
@@ -974,7 +975,8 @@ static int ini_cb(void *user, const char *section, const char *name, const char 
 		return 1;
 	}
 	/* Every key that mtd_config_set took fits (sections and keys are known and short). */
-	if (cfg->nr_file_keys < MTD_CONFIG_MAX_KEYS && strlen(section) < sizeof(cfg->file_keys[0].section) &&
+	if (cfg->nr_file_keys < MTD_CONFIG_MAX_KEYS &&
+	    strlen(section) < sizeof(cfg->file_keys[0].section) &&
 	    strlen(name) < sizeof(cfg->file_keys[0].key)) {
 		struct mtd_config_key *k = &cfg->file_keys[cfg->nr_file_keys];
 
@@ -1042,7 +1044,8 @@ static int config_parse(struct mtd_config *cfg, FILE *f, const char *text, const
 static bool file_sets(const struct mtd_config *cfg, const char *section, const char *key)
 {
 	for (unsigned i = 0; i < cfg->nr_file_keys; i++)
-		if (!strcmp(cfg->file_keys[i].section, section) && !strcmp(cfg->file_keys[i].key, key))
+		if (!strcmp(cfg->file_keys[i].section, section) &&
+		    !strcmp(cfg->file_keys[i].key, key))
 			return true;
 	return false;
 }
@@ -1083,9 +1086,8 @@ bool mtd_config_key_is_live(const char *section, const char *key)
 {
 	if (!strcmp(section, "defaults"))
 		return true;
-	return !strcmp(section, "host") &&
-	       (!strcmp(key, "low_mark") || !strcmp(key, "high_mark") || !strcmp(key, "settle") ||
-		!strcmp(key, "release_rate"));
+	return !strcmp(section, "host") && (!strcmp(key, "low_mark") || !strcmp(key, "high_mark") ||
+					    !strcmp(key, "settle") || !strcmp(key, "release_rate"));
 }
 
 static void add_name(char *buf, size_t len, const struct mtd_config_key *k)

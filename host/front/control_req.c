@@ -182,7 +182,8 @@ int mtd_control_parse(const char *line, size_t len, struct mtd_control_req *req,
 		}
 		if (!json_object_is_type(set, json_type_object) ||
 		    json_object_object_length(set) == 0) {
-			rc = fail(err, errlen, "field 'set' must be an object of KEY: VALUE strings");
+			rc = fail(err, errlen,
+				  "field 'set' must be an object of KEY: VALUE strings");
 			break;
 		}
 		if (json_object_object_length(set) > MTD_CONTROL_MAX_PAIRS) {
@@ -205,8 +206,8 @@ int mtd_control_parse(const char *line, size_t len, struct mtd_control_req *req,
 					rc = fail(err, errlen,
 						  "a key of 'set' contains a control character");
 			if (rc == 0 && !json_object_is_type(v, json_type_string))
-				rc = fail(err, errlen, "the value of '%.32s' in 'set' must be a string",
-					  k);
+				rc = fail(err, errlen,
+					  "the value of '%.32s' in 'set' must be a string", k);
 			if (rc == 0) {
 				struct json_object *one = json_object_new_object();
 

@@ -511,8 +511,7 @@ static void print_policy(struct json_object *p, const char *sep)
 	       (long long)get_i(p, "priority"), sep, get_d(p, "target_refault_per_min"), sep,
 	       bytes_exact(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"), sep,
 	       get_s(p, "source"), sep, ms_str(get_i(p, "ept_window_ms"), w, sizeof(w)), sep,
-	       get_b(p, "observe") ? "yes" : "no", sep,
-	       cold ? ms_str(cold, o, sizeof(o)) : "0");
+	       get_b(p, "observe") ? "yes" : "no", sep, cold ? ms_str(cold, o, sizeof(o)) : "0");
 }
 
 /* Which access-bit source, and why not each other one (host/access/choose.c). */
@@ -1494,8 +1493,9 @@ static int take_global_opts(int *argc, char **argv, bool *help, bool *version)
 				double v = strtod(val, &end);
 				if (end == val || v <= 0 || v > 3600 ||
 				    (*end && strcmp(end, "s") != 0 && strcmp(end, "ms") != 0)) {
-					fprintf(stderr, "memtidectl: --timeout takes a duration such "
-							"as 10s or 500ms\n");
+					fprintf(stderr,
+						"memtidectl: --timeout takes a duration such "
+						"as 10s or 500ms\n");
 					return EXIT_USAGE;
 				}
 				timeout_ms = (int)(strcmp(end, "ms") != 0 ? v * 1000 : v);
@@ -1525,8 +1525,9 @@ int main(int argc, char **argv)
 	int rc;
 
 	/* As the libvirt hook does: MEMTIDE_SOCKET names the socket unless --socket does. */
-	if (getenv("MEMTIDE_SOCKET") && *getenv("MEMTIDE_SOCKET"))
-		sock_path = getenv("MEMTIDE_SOCKET");
+	const char *env_sock = getenv("MEMTIDE_SOCKET");
+	if (env_sock && *env_sock)
+		sock_path = env_sock;
 	rc = take_global_opts(&argc, argv, &help, &version);
 	if (rc != EXIT_OK) {
 		usage(stderr);

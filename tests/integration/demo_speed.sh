@@ -43,17 +43,20 @@ check $? "TCG's levels (medians would say $old%): '$(echo "$out" | head -1 | sed
 console "$dir/half" 9000000 9100000 9000000 8900000 9400000 8900000 8800 9200000 9100000 9050000 \
 	4500000 4600000 4400000 4550000 4500 4520000 4480000 4510000 4490000 4530000
 slow=$(python3 "$S" "$dir/half" 3 10 11 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["slowdown_percent"])')
-line=$(python3 "$S" "$dir/half" 3 10 11 | head -1)
+line=$(python3 "$S" "$dir/half" 3 10 11); line=${line%%$'\n'*}
 awk -v s="$slow" 'BEGIN { exit !(s >= 40 && s <= 60) }' && echo "$line" | grep -qE ' [0-9]+\.[0-9]% \(90th percentile'
 check $? "a real halving: $slow% ('$(echo "$line" | sed 's/  */ /g')')"
 
 console "$dir/short" 9000000 9100000 9000000 4500000
-python3 "$S" "$dir/short" 3 10 11 | head -1 | grep -q 'not measured'
+out=$(python3 "$S" "$dir/short" 3 10 11); grep -q "not measured" <<<"${out%%$'\n'*}"
 check $? "too few seconds: not measured"
 
 python3 - "$S" "$dir" <<'PY'
-import json, random, subprocess, sys
-S, d = sys.argv[1], sys.argv[2]
+import importlib.util, random, sys
+spec = importlib.util.spec_from_file_location('demo_speed', sys.argv[1])
+ds = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ds)
+d = sys.argv[2]
 random.seed(7)
 bad = 0
 for i in range(200):
@@ -66,13 +69,13 @@ for i in range(200):
             if random.random() < 0.15:
                 lvl = random.choice(levels)
             o.write('WL-RATE %d %.0f swpin=0 mig=0\n' % (s, lvl * random.uniform(0.8, 1.2)))
-    fig = json.loads(subprocess.check_output([sys.executable, S, f, '3', '10', '11', '--json']))
-    text = subprocess.check_output([sys.executable, S, f, '3', '10', '11']).decode()
+    fig = ds.measure(f, 3, 10, 11)
+    t = ds.text(fig)
     sp = fig['slowdown_percent']
-    if sp is None or not (0 <= sp < 100) or '-' in text.split('\n')[0].split(':', 1)[1].split('(')[0] \
-            or 'TCG' not in text:
+    if sp is None or not (0 <= sp < 100) or '-' in t.split('\n')[0].split(':', 1)[1].split('(')[0] \
+            or 'TCG' not in t:
         bad += 1
-        print('# console %d: %r %r' % (i, fig, text))
+        print('# console %d: %r %r' % (i, fig, t))
 sys.exit(1 if bad else 0)
 PY
 check $? "200 consoles of random TCG levels: every figure between 0% and 100%, and the line why TCG moves"

@@ -148,8 +148,10 @@ static void check_format(const char *text, struct parsed *p)
 			if (!strcmp(type, "summary") && !ends(name, "_seconds"))
 				fail_msg("%s: a summary with no base unit in its name", name);
 			if (!strcmp(type, "gauge") && ends(name, "_per_second") &&
-			    !in(name, setting_gauges, sizeof(setting_gauges) / sizeof(setting_gauges[0])))
-				fail_msg("%s: a rate exported as a gauge (make it a counter)", name);
+			    !in(name, setting_gauges,
+				sizeof(setting_gauges) / sizeof(setting_gauges[0])))
+				fail_msg("%s: a rate exported as a gauge (make it a counter)",
+					 name);
 			snprintf(cur_type, sizeof(cur_type), "%s", type);
 			assert_true(p->nr_families < MAX_SERIES);
 			snprintf(p->family[p->nr_families], sizeof(p->family[0]), "%s", name);
@@ -324,8 +326,9 @@ static void test_rendering_follows_the_rules(void **state)
 	/* The round trips: a summary. */
 	assert_true(value_of(p, "memtide_vm_agent_rtt_seconds{domain=\"full\",quantile=\"0.5\"}") ==
 		    0.0008);
-	assert_true(value_of(p, "memtide_vm_agent_rtt_seconds{domain=\"full\",quantile=\"0.99\"}") ==
-		    0.004);
+	assert_true(
+	    value_of(p, "memtide_vm_agent_rtt_seconds{domain=\"full\",quantile=\"0.99\"}") ==
+	    0.004);
 	assert_true(value_of(p, "memtide_vm_agent_rtt_seconds_sum{domain=\"full\"}") == 0.09);
 	assert_true(value_of(p, "memtide_vm_agent_rtt_seconds_count{domain=\"full\"}") == 90);
 	/* What memtided does not know has no sample: the empty VM has none of these. */

@@ -368,15 +368,18 @@ static void test_config_twice(void **state)
 
 		snprintf(text, sizeof(text), "%s%s", bad[i].head, bad[i].text);
 		for (int as_text = 0; as_text < 2; as_text++) {
-			char *path = as_text ? NULL : write_tmp(text);
+			int rc;
 
 			err[0] = '\0';
-			assert_int_equal(as_text ? mtd_config_load_text(&c, "t.conf", text, err,
-									  sizeof(err))
-						 : mtd_config_load(&c, path, false, err, sizeof(err)),
-					 -EINVAL);
-			if (path)
+			if (as_text) {
+				rc = mtd_config_load_text(&c, "t.conf", text, err, sizeof(err));
+			} else {
+				char *path = write_tmp(text);
+
+				rc = mtd_config_load(&c, path, false, err, sizeof(err));
 				unlink(path);
+			}
+			assert_int_equal(rc, -EINVAL);
 			if (!strstr(err, bad[i].says))
 				fail_msg("%zu: '%s' does not say '%s'", i, err, bad[i].says);
 			assert_memory_equal(&c, &keep, sizeof(c));
@@ -406,20 +409,21 @@ static void test_config_changed(void **state)
 					      "[metrics]\nlisten = off\n",
 					      err, sizeof(err)),
 			 0);
-	assert_int_equal(mtd_config_load_text(&b, "b",
-					      "[daemon]\ninterval = 3s\nsource = sim\n"
-					      "[defaults]\nheadroom = 128M\npriority = 5\nmin = 1G\n"
-					      "[host]\nlow_mark = 2G\ninterval = 3s\n",
-					      err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    mtd_config_load_text(&b, "b",
+				 "[daemon]\ninterval = 3s\nsource = sim\n"
+				 "[defaults]\nheadroom = 128M\npriority = 5\nmin = 1G\n"
+				 "[host]\nlow_mark = 2G\ninterval = 3s\n",
+				 err, sizeof(err)),
+	    0);
 	mtd_config_changed(a.file_keys, a.nr_file_keys, b.file_keys, b.nr_file_keys, true, live,
 			   sizeof(live));
-	mtd_config_changed(a.file_keys, a.nr_file_keys, b.file_keys, b.nr_file_keys, false,
-			   restart, sizeof(restart));
+	mtd_config_changed(a.file_keys, a.nr_file_keys, b.file_keys, b.nr_file_keys, false, restart,
+			   sizeof(restart));
 	assert_string_equal(live, "[defaults] headroom, [defaults] min, [host] low_mark");
 	assert_string_equal(restart, "[daemon] interval, [host] interval, [metrics] listen");
-	mtd_config_changed(b.file_keys, b.nr_file_keys, b.file_keys, b.nr_file_keys, false,
-			   restart, sizeof(restart));
+	mtd_config_changed(b.file_keys, b.nr_file_keys, b.file_keys, b.nr_file_keys, false, restart,
+			   sizeof(restart));
 	assert_string_equal(restart, "");
 }
 
