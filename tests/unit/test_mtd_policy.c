@@ -427,6 +427,48 @@ static void test_config_changed(void **state)
 	assert_string_equal(restart, "");
 }
 
+/* A state directory of its own moves ept_dir, vsock_dir and run_dir under it, unless the
+ * file names them; a vsock_dir too long for a socket path turns the service off. */
+static void test_config_follow_state_dir(void **state)
+{
+	struct mtd_config c;
+	char err[256], said[600], longdir[200];
+	(void)state;
+
+	mtd_config_default(&c);
+	assert_int_equal(mtd_config_follow_state_dir(&c, said, sizeof(said)), 0);
+	assert_string_equal(c.ept_dir, "/run/memtide/ept");
+	assert_string_equal(c.run_dir, "/run/memtide");
+
+	mtd_config_default(&c);
+	assert_int_equal(
+	    mtd_config_load_text(&c, "t", "[daemon]\nstate_dir = /tmp/try\n", err, sizeof(err)), 0);
+	assert_int_equal(mtd_config_follow_state_dir(&c, said, sizeof(said)), 1);
+	assert_string_equal(c.ept_dir, "/tmp/try/ept");
+	assert_string_equal(c.vsock_dir, "/tmp/try/vsock");
+	assert_string_equal(c.run_dir, "/tmp/try");
+	assert_non_null(strstr(said, "nothing of the host's /run/memtide is touched"));
+
+	mtd_config_default(&c);
+	assert_int_equal(mtd_config_load_text(&c, "t",
+					      "[daemon]\nstate_dir = /tmp/try\n"
+					      "vsock_dir = /run/memtide/vsock\n",
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(mtd_config_follow_state_dir(&c, said, sizeof(said)), 1);
+	assert_string_equal(c.vsock_dir, "/run/memtide/vsock"); /* the file said so */
+	assert_string_equal(c.ept_dir, "/tmp/try/ept");
+
+	mtd_config_default(&c);
+	memset(longdir, 'd', sizeof(longdir));
+	longdir[0] = '/';
+	longdir[150] = '\0';
+	snprintf(c.state_dir, sizeof(c.state_dir), "%s", longdir);
+	assert_int_equal(mtd_config_follow_state_dir(&c, said, sizeof(said)), 1);
+	assert_string_equal(c.vsock_dir, "none");
+	assert_non_null(strstr(said, "too long for a socket path"));
+}
+
 /* [metrics] listen: loopback by default; v4, bracketed v6, and off. */
 static void test_metrics_listen(void **state)
 {
@@ -487,6 +529,7 @@ int main(void)
 	    cmocka_unit_test(test_config_file),
 	    cmocka_unit_test(test_config_twice),
 	    cmocka_unit_test(test_config_changed),
+	    cmocka_unit_test(test_config_follow_state_dir),
 	    cmocka_unit_test(test_metrics_listen),
 	    cmocka_unit_test(test_daemon_isolation_keys),
 	    cmocka_unit_test(test_policy_default_whole),
