@@ -14,8 +14,8 @@
 # needs no edit here.  Unit tests are tests/unit/test_*.c, one program each, linked against
 # every library (the linker takes only what a test uses).
 #
-# Targets: all (default), check, soak, bench, lint, sanitize, demo, install (install-agent,
-# install-lab), uninstall, deb, check-packaging, clean, fuzz, fuzz-build.
+# Targets: all (default), check, check-kvm, soak, bench, lint, sanitize, demo, install
+# (install-agent, install-lab), uninstall, deb, check-packaging, clean, fuzz, fuzz-build.
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -36,7 +36,7 @@ CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-san
 LDFLAGS  += -fsanitize=address,undefined
 endif
 # host/'s includes name their folder (#include "act/qmp.h"): host/ is the root, and
-# scripts/layers.sh checks that they run one way (host/README.md).
+# scripts/layers.py checks that they run one way (host/README.md).
 INCLUDES   := -Ivmm/include -Iproto -Iguest-agent -Ihost -Isim
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -MMD -MP $(INCLUDES) $(PKG_CFLAGS)
 
@@ -88,7 +88,7 @@ E2E_HOST := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(wildcard tests/e2e/*
 # The QEMU TCG plugin behind the ept access source: a shared object QEMU loads (-plugin).
 EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
-.PHONY: all check check-unit bench lint sanitize demo install install-agent install-lab uninstall \
+.PHONY: all check check-kvm check-unit bench lint sanitize demo install install-agent install-lab uninstall \
 	programs deb check-packaging clean deps fuzz fuzz-build soak
 all: $(PROGRAMS) $(TESTS) $(E2E_HOST) $(EPT_PLUGIN)
 
@@ -197,6 +197,13 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory all fuzz-build
 	@BUILD=$(BUILD) tests/run.sh $(TESTS_ONLY)
+
+# `make check-kvm` runs the KVM host stand's self-test and the e2e scenarios that run in it
+# with KVM guests (tests/kvm/scenarios.txt; docs/e2e.md, "The KVM host stand").  `make check`
+# runs the self-test only.
+check-kvm: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/run.sh kvm
 
 check-unit: all
 	@BUILD=$(BUILD) tests/run.sh unit

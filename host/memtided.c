@@ -28,13 +28,13 @@
 #include <urcu.h>
 
 #include "access/choose.h"
-#include "daemon/cmdline.h"
-#include "front/control.h"
-#include "daemon/daemon.h"
 #include "base/log.h"
-#include "front/metrics.h"
+#include "daemon/cmdline.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
 #include "daemon/notify.h"
-#include "daemon/policy.h"
+#include "front/control.h"
+#include "front/metrics.h"
 
 #define MEMTIDE_VERSION MTD_VERSION
 

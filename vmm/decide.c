@@ -15,7 +15,7 @@
  *      while the controller holds (its reuses do not vouch for any threshold yet, or even
  *      the longest refaults too much), not below the floor, and no more than a step.
  *
- * memtided calls it each aging tick (host/daemon/vm_loop.c) and host pageout evicts by the answer
+ * memtided calls it each aging tick (host/decide/tick_decide.c) and host pageout evicts by the answer
  * (host/act/pageout_hand.c); memtide-sim's memtide calls it each control interval and evicts
  * single pages by it (sim/policy_memtide.c).  Each keeps only what is its own: memtided
  * the refault signal it assembles from libvmm and the guest, the host's squeeze and the
@@ -88,7 +88,7 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	out->cold_age_ms = threshold(ctl, age, in->fixed_age_ms, &out->fixed_age_capped);
 	out->gate = gate(ctl, in, out->cold_age_ms, &out->take_pages); /* 3 */
 	/* While it only learns, the balloon and the agent go on: their estimate is read at the
-	 * controller's age, which starts at the longest (host/daemon/vm_loop.c says what gating them
+	 * controller's age, which starts at the longest (host/decide/tick_decide.c says what gating them
 	 * on learning too cost). */
 	out->holds_all_takers =
 	    ctl->hold && ctl->hold_why != VMM_HOLD_LEARNING && !in->fixed_age_ms;

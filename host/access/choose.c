@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "access/ept_file.h"
+#include "access/young_dump.h"
 #include "base/qemu_dir.h"
 
 void mtd_access_env_default(struct mtd_access_env *env)

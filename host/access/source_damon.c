@@ -57,7 +57,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access/choose.h"
+#include "access/guest_layout.h"
 #include "access/source.h"
 
 /* Paths here are the admin directory (at most 255 bytes) plus fixed names and numbers:

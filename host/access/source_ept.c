@@ -24,8 +24,8 @@
 #include <time.h>
 
 #include "access/ept_file.h"
-#include "base/log.h"
 #include "access/source.h"
+#include "base/log.h"
 
 struct ept_src {
 	struct mtd_ept_file f;

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "access/choose.h"
+#include "access/guest_layout.h"
 #include "access/source.h"
 
 #define PM_PFN_MASK ((1ULL << 55) - 1)

@@ -3,7 +3,7 @@
  * agent_caps.c - capabilities of a guest agent, named and explained (agent_caps.h).
  *
  * The consequences follow what the rest of memtided does with each bit: the controller lets
- * return=reclaim work only with a reclaim capability (vm_loop.c, can_reclaim), the agent
+ * return=reclaim work only with a reclaim capability (decide/tick_decide.c, can_reclaim), the agent
  * source falls back from wss reports to MemTotal - MemAvailable (source_agent.c), and guest
  * pressure is read from PSI when the stats carry it, else from MemAvailable alone.
  */

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "act/agent_bounds.h"
 #include "act/agent_caps.h"
 #include "base/log.h"
 
@@ -86,6 +87,12 @@ struct mtd_agent_link {
 	uint32_t rtt_us[RTT_SAMPLES];
 	unsigned rtt_n, rtt_next;
 	uint64_t rtt_sum_us; /* every answered ping's round trip, added up (ctr.pongs of them) */
+
+	/* what the agent may say about its VM (agent_bounds.h) */
+	uint64_t ram_bytes;                  /* the VM's RAM (0: not known yet) */
+	struct mtd_agent_counter_state ctrs; /* this session's counters */
+	char untrusted[200];                 /* the first figure clamped this session ("": none) */
+	uint64_t clamped;                    /* figures clamped since the link was made */
 };
 
 int mtd_agent_link_new(const char *path, uint64_t interval_ms, struct mtd_agent_link **out)
@@ -475,6 +482,10 @@ static enum proto_status on_hello(struct mtd_agent_link *l, const struct proto_m
 	}
 	l->hello = *h;
 	l->state = LINK_READY;
+	/* A new session: its counters are a new count (what was passed on goes on from where
+	 * it was), and its word is taken afresh. */
+	l->ctrs.set = false;
+	l->untrusted[0] = '\0';
 	l->logged_down = false;
 	proto_backoff_reset(&l->backoff);
 	char names[160], means[400];
@@ -485,14 +496,34 @@ static enum proto_status on_hello(struct mtd_agent_link *l, const struct proto_m
 	return PROTO_OK;
 }
 
+/* Figures beyond what the VM can have were clamped (agent_bounds.h): the peer is marked
+ * untrusted for the session, said once in the log at warning, then at debug. */
+static void note_clamped(struct mtd_agent_link *l, unsigned n, const char *why)
+{
+	if (!n)
+		return;
+	l->clamped += n;
+	if (l->untrusted[0]) {
+		mtd_debug("agent %s: clamped again: %s", l->path, why);
+		return;
+	}
+	snprintf(l->untrusted, sizeof(l->untrusted), "%s", why);
+	mtd_warn("agent %s: says %s: more than the VM can have; its figures are clamped to what "
+		 "the VM can hold and marked untrusted",
+		 l->path, why);
+}
+
 static enum proto_status on_hint(struct mtd_agent_link *l, const struct proto_msg *m)
 {
 	const struct proto_hint *h = &m->u.hint;
 
 	if (h->kind == PROTO_HINT_NEED) {
 		uint64_t n = l->need_bytes + h->need_bytes;
-		/* Saturate at the wire bound: a guest cannot make the sum wrap. */
+		/* Saturate at the wire bound: a guest cannot make the sum wrap; and at the VM's
+		 * RAM: no guest can be given more (an application may ask it: not a lie). */
 		l->need_bytes = n < l->need_bytes || n > PROTO_BYTES_MAX ? PROTO_BYTES_MAX : n;
+		if (l->ram_bytes && l->need_bytes > l->ram_bytes)
+			l->need_bytes = l->ram_bytes;
 		return PROTO_OK;
 	}
 	/* A full ring drops the oldest hint: hints are advice, the newest counts most. */
@@ -509,6 +540,8 @@ static enum proto_status on_hint(struct mtd_agent_link *l, const struct proto_ms
 static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct proto_msg *m,
 					  struct proto_error *e)
 {
+	char why[200] = "";
+
 	/* A reply to the request given up on last is still the guest's measured answer (a
 	 * reclaim under heavy swap can overrun its deadline by seconds under TCG): taken, late,
 	 * as long as no newer request went out since. */
@@ -518,6 +551,9 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 			 l->reclaim_late);
 		l->reclaim_late = 0;
 		l->reclaim_reply = m->u.reclaim_reply;
+		note_clamped(
+		    l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)),
+		    why);
 		l->reclaim_seq++;
 		return PROTO_OK;
 	}
@@ -526,6 +562,8 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 		return PROTO_E_STATE;
 	}
 	l->reclaim_reply = m->u.reclaim_reply;
+	note_clamped(l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)),
+		     why);
 	l->reclaim_seq++;
 	l->reclaim_outstanding = 0;
 	return PROTO_OK;
@@ -542,14 +580,26 @@ static enum proto_status dispatch(struct mtd_agent_link *l, const struct proto_m
 	switch (m->type) {
 	case PROTO_MSG_HELLO:
 		return on_hello(l, m, e);
-	case PROTO_MSG_STATS:
+	case PROTO_MSG_STATS: {
+		char why[200] = "";
 		l->stats = m->u.stats;
+		note_clamped(l,
+			     mtd_agent_bound_stats(&l->stats, l->ram_bytes, &l->ctrs, now_ms, why,
+						   sizeof(why)),
+			     why);
 		l->stats_seq++;
 		return PROTO_OK;
-	case PROTO_MSG_WSS:
+	}
+	case PROTO_MSG_WSS: {
+		char why[200] = "";
 		l->wss = m->u.wss;
+		note_clamped(l,
+			     mtd_agent_bound_wss(&l->wss, l->ram_bytes, l->hello.page_size_bytes,
+						 why, sizeof(why)),
+			     why);
 		l->wss_seq++;
 		return PROTO_OK;
+	}
 	case PROTO_MSG_HINT:
 		return on_hint(l, m);
 	case PROTO_MSG_RECLAIM_REPLY:
@@ -770,4 +820,16 @@ int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_t
 		return -ENOTCONN;
 	}
 	return 0;
+}
+
+void mtd_agent_link_set_ram(struct mtd_agent_link *l, uint64_t ram_bytes)
+{
+	l->ram_bytes = ram_bytes;
+}
+
+const char *mtd_agent_link_untrusted(const struct mtd_agent_link *l, uint64_t *clamped)
+{
+	if (clamped)
+		*clamped = l->clamped;
+	return l->untrusted;
 }

@@ -16,7 +16,9 @@
  *
  * Everything from the agent is untrusted: frames go through proto's bounded reader, strict
  * decoder and error budget; a peer that keeps sending garbage is disconnected and the link
- * reconnects after an exponential backoff.  Nothing the agent says can touch another VM:
+ * reconnects after an exponential backoff.  Figures within the wire's bounds but beyond the
+ * VM (4 PiB used of 1 GiB, a counter up 2^50 in a second) are clamped on arrival and the
+ * peer marked untrusted (agent_bounds.h).  Nothing the agent says can touch another VM:
  * the link belongs to one VM's loop thread and writes only into its own fields.  Memory is
  * bounded: the reader (<= 1 MiB + 4), the writer (256 KiB), one stats, one wss, HINT_RING
  * hints.
@@ -87,7 +89,8 @@ bool mtd_agent_link_reclaiming(const struct mtd_agent_link *l, uint64_t now_ms,
 /* The agent's hello (valid when ready). */
 const struct proto_hello *mtd_agent_link_hello(const struct mtd_agent_link *l);
 
-/* The newest stats / wss report, and a counter that moves with each new one. */
+/* The newest stats / wss report, and a counter that moves with each new one.  Sizes are
+ * within the VM, and the vmstat counters count from the link's start (agent_bounds.h). */
 const struct proto_stats *mtd_agent_link_stats(const struct mtd_agent_link *l, uint64_t *seq);
 const struct proto_wss *mtd_agent_link_wss(const struct mtd_agent_link *l, uint64_t *seq);
 /* The wss bin edges memtided asks the agent for at interval_ms (6 of them, into edges_ms):
@@ -106,6 +109,14 @@ int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_t
 /* The newest reclaim reply, and a counter that moves with each. */
 const struct proto_reclaim_reply *mtd_agent_link_reclaim_reply(const struct mtd_agent_link *l,
 							       uint64_t *seq);
+
+/* The VM's RAM: no figure the agent gives of its guest's memory may exceed it
+ * (agent_bounds.h); 0 while not known.  Set before each service: QEMU may change. */
+void mtd_agent_link_set_ram(struct mtd_agent_link *l, uint64_t ram_bytes);
+/* "" while the agent's figures have all been within its VM this session; else a sentence
+ * on the first one that was not (clamped, and the peer marked untrusted).  *clamped (may be
+ * NULL): figures clamped since the link was made. */
+const char *mtd_agent_link_untrusted(const struct mtd_agent_link *l, uint64_t *clamped);
 
 /* Counters for logs and tests. */
 struct mtd_agent_link_counters {

@@ -3,13 +3,18 @@
  * libvirt_conn.c - libvirt connection, events, domain XML, and the libvirt balloon
  * actuator (see libvirt_conn.h).
  *
- * Events and what they become (always a queued work item for the main thread):
- *   lifecycle STARTED, RESUMED           -> attach (a no-op when already attached)
- *   lifecycle STOPPED (shutdown, destroy, crash, migrated away, failed), CRASHED -> detach
- *   device added / removed (balloon, agent channel)  -> detach then attach (re-read XML)
+ * Events and the news they become for the daemon (its listener queues work for its main
+ * thread; libvirt_conn.h):
+ *   lifecycle STARTED, RESUMED           -> MTD_LV_STARTED (attach; a no-op when attached)
+ *   lifecycle STOPPED (shutdown, destroy, crash, migrated away, failed), CRASHED
+ *                                        -> MTD_LV_GONE (detach, forget its state)
+ *   device added / removed (balloon, agent channel)  -> MTD_LV_DEVICES (re-read its XML)
  *   balloon change                       -> logged at DEBUG; the loop reads actual each tick
- *   metadata change in memtide's namespace -> reload the policy (virsh metadata, migration)
- *   connection closed                    -> rescan (reconnect, re-attach what runs)
+ *   metadata change in memtide's namespace -> MTD_LV_POLICY (virsh metadata, migration)
+ *   connection closed                    -> MTD_LV_LOST (reconnect, re-attach what runs)
+ *
+ * The per-domain policy's home is the domain's metadata: mtd_policy_load_domain and
+ * mtd_policy_store_domain read and write it (the XML itself is base/policy.c's).
  *
  * The balloon actuator: virDomainSetMemoryFlags(VIR_DOMAIN_AFFECT_LIVE) sets the target;
  * virDomainMemoryStats gives actual and the driver's stats (period set once at open with
@@ -36,13 +41,12 @@
 #include <libxml/xpath.h>
 
 #include "act/bounded_call.h"
-#include "daemon/daemon.h"
-#include "base/log.h"
-#include "daemon/policy.h"
 #include "act/qmp.h"
+#include "base/log.h"
+#include "base/policy.h"
 
 struct mtd_libvirt {
-	struct mtd_daemon *d;
+	struct mtd_libvirt_listener listener;
 	virConnectPtr conn;
 	pthread_t ev_thread;
 	bool ev_started;
@@ -106,13 +110,13 @@ static int on_lifecycle(virConnectPtr c, virDomainPtr dom, int event, int detail
 	switch (event) {
 	case VIR_DOMAIN_EVENT_STARTED:
 	case VIR_DOMAIN_EVENT_RESUMED:
-		(void)mtd_daemon_queue(lv->d, MTD_WORK_ATTACH, name);
+		lv->listener.news(lv->listener.ctx, MTD_LV_STARTED, name);
 		break;
 	case VIR_DOMAIN_EVENT_STOPPED:
 	case VIR_DOMAIN_EVENT_CRASHED:
 		/* Gone (shut down, destroyed, crashed, migrated away): its QEMU is no more, so its
 		 * state file goes too; a new QEMU of that name starts afresh. */
-		(void)mtd_daemon_queue(lv->d, MTD_WORK_GONE, name);
+		lv->listener.news(lv->listener.ctx, MTD_LV_GONE, name);
 		break;
 	default:
 		break;
@@ -139,8 +143,7 @@ static int on_device(virConnectPtr c, virDomainPtr dom, const char *alias, void 
 	if (!name || !alias ||
 	    (strncmp(alias, "balloon", 7) != 0 && strncmp(alias, "channel", 7) != 0))
 		return 0;
-	(void)mtd_daemon_queue(lv->d, MTD_WORK_DETACH, name);
-	(void)mtd_daemon_queue(lv->d, MTD_WORK_ATTACH, name);
+	lv->listener.news(lv->listener.ctx, MTD_LV_DEVICES, name);
 	return 0;
 }
 
@@ -152,7 +155,7 @@ static int on_metadata(virConnectPtr c, virDomainPtr dom, int type, const char *
 	(void)c;
 	if (name && type == VIR_DOMAIN_METADATA_ELEMENT && nsuri &&
 	    strcmp(nsuri, MTD_POLICY_XMLNS) == 0)
-		(void)mtd_daemon_queue(lv->d, MTD_WORK_POLICY, name);
+		lv->listener.news(lv->listener.ctx, MTD_LV_POLICY, name);
 	return 0;
 }
 
@@ -163,13 +166,13 @@ static void on_close(virConnectPtr c, int reason, void *opaque)
 	(void)c;
 	(void)reason;
 	atomic_store(&lv->broken, true);
-	(void)mtd_daemon_queue(lv->d, MTD_WORK_RESCAN, "");
+	lv->listener.news(lv->listener.ctx, MTD_LV_LOST, "");
 }
 
 /* ---- connection ------------------------------------------------------------------------ */
 
-int mtd_libvirt_open(struct mtd_daemon *d, const char *uri, struct mtd_libvirt **out, char *err,
-		     size_t errlen)
+int mtd_libvirt_open(const struct mtd_libvirt_listener *listener, const char *uri,
+		     struct mtd_libvirt **out, char *err, size_t errlen)
 {
 	struct mtd_libvirt *lv;
 
@@ -182,7 +185,7 @@ int mtd_libvirt_open(struct mtd_daemon *d, const char *uri, struct mtd_libvirt *
 	lv = calloc(1, sizeof(*lv));
 	if (!lv)
 		return -ENOMEM;
-	lv->d = d;
+	lv->listener = *listener;
 	if (pthread_create(&lv->ev_thread, NULL, ev_main, lv) != 0) {
 		free(lv);
 		snprintf(err, errlen, "cannot start the libvirt event thread");
@@ -735,3 +738,52 @@ const struct mtd_balloon_ops mtd_libvirt_balloon_ops = {
     .qmp = lvb_qmp,
     .destroy = lvb_destroy,
 };
+
+/* ---- the policy in the domain's metadata ------------------------------------------------ */
+
+int mtd_policy_load_domain(struct _virDomain *dom, const struct mtd_policy *defaults,
+			   struct mtd_policy *out, char *err, size_t errlen)
+{
+	struct mtd_policy p = *defaults;
+	char *xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, MTD_POLICY_XMLNS,
+					 VIR_DOMAIN_AFFECT_CURRENT);
+	int rc;
+
+	if (!xml) {
+		virErrorPtr e = virGetLastError();
+		if (e && e->code == VIR_ERR_NO_DOMAIN_METADATA) {
+			virResetLastError();
+			*out = p;
+			return 0;
+		}
+		lv_err(err, errlen, "reading memtide metadata");
+		return -EIO;
+	}
+	rc = mtd_policy_from_xml(&p, xml, err, errlen);
+	free(xml);
+	if (rc == 0)
+		*out = p;
+	return rc;
+}
+
+int mtd_policy_store_domain(struct _virDomain *dom, const struct mtd_policy *p, char *err,
+			    size_t errlen)
+{
+	char xml[512];
+	unsigned flags = 0;
+
+	if (mtd_policy_to_xml(p, xml, sizeof(xml)) < 0) {
+		snprintf(err, errlen, "policy does not fit the metadata buffer");
+		return -ENOSPC;
+	}
+	if (virDomainIsActive(dom) == 1)
+		flags |= VIR_DOMAIN_AFFECT_LIVE;
+	if (virDomainIsPersistent(dom) == 1)
+		flags |= VIR_DOMAIN_AFFECT_CONFIG;
+	if (virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, xml, MTD_POLICY_XMLNS_PREFIX,
+				 MTD_POLICY_XMLNS, flags) < 0) {
+		lv_err(err, errlen, "storing memtide metadata");
+		return -EIO;
+	}
+	return 0;
+}

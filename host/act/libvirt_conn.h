@@ -4,8 +4,8 @@
  * discovery, and the balloon actuator for libvirt-managed domains.
  *
  * Threads: libvirt's default event loop runs on a thread of its own; its callbacks only
- * queue work for the daemon's main thread (mtd_daemon_queue), never call back into libvirt,
- * so a slow libvirtd never blocks event delivery.  The connection is shared by every VM
+ * hand news to the listener the daemon gives (which queues work for its main thread), never
+ * call back into libvirt, so a slow libvirtd never blocks event delivery.  The connection is shared by every VM
  * loop (libvirt's API is thread-safe); each VM holds its own virDomainPtr.
  */
 #ifndef MEMTIDE_HOST_LIBVIRT_CONN_H
@@ -16,17 +16,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "act/balloon.h"
 #include "base/mtd.h"
-#include "daemon/vm.h"
 
-struct mtd_daemon;
 struct mtd_libvirt;
 struct _virDomain;
 
+/* What libvirt's events about a domain become. */
+enum mtd_libvirt_news {
+	MTD_LV_STARTED = 1, /* started or resumed: manage it (a no-op when managed) */
+	MTD_LV_GONE,        /* stopped, crashed or migrated away: its QEMU is no more */
+	MTD_LV_DEVICES,     /* its balloon or a channel came or went: read its XML again */
+	MTD_LV_POLICY,      /* memtide's metadata of it changed: read its policy again */
+	MTD_LV_LOST,        /* the connection closed (name ""): reconnect, look at what runs */
+};
+/* Who hears the news: news() runs on libvirt's event thread, so it only queues (the daemon's
+ * work queue), never calls libvirt. */
+struct mtd_libvirt_listener {
+	void (*news)(void *ctx, enum mtd_libvirt_news what, const char *name);
+	void *ctx;
+};
+
 /* Register libvirt's event loop (once per process), start its thread, connect to uri and
- * subscribe to lifecycle, balloon-change and device events.  0 or -EIO with err set. */
-int mtd_libvirt_open(struct mtd_daemon *d, const char *uri, struct mtd_libvirt **out, char *err,
-		     size_t errlen);
+ * subscribe to lifecycle, balloon-change and device events, whose news goes to listener
+ * (copied).  0 or -EIO with err set. */
+int mtd_libvirt_open(const struct mtd_libvirt_listener *listener, const char *uri,
+		     struct mtd_libvirt **out, char *err, size_t errlen);
 /* Unsubscribe, disconnect, stop the event thread. */
 void mtd_libvirt_close(struct mtd_libvirt *lv);
 /* The connection was lost (libvirtd restarted); set from the close callback. */
@@ -64,6 +79,13 @@ extern const struct mtd_balloon_ops mtd_libvirt_balloon_ops;
  * one -EBUSY until it returns. */
 void *mtd_libvirt_balloon_new(struct _virDomain *dom, unsigned stats_period_s, int timeout_ms,
 			      const atomic_bool *hurry);
+
+/* Read the domain's policy (defaults + metadata) / store one key and return the result.
+ * Libvirt errors give -EIO with libvirt's message in err. */
+int mtd_policy_load_domain(struct _virDomain *dom, const struct mtd_policy *defaults,
+			   struct mtd_policy *out, char *err, size_t errlen);
+int mtd_policy_store_domain(struct _virDomain *dom, const struct mtd_policy *p, char *err,
+			    size_t errlen);
 
 /* The agent channel's target name memtide looks for (virtio-serial port name). */
 #define MTD_AGENT_CHANNEL_NAME "org.memtide.agent.0"

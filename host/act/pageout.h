@@ -19,7 +19,7 @@
  *     (vhost-user backends, KSM), locked pages, and pages it cannot swap (swap full) while
  *     still returning the full length (measured, /work/shared/README.md).  After each call
  *     /proc/PID/pagemap says which pages went to swap; the others are reported as kept.
- *   - Huge pages stay whole where they can (Part 4 of the issue, docs/design.md "Host huge
+ *   - Huge pages stay whole where they can (docs/design.md, "Host huge
  *     pages"): a 2 MiB block (in QEMU's address space, where khugepaged works) is paged out
  *     only if it would then hold more swapped pages than khugepaged's max_ptes_swap; with
  *     fewer, khugepaged would read them back to rebuild the huge page (this host: 64), the

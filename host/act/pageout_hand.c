@@ -25,10 +25,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/log.h"
 #include "act/pageout.h"
-#include "daemon/policy.h"
 #include "act/swap_stat.h"
+#include "base/log.h"
+#include "base/parse.h"
 #include "vmm.h"
 
 #define MiB           ((uint64_t)1 << 20)
@@ -135,16 +135,6 @@ int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const 
 		return -EINVAL;
 	}
 	return 0;
-}
-
-enum mtd_return_via mtd_return_resolve(enum mtd_return_via policy, bool agent_expected,
-				       bool live_source)
-{
-	if (policy == MTD_RETURN_RECLAIM && !agent_expected && live_source)
-		return MTD_RETURN_PAGEOUT;
-	if (policy == MTD_RETURN_AUTO && !agent_expected)
-		return MTD_RETURN_PAGEOUT;
-	return policy;
 }
 
 /* ---- state and its log ------------------------------------------------------------- */

@@ -4,7 +4,7 @@
  * eviction hand chooses the cold runs, the pageout actuator (pageout.h) sends them to host
  * swap, and the pages that come back are refaults, page by page.
  *
- * It adds two stages to a VM's control loop (vm_loop.c; docs/design.md, "Host-side
+ * It adds two steps to a VM's tick (access/tick_age.c, act/tick_act.c; docs/design.md, "Host-side
  * eviction"), in data-flow order:
  *
  *   Step 2a feedback, before the source ages the generations: the refault scan.  A page read
@@ -36,8 +36,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/mtd.h"
 #include "act/ram_layout.h"
+#include "base/mtd.h"
+#include "decide/return_via.h"
 
 struct vmm_guest;
 struct vmm_pt;
@@ -53,15 +54,6 @@ void mtd_pageout_config_default(struct mtd_pageout_config *c);
 /* One [pageout] key from text.  0, or -EINVAL with a sentence in err. */
 int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const char *value,
 			   char *err, size_t errlen);
-
-/*
- * The way memory goes back for a VM, from its policy: `reclaim` (the default) without an
- * agent becomes `pageout` where a live page-level access source exists; `auto` without an
- * agent is `pageout`.  live_source: the source reports the guest's own accesses page by
- * page (ept, idle, damon), not the agent's amounts nor a simulation.
- */
-enum mtd_return_via mtd_return_resolve(enum mtd_return_via policy, bool agent_expected,
-				       bool live_source);
 
 /* What the hand needs from its VM, fixed at attach. */
 struct mtd_hand_env {

@@ -17,7 +17,7 @@
  * HURRY_MS per call left, not the full timeout.
  */
 #include "act/qmp.h"
-#include "daemon/vm.h"
+#include "act/balloon.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * qmp_parse.c - QEMU's words, checked: the pure half of the QMP client (qmp.h).
+ * qmp_parse.c - QEMU's words, checked: the pure half of the QMP client (qmp_parse.h).
  *
  * Every function here takes text or a json-c tree and returns checked values; none does I/O,
  * so the client (qmp.c), libvirt mode (libvirt_conn.c, which gets QMP replies as text) and
@@ -18,7 +18,7 @@
  * json-c keeps the last; QMP is read once per message, so no check can see another value
  * than the one used.
  */
-#include "act/qmp.h"
+#include "act/qmp_parse.h"
 
 #include <errno.h>
 #include <json-c/json.h>

@@ -11,6 +11,12 @@
  * The first MiB of GPA space is in the map but never evictable: the chipset remaps parts of
  * it at run time (PAM shadowing of the BIOS area, SMRAM), so the flat view read at attach
  * may not hold there later, and 640 KiB are not worth the doubt.
+ *
+ * One file of about 1,260 lines, on purpose: the seven answers' parsers, the build that
+ * cross-checks them against each other, and the query that asks a live QEMU are one check
+ * read in order (a parser's every field is a premise of a check in mtd_ram_layout_build),
+ * sharing the line and number readers at the top; tests/fuzz/fuzz_ram_layout.c drives them
+ * together.  Parsers and build apart would put each check's two halves in two files.
  */
 #include "act/ram_layout.h"
 

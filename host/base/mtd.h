@@ -19,6 +19,7 @@
 
 #define MTD_VERSION      "0.1.0" /* memtided's and memtidectl's; debian/changelog's too */
 #define MTD_NAME_MAX     128     /* libvirt domain names are shorter in practice */
+#define MTD_PATH_MAX     256     /* a file or socket path in memtided's settings */
 #define MTD_WSS_BINS     4       /* idle ages of the working-set estimate */
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
@@ -214,9 +215,12 @@ struct mtd_vm_status {
 	} ram_regions[MTD_RAM_REGIONS];
 	int ram_layout_check;
 	char ram_layout_detail[160];
-	bool agent_caps_known; /* an agent said hello on this attach: agent_caps is its word */
-	uint32_t agent_caps;   /* enum proto_cap bits of its hello (agent_caps.h explains) */
-	bool fpr_on;           /* free page reporting enabled on the balloon */
+	char agent_untrusted[200]; /* "" : the agent's figures fit its VM this session; else the
+				    * first that did not (clamped: act/agent_bounds.h) */
+	uint64_t agent_clamped;    /* its figures clamped to the VM since attach */
+	bool agent_caps_known;     /* an agent said hello on this attach: agent_caps is its word */
+	uint32_t agent_caps;       /* enum proto_cap bits of its hello (agent_caps.h explains) */
+	bool fpr_on;               /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
 	bool guest_psi_known; /* the agent reports PSI (guest_psi_some_avg10 is its word) */

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "daemon/config.h"
 #include "daemon/daemon.h"
-#include "daemon/policy.h"
 
 enum mtd_cmdline_action {
 	MTD_CMDLINE_RUN = 0,

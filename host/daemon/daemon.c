@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * daemon.c - memtided's core object: lifecycle, the main thread's work queue and host
- * arbitration, and the mtd_daemon_* calls the front ends use (mtd.h).
+ * daemon.c - memtided's core object: lifecycle, the main thread's work queue, attach and
+ * detach, and the mtd_daemon_* calls the front ends use (mtd.h).  The host's side (its
+ * memory, arbitration, a release's pace) is host.c.
  *
  * The main thread owns every attach and detach (libvirt events and hook news arrive as
  * queued work; front-end calls take d->lock and do the work on their own thread).  A VM is
@@ -40,12 +41,10 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "decide/arbiter.h"
 #include "act/libvirt_conn.h"
+#include "act/qmp.h"
 #include "base/log.h"
 #include "daemon/notify.h"
-#include "act/swap_stat.h"
-#include "act/qmp.h"
 #include "daemon/state.h"
 #include "daemon/vm.h"
 
@@ -79,6 +78,20 @@ static unsigned usable_cpus(void)
 	return n > 0 ? (unsigned)n : 1;
 }
 
+static uint64_t vm_release_upto(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,
+				uint64_t target_bytes, uint64_t ceiling_bytes, bool *host_short)
+{
+	struct mtd_daemon *d = ctx;
+
+	return mtd_host_release_upto(&d->host, &d->cfg, key, now_ms, actual_bytes, target_bytes,
+				     ceiling_bytes, host_short);
+}
+
+static int vm_reap(void *ctx, const char *name, uint64_t serial)
+{
+	return mtd_daemon_queue_reap(ctx, name, serial);
+}
+
 int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 {
 	struct mtd_daemon *d = calloc(1, sizeof(*d));
@@ -90,14 +103,22 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	d->nr_applied_keys = cfg->nr_file_keys;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->work_lock, NULL);
-	pthread_mutex_init(&d->host_lock, NULL);
 	d->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->work_fd < 0 || mtd_registry_init(d) < 0 ||
+	if (d->work_fd < 0 || mtd_registry_init(&d->registry) < 0 ||
 	    mtd_turns_init(&d->turns, TURNS_PER_CPU * usable_cpus()) < 0) {
 		mtd_daemon_free(d);
 		return -ENOMEM;
 	}
-	d->host.release_rate_bytes_per_s = cfg->arb.release_rate_bytes_per_s;
+	mtd_host_init(&d->host, cfg->arb.release_rate_bytes_per_s);
+	d->vm_host = (struct mtd_vm_host){
+	    .cfg = &d->cfg,
+	    .turns = &d->turns,
+	    .boot_id = d->boot_id,
+	    .state_failing = &d->state_failing,
+	    .release_upto = vm_release_upto,
+	    .reap = vm_reap,
+	    .ctx = d,
+	};
 	/* Without a boot id a state file of another boot (other QEMU processes) could not be
 	 * told from this one's: keep no state then. */
 	if (d->cfg.state_dir[0] && mtd_state_boot_id(d->boot_id) < 0) {
@@ -124,12 +145,12 @@ void mtd_daemon_free(struct mtd_daemon *d)
 		d->work_head = w->next;
 		free(w);
 	}
-	mtd_registry_destroy(d);
+	mtd_registry_destroy(&d->registry);
 	if (d->work_fd >= 0)
 		close(d->work_fd);
 	pthread_mutex_destroy(&d->lock);
 	pthread_mutex_destroy(&d->work_lock);
-	pthread_mutex_destroy(&d->host_lock);
+	mtd_host_destroy(&d->host);
 	mtd_turns_destroy(&d->turns);
 	free(d);
 }
@@ -269,7 +290,7 @@ static void load_saved(struct mtd_daemon *d, struct mtd_vm *vm, struct mtd_polic
 
 static int start_vm(struct mtd_daemon *d, struct mtd_vm *vm)
 {
-	int rc = mtd_registry_add(d, vm);
+	int rc = mtd_registry_add(&d->registry, vm);
 
 	if (rc < 0) {
 		mtd_vm_free(vm);
@@ -277,7 +298,7 @@ static int start_vm(struct mtd_daemon *d, struct mtd_vm *vm)
 	}
 	rc = mtd_vm_loop_start(vm);
 	if (rc < 0) {
-		(void)mtd_registry_del(d, vm);
+		(void)mtd_registry_del(&d->registry, vm);
 		call_rcu(&vm->rcu, free_vm_rcu);
 		return rc;
 	}
@@ -294,7 +315,7 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	int rc;
 
 	rcu_read_lock();
-	bool known = mtd_registry_find(d, name) != NULL;
+	bool known = mtd_registry_find(&d->registry, name) != NULL;
 	rcu_read_unlock();
 	if (known)
 		return -EBUSY;
@@ -322,7 +343,7 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 		pol = d->cfg.defaults;
 		pol.enabled = false;
 	}
-	rc = mtd_vm_new(d, name, info.uuid, &pol, &vm);
+	rc = mtd_vm_new(&d->vm_host, name, info.uuid, &pol, &vm);
 	if (rc < 0) {
 		mtd_libvirt_domain_put(dom);
 		return rc;
@@ -330,10 +351,10 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	if (rc == 0 && !pol.enabled)
 		snprintf(vm->draft.last_error, sizeof(vm->draft.last_error), "%.150s", err);
 	load_saved(d, vm, &pol);
-	vm->balloon = &mtd_libvirt_balloon_ops;
-	vm->balloon_ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s,
+	vm->balloon.ops = &mtd_libvirt_balloon_ops;
+	vm->balloon.ctx = mtd_libvirt_balloon_new(dom, d->cfg.stats_period_s,
 						  (int)d->cfg.call_timeout_ms, &vm->stop);
-	if (!vm->balloon_ctx) {
+	if (!vm->balloon.ctx) {
 		mtd_libvirt_domain_put(dom);
 		mtd_vm_free(vm);
 		return -ENOMEM;
@@ -355,15 +376,15 @@ static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qm
 {
 	struct mtd_vm *vm;
 	struct mtd_policy pol = d->cfg.defaults;
-	int rc = mtd_vm_new(d, name, NULL, &pol, &vm);
+	int rc = mtd_vm_new(&d->vm_host, name, NULL, &pol, &vm);
 
 	if (rc < 0)
 		return rc;
 	load_saved(d, vm, &pol);
-	vm->balloon = &mtd_qmp_balloon_ops;
-	vm->balloon_ctx = mtd_qmp_balloon_new(qmp_path, d->cfg.stats_period_s,
+	vm->balloon.ops = &mtd_qmp_balloon_ops;
+	vm->balloon.ctx = mtd_qmp_balloon_new(qmp_path, d->cfg.stats_period_s,
 					      (int)d->cfg.call_timeout_ms, &vm->stop);
-	if (!vm->balloon_ctx) {
+	if (!vm->balloon.ctx) {
 		mtd_vm_free(vm);
 		return -ENAMETOOLONG;
 	}
@@ -373,36 +394,6 @@ static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qm
 		snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", agent_path);
 	vm->agent_expected = agent_path[0] != '\0';
 	return start_vm(d, vm);
-}
-
-/*
- * The host line's VM count and saving, from the VMs in the registry now.  The arbiter's tick
- * sets them too, every [host] interval; attach and detach call this so that `status` right
- * after a detach no longer counts the VM it let go (the balloon it leaves is not memtide's
- * saving any more).  A VM whose loop has ended (DETACHED) is not counted either.
- */
-static void refresh_host_totals(struct mtd_daemon *d)
-{
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *vnode;
-	uint64_t saved = 0;
-	unsigned n = 0;
-
-	rcu_read_lock();
-	cds_lfht_for_each(d->vms, &it, vnode)
-	{
-		struct mtd_vm *vm = caa_container_of(vnode, struct mtd_vm, node);
-		const struct mtd_vm_status *st = rcu_dereference(vm->status);
-		if (!st || st->state == MTD_VM_DETACHED)
-			continue;
-		saved += st->saved_bytes;
-		n++;
-	}
-	rcu_read_unlock();
-	pthread_mutex_lock(&d->host_lock);
-	d->host.nr_vms = n;
-	d->host.saved_bytes = saved;
-	pthread_mutex_unlock(&d->host_lock);
 }
 
 /* Plain-QEMU mode: the VM of each --qmp (each loop connects on its own). */
@@ -437,7 +428,7 @@ static int detach_request(struct mtd_daemon *d, const char *name, bool forget)
 	int rc = -ENOENT;
 
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	if (vm && forget)
 		atomic_store(&vm->gone, true);
 	if (vm && atomic_load(&vm->detaching)) {
@@ -458,7 +449,7 @@ static int detach_request(struct mtd_daemon *d, const char *name, bool forget)
 static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 {
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	rcu_read_unlock();
 	/* Still valid: only d->lock holders unlink and free, and we hold it. */
 	if (!vm || vm->serial != serial)
@@ -473,9 +464,9 @@ static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 	if (atomic_load(&vm->gone) && !vm->forget && d->cfg.state_dir[0])
 		(void)mtd_state_remove(d->cfg.state_dir, vm->name);
 	say_detached(vm);
-	(void)mtd_registry_del(d, vm);
+	(void)mtd_registry_del(&d->registry, vm);
 	call_rcu(&vm->rcu, free_vm_rcu);
-	refresh_host_totals(d);
+	mtd_host_totals(&d->host, &d->registry);
 }
 
 /*
@@ -489,7 +480,7 @@ static void detach_all(struct mtd_daemon *d)
 	size_t n, left = 0;
 	uint64_t deadline = mono_ms() + STOP_WAIT_MS;
 
-	n = mtd_registry_list(d, vms, 512);
+	n = mtd_registry_list(&d->registry, vms, 512);
 	if (n > 512)
 		n = 512;
 	for (size_t i = 0; i < n; i++)
@@ -503,11 +494,11 @@ static void detach_all(struct mtd_daemon *d)
 			continue;
 		}
 		say_detached(vms[i]);
-		(void)mtd_registry_del(d, vms[i]);
+		(void)mtd_registry_del(&d->registry, vms[i]);
 		call_rcu(&vms[i]->rcu, free_vm_rcu);
 	}
 	d->nr_abandoned += (unsigned)left;
-	refresh_host_totals(d);
+	mtd_host_totals(&d->host, &d->registry);
 }
 
 struct name_list {
@@ -587,6 +578,7 @@ static int start_vsock(struct mtd_daemon *d)
 			plain ? "" : " (VMs keep their virtio-serial agent channel)");
 		return plain ? rc : 0;
 	}
+	d->vm_host.vsock = d->vsock;
 	if (plain) {
 		rc = add_vsock_endpoint(d, d->vm_name, d->agent_path);
 		for (unsigned i = 0; rc == 0 && i < d->nr_more_qmp; i++)
@@ -600,8 +592,34 @@ static int start_vsock(struct mtd_daemon *d)
 	return 0;
 }
 
+/* libvirt's news, on its event thread: work for the main thread, nothing more. */
+static void on_libvirt_news(void *ctx, enum mtd_libvirt_news what, const char *name)
+{
+	struct mtd_daemon *d = ctx;
+
+	switch (what) {
+	case MTD_LV_STARTED:
+		(void)mtd_daemon_queue(d, MTD_WORK_ATTACH, name);
+		break;
+	case MTD_LV_GONE:
+		(void)mtd_daemon_queue(d, MTD_WORK_GONE, name);
+		break;
+	case MTD_LV_DEVICES:
+		(void)mtd_daemon_queue(d, MTD_WORK_DETACH, name);
+		(void)mtd_daemon_queue(d, MTD_WORK_ATTACH, name);
+		break;
+	case MTD_LV_POLICY:
+		(void)mtd_daemon_queue(d, MTD_WORK_POLICY, name);
+		break;
+	case MTD_LV_LOST:
+		(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
+		break;
+	}
+}
+
 int mtd_daemon_start(struct mtd_daemon *d)
 {
+	const struct mtd_libvirt_listener lv_listener = {.news = on_libvirt_news, .ctx = d};
 	char err[256];
 	int rc;
 
@@ -620,7 +638,7 @@ int mtd_daemon_start(struct mtd_daemon *d)
 		pthread_mutex_unlock(&d->lock);
 		return rc;
 	}
-	rc = mtd_libvirt_open(d, d->cfg.uri, &d->lv, err, sizeof(err));
+	rc = mtd_libvirt_open(&lv_listener, d->cfg.uri, &d->lv, err, sizeof(err));
 	if (rc < 0) {
 		mtd_err("%s (is libvirtd running? uri %s)", err, d->cfg.uri);
 		return rc;
@@ -634,6 +652,7 @@ int mtd_daemon_start(struct mtd_daemon *d)
 
 static void reconnect(struct mtd_daemon *d)
 {
+	const struct mtd_libvirt_listener lv_listener = {.news = on_libvirt_news, .ctx = d};
 	char err[256];
 
 	pthread_mutex_lock(&d->lock);
@@ -642,7 +661,7 @@ static void reconnect(struct mtd_daemon *d)
 	detach_all(d);
 	mtd_libvirt_close(d->lv);
 	d->lv = NULL;
-	if (mtd_libvirt_open(d, d->cfg.uri, &d->lv, err, sizeof(err)) == 0) {
+	if (mtd_libvirt_open(&lv_listener, d->cfg.uri, &d->lv, err, sizeof(err)) == 0) {
 		mtd_notice("reconnected to %s", d->cfg.uri);
 		attach_running(d);
 	} else {
@@ -662,7 +681,7 @@ static void reload_policy(struct mtd_daemon *d, const char *name)
 
 	pthread_mutex_lock(&d->lock);
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	rcu_read_unlock();
 	if (vm && d->lv && mtd_libvirt_domain(d->lv, name, &dom, &info, err, sizeof(err)) == 0) {
 		if (mtd_policy_load_domain(dom, &d->cfg.defaults, &pol, err, sizeof(err)) < 0) {
@@ -704,89 +723,6 @@ static void do_work(struct mtd_daemon *d, struct mtd_work *w)
 			reconnect(d);
 		break;
 	}
-}
-
-/* ---- host arbitration ------------------------------------------------------------------- */
-
-static void arbitrate(struct mtd_daemon *d)
-{
-	uint64_t total = 0, avail = 0, saved = 0;
-	struct mtd_arbiter_result res;
-	struct mtd_arbiter_vm *av = NULL;
-	struct mtd_vm **vp = NULL;
-	size_t n = 0, cap = 0;
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *vnode;
-	struct mtd_vm *vm;
-
-	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
-		return;
-	rcu_read_lock();
-	cds_lfht_for_each(d->vms, &it, vnode)
-	{
-		vm = caa_container_of(vnode, struct mtd_vm, node);
-		const struct mtd_vm_status *st = rcu_dereference(vm->status);
-		if (!st)
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			void *a = realloc(av, nc * sizeof(*av)), *b;
-			if (!a)
-				break;
-			av = a;
-			b = realloc(vp, nc * sizeof(struct mtd_vm *));
-			if (!b)
-				break;
-			vp = b;
-			cap = nc;
-		}
-		av[n] = (struct mtd_arbiter_vm){
-		    .priority = st->policy.priority,
-		    .reclaimable_bytes = atomic_load(&vm->reclaimable_bytes),
-		    .pending_bytes = atomic_load(&vm->pending_bytes),
-		    .squeeze = atomic_load(&vm->squeeze_permille) / 1000.0,
-		};
-		vp[n++] = vm;
-		if (st->state != MTD_VM_DETACHED)
-			saved += st->saved_bytes;
-	}
-	mtd_arbiter_run(&d->cfg.arb, &d->arb_state, mono_ms(), total, avail, av, n, &res);
-	for (size_t i = 0; i < n; i++)
-		atomic_store(&vp[i]->squeeze_permille, (unsigned)(av[i].squeeze * 1000.0 + 0.5));
-	rcu_read_unlock();
-	free(av);
-	free(vp);
-
-	/* Host swap and the compressed pools, for status and metrics (swap_stat.h). */
-	struct mtd_swap_stat sw = {0};
-	(void)mtd_swap_read(NULL, NULL, &sw);
-	pthread_mutex_lock(&d->host_lock);
-	d->host.swap_total_bytes = sw.total_bytes;
-	d->host.swap_free_bytes = sw.free_bytes;
-	d->host.swap_pool_bytes = mtd_swap_pool(&sw);
-	bool was = d->host.under_pressure;
-	/* Pressure starts under the low mark and ends over the high mark (hysteresis). */
-	d->host.under_pressure = res.under_pressure || (was && avail <= res.high_mark_bytes);
-	d->host.mem_total_bytes = total;
-	d->host.mem_available_bytes = avail;
-	d->host.low_mark_bytes = res.low_mark_bytes;
-	d->host.high_mark_bytes = res.high_mark_bytes;
-	if (d->host.under_pressure && !was)
-		d->host.pressure_episodes++;
-	d->host.nr_vms = (unsigned)n;
-	d->host.saved_bytes = saved;
-	d->host.libvirt_connected =
-	    d->mode == MTD_MODE_LIBVIRT ? (d->lv && !mtd_libvirt_broken(d->lv)) : -1;
-	d->host.updated_ms = mono_ms();
-	d->host.interval_ms = d->cfg.arbiter_interval_ms;
-	d->host.observe_only = d->cfg.observe_only;
-	pthread_mutex_unlock(&d->host_lock);
-	if (d->host.under_pressure && !was)
-		mtd_notice("host under pressure: MemAvailable %" PRIu64 " MiB < low mark %" PRIu64
-			   " MiB; reclaiming from lower priorities first",
-			   avail / MiB, res.low_mark_bytes / MiB);
-	else if (was && avail > res.high_mark_bytes)
-		mtd_notice("host pressure over: MemAvailable %" PRIu64 " MiB", avail / MiB);
 }
 
 /* Plain-QEMU mode has no metadata: the policy is [defaults] with what `policy set`
@@ -853,11 +789,11 @@ void mtd_daemon_reload(struct mtd_daemon *d)
 	d->nr_applied_keys = n->nr_file_keys;
 	pthread_mutex_lock(&d->lock);
 	d->cfg.defaults = n->defaults;
-	pthread_mutex_lock(&d->host_lock);
+	pthread_mutex_lock(&d->host.lock);
 	d->cfg.arb = n->arb;
-	d->host.release_rate_bytes_per_s = n->arb.release_rate_bytes_per_s;
-	pthread_mutex_unlock(&d->host_lock);
-	nr = mtd_registry_list(d, vms, 512);
+	d->host.status.release_rate_bytes_per_s = n->arb.release_rate_bytes_per_s;
+	pthread_mutex_unlock(&d->host.lock);
+	nr = mtd_registry_list(&d->registry, vms, 512);
 	if (nr > 512)
 		nr = 512;
 	for (size_t i = 0; i < nr; i++) {
@@ -907,6 +843,12 @@ void mtd_daemon_drain_work(struct mtd_daemon *d)
 	drain(d, &next_rescan);
 }
 
+/* 1 or 0; -1 in plain-QEMU mode (no libvirt). */
+static int libvirt_connected(const struct mtd_daemon *d)
+{
+	return d->mode == MTD_MODE_LIBVIRT ? (d->lv && !mtd_libvirt_broken(d->lv)) : -1;
+}
+
 int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 {
 	uint64_t next_arb = 0, next_rescan = 0, next_ping = 0;
@@ -915,7 +857,7 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 	for (;;) {
 		uint64_t now = mono_ms();
 		if (now >= next_arb) {
-			arbitrate(d);
+			mtd_host_arbitrate(&d->host, &d->cfg, &d->registry, libvirt_connected(d));
 			next_arb = now + d->cfg.arbiter_interval_ms;
 		}
 		/* The watchdog says this loop turns: a main thread stuck (on d->lock, in libvirt)
@@ -968,6 +910,7 @@ void mtd_daemon_stop(struct mtd_daemon *d)
 	/* After the VMs: their links are closed, the guests' connections get their resets. */
 	mtd_vsock_stop(d->vsock);
 	d->vsock = NULL;
+	d->vm_host.vsock = NULL;
 	rcu_unregister_thread();
 	/* Every VM was handed to call_rcu: wait for the frees before the registry goes. */
 	rcu_barrier();
@@ -1012,11 +955,11 @@ int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 	pthread_mutex_lock(&d->lock);
 	if (name) {
 		rcu_read_lock();
-		vms[0] = mtd_registry_find(d, name);
+		vms[0] = mtd_registry_find(&d->registry, name);
 		rcu_read_unlock();
 		n = vms[0] ? 1 : 0;
 	} else {
-		n = mtd_registry_list(d, vms, 512);
+		n = mtd_registry_list(&d->registry, vms, 512);
 		n = n > 512 ? 512 : n;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -1037,21 +980,20 @@ int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 	return count;
 }
 
-uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
-				  bool *host_short)
+void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out)
 {
-	uint64_t total = 0, avail = 0, g = 0;
+	mtd_host_status(&d->host, out);
+}
 
-	*host_short = false;
-	/* The host's MemAvailable now, not the arbiter's last look: a release may be the
-	 * only thing moving memory. */
-	if (mtd_arbiter_read_meminfo(d->cfg.meminfo_path, &total, &avail) < 0)
-		return 0;
-	pthread_mutex_lock(&d->host_lock);
-	g = mtd_arbiter_release_grant(&d->cfg.arb, &d->release, now_ms, total, avail, want_bytes,
-				      host_short);
-	pthread_mutex_unlock(&d->host_lock);
-	return g;
+int mtd_daemon_foreach_vm(struct mtd_daemon *d,
+			  void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg)
+{
+	return mtd_registry_foreach_status(&d->registry, fn, arg);
+}
+
+int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_status *out)
+{
+	return mtd_registry_get_status(&d->registry, name, out);
 }
 
 int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out)
@@ -1061,7 +1003,7 @@ int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_pol
 	if (!name)
 		return -EINVAL;
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	const struct mtd_vm_status *st = vm ? rcu_dereference(vm->status) : NULL;
 	if (st) {
 		/* The latest policy asked for is the one in force, whether or not the loop
@@ -1108,7 +1050,7 @@ int mtd_daemon_policy_set_many(struct mtd_daemon *d, const char *name, const str
 	}
 	pthread_mutex_lock(&d->lock);
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(&d->registry, name);
 	rcu_read_unlock();
 	/* Start from the policy in force, including one set but not yet taken by the loop,
 	 * so two sets in a row both stick.  (d->lock keeps vm registered meanwhile.) */
@@ -1183,11 +1125,4 @@ int mtd_daemon_hook_event(struct mtd_daemon *d, const char *domain, const char *
 	if (!strcmp(op, "stopped") || !strcmp(op, "release"))
 		return mtd_daemon_queue(d, MTD_WORK_GONE, domain);
 	return 0;
-}
-
-void mtd_daemon_host_status(struct mtd_daemon *d, struct mtd_host_status *out)
-{
-	pthread_mutex_lock(&d->host_lock);
-	*out = d->host;
-	pthread_mutex_unlock(&d->host_lock);
 }

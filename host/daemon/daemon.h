@@ -3,8 +3,9 @@
  * daemon.h - memtided's core object, internal to the core (front ends see only mtd.h).
  *
  * Threads:
- *   main       signals, the work queue (attach/detach/hook news), host arbitration ticks;
- *   libvirt    libvirt's default event loop (libvirt_conn.c), which only queues work;
+ *   main       signals, the work queue (attach/detach/hook news), host arbitration ticks
+ *              (host.c);
+ *   libvirt    libvirt's default event loop (libvirt_conn.c), whose news only queues work;
  *   one per VM the control loop (vm_loop.c);
  *   front ends the control socket and metrics (theirs), reading snapshots under RCU.
  * Attach, detach and policy changes are serialised by d->lock (a mutex held only by control
@@ -21,10 +22,13 @@
 #include <urcu.h>
 #include <urcu/rculfhash.h>
 
-#include "decide/arbiter.h"
 #include "base/mtd.h"
-#include "daemon/policy.h"
-#include "daemon/turns.h"
+#include "base/turns.h"
+#include "daemon/config.h"
+#include "daemon/host.h"
+#include "daemon/registry.h"
+#include "daemon/vm.h"
+#include "decide/arbiter.h"
 
 struct mtd_libvirt;
 struct mtd_vm;
@@ -72,10 +76,10 @@ struct mtd_daemon {
 	unsigned nr_more_qmp;
 	unsigned nr_abandoned; /* loops still stuck in a call when the daemon stopped */
 
-	struct cds_lfht *vms;    /* the registry: struct mtd_vm by name (registry.c) */
-	pthread_mutex_t lock;    /* serialises attach / detach / policy set */
-	struct mtd_libvirt *lv;  /* libvirt mode */
-	struct mtd_vsock *vsock; /* the vhost-user-vsock back end (NULL: none) */
+	struct mtd_registry registry; /* struct mtd_vm by name (registry.h) */
+	pthread_mutex_t lock;         /* serialises attach / detach / policy set */
+	struct mtd_libvirt *lv;       /* libvirt mode */
+	struct mtd_vsock *vsock;      /* the vhost-user-vsock back end (NULL: none) */
 
 	pthread_mutex_t work_lock; /* guards work_head / work_tail */
 	struct mtd_work *work_head, *work_tail;
@@ -92,14 +96,12 @@ struct mtd_daemon {
 	struct mtd_config_key applied_keys[MTD_CONFIG_MAX_KEYS];
 	unsigned nr_applied_keys;
 
-	struct mtd_arbiter_state arb_state; /* main thread only */
-	pthread_mutex_t host_lock;          /* guards host and release */
-	struct mtd_host_status host;
-	struct mtd_release_budget release; /* memtidectl release's pace, shared by all VMs */
+	struct mtd_host host;   /* the host's memory, arbitration, a release's pace (host.h) */
 	struct mtd_turns turns; /* the loops' aging rounds, a few per CPU at a time (turns.h) */
 
-	char boot_id[37];          /* this boot's id: state files of another boot are void */
-	atomic_bool state_failing; /* saving VM state fails (told once, not per VM) */
+	char boot_id[37];           /* this boot's id: state files of another boot are void */
+	atomic_bool state_failing;  /* saving VM state fails (told once, not per VM) */
+	struct mtd_vm_host vm_host; /* what every VM is handed of the daemon (vm.h) */
 };
 
 /* Lifecycle (daemon.c), called from main(). */
@@ -118,23 +120,7 @@ void mtd_daemon_stop(struct mtd_daemon *d);
 void mtd_daemon_free(struct mtd_daemon *d);
 /* Queue work for the main thread (any thread, never blocks on libvirt). */
 int mtd_daemon_queue(struct mtd_daemon *d, enum mtd_work_kind kind, const char *name);
-/* What a release may hand a VM now, of want (arbiter.h, mtd_arbiter_release_grant), read
- * against the host's MemAvailable now.  Any thread (VM loops); takes host_lock. */
-uint64_t mtd_daemon_release_grant(struct mtd_daemon *d, uint64_t want_bytes, uint64_t now_ms,
-				  bool *host_short);
 /* A VM's loop that was asked to detach has finished: the main thread reaps it. */
 int mtd_daemon_queue_reap(struct mtd_daemon *d, const char *name, uint64_t serial);
-
-/* Registry (registry.c). */
-int mtd_registry_init(struct mtd_daemon *d);
-void mtd_registry_destroy(struct mtd_daemon *d);
-/* Insert vm unless one of the same name exists: 0 or -EEXIST. */
-int mtd_registry_add(struct mtd_daemon *d, struct mtd_vm *vm);
-/* Find by name.  Call under rcu_read_lock; the pointer is valid until rcu_read_unlock. */
-struct mtd_vm *mtd_registry_find(struct mtd_daemon *d, const char *name);
-/* Unlink vm (readers may still hold it until a grace period passes).  0 or -ENOENT. */
-int mtd_registry_del(struct mtd_daemon *d, struct mtd_vm *vm);
-/* Number of VMs, and a bounded list of them for control paths (under d->lock). */
-size_t mtd_registry_list(struct mtd_daemon *d, struct mtd_vm **vms, size_t max);
 
 #endif /* MEMTIDE_HOST_DAEMON_H */

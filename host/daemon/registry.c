@@ -4,7 +4,7 @@
  * mtd_vm keyed by domain name.
  *
  * Readers (control socket, metrics, arbiter) look VMs up and walk them under rcu_read_lock
- * with no lock at all; writers (attach, detach) are serialised by d->lock, so the lfht's
+ * with no lock at all; writers (attach, detach) are serialised by the daemon's lock, so the lfht's
  * add_unique never races another writer on the same name, only readers, which lfht allows.
  * A removed VM is freed only after a grace period (call_rcu), so a reader that found it just
  * before removal still sees valid memory and its last published snapshot.
@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "daemon/daemon.h"
+#include "daemon/registry.h"
 #include "daemon/vm.h"
 
 /* FNV-1a over the name: names are short; lfht wants a well-spread 64-bit hash. */
@@ -35,51 +35,51 @@ static int name_match(struct cds_lfht_node *node, const void *key)
 	return strcmp(vm->name, key) == 0;
 }
 
-int mtd_registry_init(struct mtd_daemon *d)
+int mtd_registry_init(struct mtd_registry *r)
 {
-	d->vms = cds_lfht_new(16, 16, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
-	return d->vms ? 0 : -ENOMEM;
+	r->vms = cds_lfht_new(16, 16, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	return r->vms ? 0 : -ENOMEM;
 }
 
-void mtd_registry_destroy(struct mtd_daemon *d)
+void mtd_registry_destroy(struct mtd_registry *r)
 {
-	if (d->vms)
-		(void)cds_lfht_destroy(d->vms, NULL);
-	d->vms = NULL;
+	if (r->vms)
+		(void)cds_lfht_destroy(r->vms, NULL);
+	r->vms = NULL;
 }
 
-int mtd_registry_add(struct mtd_daemon *d, struct mtd_vm *vm)
+int mtd_registry_add(struct mtd_registry *r, struct mtd_vm *vm)
 {
 	struct cds_lfht_node *got;
 
 	cds_lfht_node_init(&vm->node);
 	rcu_read_lock();
-	got = cds_lfht_add_unique(d->vms, name_hash(vm->name), name_match, vm->name, &vm->node);
+	got = cds_lfht_add_unique(r->vms, name_hash(vm->name), name_match, vm->name, &vm->node);
 	rcu_read_unlock();
 	return got == &vm->node ? 0 : -EEXIST;
 }
 
-struct mtd_vm *mtd_registry_find(struct mtd_daemon *d, const char *name)
+struct mtd_vm *mtd_registry_find(struct mtd_registry *r, const char *name)
 {
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *node;
 
-	cds_lfht_lookup(d->vms, name_hash(name), name_match, name, &it);
+	cds_lfht_lookup(r->vms, name_hash(name), name_match, name, &it);
 	node = cds_lfht_iter_get_node(&it);
 	return node ? caa_container_of(node, struct mtd_vm, node) : NULL;
 }
 
-int mtd_registry_del(struct mtd_daemon *d, struct mtd_vm *vm)
+int mtd_registry_del(struct mtd_registry *r, struct mtd_vm *vm)
 {
 	int rc;
 
 	rcu_read_lock();
-	rc = cds_lfht_del(d->vms, &vm->node);
+	rc = cds_lfht_del(r->vms, &vm->node);
 	rcu_read_unlock();
 	return rc == 0 ? 0 : -ENOENT;
 }
 
-size_t mtd_registry_list(struct mtd_daemon *d, struct mtd_vm **vms, size_t max)
+size_t mtd_registry_list(struct mtd_registry *r, struct mtd_vm **vms, size_t max)
 {
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *vnode;
@@ -87,7 +87,7 @@ size_t mtd_registry_list(struct mtd_daemon *d, struct mtd_vm **vms, size_t max)
 	size_t n = 0;
 
 	rcu_read_lock();
-	cds_lfht_for_each(d->vms, &it, vnode)
+	cds_lfht_for_each(r->vms, &it, vnode)
 	{
 		vm = caa_container_of(vnode, struct mtd_vm, node);
 		if (n < max)
@@ -98,8 +98,8 @@ size_t mtd_registry_list(struct mtd_daemon *d, struct mtd_vm **vms, size_t max)
 	return n;
 }
 
-int mtd_daemon_foreach_vm(struct mtd_daemon *d,
-			  void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg)
+int mtd_registry_foreach_status(struct mtd_registry *r,
+				void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg)
 {
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *vnode;
@@ -107,7 +107,7 @@ int mtd_daemon_foreach_vm(struct mtd_daemon *d,
 	int n = 0;
 
 	rcu_read_lock();
-	cds_lfht_for_each(d->vms, &it, vnode)
+	cds_lfht_for_each(r->vms, &it, vnode)
 	{
 		vm = caa_container_of(vnode, struct mtd_vm, node);
 		const struct mtd_vm_status *st = rcu_dereference(vm->status);
@@ -120,12 +120,12 @@ int mtd_daemon_foreach_vm(struct mtd_daemon *d,
 	return n;
 }
 
-int mtd_daemon_get_vm(struct mtd_daemon *d, const char *name, struct mtd_vm_status *out)
+int mtd_registry_get_status(struct mtd_registry *r, const char *name, struct mtd_vm_status *out)
 {
 	int rc = -ENOENT;
 
 	rcu_read_lock();
-	struct mtd_vm *vm = mtd_registry_find(d, name);
+	struct mtd_vm *vm = mtd_registry_find(r, name);
 	if (vm) {
 		const struct mtd_vm_status *st = rcu_dereference(vm->status);
 		if (st) {

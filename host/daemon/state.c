@@ -493,30 +493,3 @@ int mtd_state_boot_id(char out[37])
 	memcpy(out, line, 37);
 	return 0;
 }
-
-int mtd_state_process_instance(int pid, char *buf, size_t len)
-{
-	char path[64], line[1024];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	if (!fgets(line, sizeof(line), f))
-		line[0] = '\0';
-	fclose(f);
-	/* "PID (COMM) S PPID ..." : COMM may hold spaces and ')', so count from the last ')';
-	 * starttime is field 22, the 20th after it. */
-	char *p = strrchr(line, ')');
-	if (!p)
-		return -EPROTO;
-	for (int field = 2; field < 22 && p; field++)
-		p = strchr(p + 1, ' ');
-	if (!p)
-		return -EPROTO;
-	unsigned long long start = strtoull(p + 1, NULL, 10);
-	if (!start)
-		return -EPROTO;
-	return snprintf(buf, len, "%d:%llu", pid, start) < (int)len ? 0 : -ENOSPC;
-}

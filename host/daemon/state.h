@@ -28,11 +28,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "decide/controller.h"
 #include "base/mtd.h"
-#include "daemon/policy.h"
+#include "base/policy.h"
+#include "decide/controller.h"
 
 #define MTD_STATE_FORMAT    1
+#define MTD_STATE_NAME_MAX  72    /* longest state file name */
 #define MTD_STATE_MAX_BYTES 16384 /* a real file is ~700 bytes */
 
 struct mtd_saved_vm {
@@ -73,8 +74,5 @@ int mtd_state_prune(const char *dir, bool (*keep)(void *arg, const char *vm_name
 
 /* This boot's id (36 characters and a NUL).  0 or -errno. */
 int mtd_state_boot_id(char out[37]);
-/* "PID:STARTTIME" of a process (its start time in clock ticks since boot, from
- * /proc/PID/stat: a PID reused by a later process differs in it).  0 or -errno. */
-int mtd_state_process_instance(int pid, char *buf, size_t len);
 
 #endif /* MEMTIDE_HOST_STATE_H */

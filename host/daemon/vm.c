@@ -23,9 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/daemon.h"
-#include "daemon/history.h"
 #include "base/log.h"
+#include "daemon/history.h"
 
 struct status_box {
 	struct rcu_head rcu;
@@ -51,7 +50,13 @@ static void free_box(struct rcu_head *h)
 	free(caa_container_of(h, struct status_box, rcu));
 }
 
-int mtd_vm_new(struct mtd_daemon *d, const char *name, const char *uuid,
+static void audit_record(void *ctx, uint64_t now_ms, const char *what, uint64_t before_bytes,
+			 uint64_t after_bytes, const char *reason, const char *source, bool observe)
+{
+	mtd_vm_audit(ctx, now_ms, what, before_bytes, after_bytes, reason, source, observe);
+}
+
+int mtd_vm_new(const struct mtd_vm_host *host, const char *name, const char *uuid,
 	       const struct mtd_policy *policy, struct mtd_vm **out)
 {
 	struct mtd_vm *vm = calloc(1, sizeof(*vm));
@@ -60,7 +65,7 @@ int mtd_vm_new(struct mtd_daemon *d, const char *name, const char *uuid,
 		return -ENOMEM;
 	static atomic_uint_fast64_t next_serial = 1;
 
-	vm->d = d;
+	vm->host = host;
 	vm->serial = atomic_fetch_add(&next_serial, 1);
 	snprintf(vm->name, sizeof(vm->name), "%s", name);
 	snprintf(vm->uuid, sizeof(vm->uuid), "%s", uuid ? uuid : "");
@@ -71,6 +76,8 @@ int mtd_vm_new(struct mtd_daemon *d, const char *name, const char *uuid,
 		return e;
 	}
 	pthread_mutex_init(&vm->mbox_lock, NULL);
+	vm->balloon.vm = vm->name;
+	vm->audit = (struct mtd_audit){.record = audit_record, .ctx = vm};
 	vm->policy = *policy;
 	vm->policy_new = *policy; /* the latest policy asked for, taken or not */
 	memcpy(vm->draft.name, vm->name, sizeof(vm->name));
@@ -97,8 +104,8 @@ void mtd_vm_free(struct mtd_vm *vm)
 	st = vm->status;
 	if (st)
 		free(caa_container_of(st, struct status_box, st));
-	if (vm->balloon && vm->balloon_ctx)
-		vm->balloon->destroy(vm->balloon_ctx);
+	if (vm->balloon.ops && vm->balloon.ctx)
+		vm->balloon.ops->destroy(vm->balloon.ctx);
 	free(vm->saved);
 	free(vm->last_saved);
 	close(vm->wake_fd);
@@ -186,10 +193,10 @@ void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t
 	    .source = source,
 	    .observe = observe,
 	};
-	int rc = mtd_history_append(vm->d->cfg.state_dir, &e);
+	int rc = mtd_history_append(vm->host->cfg->state_dir, &e);
 	if (rc < 0 && !vm->history_warned) {
 		mtd_warn("%s: cannot write its history under %s: %s (the log keeps the trail)",
-			 vm->name, vm->d->cfg.state_dir, strerror(-rc));
+			 vm->name, vm->host->cfg->state_dir, strerror(-rc));
 		vm->history_warned = true;
 	} else if (rc == 0) {
 		vm->history_warned = false;
@@ -211,6 +218,11 @@ void mtd_vm_figures(uint64_t domain_bytes, uint64_t actual_bytes, uint64_t rss_b
 	}
 	*returned_bytes = observe ? 0 : returned;
 	*untouched_bytes = untouched;
+}
+
+void mtd_vm_set_error(struct mtd_vm *vm, const char *what, const char *detail)
+{
+	snprintf(vm->draft.last_error, sizeof(vm->draft.last_error), "%.40s%.110s", what, detail);
 }
 
 void mtd_vm_wake(struct mtd_vm *vm)

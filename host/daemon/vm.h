@@ -13,8 +13,12 @@
  *     one is freed with call_rcu after every reader is done.
  *
  * Memory per VM is bounded: the libvmm guest (metadata proportional to guest RAM; see
- * vmm_guest_stats.metadata_bytes), the agent link's buffers (fixed caps), MAX_EVICTED_RUNS
- * runs of balloon history, and two snapshots at most during a swap.
+ * vmm_guest_stats.metadata_bytes), the agent link's buffers (fixed caps), MTD_MAX_TAKEN_RUNS
+ * runs of balloon history (act/tick_act.h), and two snapshots at most during a swap.
+ *
+ * The loop-private state is each stage's own (decide/tick.h): the balloon's (act/),
+ * the decision's (decide/), the act stage's (act/), the vsock device's (vsock/); the record
+ * holds them, the stages never see the record.
  */
 #ifndef MEMTIDE_HOST_VM_H
 #define MEMTIDE_HOST_VM_H
@@ -27,55 +31,49 @@
 #include <urcu.h>
 #include <urcu/rculfhash.h>
 
-#include "decide/controller.h"
-#include "base/mtd.h"
-#include "daemon/policy.h"
-#include "act/qmp.h"
 #include "access/source.h"
+#include "act/balloon.h"
+#include "act/tick_act.h"
+#include "base/audit.h"
+#include "base/mtd.h"
+#include "base/policy.h"
+#include "daemon/config.h"
 #include "daemon/state.h"
-#include "decide/steady.h"
+#include "decide/tick_decide.h"
 #include "vmm.h"
+#include "vsock/vm_vsock.h"
 
-struct mtd_daemon;
 struct mtd_agent_link;
-struct mtd_vsock_claim;
 struct mtd_pageout_hand;
-struct json_object;
+struct mtd_turns;
+struct mtd_vsock;
 
 /*
- * The balloon and what the hypervisor knows about the guest: libvirt (libvirt_conn.c) or a
- * plain QMP socket (qmp.c).  Called from the VM's loop thread only.  All return 0 or -errno.
+ * What a VM needs of the daemon that runs it, handed down at mtd_vm_new (daemon.c fills one
+ * for all its VMs): its settings, the shared resources, and two calls back.  The VM never
+ * sees the daemon itself.
  */
-struct mtd_balloon_ops {
-	const char *name;
-	/* (Re)connect and set the stats period; fills the domain's memory size. */
-	int (*open)(void *ctx, uint64_t *domain_bytes, char *err, size_t errlen);
-	int (*set_target)(void *ctx, uint64_t target_bytes, char *err, size_t errlen);
-	/* Balloon actual and the driver's stats (stats->valid false when not reported). */
-	int (*read)(void *ctx, uint64_t *actual_bytes, struct mtd_balloon_stats *stats);
-	/* Is free page reporting on for this balloon?  -ENOTSUP when it cannot be told. */
-	int (*fpr)(void *ctx, bool *on);
-	/* The QEMU process, for the guest RAM's resident size and to tell a restarted QEMU
-	 * from a reconnect to the same one.  -ENOTSUP when unknown. */
-	int (*qemu_pid)(void *ctx, int *pid);
-	/* One QMP command, passed through (libvirt: its monitor passthrough).  *ret as for
-	 * mtd_qmp_execute.  NULL when the actuator has no monitor. */
-	int (*qmp)(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
-		   char *err, size_t errlen);
-	/* Connections made so far (optional, NULL: the actuator never reconnects by itself):
-	 * when it moves, the actuator lost its connection and made a new one. */
-	unsigned (*connects)(void *ctx);
-	void (*destroy)(void *ctx);
+struct mtd_vm_host {
+	const struct mtd_config *cfg;
+	struct mtd_turns *turns;    /* the loops' aging rounds take turns (turns.h) */
+	struct mtd_vsock *vsock;    /* the vhost-user-vsock back end (NULL: none) */
+	const char *boot_id;        /* this boot's: state files of another boot are void */
+	atomic_bool *state_failing; /* saving VM state fails (told once, not per VM) */
+	/* How high a released VM's balloon target may go now, counted from the balloon's
+	 * actual size (the daemon's pace for all, release_pace.h; any thread). */
+	uint64_t (*release_upto)(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,
+				 uint64_t target_bytes, uint64_t ceiling_bytes, bool *host_short);
+	/* A VM's loop that was asked to detach has finished: the main thread reaps it. */
+	int (*reap)(void *ctx, const char *name, uint64_t serial);
+	void *ctx;
 };
-
-#define MAX_EVICTED_RUNS 1024
 
 struct mtd_vm {
 	/* ---- identity and registry (immutable after mtd_vm_new) ---- */
 	char name[MTD_NAME_MAX];
 	char uuid[37];
 	uint64_t serial; /* unique per mtd_vm_new: tells two VMs of one name apart */
-	struct mtd_daemon *d;
+	const struct mtd_vm_host *host;
 	struct cds_lfht_node node; /* in the registry's hash table, keyed by name */
 	struct rcu_head rcu;       /* for freeing after removal */
 
@@ -101,9 +99,8 @@ struct mtd_vm {
 	int release_cmd; /* 0 none, 1 release, -1 resume: memtidectl's ask, not yet taken */
 
 	/* ---- actuators and inputs (set before the loop starts, then loop-private) ---- */
-	const struct mtd_balloon_ops *balloon;
-	void *balloon_ctx;
-	char agent_path[256]; /* unix socket of the agent channel ("" : none) */
+	struct mtd_balloon balloon; /* ops and ctx set by the daemon (balloon.h) */
+	char agent_path[256];       /* unix socket of the agent channel ("" : none) */
 	bool agent_expected;
 	bool vsock_expected;        /* the VM has memtided's vhost-user-vsock device */
 	struct mtd_saved_vm *saved; /* a state file to resume from (taken on the first tick) */
@@ -115,70 +112,26 @@ struct mtd_vm {
 	pthread_t thread;
 	bool thread_started;
 	struct mtd_policy policy;
-	uint64_t domain_bytes;
 	struct mtd_agent_link *agent;
 	struct mtd_source source;
 	struct vmm_guest *guest;
-	struct vmm_reclaim_ctl reclaim;
-	struct mtd_ctl_state ctl;
-	uint64_t cold_age_ms;
-	struct vmm_decision decision; /* the last round's (vmm_decide): host pageout acts on it */
-	uint64_t cold_age_capped_ms;  /* policy cold_age last said to be beyond the generations */
-	uint64_t last_step_ms;
-	uint64_t first_tick_ms;       /* when the loop first ran: the oldest age it can vouch for */
-	uint64_t rounds;              /* aging rounds done */
-	uint64_t last_refaults;       /* libvmm refaults_total at the last step */
-	uint64_t last_guest_refaults; /* agent workingset_refault (pages) at the last step */
-	uint64_t last_majfault;       /* pgmajfault at the last step */
-	bool have_fault_base;
-	uint64_t balloon_actual;
-	uint64_t avail_seq;       /* the agent stats report the balloon level below goes with */
-	uint64_t avail_balloon;   /* the balloon's actual size when that report came */
-	uint64_t pressure_seq;    /* the agent stats report last answered as pressure (0: none) */
-	uint64_t actual_since_ms; /* when the balloon's actual size last changed */
-	uint64_t reserved_bytes;  /* guest RAM outside its MemTotal, least read (0: unknown) */
-	uint64_t rss_next_ms;     /* next read of the guest RAM's resident size */
-	struct mtd_balloon_stats bstats;
-	uint64_t bstats_seen_update_s; /* last-update of the newest balloon stats */
-	uint64_t bstats_seen_ms;       /* when last-update last moved */
-	uint64_t reclaim_seen;         /* agent reclaim replies already logged as actions */
-	struct mtd_steady steady;      /* growing and futile-reclaim rules (steady.h) */
-	bool fpr_on, fpr_known;
-	unsigned balloon_failures;
-	struct mtd_vsock_claim *vsock;  /* our claim on the vsock service's endpoint */
-	uint64_t vsock_restart_session; /* the session a device restart was asked for */
-	unsigned vsock_restarts;
-	uint64_t layout_checked_gen; /* the memory table last checked against QMP */
-	uint64_t applied_bytes;      /* the balloon target the hypervisor last accepted */
-	bool applied_valid;     /* applied_bytes holds one (none yet after attach or restart) */
-	bool apply_pending;     /* the last command failed or the actuator reconnected: send
-				 * the current target again at the next tick */
-	bool read_failing;      /* the balloon cannot be read: told once per outage */
-	unsigned connects_seen; /* balloon->connects at the last tick */
-	char instance[48];      /* the QEMU process now ("PID:STARTTIME", "" unknown) */
-	bool released;          /* memtidectl release in force */
-	bool release_waiting;   /* the host had nothing to spare at the last release step */
-	uint64_t majflt_seen;   /* balloon stats' major faults at the last fresh sample */
-	uint64_t majflt_seen_ms;
-	double majflt_per_s; /* over the last stats period (valid when majflt_known) */
-	bool majflt_known;
+	struct mtd_pageout_hand *hand; /* host-side eviction (pageout_hand.h) */
+	struct mtd_vm_vsock vsock;     /* the vsock device's side (vm_vsock.h) */
+	struct mtd_vm_decide dec;      /* the decision's state (decide/tick_decide.h) */
+	struct mtd_vm_act act;         /* the act stage's (act/tick_act.h) */
+	struct mtd_audit audit;        /* mtd_vm_audit, for the stages */
+	uint64_t last_step_ms;         /* the last scheduled tick */
+	uint64_t first_tick_ms;      /* when the loop first ran: the oldest age it can vouch for */
+	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
+	unsigned late_in_row, ontime_in_row;
 	struct mtd_saved_vm *last_saved; /* what the state file holds (NULL: not written yet) */
 	bool state_failing;              /* saving fails: told once per outage */
-	bool observing;                  /* observe-only was in force at the last step */
 	bool history_warned;             /* a failed history write was logged (once) */
-	uint64_t peer_down_since_ms;     /* first call the peer did not answer (0: answering) */
-	uint64_t peer_next_probe_ms;     /* while down: no balloon call before this */
-	unsigned peer_probes;            /* unanswered probes in a row (backoff exponent) */
-	uint64_t last_sched_tick_ms;     /* start of the last scheduled tick */
-	unsigned late_in_row, ontime_in_row;
-	struct mtd_pageout_hand *hand;            /* host-side eviction (pageout_hand.h) */
-	struct vmm_run evicted[MAX_EVICTED_RUNS]; /* runs the balloon took, newest last */
-	size_t nr_evicted;
-	struct mtd_vm_status draft; /* built here each step, then published as a copy */
+	struct mtd_vm_status draft;      /* built here each step, then published as a copy */
 };
 
 /* Create a VM record (not yet in the registry, no thread).  0 or -ENOMEM. */
-int mtd_vm_new(struct mtd_daemon *d, const char *name, const char *uuid,
+int mtd_vm_new(const struct mtd_vm_host *host, const char *name, const char *uuid,
 	       const struct mtd_policy *policy, struct mtd_vm **out);
 /* Free a VM whose thread has been joined and that no reader can reach any more. */
 void mtd_vm_free(struct mtd_vm *vm);
@@ -215,11 +168,21 @@ void mtd_vm_wake(struct mtd_vm *vm);
 /* Hand the loop a new policy (validated by the caller). */
 void mtd_vm_set_policy(struct mtd_vm *vm, const struct mtd_policy *p);
 
-/* memtided's vhost-user-vsock back end, the VM loop's side (vm_vsock.c): restart the device
- * after memtided reconnected to a running QEMU, publish and check the memory table. */
-void mtd_vm_vsock_step(struct mtd_vm *vm);
-/* Fill st's agent-channel and vsock fields. */
-void mtd_vm_channel_status(struct mtd_vm *vm, struct mtd_vm_status *st);
+/* The status's last error: what failed and why, within its field. */
+void mtd_vm_set_error(struct mtd_vm *vm, const char *what, const char *detail);
+
+/* Attach (vm_attach.c, on the loop's thread): the balloon first (retried until it opens or
+ * the loop is asked to stop: -ECANCELED), then the agent's channel, the access source,
+ * libvmm's guest and reclaim controller, host-side eviction's hand.  0 or -errno. */
+int mtd_vm_attach(struct mtd_vm *vm);
+
+/* The tick's stages on the VM's own record (decide/tick.h lists them all): 5, publish the
+ * status (tick_publish.c); 6, save what a restarted memtided needs when it changed
+ * (tick_save.c), and, before the first decision, take over a state file a previous memtided
+ * saved (mtd_tick_resume: a no-op without one). */
+void mtd_tick_publish(struct mtd_vm *vm, const struct mtd_tick *t);
+void mtd_tick_save(struct mtd_vm *vm, uint64_t now_ms);
+void mtd_tick_resume(struct mtd_vm *vm, uint64_t now_ms);
 
 /* The loop (vm_loop.c). */
 int mtd_vm_loop_start(struct mtd_vm *vm);

@@ -112,42 +112,6 @@ void mtd_arbiter_run(const struct mtd_arbiter_config *cfg, struct mtd_arbiter_st
 		state->last_raise_ms = now_ms;
 }
 
-uint64_t mtd_arbiter_release_grant(const struct mtd_arbiter_config *cfg,
-				   struct mtd_release_budget *b, uint64_t now_ms,
-				   uint64_t mem_total_bytes, uint64_t mem_available_bytes,
-				   uint64_t want_bytes, bool *host_short)
-{
-	uint64_t low, high, rate = cfg->release_rate_bytes_per_s;
-
-	mtd_arbiter_marks(cfg, mem_total_bytes, &low, &high);
-	/* The bucket: up to one second of the rate, refilled by the time since the last call. */
-	if (!b->refill_ms) {
-		b->tokens_bytes = rate;
-	} else if (now_ms > b->refill_ms) {
-		uint64_t dt = now_ms - b->refill_ms;
-		uint64_t add = dt >= 1000 ? rate : rate / 1000 * dt;
-		b->tokens_bytes = b->tokens_bytes + add > rate ? rate : b->tokens_bytes + add;
-	}
-	b->refill_ms = now_ms;
-	/* The settle window: grants within it count as used. */
-	if (!b->window_start_ms || now_ms - b->window_start_ms >= cfg->settle_ms) {
-		b->window_start_ms = now_ms;
-		b->window_bytes = 0;
-	}
-	uint64_t room = mem_available_bytes > low + b->window_bytes
-			    ? mem_available_bytes - low - b->window_bytes
-			    : 0;
-	*host_short = room == 0;
-	uint64_t g = want_bytes;
-	if (g > b->tokens_bytes)
-		g = b->tokens_bytes;
-	if (g > room)
-		g = room;
-	b->tokens_bytes -= g;
-	b->window_bytes += g;
-	return g;
-}
-
 int mtd_arbiter_read_meminfo(const char *path, uint64_t *total_bytes, uint64_t *avail_bytes)
 {
 	char line[256];

@@ -34,7 +34,7 @@ struct mtd_arbiter_config {
 	uint64_t high_mark_bytes; /* over this pressure is over (0: 2 x low mark) */
 	uint64_t settle_ms;       /* least time between two raises of the squeezes (10 s) */
 	uint64_t release_rate_bytes_per_s; /* memtidectl release: most handed back per second
-					    * across all VMs (128 MiB) */
+					    * across all VMs (128 MiB; release_pace.h) */
 };
 
 /* State kept between rounds. */
@@ -63,28 +63,6 @@ void mtd_arbiter_marks(const struct mtd_arbiter_config *cfg, uint64_t mem_total_
 void mtd_arbiter_run(const struct mtd_arbiter_config *cfg, struct mtd_arbiter_state *state,
 		     uint64_t now_ms, uint64_t mem_total_bytes, uint64_t mem_available_bytes,
 		     struct mtd_arbiter_vm *vms, size_t n, struct mtd_arbiter_result *res);
-
-/*
- * The pace of memtidectl release, shared by every released VM.
- *
- * A released VM climbs back to its ceiling by what this grants each step.  Two bounds:
- *   - a rate: a bucket of release_rate bytes refilled at release_rate per second, so a
- *     release of many VMs at once does not hand the host's memory out in one go;
- *   - the host's room: MemAvailable above the low mark, less what was granted within the
- *     last settle_ms.  Memory handed back shows in MemAvailable only once the guest uses
- *     it, so grants still that young are counted as used already; nothing is granted while
- *     the host is under its low mark (*host_short is then true).
- */
-struct mtd_release_budget {
-	uint64_t tokens_bytes;    /* the rate limit's bucket */
-	uint64_t refill_ms;       /* when it was last refilled (0: never) */
-	uint64_t window_bytes;    /* granted since window_start_ms */
-	uint64_t window_start_ms; /* start of the current settle window */
-};
-uint64_t mtd_arbiter_release_grant(const struct mtd_arbiter_config *cfg,
-				   struct mtd_release_budget *b, uint64_t now_ms,
-				   uint64_t mem_total_bytes, uint64_t mem_available_bytes,
-				   uint64_t want_bytes, bool *host_short);
 
 /* Read MemTotal and MemAvailable from a meminfo file (/proc/meminfo).  0, -errno, or
  * -EPROTO when either field is missing. */

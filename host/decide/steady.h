@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * steady.h - the rules that keep a steady guest's target steady (issue 13's "stable on real
- * guests"), apart from the controller so that they can be read and tested alone.
+ * steady.h - the rules that keep a steady guest's target steady (a real guest's target must
+ * not climb and fall while its use does not), apart from the controller so that they can be
+ * read and tested alone.
  *
  * Seen on a real guest running a key-value server under memtided (1.5 GiB, 600 MiB of
  * values, the first-written ones read most):

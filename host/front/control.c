@@ -36,8 +36,8 @@
 #include <json-c/json.h>
 #include <urcu.h>
 
-#include "decide/controller.h"
 #include "base/log.h"
+#include "decide/controller.h"
 #include "front/status_json.h"
 
 struct client {
@@ -47,7 +47,9 @@ struct client {
 	char *out; /* the reply being sent, [out_off, out_len) still to go */
 	size_t out_len, out_off;
 	uint64_t active_ms; /* accepted, or last answered: the idle clock */
+	uint64_t heard_ms;  /* accepted, or bytes last came in */
 	bool busy;          /* its request runs on a slow-request thread */
+	bool answered;      /* a reply has gone out on it */
 	unsigned gen;       /* bumped at each close: a late slow reply finds its connection */
 };
 
@@ -78,19 +80,43 @@ static char *reply_text(struct json_object *o)
 	return s;
 }
 
-static char *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *reply_error(const char *fmt, ...)
+static char *reply_error_v(bool retry, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static char *reply_error_v(bool retry, const char *fmt, va_list ap)
 {
 	struct json_object *o = json_object_new_object();
 	char msg[300];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	if (retry)
+		json_object_object_add(o, "retry", json_object_new_boolean(1));
+	return reply_text(o);
+}
+
+static char *reply_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *reply_error(const char *fmt, ...)
+{
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	char *s = reply_error_v(false, fmt, ap);
 	va_end(ap);
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "error", json_object_new_string(msg));
-	return reply_text(o);
+	return s;
+}
+
+/* An error that says the request was not carried out, for load alone: the client may send
+ * it again, unchanged ("retry": true; memtidectl does, with backoff, within its timeout). */
+static char *reply_retry(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *reply_retry(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	char *s = reply_error_v(true, fmt, ap);
+	va_end(ap);
+	return s;
 }
 
 static struct json_object *reply_ok(void)
@@ -305,9 +331,15 @@ char *mtd_control_handle(struct mtd_daemon *d, const char *version, const char *
  * policy-set: libvirt round trips that a stuck libvirtd can stretch to its 30 s job timeout)
  * run on a thread of their own, at most MTD_CONTROL_MAX_SLOW at once, and their reply is
  * handed back through done_fd.  A connection with no complete request for
- * MTD_CONTROL_IDLE_MS, or whose reply has not drained within as long, is closed; when every
- * slot is taken, the connection idle longest makes room for a new one, so idle clients can
- * never lock out the libvirt hook.
+ * MTD_CONTROL_IDLE_MS, or whose reply has not drained within as long, is closed.
+ *
+ * A request fully sent is answered.  When every slot is taken, only a connection with no
+ * request in hand may make room (make_room): first one already answered and silent since,
+ * then one silent for MTD_CONTROL_GRACE_MS, so idle clients cannot lock out the libvirt hook
+ * for longer than that.  A connection just accepted is never closed for room: its request is
+ * on its way or waits unread in its socket.  When no connection may make room, nothing more
+ * is accepted: new clients wait in the listen queue (MTD_CONTROL_BACKLOG), their requests in
+ * their sockets, until a slot frees.
  */
 
 static uint64_t now_ms(void)
@@ -328,6 +360,7 @@ static void client_close(struct client *c)
 	c->out = NULL;
 	c->len = c->out_len = c->out_off = 0;
 	c->busy = false;
+	c->answered = false;
 	c->gen++; /* a slow reply still on its way is for nobody now */
 }
 
@@ -370,6 +403,7 @@ static int client_flush(struct client *c, uint64_t now)
 		c->out = NULL;
 		c->out_len = c->out_off = 0;
 		c->active_ms = now; /* answered: the idle clock starts again */
+		c->answered = true;
 	}
 	return 0;
 }
@@ -433,7 +467,7 @@ static int start_slow(struct mtd_control *ctl, struct client *c, const char *lin
 		ctl->slow_running++;
 	pthread_mutex_unlock(&ctl->slow_lock);
 	if (full)
-		return client_reply(c, reply_error("memtided is busy with %d attach, detach or "
+		return client_reply(c, reply_retry("memtided is busy with %d attach, detach or "
 						   "policy requests; try again",
 						   MTD_CONTROL_MAX_SLOW));
 	j = calloc(1, sizeof(*j));
@@ -464,7 +498,7 @@ static int start_slow(struct mtd_control *ctl, struct client *c, const char *lin
 	pthread_mutex_lock(&ctl->slow_lock);
 	ctl->slow_running--;
 	pthread_mutex_unlock(&ctl->slow_lock);
-	return client_reply(c, reply_error("out of memory or threads; try again"));
+	return client_reply(c, reply_retry("out of memory or threads; try again"));
 }
 
 /* Replies of finished slow requests go to their clients (if still the same connection). */
@@ -537,8 +571,10 @@ static bool client_ready(const struct client *c)
 	return c->fd >= 0 && !c->busy && !c->out;
 }
 
-static void client_read(struct client *c)
+static void client_read(struct client *c, uint64_t now)
 {
+	if (c->len >= MTD_CONTROL_MAX_REQUEST)
+		return; /* client_line answers an over-long line and closes */
 	ssize_t r = recv(c->fd, c->buf + c->len, MTD_CONTROL_MAX_REQUEST - c->len, MSG_DONTWAIT);
 
 	if (r < 0 && (errno == EINTR || errno == EAGAIN))
@@ -548,6 +584,7 @@ static void client_read(struct client *c)
 		return;
 	}
 	c->len += (size_t)r;
+	c->heard_ms = now;
 }
 
 /* Root and memtided's own user only: the socket can change any VM's memory. */
@@ -573,36 +610,106 @@ static void tell_and_close(int fd, char *msg)
 	close(fd);
 }
 
-/* Every slot taken: the connection idle longest (with no request running) makes room. */
-static struct client *evict_idlest(struct mtd_control *ctl)
+/*
+ * May c be closed to make room, and how gladly?  -1 no: it has a request in hand (running,
+ * its reply going out, or a whole line waiting).  0: answered, and nothing since (its peer has
+ * what it came for; most such are hanging up).  1: nothing, or part of a line, for
+ * MTD_CONTROL_GRACE_MS.  What its socket holds unread is not seen here: make_room reads it.
+ */
+static int idle_rank(const struct client *c, uint64_t now)
 {
-	struct client *v = NULL;
+	if (c->fd < 0 || c->busy || c->out || memchr(c->buf, '\n', c->len))
+		return -1;
+	if (c->answered && c->len == 0)
+		return 0;
+	uint64_t last = c->heard_ms > c->active_ms ? c->heard_ms : c->active_ms;
+	return now >= last + MTD_CONTROL_GRACE_MS ? 1 : -1;
+}
+
+/* Ms until a connection may make room (0: one may now or a slot is free; -1: none will by
+ * time alone, only by an event the thread polls for). */
+static int room_in(const struct mtd_control *ctl, uint64_t now)
+{
+	int next = -1;
 
 	for (unsigned i = 0; i < MTD_CONTROL_MAX_CLIENTS; i++) {
-		struct client *c = &ctl->clients[i];
-		if (c->fd >= 0 && !c->busy && (!v || c->active_ms < v->active_ms))
-			v = c;
+		const struct client *c = &ctl->clients[i];
+		if (c->fd < 0 || idle_rank(c, now) >= 0)
+			return 0;
+		if (c->busy || c->out || memchr(c->buf, '\n', c->len))
+			continue;
+		uint64_t last = c->heard_ms > c->active_ms ? c->heard_ms : c->active_ms;
+		int due = (int)(last + MTD_CONTROL_GRACE_MS - now);
+		if (next < 0 || due < next)
+			next = due;
 	}
-	if (!v)
-		return NULL;
-	mtd_info("control socket: every slot taken; closing the connection idle longest");
+	return next;
+}
+
+static struct client *free_slot(struct mtd_control *ctl)
+{
+	for (unsigned i = 0; i < MTD_CONTROL_MAX_CLIENTS; i++)
+		if (ctl->clients[i].fd < 0)
+			return &ctl->clients[i];
+	return NULL;
+}
+
+/* Every slot taken: the connection that may best make room (idle_rank), after reading what
+ * its peer sent since the last poll (a request there keeps it).  It is still open (fd >= 0)
+ * unless its peer had hung up; NULL when none may go. */
+static struct client *make_room(struct mtd_control *ctl, uint64_t now)
+{
+	for (;;) {
+		struct client *v = NULL;
+		int vr = 2;
+
+		for (unsigned i = 0; i < MTD_CONTROL_MAX_CLIENTS; i++) {
+			struct client *c = &ctl->clients[i];
+			int r = idle_rank(c, now);
+			if (r >= 0 && (!v || r < vr || (r == vr && c->active_ms < v->active_ms))) {
+				v = c;
+				vr = r;
+			}
+		}
+		if (!v)
+			return NULL;
+		size_t had = v->len;
+		client_read(v, now);
+		if (v->fd < 0 || v->len == had)
+			return v;
+		/* it spoke: heard_ms is now, so it is not idle; look again */
+	}
+}
+
+static void evict(struct client *v)
+{
+	mtd_info("control socket: every slot taken; closing a connection with no request in "
+		 "hand");
 	int fd = v->fd;
 	v->fd = -1;
 	client_close(v);
-	tell_and_close(fd, reply_error("closed to make room: %d control connections are the "
-				       "most, and this one was idle longest",
+	tell_and_close(fd, reply_retry("closed to make room: %d control connections are the "
+				       "most, and this one had no request in hand",
 				       MTD_CONTROL_MAX_CLIENTS));
-	return v;
 }
 
-/* Accept what is waiting (a bounded number per round). */
+/* Accept what is waiting, as long as there is room (a bounded number per round). */
 static void accept_some(struct mtd_control *ctl, uint64_t now)
 {
 	for (unsigned k = 0; k < MTD_CONTROL_MAX_CLIENTS; k++) {
-		struct client *slot = NULL;
+		struct client *slot = free_slot(ctl), *victim = NULL;
 		uid_t uid = (uid_t)-1;
-		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
+		if (!slot) {
+			victim = make_room(ctl, now);
+			if (!victim)
+				return; /* the rest wait in the listen queue */
+			if (victim->fd < 0) {
+				slot = victim;
+				victim = NULL;
+			}
+		}
+		int fd = accept4(ctl->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return;
 		if (!peer_allowed(fd, &uid)) {
@@ -612,22 +719,19 @@ static void accept_some(struct mtd_control *ctl, uint64_t now)
 			mtd_info("control socket: refused a peer with uid %d", (int)uid);
 			continue;
 		}
-		for (unsigned i = 0; i < MTD_CONTROL_MAX_CLIENTS && !slot; i++)
-			if (ctl->clients[i].fd < 0)
-				slot = &ctl->clients[i];
-		if (!slot)
-			slot = evict_idlest(ctl);
-		if (slot)
-			slot->buf = malloc(MTD_CONTROL_MAX_REQUEST + 1);
-		if (!slot || !slot->buf) {
-			tell_and_close(fd, reply_error("too many control connections (%d); try "
-						       "again",
-						       MTD_CONTROL_MAX_CLIENTS));
+		if (victim) {
+			evict(victim);
+			slot = victim;
+		}
+		slot->buf = malloc(MTD_CONTROL_MAX_REQUEST + 1);
+		if (!slot->buf) {
+			tell_and_close(fd, reply_retry("out of memory for a control connection; "
+						       "try again"));
 			continue;
 		}
 		slot->fd = fd;
 		slot->len = 0;
-		slot->active_ms = now;
+		slot->active_ms = slot->heard_ms = now;
 	}
 }
 
@@ -693,10 +797,14 @@ static void *control_thread(void *arg)
 	for (;;) {
 		nfds_t n = 0;
 		uint64_t now = now_ms();
-		int timeout = expire_idle(ctl, now);
+		int timeout = expire_idle(ctl, now), room = room_in(ctl, now);
 
+		/* No room: leave new clients in the listen queue (a negative fd is not polled),
+		 * and look again when a silent connection's grace ends. */
+		if (room > 0 && (timeout < 0 || room < timeout))
+			timeout = room;
 		pfd[n++] = (struct pollfd){.fd = ctl->stop_fd, .events = POLLIN};
-		pfd[n++] = (struct pollfd){.fd = ctl->listen_fd, .events = POLLIN};
+		pfd[n++] = (struct pollfd){.fd = room == 0 ? ctl->listen_fd : -1, .events = POLLIN};
 		pfd[n++] = (struct pollfd){.fd = ctl->done_fd, .events = POLLIN};
 		for (unsigned i = 0; i < MTD_CONTROL_MAX_CLIENTS; i++) {
 			struct client *c = &ctl->clients[i];
@@ -730,7 +838,7 @@ static void *control_thread(void *arg)
 				if (client_flush(c, now) < 0)
 					client_close(c);
 			} else if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-				client_read(c);
+				client_read(c, now);
 			}
 		}
 		/* One request per client per round, so one busy client cannot starve others. */
@@ -834,7 +942,7 @@ int mtd_control_start(struct mtd_daemon *d, const char *path, const char *versio
 	mode_t old = umask(0177);
 	rc = bind(ctl->listen_fd, (struct sockaddr *)&addr, sizeof(addr));
 	umask(old);
-	if (rc < 0 || listen(ctl->listen_fd, 64) < 0) {
+	if (rc < 0 || listen(ctl->listen_fd, MTD_CONTROL_BACKLOG) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
 		goto fail;

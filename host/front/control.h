@@ -15,11 +15,27 @@
 #include <stddef.h>
 
 #include "base/mtd.h"
+#include "front/control_req.h"
 
 #define MTD_CONTROL_MAX_REQUEST (64 * 1024) /* bytes per request line */
-#define MTD_CONTROL_MAX_CLIENTS 16
+/*
+ * Sized for a host of a few hundred VMs.  The largest burst is libvirtd's restart: it runs the
+ * hook ("reconnect") for every running domain at once, so several hundred clients arrive
+ * together, besides the operators' and monitoring's memtidectl calls.  The listen queue holds
+ * such a burst whole (1024: a few hundred VMs, twice over; the kernel caps it at
+ * net.core.somaxconn, 4096 by default): a client queued there has connected and its request
+ * waits in its socket until a slot is free.  The slots are what the thread holds at once;
+ * each request takes it microseconds to a few ms (status of 256 VMs), so 64 keep it busy
+ * while the rest wait their turn in the queue, at a 64 KiB request buffer each while
+ * connected (4 MiB at most).
+ */
+#define MTD_CONTROL_MAX_CLIENTS 64
+#define MTD_CONTROL_BACKLOG     1024
 #define MTD_CONTROL_MAX_SLOW    8     /* attach/detach/policy-set running at once */
 #define MTD_CONTROL_IDLE_MS     30000 /* a connection with no request this long is closed */
+/* A connection that has sent nothing (or part of a line) for this long may be closed to make
+ * room; one just accepted has its request on the way, or waiting unread. */
+#define MTD_CONTROL_GRACE_MS    1000
 
 struct mtd_control;
 
@@ -33,45 +49,6 @@ int mtd_control_start(struct mtd_daemon *d, const char *path, const char *versio
 
 /* Stop the thread, close every connection, remove the socket file.  NULL is a no-op. */
 void mtd_control_stop(struct mtd_control *c);
-
-/* A request, parsed and checked (control_req.c).  Strings are NUL-terminated and hold
- * 1..MTD_NAME_MAX-1 bytes with no control character; fields the command does not take are
- * "". */
-enum mtd_control_cmd {
-	MTD_CTL_NONE = 0,
-	MTD_CTL_STATUS,
-	MTD_CTL_VM,         /* name */
-	MTD_CTL_ATTACH,     /* name */
-	MTD_CTL_DETACH,     /* name */
-	MTD_CTL_POLICY_GET, /* name */
-	MTD_CTL_POLICY_SET, /* name, pairs (key, value) */
-	MTD_CTL_HOOK,       /* name (the request's "domain"), op, subop ("-" when absent) */
-	MTD_CTL_VERSION,
-	MTD_CTL_RELEASE_VMS, /* name, or all */
-	MTD_CTL_RESUME_VMS,  /* name, or all */
-};
-#define MTD_CONTROL_MAX_PAIRS 16 /* policy-set: keys in one request */
-
-struct mtd_control_req {
-	enum mtd_control_cmd cmd;
-	char name[MTD_NAME_MAX];
-	/* policy-set: {"key": K, "value": V} gives one pair; {"set": {K: V, ...}} several,
-	 * applied all or none */
-	struct mtd_kv pairs[MTD_CONTROL_MAX_PAIRS];
-	unsigned npairs;
-	char op[MTD_NAME_MAX];
-	char subop[MTD_NAME_MAX];
-	bool all; /* release/resume: {"all": true} in place of a name */
-};
-
-/*
- * Parse one request line (len bytes, no newline; need not be NUL-terminated).  0, or -EINVAL
- * with one sentence for the client in err: not one JSON object, a duplicate key, an unknown
- * cmd, a missing or non-string field, or one that is empty, too long, or holds a NUL
- * (\u0000) or another control character.  Pure; any thread.
- */
-int mtd_control_parse(const char *line, size_t len, struct mtd_control_req *req, char *err,
-		      size_t errlen);
 
 /*
  * Answer one request line (no newline) as a JSON text the caller frees.  Exposed for the

@@ -16,7 +16,7 @@
  *      domain name, policy key or value holds one.
  * Fields a command does not use are ignored (a newer memtidectl may send more).
  */
-#include "front/control.h"
+#include "front/control_req.h"
 
 #include <errno.h>
 #include <json-c/json.h>

@@ -34,7 +34,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "front/ept_cli.h"
+#include "front/ept_plugin_arg.h"
 #include "front/xml_indent.h"
 
 struct notes {

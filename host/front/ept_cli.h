@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * ept_cli.h - memtidectl's ept-* commands (ept_cli.c) and the -plugin argument they share
- * with domxml-patch.
+ * ept_cli.h - memtidectl's ept-* commands (ept_cli.c), and domxml-patch's --ept step with
+ * what it needs of the file system.
  */
 #ifndef MEMTIDE_HOST_EPT_CLI_H
 #define MEMTIDE_HOST_EPT_CLI_H
@@ -10,13 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* memtide-ept.so beside this program's install (BIN/../lib/memtide/), else /usr/lib/memtide.
- * 0, or -ENOENT when not found (out still holds the default path). */
-int mtd_ept_plugin_path(char *out, size_t len);
-/* "PLUGIN,table=DIR/NAME.ept,ram=NM[,lowmem=NM]" for a guest of ram bytes on the pc or q35
- * machine.  0, -ENAMETOOLONG or -ENOSPC. */
-int mtd_ept_plugin_arg(const char *plugin, const char *dir, const char *name, uint64_t ram,
-		       bool q35, char *out, size_t len);
 /*
  * domxml-patch's --ept step (domxml_ept.h) with what needs the file system: plugin NULL
  * means mtd_ept_plugin_path's; a plugin QEMU's user could not read, or a table directory

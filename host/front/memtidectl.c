@@ -9,6 +9,12 @@
  *
  * Exit codes: 0 done; 1 memtided answered with an error (the message says what to do);
  * 2 usage; 3 memtided cannot be reached; 4 libvirt failed (domxml-patch).
+ *
+ * One file of about 1,500 lines, on purpose: a program of small commands, each one request
+ * and the printing of its reply, all sharing the control-socket client and the reply
+ * readers at the top; read top to bottom it is the manual page in code.  What does not talk
+ * to memtided lives apart already: the domain XML transforms (domxml.c, domxml_ept.c) and
+ * the ept table commands (ept_cli.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,12 +36,12 @@
 #include <libvirt/virterror.h>
 #include <libxml/parser.h>
 
-#include "front/domxml.h"
-#include "vsock/vsock_service.h"
-#include "front/ept_cli.h"
 #include "access/ept_file.h"
-#include "daemon/history.h"
 #include "base/mtd.h"
+#include "daemon/history.h"
+#include "front/domxml.h"
+#include "front/ept_cli.h"
+#include "vsock/vsock_service.h"
 
 #define VERSION        MTD_VERSION
 #define DEFAULT_SOCKET "/run/memtide/memtided.sock"
@@ -113,14 +119,44 @@ static int64_t mono_ms(void)
 }
 
 /*
+ * Waiting out a busy memtided: exponential backoff from 10 ms to 250 ms, each wait drawn at
+ * random between half and all of its step so that a burst of clients turned away together
+ * (libvirtd's restart runs the hook for every domain at once) does not come back together,
+ * and never past the deadline.  False when the deadline has come.
+ */
+static bool backoff(int *step_ms, int64_t deadline_ms)
+{
+	static unsigned seed;
+	int64_t left = deadline_ms - mono_ms();
+
+	if (left <= 0)
+		return false;
+	if (!seed)
+		seed = (unsigned)getpid() ^ (unsigned)mono_ms();
+	int wait = *step_ms / 2 + (int)(rand_r(&seed) % (unsigned)(*step_ms / 2 + 1));
+	if (wait > left)
+		wait = (int)left;
+	struct timespec ts = {.tv_sec = wait / 1000, .tv_nsec = (long)(wait % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+	if (*step_ms < 250)
+		*step_ms = *step_ms * 2 > 250 ? 250 : *step_ms * 2;
+	return true;
+}
+
+/* The hook retries a socket nobody listens on (ECONNREFUSED: memtided restarting) within its
+ * timeout; interactive commands say at once that memtided is down. */
+static bool retry_refused;
+
+/*
  * Connect by deadline_ms.  An AF_UNIX connect to a listener whose backlog is full blocks in
  * the kernel until a slot frees, with no limit of its own (four `memtidectl hook`s hung for
- * 30 s that way): connect without blocking, and retry EAGAIN every 20 ms until the deadline.
+ * 30 s that way): connect without blocking, and retry EAGAIN (the listen queue is full) with
+ * backoff until the deadline.
  */
 static int ctl_connect(int64_t deadline_ms, char *err, size_t errlen)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	int fd, rc;
+	int fd, rc, step = 10;
 
 	if (strlen(sock_path) >= sizeof(addr.sun_path)) {
 		snprintf(err, errlen, "socket path too long: %s", sock_path);
@@ -132,10 +168,13 @@ static int ctl_connect(int64_t deadline_ms, char *err, size_t errlen)
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return -1;
 	}
-	while ((rc = connect(fd, (struct sockaddr *)&addr, sizeof(addr))) < 0 &&
-	       (errno == EAGAIN || errno == EINTR) && mono_ms() < deadline_ms) {
-		struct timespec ts = {.tv_nsec = 20 * 1000000L};
-		nanosleep(&ts, NULL);
+	while ((rc = connect(fd, (struct sockaddr *)&addr, sizeof(addr))) < 0) {
+		int e = errno;
+		if (e != EINTR && !((e == EAGAIN || (e == ECONNREFUSED && retry_refused)) &&
+				    backoff(&step, deadline_ms))) {
+			errno = e;
+			break;
+		}
 	}
 	if (rc < 0) {
 		if (errno == EACCES)
@@ -159,23 +198,24 @@ static int ctl_connect(int64_t deadline_ms, char *err, size_t errlen)
 	return fd;
 }
 
-/* One request, one reply line.  NULL with err set when memtided cannot be reached or does
- * not answer within timeout_ms, all told (connect, send, reply). */
-static struct json_object *ctl_call(struct json_object *req, char *err, size_t errlen)
+/* One attempt: connect, send, read the reply line.  NULL with err set when there is none;
+ * *unsent tells that the request did not go out whole (so memtided cannot have acted on it). */
+static struct json_object *ctl_call_once(const char *line, int64_t deadline, bool *unsent,
+					 char *err, size_t errlen)
 {
-	const char *line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 	size_t cap = 1 << 16, len = 0;
 	char *buf = NULL;
 	struct json_object *rep = NULL;
-	int64_t deadline = mono_ms() + timeout_ms;
 	int fd = ctl_connect(deadline, err, errlen);
 
+	*unsent = false;
 	if (fd < 0)
 		return NULL;
 	/* A request line is small: it fits an empty socket buffer, so a non-blocking send
 	 * takes it whole or the peer is gone. */
 	if (send(fd, line, strlen(line), MSG_NOSIGNAL) < 0 || send(fd, "\n", 1, MSG_NOSIGNAL) < 0) {
 		/* A refused peer is told why before the close: read that first. */
+		*unsent = true;
 	}
 	buf = malloc(cap);
 	while (buf) {
@@ -220,6 +260,39 @@ static struct json_object *ctl_call(struct json_object *req, char *err, size_t e
 	free(buf);
 	close(fd);
 	return rep;
+}
+
+/* Did memtided turn the request away for load alone ("retry": true), not act on it? */
+static bool reply_says_retry(struct json_object *rep)
+{
+	struct json_object *r;
+
+	return json_object_object_get_ex(rep, "retry", &r) &&
+	       json_object_is_type(r, json_type_boolean) && json_object_get_boolean(r);
+}
+
+/* One request, one reply line.  NULL with err set when memtided cannot be reached or does
+ * not answer within timeout_ms, all told (connect, send, reply, and the retries).  A request
+ * memtided turned away for load, or that did not go out whole, is sent again with backoff;
+ * at the deadline the last answer counts. */
+static struct json_object *ctl_call(struct json_object *req, char *err, size_t errlen)
+{
+	const char *line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	int64_t deadline = mono_ms() + timeout_ms;
+	int step = 10;
+
+	for (;;) {
+		bool unsent;
+		struct json_object *rep = ctl_call_once(line, deadline, &unsent, err, errlen);
+
+		if (rep ? !reply_says_retry(rep) : !unsent)
+			return rep;
+		if (mono_ms() >= deadline) /* backoff() would not wait: keep what we have */
+			return rep;
+		json_object_put(rep);
+		if (!backoff(&step, deadline))
+			return NULL; /* err says what the last attempt met */
+	}
 }
 
 static struct json_object *req_new(const char *cmd)
@@ -455,6 +528,10 @@ static void print_health(struct json_object *v, const char *indent)
 		       indent, get_i(v, "tick_gap_ms"), get_i(v, "ticks_late"));
 	if (get_b(v, "detaching"))
 		printf("%sdetaching\n", indent);
+	if (*get_s(v, "agent_untrusted"))
+		printf("%sagent figures UNTRUSTED: it said %s; %" PRId64
+		       " figures clamped to what the VM can hold since attach\n",
+		       indent, get_s(v, "agent_untrusted"), get_i(v, "agent_figures_clamped"));
 }
 
 static void bar(double share, int width)
@@ -1136,6 +1213,7 @@ static int cmd_hook(const char *dom, const char *op, const char *subop)
 
 	if (timeout_ms > 2000)
 		timeout_ms = 2000;
+	retry_refused = true;
 	req_str(req, "domain", dom);
 	req_str(req, "op", op);
 	req_str(req, "subop", subop);

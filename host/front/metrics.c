@@ -160,6 +160,8 @@ SAMPLER(s_hold, "%.3f", (double)st->hold_left_ms / 1000.0)
 SAMPLER(s_refused, "%u", st->refused_steps)
 SAMPLER(s_output, "%.6g", st->controller_output)
 SAMPLER(s_agent, "%d", st->agent_connected ? 1 : 0)
+SAMPLER(s_untrusted, "%d", st->agent_untrusted[0] ? 1 : 0)
+SAMPLER(c_clamped, "%" PRIu64, st->agent_clamped)
 SAMPLER(s_fpr, "%d", st->fpr_on ? 1 : 0)
 
 /* Counters (struct mtd_vm_counters). */
@@ -381,6 +383,12 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       s_output);
 	per_vm(d, &b, "memtide_vm_agent_connected", "gauge", "1 when the guest agent is connected.",
 	       s_agent);
+	per_vm(d, &b, "memtide_vm_agent_untrusted", "gauge",
+	       "1 when the agent said more than its VM can have this session (its figures are "
+	       "clamped).",
+	       s_untrusted);
+	per_vm(d, &b, "memtide_vm_agent_figures_clamped_total", "counter",
+	       "Figures from the agent clamped to what its VM can have.", c_clamped);
 	per_vm(d, &b, "memtide_vm_agent_rtt_seconds", "summary",
 	       "Round trips of memtided's pings to the agent: quantiles of the last 256, and "
 	       "every ping answered since attach (VMs with an agent link only).",

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * pageout_json.c - host-side eviction's part of the status JSON (status_json.h): the
+ * pageout_json.c - host-side eviction's part of the status JSON (pageout_json.h): the
  * "pageout" object of a VM and the host's swap figures.  Kept beside, not inside,
  * status_json.c: the fields are those of struct mtd_vm_pageout (mtd.h), and
  * docs/control-socket.md lists them.
  */
 #include <stdint.h>
 
-#include "front/status_json.h"
+#include "front/pageout_json.h"
 
 static void put_u64(struct json_object *o, const char *k, uint64_t v)
 {

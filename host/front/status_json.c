@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "act/agent_caps.h"
+#include "front/pageout_json.h"
 
 static void put_u64(struct json_object *o, const char *k, uint64_t v)
 {
@@ -152,6 +153,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "refused_steps", st->refused_steps);
 	json_object_object_add(o, "agent_connected", json_object_new_boolean(st->agent_connected));
 	put_str(o, "agent_transport", st->agent_transport);
+	put_str(o, "agent_untrusted", st->agent_untrusted);
+	put_u64(o, "agent_figures_clamped", st->agent_clamped);
 	json_object_object_add(o, "vsock", json_object_new_boolean(st->vsock));
 	if (st->agent_caps_known) {
 		char names[160], means[400];

@@ -25,9 +25,4 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full);
 /* The host's figures: memory, low mark, pressure, number of VMs, memory saved. */
 struct json_object *mtd_json_host(const struct mtd_host_status *h);
 
-/* Host-side eviction's object of a VM, and the host's swap figures added to o
- * (pageout_json.c). */
-struct json_object *mtd_json_pageout(const struct mtd_vm_pageout *p);
-void mtd_json_host_swap(struct json_object *o, const struct mtd_host_status *h);
-
 #endif /* MEMTIDE_HOST_STATUS_JSON_H */

@@ -20,9 +20,9 @@
 #include <json-c/json.h>
 #include <urcu.h>
 
-#include "front/control.h"
-#include "daemon/daemon.h"
 #include "base/log.h"
+#include "daemon/daemon.h"
+#include "front/control.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

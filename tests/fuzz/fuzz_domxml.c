@@ -19,8 +19,8 @@
 
 #include <libxml/parser.h>
 
-#include "front/domxml.h"
 #include "act/libvirt_conn.h"
+#include "front/domxml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,7 +18,7 @@
  * its bound, a balloon path is DIR/ one clean component, and an error text for the log
  * holds no control character.  A violation traps.
  * Seeds (tests/fuzz/corpus/qmp/) are real QEMU 7.2 output for those commands and the
- * replies that crashed memtided before issue 14.
+ * replies that once crashed memtided (null members, wrong types).
  */
 #include <errno.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
 # from it: the patched domain starts with memtide's ept plugin, and memtided reads its page
 # accesses through the ept source.
 #
-# A persistent <domain type='qemu'> (TCG) named issue11-ept-<pid> is defined with neither
+# A persistent <domain type='qemu'> (TCG) named memtide-ept-test-<pid> is defined with neither
 # balloon nor plugin, booting the e2e guest (tests/e2e/guest/build.sh) whose memload
 # reports where its hot pages sit in guest-physical memory.  Everything is real: libvirtd
 # (started as root when not running, never with -l), QEMU as libvirt's own user, the
@@ -58,7 +58,7 @@ cp "$BUILD/e2e/guest/vmlinux" "$BUILD/e2e/guest/initrd.cpio" "$dir/"
 chmod 644 "$dir/vmlinux" "$dir/initrd.cpio"
 # The plugin must be readable by QEMU's user: a copy, not the build tree's path.
 cp "$PLUGIN" "$dir/memtide-ept.so" && chmod 644 "$dir/memtide-ept.so"
-DOM=issue11-ept-$$
+DOM=memtide-ept-test-$$
 mpid=
 cleanup() {
 	[ -n "$mpid" ] && kill "$mpid" 2>/dev/null && wait "$mpid" 2>/dev/null

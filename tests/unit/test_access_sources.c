@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "access/choose.h"
+#include "access/guest_layout.h"
 #include "access/source.h"
 #include "vmm.h"
 

@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
-#include "front/control.h"
 #include "daemon/daemon.h"
+#include "front/control.h"
 
 static int parse(const char *line, struct mtd_control_req *req, char *err, size_t errlen)
 {

@@ -28,8 +28,8 @@
 
 #include "act/agent_caps.h"
 #include "daemon/history.h"
-#include "proto.h"
 #include "daemon/vm.h"
+#include "proto.h"
 
 static char dir[64];
 

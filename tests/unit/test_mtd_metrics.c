@@ -37,8 +37,8 @@
 #include <cmocka.h>
 
 #include "daemon/daemon.h"
-#include "front/metrics.h"
 #include "daemon/vm.h"
+#include "front/metrics.h"
 
 #define MiB ((uint64_t)1 << 20)
 
@@ -52,8 +52,8 @@ static uint64_t mono_ms(void)
 static struct mtd_vm *add_vm(struct mtd_daemon *d, const char *name)
 {
 	struct mtd_vm *vm;
-	assert_int_equal(mtd_vm_new(d, name, "", &d->cfg.defaults, &vm), 0);
-	assert_int_equal(mtd_registry_add(d, vm), 0);
+	assert_int_equal(mtd_vm_new(&d->vm_host, name, "", &d->cfg.defaults, &vm), 0);
+	assert_int_equal(mtd_registry_add(&d->registry, vm), 0);
 	return vm;
 }
 
@@ -69,6 +69,7 @@ static const char *const unitless_gauges[] = {
     "memtide_vm_refused_steps_in_a_row",
     "memtide_vm_controller_output",
     "memtide_vm_agent_connected",
+    "memtide_vm_agent_untrusted",
     "memtide_vm_free_page_reporting",
     "memtide_observe_only",
     "memtide_vm_observe_only",
@@ -87,6 +88,7 @@ static const char *const boolean_gauges[] = {
     "memtide_vm_pageout_state",
     "memtide_vm_return_by_reclaim",
     "memtide_vm_agent_connected",
+    "memtide_vm_agent_untrusted",
     "memtide_vm_free_page_reporting",
 };
 
@@ -285,13 +287,13 @@ static void test_rendering_follows_the_rules(void **state)
 	struct mtd_vm *odd = add_vm(d, "we\"ird\\vm");
 	assert_int_equal(mtd_vm_publish(odd), 0);
 
-	pthread_mutex_lock(&d->host_lock);
-	d->host.nr_vms = 3;
-	d->host.libvirt_connected = 1;
-	d->host.pressure_episodes = 2;
-	d->host.updated_ms = mono_ms();
-	d->host.interval_ms = 2000;
-	pthread_mutex_unlock(&d->host_lock);
+	pthread_mutex_lock(&d->host.lock);
+	d->host.status.nr_vms = 3;
+	d->host.status.libvirt_connected = 1;
+	d->host.status.pressure_episodes = 2;
+	d->host.status.updated_ms = mono_ms();
+	d->host.status.interval_ms = 2000;
+	pthread_mutex_unlock(&d->host.lock);
 
 	char *text = mtd_metrics_render(d);
 	assert_non_null(text);
@@ -374,10 +376,10 @@ static void test_rendering_follows_the_rules(void **state)
 
 	/* In plain-QEMU mode there is no libvirt: no libvirt gauge rather than a false 0; a
 	 * main loop that has not ticked for three intervals is not up. */
-	pthread_mutex_lock(&d->host_lock);
-	d->host.libvirt_connected = -1;
-	d->host.updated_ms = mono_ms() - 7000;
-	pthread_mutex_unlock(&d->host_lock);
+	pthread_mutex_lock(&d->host.lock);
+	d->host.status.libvirt_connected = -1;
+	d->host.status.updated_ms = mono_ms() - 7000;
+	pthread_mutex_unlock(&d->host.lock);
 	text = mtd_metrics_render(d);
 	check_format(text, p);
 	assert_null(strstr(text, "memtide_libvirt_connected"));
@@ -387,7 +389,7 @@ static void test_rendering_follows_the_rules(void **state)
 
 	struct mtd_vm *vms[] = {empty, full, odd};
 	for (size_t i = 0; i < 3; i++)
-		assert_int_equal(mtd_registry_del(d, vms[i]), 0);
+		assert_int_equal(mtd_registry_del(&d->registry, vms[i]), 0);
 	synchronize_rcu();
 	for (size_t i = 0; i < 3; i++)
 		mtd_vm_free(vms[i]);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_policy.c - memtided's settings parsing and validation (host/daemon/policy.c): sizes and
- * durations, per-domain policy keys, the metadata XML (hostile input included) and the INI
- * file, each accepted or refused with a sentence, never half-applied.
+ * test_mtd_policy.c - memtided's settings parsing and validation: sizes and durations
+ * (host/base/parse.c), per-domain policy keys and the metadata XML, hostile input included
+ * (host/base/policy.c), and the INI file (host/daemon/config.c), each accepted or refused
+ * with a sentence, never half-applied.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,7 +17,9 @@
 
 #include <cmocka.h>
 
-#include "daemon/policy.h"
+#include "base/parse.h"
+#include "base/policy.h"
+#include "daemon/config.h"
 
 #define MiB ((uint64_t)1 << 20)
 

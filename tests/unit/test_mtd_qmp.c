@@ -401,7 +401,7 @@ static void test_hostile_guest_stats(void **state)
 	fake_stop(&f);
 
 	/* QEMU 7.2 reports a statistic the guest never sent as 2^64-1 (captured from a real
-	 * QEMU), which json-c's get_int64 reads as INT64_MAX: before issue 14 that passed the
+	 * QEMU), which json-c's get_int64 reads as INT64_MAX: once that passed the
 	 * "not negative" check, and a guest whose driver sends no MemAvailable had 8 EiB
 	 * available.  Now it is unknown. */
 	struct json_object *real = json_tokener_parse(

@@ -32,7 +32,7 @@
 #include <json-c/json.h>
 
 #include "act/pageout_hand.h"
-#include "daemon/policy.h"
+#include "daemon/config.h"
 #include "vmm.h"
 
 #define MiB       ((uint64_t)1 << 20)

@@ -1,42 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * policy.h - memtided's settings: daemon defaults from an INI file, per-domain policy from
- * the domain's libvirt metadata.
+ * config.h - memtided's settings: built-in defaults, then memtided.conf (an INI file), then
+ * the flags that map onto its keys (cmdline.h).
  *
- * Both are untrusted text (a file an operator edited at 3 a.m., XML any libvirt user can
- * set): every value goes through one validator per key, which either accepts it or says in
- * one sentence what is wrong; nothing is half-applied (a failed parse leaves the output
- * untouched).
- *
- * Per-domain policy lives in the domain XML, so it travels with the domain (migration,
- * virsh dumpxml / define):
- *
- *   <metadata>
- *     <memtide:policy xmlns:memtide="https://memtide.org/xmlns/policy/1"
- *        enabled="yes" min="256M" max="0" priority="100"
- *        target_refault_per_min="0.002" headroom="128M" return="balloon"
- *        source="auto" ept_window="200ms"/>
- *   </metadata>
- *
- * Attributes left out take the daemon's [defaults].  Sizes take K, M, G, T (powers of 1024,
- * with or without "iB") or plain bytes; durations take ms, s, m or plain seconds.
+ * A file an operator edited at 3 a.m. is untrusted text: every value goes through one
+ * validator per key, which either accepts it or says in one sentence what is wrong; nothing
+ * is half-applied.  The settings gather every stage's own: [controller] (decide/controller.h),
+ * [host] (decide/arbiter.h), [pageout] (act/pageout_hand.h), [defaults] (base/policy.h).
  */
-#ifndef MEMTIDE_HOST_POLICY_H
-#define MEMTIDE_HOST_POLICY_H
+#ifndef MEMTIDE_HOST_CONFIG_H
+#define MEMTIDE_HOST_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "act/pageout_hand.h"
+#include "base/mtd.h"
+#include "base/policy.h"
+#include "daemon/state.h"
 #include "decide/arbiter.h"
 #include "decide/controller.h"
-#include "base/mtd.h"
-#include "act/pageout_hand.h"
-
-#define MTD_POLICY_XMLNS        "https://memtide.org/xmlns/policy/1"
-#define MTD_POLICY_XMLNS_PREFIX "memtide"
-#define MTD_PATH_MAX            256
-#define MTD_STATE_NAME_MAX      72 /* longest state file name (state.c) */
 
 enum mtd_source_kind {
 	MTD_SOURCE_AGENT = 0, /* live guests: per VM, the source its policy picks */
@@ -141,45 +125,4 @@ int mtd_config_load_text(struct mtd_config *cfg, const char *name, const char *t
 int mtd_config_set(struct mtd_config *cfg, const char *section, const char *key, const char *value,
 		   char *err, size_t errlen);
 
-void mtd_policy_default(struct mtd_policy *p);
-
-/* The policy keys, in a fixed order (an index names a key in runtime overrides). */
-#define MTD_POLICY_NKEYS     11
-#define MTD_POLICY_VALUE_MAX 40 /* longest value text kept for a key (with its NUL) */
-extern const char *const mtd_policy_keys[MTD_POLICY_NKEYS];
-/* The index of key in mtd_policy_keys, or -1. */
-int mtd_policy_key_index(const char *key);
-/* The value of key (an index) in p as text mtd_policy_set_kv reads back to the same value
- * (sizes in bytes).  0, -EINVAL or -ENOSPC. */
-int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len);
-/* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return,
- * source, ept_window, observe, cold_age) from text.  0 or -EINVAL with a sentence in err; p
- * is unchanged on error.  _one checks the key's value only, not the policy it makes with the
- * other keys (mtd_policy_validate): for several keys set at once, which may pass through
- * min > max on the way. */
-int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
-		      size_t errlen);
-int mtd_policy_set_kv_one(struct mtd_policy *p, const char *key, const char *value, char *err,
-			  size_t errlen);
-/* min <= max (when max is set), and the like.  0 or -EINVAL. */
-int mtd_policy_validate(const struct mtd_policy *p, char *err, size_t errlen);
-
-/* Parse the metadata element (as virDomainGetMetadata returns it) over *p.  An empty or
- * NULL xml leaves p as it is.  0 or -EINVAL; p unchanged on error. */
-int mtd_policy_from_xml(struct mtd_policy *p, const char *xml, char *err, size_t errlen);
-/* The element to store with virDomainSetMetadata (no namespace: libvirt adds it). */
-int mtd_policy_to_xml(const struct mtd_policy *p, char *buf, size_t len);
-
-/* Parse "128M", "1GiB", "4096" into bytes / "5s", "500ms", "2min", "1h" into ms.  0 or -EINVAL. */
-int mtd_parse_bytes(const char *s, uint64_t *out);
-int mtd_parse_ms(const char *s, uint64_t *out);
-
-struct _virDomain;
-/* Read the domain's policy (defaults + metadata) / store one key and return the result.
- * Libvirt errors give -EIO with libvirt's message in err. */
-int mtd_policy_load_domain(struct _virDomain *dom, const struct mtd_policy *defaults,
-			   struct mtd_policy *out, char *err, size_t errlen);
-int mtd_policy_store_domain(struct _virDomain *dom, const struct mtd_policy *p, char *err,
-			    size_t errlen);
-
-#endif /* MEMTIDE_HOST_POLICY_H */
+#endif /* MEMTIDE_HOST_CONFIG_H */

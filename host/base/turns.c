@@ -8,7 +8,7 @@
  * turn is handed over under the lock (busy is not lowered and raised again), so a caller
  * arriving meanwhile cannot overtake the queue.
  */
-#include "daemon/turns.h"
+#include "base/turns.h"
 
 #include <errno.h>
 #include <string.h>
