@@ -89,6 +89,7 @@ static int choose_source(struct mtd_vm *vm)
 	env.pref = vm->policy.source;
 	env.ept_window_ms = vm->policy.ept_window_ms;
 	env.ept_dir = cfg->ept_dir;
+	env.run_dir = cfg->run_dir;
 	env.young_dump_dir = cfg->young_dump_dir;
 	int rc = mtd_access_choose(&env, &vm->source, &ch);
 	if (rc < 0)
