@@ -14,8 +14,8 @@
 # needs no edit here.  Unit tests are tests/unit/test_*.c, one program each, linked against
 # every library (the linker takes only what a test uses).
 #
-# Targets: all (default), check, soak, bench, lint, sanitize, demo, install (install-agent,
-# install-lab), uninstall, deb, check-packaging, clean, fuzz, fuzz-build.
+# Targets: all (default), check, check-kvm, soak, bench, lint, sanitize, demo, install
+# (install-agent, install-lab), uninstall, deb, check-packaging, clean, fuzz, fuzz-build.
 
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -35,7 +35,9 @@ ifeq ($(SAN),1)
 CFLAGS   := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 endif
-INCLUDES   := -Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim
+# host/'s includes name their folder (#include "act/qmp.h"): host/ is the root, and
+# scripts/layers.py checks that they run one way (host/README.md).
+INCLUDES   := -Ivmm/include -Iproto -Iguest-agent -Ihost -Isim
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS) -D_GNU_SOURCE -MMD -MP $(INCLUDES) $(PKG_CFLAGS)
 
 # ---- components --------------------------------------------------------------------------
@@ -46,11 +48,12 @@ PROTO_SRC  := $(wildcard proto/*.c)
 # guest agent: everything but main.c is a library, so tests can drive it.
 AGENT_MAIN := guest-agent/main.c
 AGENT_SRC  := $(filter-out $(AGENT_MAIN),$(wildcard guest-agent/*.c))
-# host: memtided.c and memtidectl.c hold main(); the rest is libmtd, with host/vhost/ (the
-# vhost-user-vsock back end: pure C, no library of its own).
-MTD_MAIN   := host/memtided.c host/memtidectl.c
-VHOST_SRC  := $(wildcard host/vhost/*.c)
-MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c host/access/*.c)) $(VHOST_SRC)
+# host: memtided.c and front/memtidectl.c hold main(); the rest is libmtd, one folder per
+# stage of the data path (host/README.md): base, access, decide, act, vsock, daemon, front.
+# host/access/qemu_plugin/ is not in it: QEMU loads the plugin (EPT_PLUGIN below).
+MTD_MAIN   := host/memtided.c host/front/memtidectl.c
+MTD_DIRS   := base access decide act vsock daemon front
+MTD_SRC    := $(filter-out $(MTD_MAIN),$(wildcard host/*.c $(MTD_DIRS:%=host/%/*.c)))
 # policy lab: memtide-sim and memtide-trace.
 SIM_MAIN   := sim/memtide-sim.c sim/memtide-trace.c
 SIM_SRC    := $(filter-out $(SIM_MAIN),$(wildcard sim/*.c))
@@ -73,7 +76,7 @@ ALL_LIBS := $(LIBSIM) $(LIBMTD) $(LIBAGENT) $(LIBPROTO) $(LIBVMM)
 
 BIN      := $(BUILD)/bin
 PROGRAMS := $(if $(wildcard host/memtided.c),$(BIN)/memtided) \
-            $(if $(wildcard host/memtidectl.c),$(BIN)/memtidectl) \
+            $(if $(wildcard host/front/memtidectl.c),$(BIN)/memtidectl) \
             $(if $(wildcard $(AGENT_MAIN)),$(BIN)/memtide-agent) \
             $(if $(wildcard sim/memtide-sim.c),$(BIN)/memtide-sim) \
             $(if $(wildcard sim/memtide-trace.c),$(BIN)/memtide-trace) \
@@ -85,7 +88,7 @@ E2E_HOST := $(patsubst tests/e2e/%.c,$(BUILD)/tests/e2e/%,$(wildcard tests/e2e/*
 # The QEMU TCG plugin behind the ept access source: a shared object QEMU loads (-plugin).
 EPT_PLUGIN := $(BUILD)/lib/memtide/memtide-ept.so
 
-.PHONY: all check check-unit bench lint sanitize demo install install-agent install-lab uninstall \
+.PHONY: all check check-kvm check-unit bench lint sanitize demo install install-agent install-lab uninstall \
 	programs deb check-packaging clean deps fuzz fuzz-build soak
 all: $(PROGRAMS) $(TESTS) $(E2E_HOST) $(EPT_PLUGIN)
 
@@ -110,7 +113,7 @@ LINK_ALL = $(ALL_LIBS) $(PKG_LIBS) -lm -lpthread
 $(BIN)/memtided: $(call obj,host/memtided.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
-$(BIN)/memtidectl: $(call obj,host/memtidectl.c) $(ALL_LIBS)
+$(BIN)/memtidectl: $(call obj,host/front/memtidectl.c) $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LINK_ALL)
 $(BIN)/memtide-sim: $(call obj,sim/memtide-sim.c) $(ALL_LIBS)
@@ -134,7 +137,7 @@ $(BIN)/memtide-agent: $(call obj,$(AGENT_MAIN)) $(LIBAGENT) $(LIBPROTO)
 $(EPT_PLUGIN): host/access/qemu_plugin/memtide_ept.c host/access/ept_table.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -O2 -g $(CPPFLAGS) -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE \
-		-Ihost/access $(if $(filter 1,$(SAN)),,$(LDFLAGS)) -o $@ $<
+		-Ihost $(if $(filter 1,$(SAN)),,$(LDFLAGS)) -o $@ $<
 
 # Guest workloads: small static programs copied into the e2e guest's initramfs.
 $(BUILD)/guest/bin/%: tests/e2e/workloads/%.c
@@ -195,6 +198,13 @@ check: deps
 	@$(MAKE) --no-print-directory all fuzz-build
 	@BUILD=$(BUILD) tests/run.sh $(TESTS_ONLY)
 
+# `make check-kvm` runs the KVM host stand's self-test and the e2e scenarios that run in it
+# with KVM guests (tests/kvm/scenarios.txt; docs/e2e.md, "The KVM host stand").  `make check`
+# runs the self-test only.
+check-kvm: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) tests/run.sh kvm
+
 check-unit: all
 	@BUILD=$(BUILD) tests/run.sh unit
 
@@ -217,13 +227,16 @@ demo: deps
 	@BUILD=$(BUILD) DEMO_JSON=$(DEMO_JSON) DEMO_AGENT=$(DEMO_AGENT) scripts/demo.sh
 
 LINT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
-lint:
+# scripts/layers.py reads the includes, and the calls from the objects (hence the objects
+# first): every arrow in host/ runs down its folders, no circle between files (host/README.md).
+lint: $(call obj,$(MTD_SRC) $(MTD_MAIN) $(AGENT_SRC) $(AGENT_MAIN))
+	scripts/layers.py --build $(BUILD)
 	clang-format --dry-run --Werror $(LINT_FILES)
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--inline-suppr --suppress=missingIncludeSystem -D__GNUC__ -D_GNU_SOURCE \
-		-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(filter %.c,$(LINT_FILES))
+		$(INCLUDES) $(filter %.c,$(LINT_FILES))
 	clang-tidy --quiet $(filter %.c,$(LINT_FILES)) -- -std=gnu11 -D_GNU_SOURCE \
-		-Ivmm/include -Iproto -Iguest-agent -Ihost -Ihost/access -Isim $(PKG_CFLAGS) \
+		$(INCLUDES) $(PKG_CFLAGS) \
 		$(shell pkg-config --cflags cmocka)
 
 # install: what a host needs (memtided, memtidectl, QEMU's memtide-ept plugin, unit, hook,

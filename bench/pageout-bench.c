@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pageout-bench.c - what host-side eviction costs and how exact its refault count is, on a
- * child process standing in for QEMU (host/pageout.c, the code memtided runs).
+ * child process standing in for QEMU (host/act/pageout.c, the code memtided runs).
  *
  * The child maps 256 MiB the way QEMU maps guest RAM (2 MiB-aligned, MADV_HUGEPAGE) and
  * fills it with compressible pages.  Results, one JSON line each:
@@ -31,8 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pageout.h"
-#include "swap_stat.h"
+#include "act/pageout.h"
+#include "act/swap_stat.h"
 #include "vmm.h"
 
 #define MiB       ((uint64_t)1 << 20)

@@ -25,7 +25,7 @@
  *                     after each walk / hot pages: what the working-set estimate counts
  *   entries_per_round page-table entries the walks read
  * Workloads: "mixed" (1 GiB, 5% of pages hot in 1-8 MiB clusters plus one hot page in
- * every other 2 MiB: the working-set undercount issue 13 measured), "runs" (the clusters
+ * every other 2 MiB: the shape under which the working set was undercounted), "runs" (the clusters
  * plus a run of 16 hot pages in every other 2 MiB: dense for a look-around window, sparse
  * for the walk's admission), both with one hot page in 8 written each round; and the
  * policy lab's real-program traces (sim/traces/, --traces DIR), one epoch per round.

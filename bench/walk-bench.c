@@ -25,7 +25,7 @@
  *             every round the same hot set: "clustered" (5% of pages in 1-8 MiB clusters),
  *             "scattered" (5% of pages chosen one by one, at random) and "sparse" (one page
  *             per 2 MiB), and "mixed" (clustered plus one page in every other 2 MiB: the
- *             case issue 13 names, where the filter holds the clusters' tables and skips
+ *             case real programs show, where the filter holds the clusters' tables and skips
  *             the lone pages' on 7 rounds of 8).  --quick shrinks the guests 16x.
  *   --trace FILE [--label L]
  *             the epochs of a trace, one per round: a trace `memtide-trace ept` recorded

@@ -188,7 +188,11 @@ void agent_balloon_adjust(const struct agent_balloon *b, struct proto_stats *st)
 /* /proc/meminfo as the agent reports it: parsed, then adjusted for the balloon.  -errno. */
 int agent_read_meminfo(const struct agent_config *c, struct proto_stats *st);
 
-/* Collect a stats message now.  caps receives PROTO_CAP_STATS and PROTO_CAP_PSI as found.
+/* A bounded buffer for one procfs file read whole (the largest, /proc/vmstat, is ~5 KiB on
+ * 6.1; /proc/iomem on a big guest ~4 KiB). */
+#define AGENT_FILE_BUF_BYTES (64u * 1024)
+
+/* Collect a stats message now (agent_report.c).  caps receives PROTO_CAP_STATS and PROTO_CAP_PSI as found.
  * -errno only when /proc/meminfo is unreadable. */
 int agent_collect_stats(const struct agent_config *c, struct proto_stats *st, uint32_t *caps);
 /* Fill the guest facts of an agent hello (kernel, page size, RAM layout, capabilities

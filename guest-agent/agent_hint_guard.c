@@ -3,7 +3,7 @@
  * agent_hint_guard.c - how much each caller of the hint socket may do (agent.h).
  *
  * The socket is open to every user in the guest (mode 0666), and everything it forwards
- * shares one path to the host.  Before issue 14 one user could take it all: the 8 slots by
+ * shares one path to the host.  Unguarded, one user could take it all: the 8 slots by
  * opening 8 idle connections (held forever), and the 5 hints/s by sending as fast as it
  * could - and the growth watch's need hints drew from the same bucket, so a flood could
  * keep the host from hearing that the guest was about to run out.  Now:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * agent_procfs.c - the collectors: procfs text -> stats and hello.
+ * agent_procfs.c - procfs text, read and parsed: meminfo, vmstat, PSI, iomem (agent.h);
+ * the stats and the hello are put together from them by agent_report.c.
  *
  * Each file is read whole with one read loop into a bounded buffer (the largest, /proc/vmstat,
  * is ~5 KiB on 6.1; /proc/iomem on a big guest ~4 KiB) and parsed by a pure function, which
@@ -16,13 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
-
-#define FILE_BUF_BYTES (64u * 1024)
 
 uint64_t agent_now_ms(void)
 {
@@ -183,6 +181,8 @@ static bool psi_field(const char **p, const char *name, double *d, unsigned long
 	size_t n = strlen(name);
 	char *end;
 
+	if (!d && !u)
+		return false;
 	while (**p == ' ')
 		(*p)++;
 	if (strncmp(*p, name, n) != 0 || (*p)[n] != '=')
@@ -265,78 +265,4 @@ int agent_parse_iomem(const char *text, struct proto_range *r, uint32_t max)
 			p++;
 	}
 	return zeros ? 0 : (int)n;
-}
-
-int agent_collect_stats(const struct agent_config *c, struct proto_stats *st, uint32_t *caps)
-{
-	char path[AGENT_PATH_MAX + 32];
-	char *buf = malloc(FILE_BUF_BYTES);
-	long n;
-
-	memset(st, 0, sizeof(*st));
-	*caps = 0;
-	if (!buf)
-		return -ENOMEM;
-	st->mono_ms = agent_now_ms();
-	agent_path(c, "/proc/meminfo", path, sizeof(path));
-	n = agent_read_file(path, buf, FILE_BUF_BYTES);
-	if (n < 0 || agent_parse_meminfo(buf, st) < 0) {
-		free(buf);
-		return n < 0 ? (int)n : -EINVAL;
-	}
-	*caps |= PROTO_CAP_STATS;
-	{
-		struct agent_balloon b;
-
-		if (agent_balloon_read(c, &b) == 0)
-			agent_balloon_adjust(&b, st);
-	}
-	agent_path(c, "/proc/vmstat", path, sizeof(path));
-	if (agent_read_file(path, buf, FILE_BUF_BYTES) >= 0)
-		agent_parse_vmstat(buf, st);
-	agent_path(c, "/proc/pressure/memory", path, sizeof(path));
-	if (agent_read_file(path, buf, FILE_BUF_BYTES) >= 0 &&
-	    agent_parse_psi(buf, &st->psi) == 0) {
-		st->has_psi = true;
-		*caps |= PROTO_CAP_PSI;
-	}
-	free(buf);
-	return 0;
-}
-
-void agent_collect_hello(const struct agent_config *c, struct proto_hello *h)
-{
-	char *buf = malloc(FILE_BUF_BYTES);
-	char path[AGENT_PATH_MAX + 32];
-	struct proto_stats st;
-	struct utsname u;
-	uint32_t caps = 0;
-	long ps = sysconf(_SC_PAGESIZE);
-	int n;
-
-	memset(h, 0, sizeof(*h));
-	h->role = PROTO_ROLE_AGENT;
-	h->version_min = PROTO_VERSION_MIN;
-	h->version_max = PROTO_VERSION_MAX;
-	snprintf(h->software, sizeof(h->software), "memtide-agent %s", AGENT_VERSION);
-	if (uname(&u) == 0 && u.release[0])
-		snprintf(h->kernel, sizeof(h->kernel), "%s", u.release);
-	else
-		snprintf(h->kernel, sizeof(h->kernel), "unknown");
-	h->page_size_bytes =
-	    ps >= PROTO_PAGE_SIZE_MIN && ps <= PROTO_PAGE_SIZE_MAX ? (uint32_t)ps : 4096;
-	agent_path(c, "/proc/iomem", path, sizeof(path));
-	if (buf && agent_read_file(path, buf, FILE_BUF_BYTES) >= 0) {
-		n = agent_parse_iomem(buf, h->ram, PROTO_MAX_RAM_RANGES);
-		if (n > 0) {
-			h->nr_ram = (uint32_t)n;
-			h->caps |= PROTO_CAP_RAM_LAYOUT;
-		}
-	}
-	free(buf);
-	if (agent_collect_stats(c, &st, &caps) == 0)
-		h->caps |= caps;
-	if (agent_mglru_available(c))
-		h->caps |= PROTO_CAP_WSS;
-	h->caps |= agent_reclaim_caps(c);
 }

@@ -7,15 +7,15 @@
  * memtide-sim's memtide (policy_memtide.c) runs libvmm's generations and vmm_decide as
  * memtided does.  With --mt-return pageout it evicts pages itself, as memtided's host pageout
  * does.  With balloon or reclaim, each control interval goes through this file, in the order
- * of memtided's tick (host/vm_loop.c: estimate, then control):
+ * of memtided's tick (host/decide/tick_decide.c: estimate, then control):
  *   Step 1: the estimate - libvmm's working set at the cold age (the caller reads it), then
- *           memtided's corrections from host/steady.c: the peak of the last cold age, and
+ *           memtided's corrections from host/decide/steady.c: the peak of the last cold age, and
  *           the bound by the guest RAM the host holds and by what the guest says it uses;
  *   Step 2: the inputs memtided would have - with the agent (--mt-agent 1, the default):
  *           the guest's use (live pages in its RAM), MemAvailable, its growth, the last
  *           request's answer; without: the balloon's own figures, MemAvailable and the
  *           major-fault rate;
- *   Step 3: the policy - host/controller.c's mtd_ctl_step, the very function memtided
+ *   Step 3: the policy - host/decide/controller.c's mtd_ctl_step, the very function memtided
  *           calls, with memtided's default settings and policy;
  *   Step 4: the actuators -
  *           the agent's reclaim (when memtided asks it: under reclaim, and under balloon
@@ -44,10 +44,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller.h"
-#include "policy.h"
+#include "decide/controller.h"
+#include "base/policy.h"
 #include "sim.h"
-#include "steady.h"
+#include "decide/steady.h"
 
 #define ACT_RUNS 256
 #define MIB      (1024 * 1024ull)
@@ -154,7 +154,7 @@ static uint64_t guest_used_pages(const struct sim_ctx *ctx)
 	return n;
 }
 
-/* libvmm follows the target (host/vm_loop.c account_target): a step down counts the oldest
+/* libvmm follows the target (host/act/tick_act.c account_target): a step down counts the oldest
  * pages past the cold age as taken, a step up gives the newest back, unused (vmm_give_back). */
 static int account_target(struct sim_act *a, struct vmm_guest *g, uint64_t now_ms,
 			  uint64_t cold_age_ms, uint64_t from, uint64_t to)
@@ -240,7 +240,7 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 	uint64_t prev = a->prev_target;
 	mtd_ctl_step(&a->cfg, &a->pol, &in, &a->st, &out);
 	/* Step 4: the agent's reclaim, answered within the interval, sent as memtided sends it
-	 * (host/vm_loop.c): on a change, the first time, with the balloon a cap, or while a
+	 * (host/act/tick_act.c): on a change, the first time, with the balloon a cap, or while a
 	 * balloon step waits for the guest to free room. */
 	bool waits = !out.soft && out.balloon_bytes > out.target_bytes;
 	if (out.reclaim_bytes && agent && (out.changed || first || out.soft || waits)) {

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "ept_table.h"
+#include "access/ept_table.h"
 
 struct sim_ept {
 	uint8_t *mem;

@@ -22,7 +22,8 @@
 
 #include "sim.h"
 
-#define BUDGET_LO 0.002 /* the two refault budgets: 0.2% and 1% of resident / min */
+#define BUDGET_LO                                                                                  \
+	0.002 /* two refault budgets: 0.2% (memtided's default) and 1% of resident / min */
 #define BUDGET_HI 0.01
 #define MAX_PTS   32
 
@@ -73,7 +74,7 @@ struct opts {
 	bool budget_set; /* --budget given: sweep and bench report that budget alone */
 };
 
-/* The budgets a sweep or bench reports: --budget alone when given, else the two. */
+/* The budgets a sweep or bench reports: --budget alone when given, else both of those. */
 static int budgets(const struct opts *o, double b[2])
 {
 	if (o->budget_set) {

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "ept_record.h"
-#include "policy.h"
+#include "base/parse.h"
 #include "sim.h"
 
 static void usage(FILE *out)

@@ -155,7 +155,7 @@ void sim_params_memtided_layout(struct sim_params *p)
 {
 	struct vmm_reclaim_config rc;
 
-	/* memtided's limits, fitted by the same call memtided makes (host/vm_loop.c); the
+	/* memtided's limits, fitted by the same call memtided makes (host/daemon/vm_attach.c); the
 	 * floor stays the lab's (the sweep's knob). */
 	vmm_reclaim_config_default(&rc);
 	rc.min_age_ms = p->mt_min_age_ms;

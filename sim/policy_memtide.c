@@ -32,7 +32,7 @@
  *           source places it (mt-sample-phase 0: right after the round, as it did before);
  *           0, every access (sources without windows);
  *   Step 3: decision - every mt-interval-ms, vmm_decide, the call memtided makes each
- *           tick (host/vm_loop.c): the reuses by idle age floor the threshold
+ *           tick (host/decide/tick_decide.c): the reuses by idle age floor the threshold
  *           (--mt-reuse-tau-ms 0 turns that off), the interval's refaults and the resident
  *           pages set it (libvmm averages the rate over mt-smooth-tau-ms first; --mt-smooth
  *           0 turns that off), and its gates say how many pages may go: none while the
@@ -344,7 +344,7 @@ static void mt_interval_done(struct mt *m, const struct sim_ctx *ctx, uint64_t t
 	m->next_ctl_ms = t1 + ctx->p->mt_interval_ms;
 }
 
-/* --mt-return balloon or reclaim, one control interval in memtided's order (host/vm_loop.c):
+/* --mt-return balloon or reclaim, one control interval in memtided's order (host/decide/tick.h):
  * the source ages, vmm_decide sets the cold age from the refault signal (libvmm's refaults
  * of pages the target took, plus the guest's major faults, as memtided adds them), libvmm's
  * working set at that age goes to memtided's balloon policy (sim/actuators.c). */
@@ -369,7 +369,7 @@ static int mt_control_act(struct mt *m, struct sim_ctx *ctx, uint64_t t1, bool a
 	    .refault_hold = m->dec.holds_all_takers,
 	};
 	/* Two rounds, and more than a cold age of watching, before the estimate means anything
-	 * (memtided's rule, host/vm_loop.c: no page is known idle for longer than it was
+	 * (memtided's rule, host/decide/tick_decide.c: no page is known idle for longer than it was
 	 * watched). */
 	if (m->rounds >= 2 && t1 - m->t0_ms > tick.cold_age_ms &&
 	    vmm_wss(m->g, t1, &tick.cold_age_ms, 1, &tick.wss_bytes) == 0)
@@ -379,7 +379,7 @@ static int mt_control_act(struct mt *m, struct sim_ctx *ctx, uint64_t t1, bool a
 }
 
 /* Step 1, with mt-free-hint, under balloon or reclaim: memtided reads QEMU's map each tick
- * and marks free in libvmm every page that holds nothing on the host (host/pageout_hand.c
+ * and marks free in libvmm every page that holds nothing on the host (host/act/pageout_hand.c
  * mtd_hand_mark_free): reported by free page reporting, taken by the balloon, or never
  * used.  In the lab those are the pages not resident (nothing is in host swap here). */
 static int mt_mark_free(struct mt *m, const struct sim_ctx *ctx)

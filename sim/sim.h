@@ -241,7 +241,7 @@ struct sim_params {
 
 void sim_params_default(struct sim_params *p);
 /* memtide's generations laid out as memtided keeps them: VMM_MAX_NR_GENS generations, a round
- * every control interval, thresholds up to nr_gens - 2 intervals (host/vm_loop.c), starting
+ * every control interval, thresholds up to nr_gens - 2 intervals (host/daemon/vm_attach.c), starting
  * at the longest.  The lab's own layout (mt-aging-div rounds per threshold) reaches 1 h. */
 void sim_params_memtided_layout(struct sim_params *p);
 /* Set one parameter by its command-line name ("mom-min-free", "mt-target", ...).  Returns

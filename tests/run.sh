@@ -10,9 +10,14 @@
 #   soak         (not in the default list) the long versions of the scenarios that have one
 #                (E2E_SOAK=1), as `make soak` runs them
 #   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
-#                package, too heavy for every make check) and the packaged unit under a real
-#                systemd (a guest boot and a dpkg install, ~140 s); `make check-packaging`,
-#                run by CI
+#                package, too heavy for every make check) and the package under a real
+#                systemd (a guest boot, three dpkg runs and a shutdown, ~6 minutes under
+#                TCG); `make check-packaging`, run by CI
+#   stand        the KVM host stand's self-test (tests/kvm/selftest.sh: KVM and nested paging
+#                in the stand, a KVM guest's speed against TCG's; ~2 minutes)
+#   kvm          (not in the default list; `make check-kvm`) the self-test, then the e2e
+#                scenarios listed in tests/kvm/scenarios.txt, each run in the stand with a KVM
+#                guest (tests/kvm/stand.sh run), figures in $BUILD/e2e/kvm_SCENARIO.json
 # Each program or script prints TAP lines ("ok N - name", "not ok N - name", "ok N # SKIP why");
 # every such line counts as one test.  A program that prints none counts as one test, passed
 # if it exits 0.  A program that exits non-zero without a "not ok" line counts one failure more
@@ -23,7 +28,7 @@ BUILD=${BUILD:-build}
 LOGS=$BUILD/test-logs
 mkdir -p "$LOGS"
 suites=("$@")
-[ ${#suites[@]} -eq 0 ] && suites=(unit integration fuzz e2e)
+[ ${#suites[@]} -eq 0 ] && suites=(unit integration fuzz e2e stand)
 export CMOCKA_MESSAGE_OUTPUT=TAP
 export BUILD
 # Programs under test find their siblings here.
@@ -71,7 +76,7 @@ run_one() {
 	local t0=$SECONDS
 	run_cmd "$log" "$limit" "$@"
 	local attempt=1
-	while [ "$suite" = e2e ] && [ $attempt -lt "${E2E_SPEED_TRIES:-3}" ] && speed_only "$log"; do
+	while { [ "$suite" = e2e ] || [ "$suite" = kvm ]; } && [ $attempt -lt "${E2E_SPEED_TRIES:-3}" ] && speed_only "$log"; do
 		mv -f "$log" "$LOGS/$suite-$name.$attempt.log"
 		echo "SPEED  $suite         $name: a speed check missed its goal on measurement $attempt:"
 		grep -E '^not ok [0-9]+ - speed: ' "$LOGS/$suite-$name.$attempt.log" | sed 's/^/         /'
@@ -141,12 +146,19 @@ for suite in "${suites[@]}"; do
 			[ -f "$t" ] && grep -q 'E2E_SOAK' "$t" || continue
 			run_one soak "$(basename "$t" .sh)" 3600 env E2E_SOAK=1 bash "$t"
 		done ;;
+	stand)
+		run_one stand selftest 600 bash tests/kvm/selftest.sh ;;
+	kvm)
+		run_one kvm selftest 600 bash tests/kvm/selftest.sh
+		for s in $(awk '$1 !~ /^#/ { print $1 }' tests/kvm/scenarios.txt); do
+			run_one kvm "$s" 1500 tests/kvm/stand.sh run "tests/e2e/scenarios/$s.sh"
+		done ;;
 	packaging)
 		for t in tests/packaging/*.sh; do
 			[ -f "$t" ] || continue
-			run_one packaging "$(basename "$t" .sh)" 600 bash "$t"
+			run_one packaging "$(basename "$t" .sh)" 900 bash "$t"
 		done ;;
-	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e, packaging, soak)" >&2; exit 2 ;;
+	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e, stand, kvm, packaging, soak)" >&2; exit 2 ;;
 	esac
 done
 

@@ -18,8 +18,8 @@
  *      may go, and in its step mode only as many as the budget carries at the rate such
  *      pages come back: measured here, where the generations' sizes are known.
  *
- * memtided calls it each aging tick (host/vm_loop.c) and host pageout evicts by the answer
- * (host/pageout_hand.c); memtide-sim's memtide calls it each control interval and evicts
+ * memtided calls it each aging tick (host/decide/tick_decide.c) and host pageout evicts by the answer
+ * (host/act/pageout_hand.c); memtide-sim's memtide calls it each control interval and evicts
  * single pages by it (sim/policy_memtide.c).  Each keeps only what is its own: memtided
  * the refault signal it assembles from libvmm and the guest, the host's squeeze and the
  * actuator's own limits (swap room, QEMU's layout); the lab its exact fault counts.
@@ -157,9 +157,9 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 			out->take_pages = room;
 	}
 	/* While it only learns, the balloon and the agent go on: their estimate is read at the
-	 * controller's age, which starts at the longest (host/vm_loop.c says what gating them
-	 * on learning too cost).  While pages that came back stay for good, or it steps, they
-	 * stop: they cannot leave those pages. */
+	 * controller's age, which starts at the longest (host/decide/tick_decide.c says what
+	 * gating them on learning too cost).  While pages that came back stay for good, or it
+	 * steps, they stop: they cannot leave those pages. */
 	bool kept_for_good =
 	    ctl->reused_age_ms == UINT64_MAX &&
 	    (ctl->mode == VMM_TAKE_STEP || floor_past_longest(ctl)); /* not merely unvouched */

@@ -9,7 +9,7 @@
  * the mapping on every call (ept_table_at), so entries written by a misbehaving plugin can
  * only point at other tables of the same file.
  */
-#include "ept_file.h"
+#include "access/ept_file.h"
 
 #include <errno.h>
 #include <fcntl.h>

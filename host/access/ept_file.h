@@ -10,7 +10,7 @@
  * in QEMU, which a guest may have compromised) can make a walk report nonsense for that VM,
  * never read or write outside the mapping.
  *
- * Interface for host-side eviction (issue 12): mtd_ept_file_zap clears leaves, as KVM's MMU
+ * Interface for host-side eviction (pageout_hand.h): mtd_ept_file_zap clears leaves, as KVM's MMU
  * notifier zaps EPT entries when the host takes a page; the guest's next access makes the
  * leaf present again, which libvmm's next aging walk counts as a refault.
  */
@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ept_table.h"
+#include "access/ept_table.h"
 #include "vmm.h"
 
 struct mtd_ept_file {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "choose.h"
+#include "access/guest_layout.h"
 
 #define GiB (1ULL << 30)
 

@@ -148,6 +148,13 @@ static inline int mtd_source_describe(const struct mtd_source *s, char *buf, siz
 	return s->ops->describe(s->ctx, buf, len);
 }
 
+/* Does the source report the guest's own accesses page by page (not amounts, not libvmm's
+ * simulation, [daemon] source = sim)?  Host-side eviction needs that. */
+static inline bool mtd_source_live(const struct mtd_source *s, bool simulated)
+{
+	return s->ops && s->ops->per_page && !simulated;
+}
+
 static inline void mtd_source_destroy(struct mtd_source *s)
 {
 	if (s->ops)

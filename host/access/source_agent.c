@@ -39,14 +39,14 @@
  * deflate-on-oom balloon holds, guest-agent/agent_balloon.c: the kernel counts them as
  * allocated, and memtided's own inflation would otherwise read as the guest's growth.)
  */
-#include "source.h"
+#include "access/source.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "agent_link.h"
-#include "log.h"
+#include "act/agent_link.h"
+#include "base/log.h"
 #include "vmm.h"
 
 /* wss reports of a session not read (agent_age says why). */

@@ -57,8 +57,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "choose.h"
-#include "source.h"
+#include "access/guest_layout.h"
+#include "access/source.h"
 
 /* Paths here are the admin directory (at most 255 bytes) plus fixed names and numbers:
  * every buffer is sized for that; GCC cannot see the bound through the chained snprintfs. */

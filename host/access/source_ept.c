@@ -32,9 +32,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "ept_file.h"
-#include "log.h"
-#include "source.h"
+#include "access/ept_file.h"
+#include "access/source.h"
+#include "base/log.h"
 
 struct ept_src {
 	struct mtd_ept_file f;

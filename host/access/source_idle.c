@@ -31,8 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "choose.h"
-#include "source.h"
+#include "access/guest_layout.h"
+#include "access/source.h"
 
 #define PM_PFN_MASK ((1ULL << 55) - 1)
 #define PM_PRESENT  (1ULL << 63)

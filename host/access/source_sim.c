@@ -12,7 +12,7 @@
  * Cost per round: hot pages x ~20 ns of simulated access + one walk (~1 load per entry); a
  * 1 GiB guest at 25% hot is 65536 accesses and 262144 entries, well under a millisecond.
  */
-#include "source.h"
+#include "access/source.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "choose.h"
+#include "access/young_dump.h"
+
+#include "vmm.h"
 
 struct dump {
 	struct mtd_source inner;

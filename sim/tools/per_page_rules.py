@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """per_page_rules.py - would a page's own history beat the best single idle threshold?
 
-Why: issue 13 asks memtide, at its defaults, to save more than the best idle-age threshold
-tuned in hindsight on every real-program trace, "using what libvmm knows per page".  Before
+Why: memtide, at its defaults, is to save more than the best idle-age threshold tuned in
+hindsight on every real-program trace, using what libvmm knows per page.  Before
 building that into libvmm, this asks the lab whether the signal is there at all.  It tunes
 both sides in hindsight, exact to the page (sim/policy_idle.c, no generations, no
 controller):

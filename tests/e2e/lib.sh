@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # lib.sh: the end-to-end harness, sourced by tests/e2e/scenarios/*.sh and scripts/demo.sh.
 #
-# It boots a real Debian guest under QEMU TCG the way an operator would (plain QEMU, a
+# It boots a real Debian guest under QEMU the way an operator would (plain QEMU, a
 # virtio-balloon with free page reporting and deflate-on-oom, QMP on a unix socket, and the
 # agent's channel), and gives the scenarios:
 #   e2e_init NAME            work dir, TAP counter, figures file $BUILD/e2e/NAME.json, and an
@@ -31,7 +31,7 @@
 #
 # The agent's channel, E2E_TRANSPORT (the guest agent's default "auto" finds either):
 #   virtio (default)  a virtio-serial port named org.memtide.agent.0 on a QEMU chardev socket;
-#   vsock             memtided's vhost-user-vsock-pci (host/vsock_service.h) and no
+#   vsock             memtided's vhost-user-vsock-pci (host/vsock/vsock_service.h) and no
 #                     virtio-serial port; guest RAM is a shared memfd (vhost-user maps it).
 #                     QEMU 7.2 waits for the device's back end before it runs the guest, and
 #                     scenarios start memtided only later: until they do, the harness's
@@ -40,9 +40,17 @@
 #                     takes the device over as after a restart of its own.
 # Either way $E2E_AGENT is what memtided's --agent takes (a socket, or vsock:SOCKET) and
 # $E2E_AGENT_SOCK the unix socket where a scripted host reaches the agent itself.
+#
+# The guest's accelerator, E2E_ACCEL:
+#   tcg (default)  QEMU's emulator: this machine's kernel has no KVM an ordinary guest can use.
+#   kvm            -accel kvm -cpu host, as on an operator's host.  Only where /dev/kvm is a
+#                  real KVM: inside the KVM host stand (tests/kvm/stand.sh runs a scenario
+#                  there unchanged).  Figures go to $BUILD/e2e/kvm_NAME.json, beside the TCG
+#                  run's NAME.json.
 set -u
 BUILD=${BUILD:-build}
 E2E_TRANSPORT=${E2E_TRANSPORT:-virtio}
+E2E_ACCEL=${E2E_ACCEL:-tcg}
 E2E_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 E2E_PIDS=()
 E2E_N=0
@@ -74,10 +82,12 @@ e2e_init() {
 	E2E_NAME=$1
 	cd "$E2E_ROOT" || exit 1
 	E2E_DIR=$(mktemp -d "/tmp/memtide-e2e-$E2E_NAME.XXXXXX")
-	E2E_JSON=$PWD/$BUILD/e2e/$E2E_NAME.json
+	local prefix=
+	[ "$E2E_ACCEL" = kvm ] && prefix=kvm_
+	E2E_JSON=$PWD/$BUILD/e2e/$prefix$E2E_NAME.json
 	# A scenario run over vsock keeps its virtio-serial figures: NAME-vsock.json.
 	[ "$E2E_TRANSPORT" = vsock ] && [ "$E2E_NAME" != vsock ] &&
-		E2E_JSON=$PWD/$BUILD/e2e/$E2E_NAME-vsock.json
+		E2E_JSON=$PWD/$BUILD/e2e/$prefix$E2E_NAME-vsock.json
 	mkdir -p "$BUILD/e2e"
 	# A speed check measured again (tests/run.sh): the earlier run's figures stay beside
 	# these as NAME.1.json, NAME.2.json.
@@ -116,7 +126,8 @@ e2e_write_json() {
 		if [[ $v =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || [ "$v" = true ] || [ "$v" = false ]; then
 			s+=",\"$k\":$v"
 		else
-			s+=",\"$k\":\"$v\""
+			v=${v//\\/\\\\}
+			s+=",\"$k\":\"${v//\"/\\\"}\""
 		fi
 	done
 	s+="$sep}"
@@ -157,6 +168,8 @@ e2e_start() {
 }
 
 # e2e_boot MIB RUN [APPEND] [EXTRA QEMU ARGS...]: the guest, started as an operator would.
+# E2E_GUEST_APPEND adds to every guest's command line (by hand: e.g.
+# memtide.agent_args=--log_level=3 puts the agent's debug log on the guest's console).
 e2e_boot() {
 	local mib=$1 run=$2 append=${3:-}
 	shift 3 2>/dev/null || shift $#
@@ -193,10 +206,15 @@ e2e_boot() {
 		channel+=(-object "memory-backend-memfd,id=mem,size=${mib}M,share=on"
 			-machine memory-backend=mem)
 	fi
+	local accel
+	case $E2E_ACCEL in
+	kvm) accel=(-accel kvm -cpu host) ;;
+	*) accel=(-accel tcg) ;;
+	esac
 	: >"$E2E_CONSOLE"
-	e2e_start qemu-system-x86_64 -accel tcg -m "$mib" -smp 2 -nographic -no-reboot -nic none \
+	e2e_start qemu-system-x86_64 "${accel[@]}" -m "$mib" -smp 2 -nographic -no-reboot -nic none \
 		-kernel "$E2E_KERNEL" -initrd "$E2E_INITRD" \
-		-append "console=ttyS0 quiet panic=-1 memtide.run=${run// /,} $append" \
+		-append "console=ttyS0 quiet panic=-1 memtide.run=${run// /,} $append ${E2E_GUEST_APPEND:-}" \
 		-device virtio-balloon-pci,id=balloon0,free-page-reporting=on,deflate-on-oom=on \
 		-qmp "unix:$E2E_QMP,server,nowait" -qmp "unix:$E2E_QMP_TEST,server,nowait" \
 		"${channel[@]}" \

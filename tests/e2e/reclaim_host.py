@@ -112,6 +112,8 @@ def main():
         "anon_result": anon_reply["result"],
         "anon_methods": "+".join(s["method"] for s in anon_reply.get("steps", [])),
         "anon_freed_mib": anon_reply["freed_bytes"] // MiB,
+        "anon_message": anon_reply.get("message", ""),
+        "anon_step_ms": "+".join(str(s["elapsed_ms"]) for s in anon_reply.get("steps", [])),
         "anon_elapsed_ms": anon_reply["elapsed_ms"],
         "memfree_gain_mib": (after["mem_free_bytes"] - before["mem_free_bytes"]) // MiB,
         "pswpout_pages": after["pswpout"] - before["pswpout"],

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * vsock_bridge.c - a test helper of the e2e harness (E2E_TRANSPORT=vsock): memtided's own
- * vhost-user-vsock back end (host/vsock_service.c, host/vhost/) with the agent's stream
+ * vhost-user-vsock back end (host/vsock/vsock_service.c, host/vsock/) with the agent's stream
  * handed to a unix socket instead of memtided's agent link.
  *
  * Why the harness needs it: QEMU 7.2's vhost-user-vsock-pci must have its back end when it
@@ -26,8 +26,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "vsock_service.h"
+#include "base/log.h"
+#include "vsock/vsock_service.h"
 
 static volatile sig_atomic_t stop;
 

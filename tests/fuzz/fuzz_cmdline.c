@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fuzz_cmdline.c - libFuzzer target for memtided's command line (host/cmdline.c).
+ * fuzz_cmdline.c - libFuzzer target for memtided's command line (host/daemon/cmdline.c).
  *
  * Each input is an argument vector: the bytes split at NUL into at most 63 arguments after
  * "memtided".  Parsed with mtd_cmdline_parse; on success the config-key flags are applied
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmdline.h"
+#include "daemon/cmdline.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

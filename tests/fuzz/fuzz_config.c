@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fuzz_config.c - libFuzzer target for memtided's config file (host/policy.c: libinih over
+ * fuzz_config.c - libFuzzer target for memtided's config file (host/daemon/config.c: libinih over
  * the [daemon], [controller], [host], [defaults] and [sim] tables).
  *
  * Each input is the text of a memtided.conf, loaded over the built-in defaults with
@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy.h"
+#include "base/policy.h"
+#include "daemon/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_domxml.c - libFuzzer target for libvirt domain XML as memtide reads and patches it:
- * `memtidectl domxml-patch` (host/domxml.c) and memtided's reading of the live XML
- * (mtd_libvirt_parse_domain_xml in host/libvirt_conn.c: uuid, balloon model and free page
+ * `memtidectl domxml-patch` (host/front/domxml.c) and memtided's reading of the live XML
+ * (mtd_libvirt_parse_domain_xml in host/act/libvirt_conn.c: uuid, balloon model and free page
  * reporting, the agent channel's socket path).
  *
  * Each input is a domain XML text.  Checked: the patch either refuses with a sentence or
@@ -19,8 +19,8 @@
 
 #include <libxml/parser.h>
 
-#include "domxml.h"
-#include "libvirt_conn.h"
+#include "act/libvirt_conn.h"
+#include "front/domxml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

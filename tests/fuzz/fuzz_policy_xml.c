@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_policy_xml.c - libFuzzer target for memtide's per-domain policy metadata
- * (mtd_policy_from_xml in host/policy.c): XML any libvirt user with write access to a domain
+ * (mtd_policy_from_xml in host/base/policy.c): XML any libvirt user with write access to a domain
  * can store, read by root memtided on every attach and metadata change.
  *
  * Each input is the metadata element as virDomainGetMetadata returns it.  Checked: a
@@ -17,7 +17,7 @@
 
 #include <libxml/parser.h>
 
-#include "policy.h"
+#include "base/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
  * fuzz_qmp.c - libFuzzer target for memtided's QMP client: what a hostile QEMU can say.
  *
  * Each input is what QEMU writes on the QMP socket, used twice:
- *   1. Line by line through the pure parsers (host/qmp_parse.c): every line is parsed; an
+ *   1. Line by line through the pure parsers (host/act/qmp_parse.c): every line is parsed; an
  *      event goes to the BALLOON_CHANGE reader, a reply to the reply reader, and whatever
  *      it returns to every reply parser memtided has (qom-list balloon search, query-balloon
  *      actual, query-memory-size-summary base-memory, guest-stats, a boolean) whatever the
@@ -18,7 +18,7 @@
  * its bound, a balloon path is DIR/ one clean component, and an error text for the log
  * holds no control character.  A violation traps.
  * Seeds (tests/fuzz/corpus/qmp/) are real QEMU 7.2 output for those commands and the
- * replies that crashed memtided before issue 14.
+ * replies that once crashed memtided (null members, wrong types).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -29,7 +29,7 @@
 
 #include <json-c/json.h>
 
-#include "qmp.h"
+#include "act/qmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * fuzz_ram_layout.c - libFuzzer target for the guest RAM layout (host/ram_layout.c): what a
+ * fuzz_ram_layout.c - libFuzzer target for the guest RAM layout (host/act/ram_layout.c): what a
  * hostile or broken QEMU can answer to the questions host-side eviction asks before it names
  * a single guest page in QEMU's address space.
  *
@@ -22,7 +22,7 @@
 
 #include <json-c/json.h>
 
-#include "ram_layout.h"
+#include "act/ram_layout.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

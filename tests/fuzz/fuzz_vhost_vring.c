@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fuzz_vhost_vring.c - libFuzzer target for memtided's vhost-user-vsock back end
- * (host/vhost/): everything a guest or QEMU can put in front of it.
+ * (host/vsock/): everything a guest or QEMU can put in front of it.
  *
  * The first byte picks what the rest of the input is:
  *   even: guest memory.  Eight knob bytes (ring sizes up to 16, budgets, what the host
@@ -29,8 +29,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "vhost/vhost.h"
-#include "vhost/vhost_int.h"
+#include "vsock/vhost.h"
+#include "vsock/vhost_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,9 @@
 # memtided on the same socket refuses to start; memtidectl with no daemon exits 3 saying
 # so; `hook` with no daemon exits 3 at once, saying so; top --count 2 prints two frames;
 # SIGHUP keeps the policy set at run time (enabled=false, the kill switch, among it);
-# `release --wait` brings the VM back to its full size and `resume` ends the release.
+# `release --wait` brings the VM back to its full size, never faster than release_rate (64M
+# here) in any second of the balloon's real size, read every 50 ms through a second QMP
+# monitor, and `resume` ends the release.
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
@@ -72,6 +74,7 @@ check $? "no daemon: hook exits 3 at once ($ms ms) saying the event was not deli
 qemu-system-x86_64 -accel tcg -m 512 -nodefaults -display none -no-reboot \
 	-kernel "$IT_KERNEL" -initrd "$IT_INITRD" -append "console=ttyS0 quiet" \
 	-serial "file:$dir/serial.log" -qmp "unix:$dir/qmp.sock,server=on,wait=off" \
+	-qmp "unix:$dir/test.sock,server=on,wait=off" \
 	-device virtio-balloon-pci,id=balloon0,free-page-reporting=on 2>"$dir/qemu.err" &
 pids+=($!)
 wait_for 30 grep -qs "memtide-it-guest ready" "$dir/serial.log" || skip_rest "guest did not boot"
@@ -89,6 +92,7 @@ state_dir = $dir/state
 max_inflate_step = 64M
 [host]
 meminfo = $dir/meminfo
+release_rate = 64M
 [defaults]
 min = 192M
 headroom = 32M
@@ -208,13 +212,14 @@ for ln in open(sys.argv[1]).read().splitlines():
     if ln.startswith("# HELP "):
         fam = ln.split()[2]; assert fam not in seen, "family twice: " + fam; seen.add(fam); continue
     if ln.startswith("# TYPE "):
-        _, _, n, t = ln.split(); assert n == fam and t in ("gauge", "counter"), ln; typed.add(n)
+        _, _, n, t = ln.split(); assert n == fam and t in ("gauge", "counter", "summary"), ln; typed.add(n)
         assert (t == "counter") == n.endswith("_total"), "counter iff _total: " + ln
         assert not re.search(r"per_minute|percent|_pages", n), "non-base unit: " + ln
         continue
     m = sample.match(ln); assert m, "bad line: " + ln
     n, labels, v = m.group(1), m.group(3) or "", m.group(4)
-    assert n == fam and n in typed, "sample outside its family: " + ln
+    # a summary's _sum and _count belong to it
+    assert fam in typed and (n == fam or n in (fam + "_sum", fam + "_count")), "sample outside its family: " + ln
     float(v)
     pos, lab = 0, {}
     while pos < len(labels):
@@ -233,7 +238,9 @@ assert len(get("memtide_vm_generation_bytes", domain="it-vm")) >= 2
 assert get("memtide_build_info", mode="qemu") == [1.0] and get("memtide_up") == [1.0]
 assert get("memtide_libvirt_connected") == []  # plain-QEMU mode: no libvirt
 assert get("memtide_vm_balloon_inflations_total", domain="it-vm")[0] >= 0
-assert 0 <= get("memtide_vm_guest_psi_memory_some_avg10_ratio", domain="it-vm")[0] <= 1
+# no agent, so no PSI: a figure memtided does not know has no sample, not a 0
+assert get("memtide_vm_guest_psi_memory_some_avg10_ratio", domain="it-vm") == []
+assert get("memtide_vm_agent_rtt_seconds", domain="it-vm") == []
 assert len(get("memtide_vm_working_set_by_age_bytes", domain="it-vm")) == 4
 assert 0 <= get("memtide_vm_reuse_floor_seconds", domain="it-vm")[0] <= get("memtide_vm_cold_age_seconds", domain="it-vm")[0]
 assert 0 <= get("memtide_vm_inflate_hold_seconds", domain="it-vm")[0] <= 480
@@ -260,18 +267,51 @@ ctl policy set it-vm enabled=false
 low=$(ctl --json vm show it-vm | python3 -c 'import json,sys; print(json.load(sys.stdin)["vm"]["balloon_actual_bytes"] >> 20)')
 kill -HUP $mpid
 wait_for 5 grep -q "reload keeps the runtime policy enabled=no" "$dir/memtided.log"
-disabled() { ctl policy get it-vm | grep -qx 'enabled=false' && ctl status | grep -Eq '^it-vm +disabled '; }
+disabled() { ctl policy get it-vm | grep -qx 'enabled=no' && ctl status | grep -Eq '^it-vm +disabled '; }
 wait_for 5 disabled && ctl policy get it-vm | grep -qx 'headroom=64M'
 check $? "SIGHUP keeps the runtime policy: enabled=false and headroom=64M stay in force"
+# The balloon's real size every 50 ms while the release climbs, on a QMP monitor of its own.
+python3 - "$dir/test.sock" "$dir/climb.txt" <<'PY' &
+import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rwb")
+def cmd(c):
+    f.write(json.dumps({"execute": c}).encode() + b"\n"); f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            return r.get("return")
+json.loads(f.readline()); cmd("qmp_capabilities")
+out, end = open(sys.argv[2], "w"), time.monotonic() + 40
+while time.monotonic() < end:
+    out.write("%d %d\n" % (time.monotonic() * 1000, cmd("query-balloon")["actual"])); out.flush()
+    time.sleep(0.05)
+PY
+watch=$!
 out=$(ctl release it-vm --wait 2>&1)
 rc=$?
+kill $watch 2>/dev/null
+wait $watch 2>/dev/null
 echo "$out" | sed 's/^/#   /'
+# The most the balloon gave in any second, from its real size (two samples at most 1 s apart).
+most=$(python3 - "$dir/climb.txt" <<'PY'
+import sys
+p = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 2]
+most = 0
+for i, (t0, a0) in enumerate(p):
+    for t1, a1 in p[i + 1:]:
+        if t1 - t0 > 1000:
+            break
+        most = max(most, a1 - a0)
+print(most >> 20)
+PY
+)
 # (the balloon may still be on its way down when release arrives: it climbs from wherever it is)
 from=$(echo "$out" | sed -nE 's/^  it-vm +([0-9]+)M -> 512M.*/\1/p' | head -1)
 [ $rc = 0 ] && [ -n "$from" ] && [ "$from" -lt 512 ] && echo "$out" | grep -q '^done:' &&
 	ctl status | grep -Eq '^it-vm +released +512M' &&
-	ctl --json vm show it-vm | grep -q '"balloon_actual_bytes":536870912'
-check $? "release --wait: it-vm climbs from ${from:-?} (${low}M when asked) to 512 MiB, then shows 'released'"
+	ctl --json vm show it-vm | grep -q '"balloon_actual_bytes":536870912' &&
+	[ -n "$most" ] && [ "$most" -le 64 ] && [ "$most" -gt 0 ]
+check $? "release --wait: it-vm climbs from ${from:-?} (${low}M when asked) to 512 MiB, at most ${most:-?} MiB in any second (release_rate 64M), then shows 'released'"
 err=$(ctl release no-such-vm 2>&1)
 rc1=$?
 ctl resume it-vm >/dev/null && ctl policy set it-vm enabled=true

@@ -9,7 +9,8 @@
 # (MEMTIDE_HOOK_LOGGER) because this machine has no syslog daemon to read back from.
 #
 # Checked (each failed before this change, as measured against the previous build):
-#   1  16 idle control connections do not lock out the hook: its event reaches memtided
+#   1  idle control connections in every slot (64) do not lock out the hook: its event
+#      reaches memtided within the hook's 2 s
 #   2  a client that pipelines 2000 requests and never reads does not hold the control
 #      thread: another client's status answers within 100 ms meanwhile
 #   3  memtidectl hook with no daemon exits non-zero, at once, saying why
@@ -19,11 +20,15 @@
 #   7  300 slow /metrics connections are all shed within the request deadline (the old
 #      build turned 268 away at once but held the other 32 for good)
 #   8  a connection idle for the idle timeout (30 s) is closed by memtided
-#   9  --interval 60s is accepted (agent_silence is raised before it is checked)
+#   9  500 clients connecting at once, each sending `status` before any is read, are all
+#      answered (the previous build closed just-accepted ones "to make room")
+#   10 the hook script run 200 times at once, as libvirtd's restart runs it for every
+#      domain: every event reaches memtided, none is logged as missed
+#   11 --interval 60s is accepted (agent_silence is raised before it is checked)
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
-TOTAL=9
+TOTAL=11
 echo "1..$TOTAL"
 n=0 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
@@ -64,8 +69,8 @@ mpid=$!
 pids+=($mpid)
 for _ in $(seq 100); do ctl status >/dev/null 2>&1 && break; sleep 0.1; done
 
-# 1: 16 idle connections, then the hook's event.
-python3 - "$SOCK" 16 "$dir/hold.ready" <<'PY' &
+# 1: every slot held by an idle connection, then the hook's event.
+python3 - "$SOCK" 64 "$dir/hold.ready" <<'PY' &
 import socket, sys, time
 cs = []
 for _ in range(int(sys.argv[2])):
@@ -80,7 +85,7 @@ ctl hook fe-probe started begin >"$dir/hook1.out" 2>&1
 rc=$?
 sleep 0.5
 grep -q "fe-probe: libvirt hook: started" "$dir/memtided.log"
-check $? "with 16 idle control connections open, the hook's event reaches memtided (hook rc $rc)"
+check $? "with 64 idle control connections open, the hook's event reaches memtided (hook rc $rc)"
 kill $hold 2>/dev/null
 wait $hold 2>/dev/null
 
@@ -255,7 +260,59 @@ wait $idle_pid
 grep -Eq "closed after (2|3)[0-9]\.[0-9] s" "$dir/idle.out"
 check $? "an idle control connection is closed after the idle timeout ($(cat "$dir/idle.out"))"
 
-# 9: a long interval.
+# 9: a burst of clients, all connected and sent before the server reads one.
+python3 - "$SOCK" 500 >"$dir/burst.out" 2>&1 <<'PY'
+import json, socket, sys, threading
+path, n = sys.argv[1], int(sys.argv[2])
+go = threading.Barrier(n)
+res = [None] * n
+def one(i):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(20)
+    go.wait()
+    try:
+        s.connect(path)
+        s.sendall(b'{"cmd":"status"}\n')
+        buf = b""
+        while b"\n" not in buf:
+            d = s.recv(65536)
+            if not d:
+                break
+            buf += d
+        r = json.loads(buf.split(b"\n")[0]) if buf else {}
+        res[i] = "ok" if r.get("ok") else r.get("error", "closed without an answer")
+    except OSError as e:
+        res[i] = str(e)
+    s.close()
+ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+lost = [r for r in res if r != "ok"]
+print("%d of %d answered%s" % (n - len(lost), n, ("; first lost: " + lost[0]) if lost else ""))
+sys.exit(1 if lost else 0)
+PY
+check $? "500 clients at once: $(cat "$dir/burst.out")"
+
+# 10: the hook script, 200 times at once (each runs memtidectl in the background).
+: >"$dir/logger.out"
+before=$(grep -c "burst-[0-9]*: libvirt hook: reconnect" "$dir/memtided.log")
+hooks=()
+for i in $(seq 200); do
+	echo "<domain/>" | MEMTIDE_SOCKET=$SOCK MEMTIDE_HOOK_LOGGER=$dir/logger \
+		"$dir/hook.sh" "burst-$i" reconnect begin - &
+	hooks+=($!)
+done
+wait "${hooks[@]}"
+delivered() { [ "$(grep -c "burst-[0-9]*: libvirt hook: reconnect" "$dir/memtided.log")" -ge $((before + 200)) ]; }
+for _ in $(seq 300); do delivered && break; [ -s "$dir/logger.out" ] && break; sleep 0.1; done
+got=$(($(grep -c "burst-[0-9]*: libvirt hook: reconnect" "$dir/memtided.log") - before))
+missed=$(grep -c "not delivered" "$dir/logger.out")
+[ "$got" = 200 ] && [ "$missed" = 0 ]
+check $? "the hook script 200 times at once: $got events reached memtided, $missed logged as missed ($(head -c 200 "$dir/logger.out"))"
+
+# 11: a long interval.
 kill $mpid 2>/dev/null
 wait $mpid 2>/dev/null
 timeout 20 "$BIN/memtided" --qmp "$dir/vm1.qmp" --name fe-vm --foreground --state-dir "$dir/state" \

@@ -4,7 +4,7 @@
 #
 # The QMP peer is a scripted fake (Python, below): it stands in for a hostile or buggy QEMU,
 # which a real QEMU cannot be made to be.  It answers every command memtided sends, and puts
-# in front of each reply the messages that crashed memtided before issue 14 ({"event": null},
+# in front of each reply the messages that once crashed memtided ({"event": null},
 # a qom-list entry with "type": null) and their relatives (nulls, wrong types, negative and
 # 2^64-1 numbers, embedded NUL bytes, duplicate keys, a balloon name with '/').  It logs every
 # command it receives, so the test waits on memtided's progress, not on time.

@@ -17,7 +17,7 @@
 # to the floor; deflate at once on guest pressure (MemAvailable through the balloon stats);
 # host arbitration (the lower priority VM gives first, headroom comes back when the host has
 # room); invalid metadata stops inflation and leaves the VM at its size; SIGTERM leaves
-# every guest at the size it has (issue 14: it used to hand each its full size).
+# every guest at the size it has (handing each its full size would overcommit the host).
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}

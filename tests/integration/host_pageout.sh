@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # host_pageout.sh: host-side eviction against real QEMUs: the guest RAM map memtided builds at
-# attach (host/ram_layout.c), what it refuses and why, and a full host swap.
+# attach (host/act/ram_layout.c), what it refuses and why, and a full host swap.
 #
 # Part 1, the map: QEMU started paused (-S: no guest needs to boot for the map) with memtide's
 # ept plugin (a live access source) and a balloon, memtided in plain-QEMU mode with its

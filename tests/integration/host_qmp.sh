@@ -11,16 +11,18 @@
 #
 # Checked: handshake; inflation toward working set + headroom in bounded steps with reclaim
 # requests to the agent; the floor; deflate at once on the agent's need and on guest PSI;
-# a silent agent: no inflation, and the guest keeps its size (no return to the full size:
-# issue 14); a garbage-sending agent is cut off and the link comes back; a restarted agent
+# a silent agent: no inflation, and the guest keeps its size (no return to the full size,
+# which would overcommit a host whose agents go quiet together); a garbage-sending agent is cut off and the link comes back; a restarted agent
 # (a new hello on the open channel, as virtio-serial gives it) is handshaken again; SIGTERM
-# leaves the guest at the size it has.
+# leaves the guest at the size it has; an agent that lies (uses 4 PiB of the 512 MiB VM,
+# refault counters up 2^50 a report) has its figures clamped to the VM in `vm show`, the
+# JSON and /metrics, and is marked untrusted there and in the log.
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
 IT_GUEST_LIB=1 . "$(dirname "$0")/host_guest.sh"
 
-TOTAL=10
+TOTAL=11
 echo "1..$TOTAL"
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
@@ -63,12 +65,18 @@ def send(m):
     b = json.dumps(m).encode()
     conn.sendall(struct.pack(">I", len(b)) + b)
 
+lies = 0
+
 def report():
+    global lies
     now = int(time.monotonic() * 1000)
-    send({"type": "stats", "mono_ms": now, "mem_total_bytes": 512 * MiB,
-          "mem_free_bytes": 200 * MiB, "mem_available_bytes": 300 * MiB,
+    lie = mode == "lie"  # within the wire's bounds, beyond the VM's
+    lies += 1 if lie else 0
+    send({"type": "stats", "mono_ms": now,
+          "mem_total_bytes": (1 << 52) if lie else 512 * MiB,
+          "mem_free_bytes": 0 if lie else 200 * MiB, "mem_available_bytes": 300 * MiB,
           "cached_bytes": 50 * MiB, "anon_bytes": 100 * MiB, "shmem_bytes": 0,
-          "swap_total_bytes": 0, "swap_free_bytes": 0, "refault_anon": 0,
+          "swap_total_bytes": 0, "swap_free_bytes": 0, "refault_anon": lies << 50,
           "refault_file": 0, "pgmajfault": 0, "pswpin": 0, "pswpout": 0,
           "psi": {"some_avg10": psi, "some_avg60": 0.0, "some_total_us": 0,
                   "full_avg10": 0.0, "full_avg60": 0.0, "full_total_us": 0}})
@@ -151,7 +159,7 @@ while True:
                 break
             handle(json.loads(buf[4:4 + n]))
             buf = buf[4 + n:]
-    if conn and mode == "normal" and time.monotonic() - last >= 0.5:
+    if conn and mode in ("normal", "lie") and time.monotonic() - last >= 0.5:
         last = time.monotonic()
         try:
             report()
@@ -313,6 +321,45 @@ if [ $rc = 0 ] && [ $still = 1 ] && [ -s "$dir/state/it-vm.state" ]; then
 else
 	nok "exit: rc $rc, balloon $low -> $(actual) MiB, state $(ls "$dir/state" 2>&1)"
 fi
+# 11: a lying agent, to a memtided started again (it resumes from its state file)
+PORT=$((20000 + ($$ * 11) % 20000))
+"$BIN/memtided" --qmp "$dir/qmp.sock" --agent "$dir/agent.sock" --name it-vm --foreground \
+	--config "$dir/memtided.conf" --metrics-port $PORT --log-level info >"$dir/memtided2.log" 2>&1 &
+mpid=$!
+pids+=($mpid)
+ctl() { "$BIN/memtidectl" --socket "$dir/ctl.sock" "$@"; }
+wait_for 20 logged "agent .*: connected" "$dir/memtided2.log"
+agent lie
+wait_for 20 logged "marked untrusted" "$dir/memtided2.log"
+# a few lying reports: each after the session's first clamps MemTotal and the counter
+wait_for 10 eval 'ctl --json vm show it-vm | grep -Eq "\"agent_figures_clamped\":([5-9]|[1-9][0-9])"'
+show=$(ctl vm show it-vm)
+json=$(ctl --json vm show it-vm)
+metrics=$(curl -sf "http://127.0.0.1:$PORT/metrics")
+echo "$show" | grep -E "guest uses|UNTRUSTED|refaults" | sed 's/^/#   /'
+agent normal
+if echo "$json" | python3 -c '
+import json, sys
+v = json.load(sys.stdin)["vm"]
+assert v["agent_untrusted"].startswith("MemTotal 4294967296 MiB"), v["agent_untrusted"]
+assert 0 < v["guest_used_bytes"] <= v["max_bytes"], v["guest_used_bytes"]
+assert v["agent_figures_clamped"] >= 5, v["agent_figures_clamped"]
+# 2^50 pages a report would read as ~1e13 of resident pages a minute; clamped to 2^25
+# pages a second it is ~1e4 (a 512 MiB guest): bounded, and marked
+assert v["refault_rate_per_min"] < 1e6, v["refault_rate_per_min"]' &&
+	echo "$show" | grep -q "agent figures UNTRUSTED: it said MemTotal 4294967296 MiB" &&
+	! echo "$show" | grep -q "guest uses 4" &&
+	echo "$metrics" | grep -q '^memtide_vm_agent_untrusted{domain="it-vm"} 1$' &&
+	echo "$metrics" | grep -Eq '^memtide_vm_agent_figures_clamped_total\{domain="it-vm"\} [1-9]' &&
+	logged "agent .*: says MemTotal 4294967296 MiB, over the VM's RAM (512 MiB)" "$dir/memtided2.log" &&
+	kill -0 $mpid; then
+	ok "a lying agent: figures clamped to the 512 MiB VM and marked untrusted in vm show, JSON, /metrics and the log"
+else
+	nok "lying agent: $(echo "$json" | head -c 600)"
+fi
+kill -TERM $mpid
+wait $mpid
+
 if [ "$failed" != 0 ]; then
 	echo "# logs kept in $dir"
 	tail -30 "$dir/memtided.log" | sed 's/^/# /'

@@ -20,8 +20,8 @@
 # after, its lowest RSS early and late) and move nothing; a VM whose QEMU is killed in
 # the middle of an inflation is detached, its state file removed, memtided runs on, and
 # started again it is not given the dead one's target; no VM is ever seen below its floor.
-# Before issue 14 the clean and the upgrade restarts handed every VM its full size at the
-# SIGTERM.
+# The clean and the upgrade restarts must not hand every VM its full size at the SIGTERM
+# (memtided once did: a host restarting memtided under load would be overcommitted).
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}

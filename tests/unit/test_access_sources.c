@@ -30,8 +30,9 @@
 
 #include <cmocka.h>
 
-#include "choose.h"
-#include "source.h"
+#include "access/choose.h"
+#include "access/guest_layout.h"
+#include "access/source.h"
 #include "vmm.h"
 
 #define GUEST_MIB 4

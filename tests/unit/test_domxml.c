@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_domxml.c - the domain XML transform behind `memtidectl domxml-patch` (host/domxml.c).
+ * test_domxml.c - the domain XML transform behind `memtidectl domxml-patch` (host/front/domxml.c).
  *
  * Pure text in, text out: these tests stand in for a libvirt round trip, which
  * tests/e2e/pending/06_libvirt.sh and host_libvirt.sh cover with a real libvirtd.
@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "domxml.h"
+#include "front/domxml.h"
 
 #define BARE                                                                                       \
 	"<domain type='kvm'>\n  <name>web1</name>\n  <memory unit='KiB'>1048576</memory>\n"        \

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_domxml_ept.c - `memtidectl domxml-patch --ept` (host/access/domxml_ept.c): the ept
+ * test_domxml_ept.c - `memtidectl domxml-patch --ept` (host/front/domxml_ept.c): the ept
  * plugin added to a domain's <qemu:commandline> with the RAM layout QEMU 7.2 gives it.
  *
  * Pure text in, text out; tests/integration/domxml_ept.sh runs the same patch against a real
@@ -24,7 +24,7 @@
 
 #include <cmocka.h>
 
-#include "domxml_ept.h"
+#include "front/domxml_ept.h"
 
 #define SO  "/usr/lib/memtide/memtide-ept.so"
 #define DIR "/run/memtide/ept"

@@ -33,10 +33,12 @@
 
 #include <cmocka.h>
 
-#include "choose.h"
-#include "ept_file.h"
-#include "ept_table.h"
-#include "source.h"
+#include "access/choose.h"
+#include "access/ept_file.h"
+#include "access/ept_table.h"
+#include "access/guest_layout.h"
+#include "access/source.h"
+#include "access/young_dump.h"
 
 #define GiB (1ULL << 30)
 

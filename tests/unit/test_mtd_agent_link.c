@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_agent_link.c - the host side of the agent protocol (host/agent_link.c) against a
+ * test_mtd_agent_link.c - the host side of the agent protocol (host/act/agent_link.c) against a
  * scripted peer playing the guest agent over a real unix socket.
  *
  * The peer speaks through proto's own encoder (valid frames) or writes raw bytes (hostile
@@ -10,7 +10,9 @@
  * disconnects at once, and the link reconnects after its backoff.  Streams from an fd
  * source (the vsock back end's socketpairs) replace a virtio-serial session and each other;
  * a link with no socket waits for its source with no deadline; pings go out once per
- * interval, one at a time, and their pongs give round-trip percentiles.  No sleeps: the link
+ * interval, one at a time, and their pongs give round-trip percentiles.  An agent that says
+ * more than its VM can have has its figures clamped on arrival and is marked untrusted, for
+ * its session.  No sleeps: the link
  * is non-blocking and unix-socket bytes are readable as soon as the peer's write returns.
  */
 #include <arpa/inet.h>
@@ -29,9 +31,10 @@
 
 #include <cmocka.h>
 
+#include "access/source.h"
+#include "act/agent_bounds.h"
+#include "act/agent_link.h"
 #include "agent.h"
-#include "agent_link.h"
-#include "source.h"
 #include "vmm.h"
 
 static char sock_path[108];
@@ -683,6 +686,65 @@ static void test_first_reports_not_read(void **state)
 	unlink(sock_path);
 }
 
+/* A lying agent: "uses 4 PiB" of a 1 GiB VM, refaults up 2^50 in a second, a need of
+ * 4 PiB.  What the link hands on is within the VM; the peer is marked untrusted with the
+ * first lie; a new session starts trusted again, the count since the link was made stays. */
+static void test_lying_agent_is_clamped_and_marked(void **state)
+{
+	struct mtd_agent_link *l;
+	struct proto_msg m;
+	uint64_t now = 1000, seq, clamped = 0;
+	(void)state;
+
+	make_listener();
+	assert_int_equal(mtd_agent_link_new(sock_path, 1000, &l), 0);
+	mtd_agent_link_set_ram(l, 1ULL << 30);
+	int fd = handshake(l, &now);
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_STATS;
+	m.u.stats.mem_total_bytes = 1000u << 20;
+	m.u.stats.mem_free_bytes = 100u << 20;
+	m.u.stats.refault_file = 1000;
+	peer_send(fd, &m);
+	mtd_agent_link_service(l, now);
+	assert_string_equal(mtd_agent_link_untrusted(l, &clamped), "");
+	assert_int_equal(clamped, 0);
+
+	m.u.stats.mem_total_bytes = 1ULL << 52;
+	m.u.stats.mem_free_bytes = 0;
+	m.u.stats.refault_file = 1000 + (1ULL << 50);
+	peer_send(fd, &m);
+	memset(&m, 0, sizeof(m));
+	m.type = PROTO_MSG_HINT;
+	m.u.hint.kind = PROTO_HINT_NEED;
+	m.u.hint.pid = 1;
+	m.u.hint.need_bytes = 1ULL << 52;
+	peer_send(fd, &m);
+	now += 1000;
+	mtd_agent_link_service(l, now);
+	const struct proto_stats *st = mtd_agent_link_stats(l, &seq);
+	assert_int_equal(seq, 2);
+	assert_int_equal(st->mem_total_bytes, 1ULL << 30);
+	assert_true(st->refault_file <=
+		    MTD_AGENT_PAGES_PER_S_MAX * MTD_AGENT_COUNTER_GRACE_MS / 1000);
+	assert_int_equal(mtd_agent_link_take_need(l), 1ULL << 30);
+	const char *why = mtd_agent_link_untrusted(l, &clamped);
+	print_message("untrusted: %s (%llu clamped)\n", why, (unsigned long long)clamped);
+	assert_non_null(strstr(why, "MemTotal 4294967296 MiB"));
+	assert_int_equal(clamped, 2);
+
+	/* A restarted agent (new hello on the channel): a new session, trusted until it lies. */
+	agent_hello(fd);
+	mtd_agent_link_service(l, now);
+	assert_true(mtd_agent_link_ready(l));
+	assert_string_equal(mtd_agent_link_untrusted(l, &clamped), "");
+	assert_int_equal(clamped, 2);
+	close(fd);
+	mtd_agent_link_free(l);
+	close(listen_fd);
+	unlink(sock_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -694,6 +756,7 @@ int main(void)
 	    cmocka_unit_test(test_wss_edges_ignore_jitter),
 	    cmocka_unit_test(test_outside_lru),
 	    cmocka_unit_test(test_first_reports_not_read),
+	    cmocka_unit_test(test_lying_agent_is_clamped_and_marked),
 	};
 	return cmocka_run_group_tests_name("mtd_agent_link", tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_arbiter.c - host arbitration (host/arbiter.c): who is squeezed when the host runs
+ * test_mtd_arbiter.c - host arbitration (host/decide/arbiter.c): who is squeezed when the host runs
  * short, hysteresis between the marks, and the meminfo reader.
  */
 #include <errno.h>
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "arbiter.h"
+#include "decide/arbiter.h"
 
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)
@@ -173,50 +173,6 @@ static void test_meminfo(void **state)
 	assert_true(total > avail);
 }
 
-/* memtidectl release's pace: a rate (a one-second bucket) and the host's room above the
- * low mark, with grants younger than settle counted as used. */
-static void test_release_grant(void **state)
-{
-	struct mtd_arbiter_config rc = {
-	    .low_mark_bytes = 1 * GiB, .settle_ms = 10000, .release_rate_bytes_per_s = 128 * MiB};
-	struct mtd_release_budget b = {0};
-	bool shortish;
-	uint64_t total = 16 * GiB;
-	(void)state;
-
-	/* Plenty of room: the bucket's one second, then 128 MiB per second. */
-	assert_int_equal(
-	    mtd_arbiter_release_grant(&rc, &b, 1000, total, 8 * GiB, 1 * GiB, &shortish),
-	    128 * MiB);
-	assert_false(shortish);
-	assert_int_equal(
-	    mtd_arbiter_release_grant(&rc, &b, 1000, total, 8 * GiB, 1 * GiB, &shortish), 0);
-	assert_int_equal(
-	    mtd_arbiter_release_grant(&rc, &b, 1500, total, 8 * GiB, 1 * GiB, &shortish),
-	    128 * MiB / 1000 * 500); /* half a second's worth */
-	/* Never more than asked. */
-	assert_int_equal(
-	    mtd_arbiter_release_grant(&rc, &b, 5000, total, 8 * GiB, 4 * MiB, &shortish), 4 * MiB);
-	/* Room: MemAvailable 1.2 GiB over a 1 GiB low mark leaves 200 MiB, less what this
-	 * window already granted. */
-	struct mtd_release_budget c = {0};
-	uint64_t got = 0;
-	for (uint64_t t = 1000; t < 9000; t += 1000)
-		got += mtd_arbiter_release_grant(&rc, &c, t, total, 1 * GiB + 200 * MiB, 1 * GiB,
-						 &shortish);
-	assert_int_equal(got, 200 * MiB);
-	assert_true(shortish);
-	/* A new settle window: MemAvailable is read afresh. */
-	assert_int_equal(mtd_arbiter_release_grant(&rc, &c, 12000, total, 1 * GiB + 200 * MiB,
-						   1 * GiB, &shortish),
-			 128 * MiB);
-	/* Under the low mark: nothing, and the host is short. */
-	struct mtd_release_budget e = {0};
-	assert_int_equal(
-	    mtd_arbiter_release_grant(&rc, &e, 1000, total, 900 * MiB, 1 * GiB, &shortish), 0);
-	assert_true(shortish);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,7 +182,6 @@ int main(void)
 	    cmocka_unit_test(test_pending_and_settle),
 	    cmocka_unit_test(test_default_marks),
 	    cmocka_unit_test(test_meminfo),
-	    cmocka_unit_test(test_release_grant),
 	};
 	return cmocka_run_group_tests_name("mtd_arbiter", tests, NULL, NULL);
 }

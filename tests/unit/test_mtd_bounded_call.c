@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_bounded_call.c - a blocking call run with a deadline (host/bounded_call.c).
+ * test_mtd_bounded_call.c - a blocking call run with a deadline (host/act/bounded_call.c).
  *
  * The blocking call is a read from a pipe that the test writes when it wants the call to
  * return: a stand-in for a libvirt RPC to a frozen QEMU that resumes later.  Checked: a call
@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "bounded_call.h"
+#include "act/bounded_call.h"
 
 struct pipe_job {
 	struct mtd_bjob base;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_cmdline.c - memtided's flags (host/cmdline.c) and the config file read from text
+ * test_mtd_cmdline.c - memtided's flags (host/daemon/cmdline.c) and the config file read from text
  * (mtd_config_load_text): what main() runs, without starting a daemon.
  *
  * Checked: flags land on their config keys and the last of a repeated flag wins, however
@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "cmdline.h"
+#include "daemon/cmdline.h"
 
 static int parse(struct mtd_cmdline *cl, char *err, size_t errlen, ...)
 {

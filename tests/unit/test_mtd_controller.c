@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_controller.c - memtided's per-VM target math and safety rules (host/controller.c).
+ * test_mtd_controller.c - memtided's per-VM target math and safety rules (host/decide/controller.c).
  *
  * Each test drives mtd_ctl_step with measured inputs and checks one rule: slow, bounded
  * inflation; deflation at once on pressure, need, silence, exit; the floor and the ceiling;
@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "controller.h"
+#include "decide/controller.h"
 
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)

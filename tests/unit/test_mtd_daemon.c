@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "daemon.h"
-#include "vm.h"
+#include "daemon/daemon.h"
+#include "daemon/vm.h"
 
 #define MiB ((uint64_t)1 << 20)
 
@@ -92,10 +92,10 @@ static void test_front_end_calls(void **state)
 	assert_int_equal(mtd_daemon_attach(d, ""), -EINVAL);
 	/* The host line as an arbiter tick left it, with this VM's saving in it: a detach
 	 * takes the VM out of it at once, not at the next tick. */
-	pthread_mutex_lock(&d->host_lock);
-	d->host.nr_vms = 1;
-	d->host.saved_bytes = 692 * MiB;
-	pthread_mutex_unlock(&d->host_lock);
+	pthread_mutex_lock(&d->host.lock);
+	d->host.status.nr_vms = 1;
+	d->host.status.saved_bytes = 692 * MiB;
+	pthread_mutex_unlock(&d->host.lock);
 	assert_int_equal(mtd_daemon_detach(d, "vm1"), 0);
 	int again = mtd_daemon_detach(d, "vm1");
 	assert_true(again == -EALREADY);

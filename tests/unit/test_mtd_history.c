@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_history.c - the audit trail on disk (host/history.c), the words for an agent's
- * capabilities (host/agent_caps.c) and the honest figures (mtd_vm_figures).
+ * test_mtd_history.c - the audit trail on disk (host/daemon/history.c), the words for an agent's
+ * capabilities (host/act/agent_caps.c) and the honest figures (mtd_vm_figures).
  *
  * History: entries are JSON lines with every field, in order, in a 0600 file under a 0700
  * folder; a name with '/', '%' or a leading '.' stays inside the folder; a full file is
@@ -9,7 +9,7 @@
  * state directory is an error returned, not a crash.
  * Capabilities: the names are the protocol's; the consequence names what is missing (no
  * reclaim, no working set, no PSI) and says "full" when nothing is.
- * Honest figures (host/vm.c): what memtide returned apart from what is not resident without
+ * Honest figures (host/daemon/vm.c): what memtide returned apart from what is not resident without
  * it, including the case seen in the field (a guest that gave nothing back read "saved").
  */
 #include <errno.h>
@@ -26,10 +26,10 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "agent_caps.h"
-#include "history.h"
+#include "act/agent_caps.h"
+#include "daemon/history.h"
+#include "daemon/vm.h"
 #include "proto.h"
-#include "vm.h"
 
 static char dir[64];
 
@@ -196,7 +196,7 @@ static void test_caps_words(void **state)
 	assert_string_equal(names, "none");
 }
 
-/* Honest figures (host/vm.c, mtd_vm_figures). */
+/* Honest figures (host/daemon/vm.c, mtd_vm_figures). */
 static void test_honest_figures(void **state)
 {
 	const uint64_t M = 1 << 20;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_libvirt.c - memtided's libvirt-side parsing and the policy's metadata round trip
- * (host/libvirt_conn.c, host/policy.c).
+ * (host/act/libvirt_conn.c, host/base/policy.c).
  *
  * The domain XML parser is pure and is fed real-shaped XML (as `virsh dumpxml` prints it).
  * The metadata round trip runs against libvirt's test driver (test:///default): a unit test
@@ -20,8 +20,9 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "libvirt_conn.h"
-#include "policy.h"
+#include "act/libvirt_conn.h"
+#include "act/libvirt_conn.h"
+#include "base/policy.h"
 
 #define MiB ((uint64_t)1 << 20)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_qmp.c - memtided's QMP client (host/qmp.c, host/qmp_parse.c) against a hostile or
+ * test_mtd_qmp.c - memtided's QMP client (host/act/qmp.c, host/act/qmp_parse.c) against a hostile or
  * buggy QEMU.
  *
  * The peer on the QMP socket is a scripted fake, a thread of this test: it stands in for a
@@ -31,7 +31,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "qmp.h"
+#include "act/qmp.h"
 
 #define GiB ((uint64_t)1 << 30)
 
@@ -401,7 +401,7 @@ static void test_hostile_guest_stats(void **state)
 	fake_stop(&f);
 
 	/* QEMU 7.2 reports a statistic the guest never sent as 2^64-1 (captured from a real
-	 * QEMU), which json-c's get_int64 reads as INT64_MAX: before issue 14 that passed the
+	 * QEMU), which json-c's get_int64 reads as INT64_MAX: once that passed the
 	 * "not negative" check, and a guest whose driver sends no MemAvailable had 8 EiB
 	 * available.  Now it is unknown. */
 	struct json_object *real = json_tokener_parse(

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_registry.c - the VM registry and its RCU snapshots under concurrency
- * (host/registry.c, host/vm.c).
+ * (host/daemon/registry.c, host/daemon/vm.c).
  *
  * Reader threads walk and look up VMs lock-free while a writer adds VMs, publishes
  * snapshots at full speed and removes VMs (freed after a grace period).  Every snapshot is
@@ -22,15 +22,16 @@
 
 #include <cmocka.h>
 
-#include "daemon.h"
-#include "policy.h"
-#include "vm.h"
+#include "base/policy.h"
+#include "daemon/daemon.h"
+#include "daemon/vm.h"
 
 #define NR_VMS     32
 #define NR_READERS 3
 #define ROUNDS     4000
 
 static struct mtd_daemon d;
+static const struct mtd_vm_host host; /* the records are never attached: nothing of it is read */
 static atomic_bool done;
 static atomic_ulong reads, bad;
 
@@ -84,7 +85,7 @@ static void test_concurrent_readers_and_writer(void **state)
 	(void)state;
 
 	mtd_policy_default(&pol);
-	assert_int_equal(mtd_registry_init(&d), 0);
+	assert_int_equal(mtd_registry_init(&d.registry), 0);
 	rcu_register_thread();
 	for (uintptr_t i = 0; i < NR_READERS; i++)
 		assert_int_equal(pthread_create(&th[i], NULL, reader, (void *)(i + 1)), 0);
@@ -95,12 +96,12 @@ static void test_concurrent_readers_and_writer(void **state)
 		if (!vms[i]) {
 			char name[32];
 			snprintf(name, sizeof(name), "vm-%d", i);
-			assert_int_equal(mtd_vm_new(&d, name, NULL, &pol, &vms[i]), 0);
+			assert_int_equal(mtd_vm_new(&host, name, NULL, &pol, &vms[i]), 0);
 			publish(vms[i], r);
-			assert_int_equal(mtd_registry_add(&d, vms[i]), 0);
+			assert_int_equal(mtd_registry_add(&d.registry, vms[i]), 0);
 		} else if (rand_r(&seed) % 8 == 0) {
-			assert_int_equal(mtd_registry_del(&d, vms[i]), 0);
-			assert_int_equal(mtd_registry_del(&d, vms[i]), -ENOENT);
+			assert_int_equal(mtd_registry_del(&d.registry, vms[i]), 0);
+			assert_int_equal(mtd_registry_del(&d.registry, vms[i]), -ENOENT);
 			call_rcu(&vms[i]->rcu, free_vm_cb);
 			vms[i] = NULL;
 		} else {
@@ -112,8 +113,8 @@ static void test_concurrent_readers_and_writer(void **state)
 		if (!vms[i])
 			continue;
 		struct mtd_vm *dup;
-		assert_int_equal(mtd_vm_new(&d, vms[i]->name, NULL, &pol, &dup), 0);
-		assert_int_equal(mtd_registry_add(&d, dup), -EEXIST);
+		assert_int_equal(mtd_vm_new(&host, vms[i]->name, NULL, &pol, &dup), 0);
+		assert_int_equal(mtd_registry_add(&d.registry, dup), -EEXIST);
 		mtd_vm_free(dup);
 		break;
 	}
@@ -125,16 +126,16 @@ static void test_concurrent_readers_and_writer(void **state)
 	for (int i = 0; i < NR_VMS; i++)
 		live += vms[i] != NULL;
 	struct mtd_vm *list[NR_VMS];
-	assert_int_equal(mtd_registry_list(&d, list, NR_VMS), live);
+	assert_int_equal(mtd_registry_list(&d.registry, list, NR_VMS), live);
 	for (int i = 0; i < NR_VMS; i++) {
 		if (!vms[i])
 			continue;
-		assert_int_equal(mtd_registry_del(&d, vms[i]), 0);
+		assert_int_equal(mtd_registry_del(&d.registry, vms[i]), 0);
 		call_rcu(&vms[i]->rcu, free_vm_cb);
 	}
 	rcu_unregister_thread();
 	rcu_barrier();
-	mtd_registry_destroy(&d);
+	mtd_registry_destroy(&d.registry);
 	print_message("# %lu snapshot reads, %lu inconsistent\n", atomic_load(&reads),
 		      atomic_load(&bad));
 	assert_true(atomic_load(&reads) > 0);
@@ -147,7 +148,7 @@ static void test_action_ring_keeps_newest(void **state)
 	struct mtd_policy pol;
 	(void)state;
 	mtd_policy_default(&pol);
-	assert_int_equal(mtd_vm_new(&d, "ring", NULL, &pol, &vm), 0);
+	assert_int_equal(mtd_vm_new(&host, "ring", NULL, &pol, &vm), 0);
 	for (int i = 0; i < MTD_LAST_ACTIONS + 5; i++)
 		mtd_vm_action(vm, (uint64_t)i, "action %d", i);
 	assert_int_equal(vm->draft.nr_actions, MTD_LAST_ACTIONS);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_state.c - memtided's per-VM state files (host/state.c).
+ * test_mtd_state.c - memtided's per-VM state files (host/daemon/state.c).
  *
  * Checked: a round trip keeps every field; a name of any characters gets a file name of
  * safe characters (hashed when it must be) and the file holds the full name; the decoder
@@ -23,7 +23,8 @@
 
 #include <cmocka.h>
 
-#include "state.h"
+#include "act/balloon.h"
+#include "daemon/state.h"
 
 #define MiB ((uint64_t)1 << 20)
 
@@ -295,13 +296,13 @@ static void test_instance(void **state)
 	char a[48], b[48];
 	(void)state;
 
-	assert_int_equal(mtd_state_process_instance(getpid(), a, sizeof(a)), 0);
-	assert_int_equal(mtd_state_process_instance(getpid(), b, sizeof(b)), 0);
+	assert_int_equal(mtd_process_instance(getpid(), a, sizeof(a)), 0);
+	assert_int_equal(mtd_process_instance(getpid(), b, sizeof(b)), 0);
 	assert_string_equal(a, b);
 	assert_int_equal(strtol(a, NULL, 10), getpid());
-	assert_int_equal(mtd_state_process_instance(1, b, sizeof(b)), 0);
+	assert_int_equal(mtd_process_instance(1, b, sizeof(b)), 0);
 	assert_string_not_equal(a, b);
-	assert_true(mtd_state_process_instance(0x7ffffff0, b, sizeof(b)) < 0);
+	assert_true(mtd_process_instance(0x7ffffff0, b, sizeof(b)) < 0);
 }
 
 int main(void)

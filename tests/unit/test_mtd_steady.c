@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_steady.c - the steady-guest rules (host/steady.c) and how the controller keeps
- * them (host/controller.c).
+ * test_mtd_steady.c - the steady-guest rules (host/decide/steady.c) and how the controller keeps
+ * them (host/decide/controller.c).
  *
  * growing: a guest loading its data at tens of MiB a second is growing after a few
  * readings, and stops being so within a few intervals of settling; a steady trickle never
@@ -20,8 +20,8 @@
 
 #include <cmocka.h>
 
-#include "controller.h"
-#include "steady.h"
+#include "decide/controller.h"
+#include "decide/steady.h"
 #include "vmm.h"
 
 #define MiB ((uint64_t)1 << 20)

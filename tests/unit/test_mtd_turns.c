@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_turns.c - first come, first served turns (host/turns.c).
+ * test_mtd_turns.c - first come, first served turns (host/base/turns.c).
  *
  * With one slot, threads that asked while it was busy are let in in the order they asked,
  * one at a time; with two slots two run at once and a third waits for one of them; a zeroed
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "turns.h"
+#include "base/turns.h"
 
 #define NR_WAITERS 5
 

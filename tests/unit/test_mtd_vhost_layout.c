@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * test_mtd_vhost_layout.c - the vhost-user memory table checked against the QMP-derived
- * guest RAM layout (host/vhost_layout.c over host/ram_layout.h).
+ * guest RAM layout (host/vsock/vhost_layout.c over host/act/ram_layout.h).
  *
  * The table is the one QEMU 7.2 sent memtided for the e2e guest (256 MiB, memory-backend
  * "mem": [0, 0xa0000) and [0xc0000, 0x10000000), the second holding the BIOS-shadow ROM
@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "vhost_layout.h"
+#include "vsock/vhost_layout.h"
 
 #define VA 0x7fb0cbfff000ull
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_vm_loop.c - one VM's control loop (host/vm_loop.c) against a scripted balloon.
+ * test_mtd_vm_loop.c - one VM's control loop (host/daemon/vm_loop.c) against a scripted balloon.
  *
  * The balloon here is a fake actuator (struct mtd_balloon_ops): a unit test cannot run QEMU,
  * and only a fake can fail a command or drop its connection on cue.  It behaves as QEMU's
@@ -14,7 +14,8 @@
  * actuator reconnects to the same QEMU the current target is applied again (and after a peer
  * that stopped answering answers again), and a new QEMU
  * process behind it is started over from its size; a release climbs to the ceiling no
- * faster than the host's rate and stays there, and a resume lets the loop take again.
+ * faster than the host's rate and stays there, and a resume lets the loop take again; a
+ * balloon that lags its targets, then catches up at once, gives a second's rate at most.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,9 +35,9 @@
 
 #include <cmocka.h>
 
-#include "daemon.h"
-#include "state.h"
-#include "vm.h"
+#include "daemon/daemon.h"
+#include "daemon/state.h"
+#include "daemon/vm.h"
 
 #define MiB ((uint64_t)1 << 20)
 
@@ -60,6 +61,8 @@ struct fake {
 	unsigned gen_told;        /* the generation connects() last returned */
 	unsigned gen_at_read;     /* the generation when read() last ran (what connects says) */
 	uint64_t first_set_bytes; /* the first target set since the test last reset it */
+	bool lagging;             /* actual holds still; the targets set wait in lag_target */
+	uint64_t lag_target;      /* the last target set while lagging */
 };
 
 static int fake_open(void *ctx, uint64_t *domain_bytes, char *err, size_t errlen)
@@ -93,7 +96,10 @@ static int fake_set_target(void *ctx, uint64_t target_bytes, char *err, size_t e
 		snprintf(err, errlen, "QMP balloon: injected failure");
 		rc = -EIO;
 	} else {
-		f->actual_bytes = target_bytes;
+		if (f->lagging)
+			f->lag_target = target_bytes;
+		else
+			f->actual_bytes = target_bytes;
 		if (!f->first_set_bytes)
 			f->first_set_bytes = target_bytes;
 		f->sets++;
@@ -283,14 +289,14 @@ static void start(struct fake *fk, enum mtd_source_kind source)
 	pol.headroom_bytes = 32 * MiB;
 	pol.return_via = MTD_RETURN_BALLOON;
 	pol.cold_age_ms = fixed_cold_age_ms;
-	assert_int_equal(mtd_vm_new(d, "vm1", NULL, &pol, &vm), 0);
-	vm->balloon = &fake_ops;
-	vm->balloon_ctx = fk;
+	assert_int_equal(mtd_vm_new(&d->vm_host, "vm1", NULL, &pol, &vm), 0);
+	vm->balloon.ops = &fake_ops;
+	vm->balloon.ctx = fk;
 	if (mtd_state_load(state_dir, "vm1", &saved, NULL, 0) == 0) {
 		vm->saved = malloc(sizeof(saved));
 		*vm->saved = saved;
 	}
-	assert_int_equal(mtd_registry_add(d, vm), 0);
+	assert_int_equal(mtd_registry_add(&d->registry, vm), 0);
 	assert_int_equal(mtd_vm_loop_start(vm), 0);
 }
 
@@ -305,7 +311,7 @@ static void stop(bool daemon_exit)
 		rcu_register_thread();
 	} else {
 		mtd_vm_loop_stop(vm);
-		assert_int_equal(mtd_registry_del(d, vm), 0);
+		assert_int_equal(mtd_registry_del(&d->registry, vm), 0);
 		synchronize_rcu();
 		mtd_vm_free(vm);
 	}
@@ -382,7 +388,7 @@ static void test_stale_inputs_keep_size(void **state)
 	wait_reads(&f, 10);          /* 1 s: three times agent_silence */
 	assert_int_equal(fake_actual(&f), 600 * MiB);
 	assert_true(f.max_set_bytes <= 600 * MiB);
-	assert_int_equal(vm->ctl.reason, MTD_CTL_SILENT);
+	assert_int_equal(vm->dec.ctl.reason, MTD_CTL_SILENT);
 	stop(false);
 	assert_int_equal(f.actual_bytes, 600 * MiB);
 }
@@ -414,8 +420,8 @@ static void test_failed_deflate_is_retried(void **state)
 	stop(false);
 }
 
-/* A deflate whose balloon command times out (the peer unresponsive, issue 14c's call
- * bounds): nothing more is actuated while the peer is down, but the target is not lost:
+/* A deflate whose balloon command times out (the peer unresponsive: every call is bounded
+ * by call_timeout): nothing more is actuated while the peer is down, but the target is not lost:
  * the first call that answers again (the probe after 1 s) is followed by the deflate. */
 static void test_deflate_sent_when_peer_answers(void **state)
 {
@@ -463,7 +469,7 @@ static void test_restart_resumes(void **state)
 	pthread_mutex_unlock(&f.lock);
 	wait_reads(&f, 2);
 	a = fake_actual(&f);
-	uint64_t hold = vm->ctl.hold_until_ms;
+	uint64_t hold = vm->dec.ctl.hold_until_ms;
 	stop(true);
 	assert_int_equal(fake_actual(&f), a);
 
@@ -474,7 +480,7 @@ static void test_restart_resumes(void **state)
 	assert_int_equal(f.first_set_bytes, a);
 	assert_true(f.max_set_bytes <= a);
 	assert_int_equal(fake_actual(&f), a);
-	assert_int_equal(vm->ctl.hold_until_ms, hold);
+	assert_int_equal(vm->dec.ctl.hold_until_ms, hold);
 	assert_true(vm->draft.resumed);
 	stop(false);
 }
@@ -613,6 +619,43 @@ static void test_release_climbs_at_the_host_pace(void **state)
 	stop(false);
 }
 
+/* A release whose balloon lags (a busy guest) and then catches up at once: the targets the
+ * loop sent meanwhile stand no more than a second's rate above the balloon's real size, so
+ * the catch-up gives a second's worth at most.  (Stepped from the last target, the targets
+ * ran ahead by the rate every second, and the catch-up gave all of it.) */
+static void test_release_lagging_balloon_keeps_the_pace(void **state)
+{
+	(void)state;
+
+	fake_init(&f, 1024 * MiB, 1024 * MiB);
+	start(&f, MTD_SOURCE_SIM);
+	write_meminfo(300); /* under the low mark: the loop takes it down, nothing is given */
+	uint64_t low = wait_actual(&f, true, 384 * MiB, 200);
+	assert_true(low <= 384 * MiB);
+	pthread_mutex_lock(&f.lock);
+	f.lagging = true;
+	f.lag_target = 0;
+	pthread_mutex_unlock(&f.lock);
+	write_meminfo(6000);
+	mtd_vm_release(vm, true);
+	wait_reads(&f, 30); /* three seconds of ticks at 100 ms, the balloon still */
+	pthread_mutex_lock(&f.lock);
+	uint64_t before = f.actual_bytes, asked = f.lag_target;
+	f.lagging = false;
+	if (asked > f.actual_bytes)
+		f.actual_bytes = asked; /* caught up, all at once */
+	pthread_mutex_unlock(&f.lock);
+	print_message("balloon held at %llu MiB for 3 s: the targets reached %llu MiB; the "
+		      "catch-up gave %llu MiB (rate %llu MiB/s)\n",
+		      (unsigned long long)(before / MiB), (unsigned long long)(asked / MiB),
+		      (unsigned long long)((asked > before ? asked - before : 0) / MiB),
+		      (unsigned long long)(release_rate / MiB));
+	assert_true(asked > before);                 /* a release was asked of it */
+	assert_true(asked - before <= release_rate); /* and no more than a second's rate */
+	assert_int_equal(wait_actual(&f, false, 1024 * MiB, 200), 1024 * MiB);
+	stop(false);
+}
+
 /* libvmm's refault controller at its own age: started at the longest age the generations
  * tell apart (77 s at 100 ms), no page has been watched that long, so the balloon takes
  * nothing, and the status says why in one line; a fixed cold age (policy) takes. */
@@ -630,9 +673,9 @@ static void test_controller_age_takes_nothing_yet(void **state)
 		assert_int_equal(fake_actual(&f), 1024 * MiB);
 	}
 	/* The PID comes down from the longest age slowly while nothing refaults. */
-	assert_true(vm->cold_age_ms > 60000);
-	assert_true(vm->cold_age_ms <= vmm_gens_reach_ms(VMM_MAX_NR_GENS, 100));
-	assert_true(vm->reclaim.hold);
+	assert_true(vm->dec.cold_age_ms > 60000);
+	assert_true(vm->dec.cold_age_ms <= vmm_gens_reach_ms(VMM_MAX_NR_GENS, 100));
+	assert_true(vm->dec.reclaim.hold);
 	assert_string_equal(vm->draft.reclaim_hold, "learning");
 	assert_string_equal(vm->draft.decision, "no-estimate");
 	assert_non_null(strstr(vm->draft.eviction, "watching the guest for one cold age (1m"));
@@ -693,6 +736,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_reconnect_reapplies_or_starts_over, teardown),
 	    cmocka_unit_test_teardown(test_guest_deflate_is_kept, teardown),
 	    cmocka_unit_test_teardown(test_release_climbs_at_the_host_pace, teardown),
+	    cmocka_unit_test_teardown(test_release_lagging_balloon_keeps_the_pace, teardown),
 	    cmocka_unit_test_teardown(test_controller_age_takes_nothing_yet, teardown),
 	    cmocka_unit_test_teardown(test_first_estimate_is_not_all_ram, teardown),
 	};

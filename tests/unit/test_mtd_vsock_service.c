@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_mtd_vsock_service.c - memtided's vsock service (host/vsock_service.c) with its own
+ * test_mtd_vsock_service.c - memtided's vsock service (host/vsock/vsock_service.c) with its own
  * thread, against a scripted QEMU listening on a unix socket in a watched directory (as
  * libvirt's QEMU does with the socket domxml-patch names) and a fake guest driver on a
  * shared memfd (vhost_fake_guest.h).
@@ -31,7 +31,7 @@
 #include <cmocka.h>
 
 #include "vhost_fake_guest.h"
-#include "vsock_service.h"
+#include "vsock/vsock_service.h"
 
 #define NUM 64
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_pageout.c - the pageout actuator (host/pageout.c) against a real process, without
+ * test_pageout.c - the pageout actuator (host/act/pageout.c) against a real process, without
  * touching host-global state.  The free page scan (mtd_pageout_find_empty) against the same
  * child: its untouched half is the guest's free memory, until it touches a page of it.
  *
@@ -29,7 +29,7 @@
 
 #include <cmocka.h>
 
-#include "pageout.h"
+#include "act/pageout.h"
 #include "vmm.h"
 
 #define MiB       ((uint64_t)1 << 20)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_pageout_hand.c - host-side eviction's hand (host/pageout_hand.c): settings, how
+ * test_pageout_hand.c - host-side eviction's hand (host/act/pageout_hand.c): settings, how
  * `return` resolves, and the hand's states driven end to end against a real process.
  *
  * The "QEMU" is a child process with 16 MiB of anonymous memory mapped as QEMU maps guest RAM
@@ -31,8 +31,8 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "pageout_hand.h"
-#include "policy.h"
+#include "act/pageout_hand.h"
+#include "daemon/config.h"
 #include "vmm.h"
 
 #define MiB       ((uint64_t)1 << 20)

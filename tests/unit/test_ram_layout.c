@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_ram_layout.c - the guest RAM layout (host/ram_layout.c) on recorded QEMU 7.2 answers.
+ * test_ram_layout.c - the guest RAM layout (host/act/ram_layout.c) on recorded QEMU 7.2 answers.
  *
  * tests/unit/data/ram_layout/CASE/ holds what memtided asks a QEMU, recorded from Debian's
  * qemu-system-x86 7.2 started paused (-S) with the case's memory options: `info mtree -f`,
@@ -30,7 +30,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "ram_layout.h"
+#include "act/ram_layout.h"
 
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_swap_stat.c - host swap room and the compressed pools' cost (host/swap_stat.c), on
+ * test_swap_stat.c - host swap room and the compressed pools' cost (host/act/swap_stat.c), on
  * text in the kernel's formats and on a stand-in /proc and /sys.
  */
 #include <errno.h>
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "swap_stat.h"
+#include "act/swap_stat.h"
 
 #define MiB ((uint64_t)1 << 20)
 

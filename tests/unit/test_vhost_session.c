@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_vhost_session.c - the vhost-user session (host/vhost/vu_session.c, vu_wire.c) driven
+ * test_vhost_session.c - the vhost-user session (host/vsock/vu_session.c, vu_wire.c) driven
  * by a scripted front end over a socketpair, the way QEMU 7.2's vhost-user-vsock-pci drives
  * it (the message sequence below was recorded from QEMU 7.2 in this project's e2e guest),
  * with the guest's RAM in a memfd that the test maps as the "guest" (vhost_fake_guest.h).

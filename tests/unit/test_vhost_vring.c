@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_vhost_vring.c - the guest memory table (host/vhost/vu_mem.c) and the split virtqueue
- * (host/vhost/vring.c) against a fake guest driver (vhost_fake_guest.h) that plays fair
+ * test_vhost_vring.c - the guest memory table (host/vsock/vu_mem.c) and the split virtqueue
+ * (host/vsock/vring.c) against a fake guest driver (vhost_fake_guest.h) that plays fair
  * and then breaks each rule a hostile guest can break.
  *
  * Checked: translations stop at the last byte of a region and never wrap; overlapping,

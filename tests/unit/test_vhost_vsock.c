@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * test_vhost_vsock.c - the virtio-vsock device (host/vhost/vsock_dev.c, vsock_pkt.c) against
+ * test_vhost_vsock.c - the virtio-vsock device (host/vsock/vsock_dev.c, vsock_pkt.c) against
  * a fake guest driver (vhost_fake_guest.h) that speaks the Linux driver's packets, fair and
  * hostile.
  *

@@ -20,8 +20,8 @@
 
 #include <linux/virtio_ring.h>
 
-#include "vhost/vhost.h"
-#include "vhost/vhost_int.h"
+#include "vsock/vhost.h"
+#include "vsock/vhost_int.h"
 
 #define G_GPA       0x100000ull
 #define G_BYTES     (1u << 20)

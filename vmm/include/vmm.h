@@ -757,8 +757,8 @@ void vmm_reclaim_config_fit(struct vmm_reclaim_config *cfg, unsigned nr_gens, ui
 /*
  * Part 6c: one round of the per-VM decision (vmm/decide.c).  The reuses the aging hand saw
  * -> the reclaim controller -> how long a page must have lain idle to go, and how many the
- * eviction hand may take this round, or why none.  memtided (host/vm_loop.c, then host
- * pageout in host/pageout_hand.c) and memtide-sim's memtide (sim/policy_memtide.c) decide
+ * eviction hand may take this round, or why none.  memtided (host/decide/tick_decide.c, then host
+ * pageout in host/act/pageout_hand.c) and memtide-sim's memtide (sim/policy_memtide.c) decide
  * through this one call; each then acts its own way (QEMU's pages to host swap, the lab's
  * single-page eviction).  What the lab measures is what the daemon decides.
  */

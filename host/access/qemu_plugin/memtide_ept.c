@@ -68,7 +68,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ept_table.h"
+#include "access/ept_table.h"
 
 /* ---- the QEMU plugin API we use (API version 1, QEMU 7.2) -------------------------------- */
 typedef uint64_t qemu_plugin_id_t;

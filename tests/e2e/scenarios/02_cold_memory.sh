@@ -123,7 +123,8 @@ e2e_check $? "the hot set never stalled longer than two control intervals (4 s) 
 # Reported, not asserted: the hot set's swap-ins during memtided's phase.  memtided's steps
 # for a guest without MGLRU are probes (its estimate cannot tell hot from cold), and the
 # probe after the cold memory is gone swaps part of the hot set out and back within 2-3 s
-# (41,108 swap-ins in one run, 0 s of stall beyond 2 s); issue 13 is where that goes.
+# (41,108 swap-ins in one run, 0 s of stall beyond 2 s); the guest's MGLRU estimate is what
+# tells them apart.
 ratio=$(awk -v a="$with_med" -v b="$base_med" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
 e2e_fig median_ratio "$ratio"
 p90r=$(awk -v a="$with_p90" -v b="$base_p90" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')

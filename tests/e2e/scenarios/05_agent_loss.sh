@@ -6,7 +6,7 @@
 # memtided hears nothing more (a SIGKILLed guest process leaves the host end of the
 # virtio-serial port open: no EOF), so it has to notice the silence (agent_silence, 30 s by
 # default).  It must stop inflating, say so once, and keep the guest at the size it has:
-# the balloon does not move.  (Until issue 14 it handed the guest its full 1024 MiB here.
+# the balloon does not move.  (memtided once handed the guest its full 1024 MiB here.
 # That is what overcommits a host when many agents go quiet at once, or memtided restarts;
 # a guest that runs short without its agent still shows it through the balloon's own stats
 # (MemAvailable, major faults), which memtided answers, and QEMU's deflate-on-oom lets the

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # 09_kv_steady.sh: scenario 9, a server loaded while memtided runs keeps its throughput.
 #
-# Issue 13 met this on a real guest: a key-value server (1.5 GiB guest, 600 MiB of values,
+# memtided once did this on a real guest: a key-value server (1.5 GiB guest, 600 MiB of values,
 # 10% of them read) under memtided's defaults saw its target grow back to the maximum and
 # descend again by a step every 5 s, each step asking the guest to reclaim more than its
 # cold memory: throughput fell from ~17,000 to 300-900 requests/s for 26-42 s, three times
@@ -23,7 +23,7 @@
 # host-side access bits where the host has DAMON or the ept plugin) and the log said which;
 # no reclaim request while the data loaded; the target, once down, never
 # climbed back by more than 64 MiB (no grow-hold-descend cycle); at most 3 requests answered
-# "freed 0" in the run (issue 13 saw 11-17 in a row).
+# "freed 0" in the run (the real guest above saw 11-17 in a row).
 . "$(dirname "$0")/../lib.sh"
 if [ -z "${E2E_SOAK:-}" ] && [ -z "${KV_SERVE_S:-}" ]; then
 	echo "1..1"
@@ -129,7 +129,7 @@ e2e_fig target_rises_after_settling "$rises"
 e2e_check $? "memtided took memory: the guest's RAM on the host fell from $peak MiB to $low MiB"
 # Page-level, either way: the guest's MGLRU (the agent turned it on), or host-side access
 # bits where the host has a live source (DAMON here when kdamond is free: memtided prefers
-# it), never the MemAvailable fallback that counted the whole store as used in issue 13.
+# it), never the MemAvailable fallback that counted the whole store as used on the real guest.
 case "$last_src" in
 guest_MGLRU | access_bits) grep -q "working set from ${last_src//_/ }" "$log" ;;
 *) false ;;

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # 12_pageout.sh: scenario 12, host-side eviction: memtided takes a guest's coldest pages itself,
-# with no help from the guest (issue 12).
+# with no help from the guest (the actuator for guests without an agent).
 #
 # Run 1, agentless: a 1536 MiB TCG guest with no agent runs pageload (64 MiB hot, touched page
 # by page all the time; 512 MiB of checksummed cold data, written once); QEMU carries memtide's
@@ -18,7 +18,7 @@
 # return=auto: the same guest and workload, the agent asked first, host pageout for the rest;
 # its figures are reported beside run 1's with the prefix auto_.
 #
-# Figures: build/e2e/pageout.json.  Goals (issue 12): returned_net_mib >= 0.8 x cold_mib;
+# Figures: build/e2e/pageout.json.  Goals: returned_net_mib >= 0.8 x cold_mib;
 # tput_ratio >= 0.95; creep_mib_per_min <= 1; corrupted_pages = 0; refaults_counted within
 # 5% of refaults_true; pageout_mib_s >= balloon_mib_s.
 # `make check` runs the short version (under 3 min: run 1 only, a 20 s baseline, creep over
@@ -163,7 +163,7 @@ if [ "$CREEP_S" -gt 0 ]; then
 else
 	# The goal (<= 1 MiB/min over 10 minutes) is make soak's.  40 s cannot tell 1 MiB/min
 	# from the guest's own noise (0.01 and 4.1 measured in two runs), but it does see the
-	# failure the issue is about: khugepaged refilling split blocks, which crept 55 MiB/min
+	# failure that matters most: khugepaged refilling split blocks, which crept 55 MiB/min
 	# on the balloon path here.
 	goal creep_short_mib_per_min '<=' 10 "no mass creep back of the guest RAM's Rss (the quiet 40 s after the eviction; the 1 MiB/min goal: make soak, 10 minutes)"
 fi

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # 16_vsock.sh: scenario 16, the agent's channel over vsock with memtided as the device's
 # vhost-user back end (no vhost_vsock kernel module on this host: QEMU's vhost-user-vsock-pci
-# talks to memtided, host/vsock_service.h).
+# talks to memtided, host/vsock/vsock_service.h).
 #
 # Reference first, in the same run: the same guest and memtided over virtio-serial, for the
 # ping round trips side by side (under TCG on two shared cores most of a round trip is the

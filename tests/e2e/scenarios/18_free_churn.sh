@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # 18_free_churn.sh: scenario 18, host-side eviction of a guest that keeps allocating and
-# freeing memory (issue 13: a reallocation of free memory is not a reuse).
+# freeing memory (a reallocation of free memory is not a reuse: counted as one, it would
+# hold the cold age up and leave the cold data in place).
 #
 # A 1 GiB TCG guest with no agent runs memload churn: 256 MiB of data written once and left
 # cold, 64 MiB hot (touched page by page all the time), and every 20 s 192 MiB mapped,

@@ -4,7 +4,7 @@
  *
  *   kvserve TOTAL_MIB HOT_PERCENT LOAD_S SERVE_S [GETS_PER_S [text]]
  *
- * A server's shape, as issue 13 met it on a real guest: its values are loaded while
+ * A server's shape, as memtided met it on a real guest: its values are loaded while
  * memtided already runs, the hot ones first (what a server writes first is often what it
  * reads most: its index, its recent keys), and afterwards only HOT_PERCENT of them are read.
  *   load   TOTAL_MIB of 4 KiB values, written over LOAD_S seconds (paced), hot ones first;
