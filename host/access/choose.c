@@ -47,7 +47,7 @@ static int try_one(const struct mtd_access_env *env, enum mtd_access_pref which,
 			return -ENAMETOOLONG;
 		}
 		return mtd_source_ept_new(path, env->qemu_pid, env->guest_bytes, env->ept_window_ms,
-					  out, why, len);
+					  env->interval_ms, out, why, len);
 	case MTD_ACCESS_IDLE:
 		return mtd_source_idle_new(env->proc_dir, env->idle_bitmap, env->qemu_pid,
 					   env->guest_bytes, out, why, len);

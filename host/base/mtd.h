@@ -187,6 +187,8 @@ struct mtd_vm_status {
 	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */
 	char reclaim_hold[24];       /* why the controller takes nothing by age ("" : it does;
 				      * vmm_reclaim_hold_name) */
+	char eviction[240];          /* what eviction by age does this round and why, one line
+				      * (vmm_decision_explain; page-level sources) */
 	double controller_output;
 	uint64_t hold_left_ms;       /* no inflation for this much longer (0: none) */
 	unsigned refused_steps;      /* steps the guest gave back at once, in a row */

@@ -703,7 +703,9 @@ static void print_vm(struct json_object *vm)
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
-	if (*get_s(vm, "reclaim_hold"))
+	if (*get_s(vm, "eviction"))
+		printf("  eviction by age: %s\n", get_s(vm, "eviction"));
+	else if (*get_s(vm, "reclaim_hold"))
 		printf("  eviction by age held: %s (the controller takes nothing by age until "
 		       "the guest's reuses vouch for a threshold)\n",
 		       get_s(vm, "reclaim_hold"));
