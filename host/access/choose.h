@@ -28,14 +28,14 @@ struct mtd_access_env {
 	int qemu_pid;                 /* 0: unknown (then only ept's pid check is skipped) */
 	struct mtd_agent_link *agent; /* NULL: no agent channel */
 	uint64_t interval_ms, agent_silence_ms;
-	enum mtd_access_pref pref;  /* policy `source` */
-	uint64_t ept_window_ms;     /* policy `ept_window` */
-	const char *ept_dir;        /* the plugin's table files: DIR/NAME.ept */
-	const char *proc_dir;       /* "/proc" (tests point it at recorded files) */
-	const char *idle_bitmap;    /* "/sys/kernel/mm/page_idle/bitmap" */
-	const char *damon_admin;    /* "/sys/kernel/mm/damon/admin" */
-	const char *run_dir;        /* "/run/memtide": DAMON's ownership record */
-	const char *young_dump_dir; /* "" or NULL: off (young_dump.c) */
+	enum mtd_access_pref pref;    /* policy `source` */
+	uint64_t ept_window_ms;       /* policy `ept_window` */
+	const char *ept_dir;          /* the plugin's table files: DIR/NAME.ept */
+	const char *proc_dir;         /* "/proc" (tests point it at recorded files) */
+	const char *idle_bitmap;      /* "/sys/kernel/mm/page_idle/bitmap" */
+	const char *damon_admin;      /* "/sys/kernel/mm/damon/admin" */
+	const char *run_dir;          /* "/run/memtide": DAMON's ownership record */
+	const char *young_dump_dir;   /* "" or NULL: off (young_dump.c) */
 	struct mtd_memcg_hand *memcg; /* the VM's cgroup reclaim (NULL: none usable) */
 	const char *memcg_why;        /* ...and why not */
 };

@@ -147,8 +147,7 @@ void mtd_damon_region_limits(size_t nr_targets, uint64_t ram_bytes, uint64_t *mi
 struct mtd_memcg_hand;
 /* The memcg source over hand (the VM's; must outlive the source), for a guest of guest_bytes.
  * Fresh while the cgroup answers.  0, -EINVAL, -ENOMEM. */
-int mtd_source_memcg_new(struct mtd_memcg_hand *hand, uint64_t guest_bytes,
-			 struct mtd_source *out);
+int mtd_source_memcg_new(struct mtd_memcg_hand *hand, uint64_t guest_bytes, struct mtd_source *out);
 
 /* The source's describe op: 0, or -EOPNOTSUPP (no such op, or no source) / its error. */
 static inline int mtd_source_describe(const struct mtd_source *s, char *buf, size_t len)

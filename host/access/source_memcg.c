@@ -93,8 +93,7 @@ static const struct mtd_source_ops memcg_ops = {
     .destroy = memcg_destroy,
 };
 
-int mtd_source_memcg_new(struct mtd_memcg_hand *hand, uint64_t guest_bytes,
-			 struct mtd_source *out)
+int mtd_source_memcg_new(struct mtd_memcg_hand *hand, uint64_t guest_bytes, struct mtd_source *out)
 {
 	struct memcg_src *s;
 

@@ -61,8 +61,8 @@ void mtd_tick_age(const struct mtd_age_env *e, struct mtd_tick *t)
 		age(e, t);
 	else if (t->aging) /* no source: the cgroup is still read */
 		read_cgroup(e, t);
-	t->swapped_bytes = t->cg_evicts ? mtd_memcg_hand_swapped_bytes(e->memcg)
-					: mtd_hand_swapped_bytes(e->hand);
+	t->swapped_bytes =
+	    t->cg_evicts ? mtd_memcg_hand_swapped_bytes(e->memcg) : mtd_hand_swapped_bytes(e->hand);
 	if (!e->agent_expected && src->ops && src->ops->fresh) {
 		t->source_fresh_known = true;
 		t->source_fresh = src->ops->fresh(src->ctx, t->now_ms);

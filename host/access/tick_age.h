@@ -24,9 +24,9 @@ struct mtd_age_env {
 	struct vmm_guest *guest;   /* NULL: no source, nothing to age */
 	struct mtd_pageout_hand *hand;
 	struct mtd_memcg_hand *memcg; /* the VM's cgroup reclaim (NULL: none) */
-	struct mtd_turns *turns; /* the CPU part of a round waits its turn (turns.h) */
-	bool simulated;          /* [daemon] source = sim: not the guest's own accesses */
-	bool agent_expected;     /* the agent's freshness counts, not the source's */
+	struct mtd_turns *turns;      /* the CPU part of a round waits its turn (turns.h) */
+	bool simulated;               /* [daemon] source = sim: not the guest's own accesses */
+	bool agent_expected;          /* the agent's freshness counts, not the source's */
 };
 
 /* Stage 2. */

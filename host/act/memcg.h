@@ -20,18 +20,18 @@
 #include <stdint.h>
 
 struct mtd_memcg_stat {
-	uint64_t current_bytes;  /* memory.current: everything charged, guest RAM and QEMU's own */
-	uint64_t swap_bytes;     /* memory.swap.current (0 without the file) */
-	uint64_t anon_bytes;     /* memory.stat anon */
-	uint64_t file_bytes;     /* memory.stat file */
-	uint64_t refault_anon;   /* workingset_refault_anon, pages, cumulative */
-	uint64_t refault_file;   /* workingset_refault_file */
-	uint64_t pgmajfault;     /* major faults of the cgroup's tasks, cumulative */
-	uint64_t psi_some_us;    /* memory.pressure "some" total, microseconds, cumulative */
-	uint64_t psi_full_us;    /* "full" total */
-	double psi_some_avg10;   /* percent */
-	uint64_t high_bytes;     /* memory.high (UINT64_MAX: "max") */
-	uint64_t max_bytes;      /* memory.max (UINT64_MAX: "max") */
+	uint64_t current_bytes; /* memory.current: everything charged, guest RAM and QEMU's own */
+	uint64_t swap_bytes;    /* memory.swap.current (0 without the file) */
+	uint64_t anon_bytes;    /* memory.stat anon */
+	uint64_t file_bytes;    /* memory.stat file */
+	uint64_t refault_anon;  /* workingset_refault_anon, pages, cumulative */
+	uint64_t refault_file;  /* workingset_refault_file */
+	uint64_t pgmajfault;    /* major faults of the cgroup's tasks, cumulative */
+	uint64_t psi_some_us;   /* memory.pressure "some" total, microseconds, cumulative */
+	uint64_t psi_full_us;   /* "full" total */
+	double psi_some_avg10;  /* percent */
+	uint64_t high_bytes;    /* memory.high (UINT64_MAX: "max") */
+	uint64_t max_bytes;     /* memory.max (UINT64_MAX: "max") */
 	bool has_swap, has_psi, has_limits;
 };
 

@@ -33,12 +33,12 @@
 #include "decide/stall_budget.h"
 #include "vmm.h"
 
-#define MiB           ((uint64_t)1 << 20)
-#define PAGE          ((uint64_t)4096)
-#define SWAPPINESS    200 /* lru_gen '-': anonymous memory only (guest RAM is anonymous) */
-#define MAP_RETRY_MS  60000
-#define STEPS_MAX     64 /* writes in one interval, whatever the credit */
-#define MOVE_MAX      (64 * MiB) /* QEMU is moved only while it holds less (memory stays) */
+#define MiB          ((uint64_t)1 << 20)
+#define PAGE         ((uint64_t)4096)
+#define SWAPPINESS   200 /* lru_gen '-': anonymous memory only (guest RAM is anonymous) */
+#define MAP_RETRY_MS 60000
+#define STEPS_MAX    64         /* writes in one interval, whatever the credit */
+#define MOVE_MAX     (64 * MiB) /* QEMU is moved only while it holds less (memory stays) */
 
 struct mtd_memcg_hand {
 	struct mtd_pageout_config cfg;
@@ -191,7 +191,8 @@ void mtd_memcg_hand_free(struct mtd_memcg_hand *h)
 	if (!h)
 		return;
 	if (h->st.swap_bytes)
-		mtd_notice("%s: %" PRIu64 " MiB of the guest's memory stay in host swap; the kernel "
+		mtd_notice("%s: %" PRIu64
+			   " MiB of the guest's memory stay in host swap; the kernel "
 			   "reads them back as the guest touches them",
 			   h->name, h->st.swap_bytes / MiB);
 	int rc = mtd_cgroup_remove_if_empty(&h->cg);
@@ -265,12 +266,12 @@ void mtd_memcg_hand_feedback(struct mtd_memcg_hand *h, uint64_t now_ms,
 	int on = mtd_lru_gen_enabled(h->sys_root);
 	on = on > 0;
 	if (on != h->mglru)
-		mtd_notice("%s: the host's MGLRU is %s: host-side reclaim %s", h->name,
-			   on ? "on" : "off",
-			   on ? "evicts by generation (lru_gen '-') at the cold age"
-			      : "goes through memory.reclaim and the classic LRU, which has no ages; "
-				"turn MGLRU on for eviction by age (echo y > "
-				"/sys/kernel/mm/lru_gen/enabled: host-wide, the operator's call)");
+		mtd_notice(
+		    "%s: the host's MGLRU is %s: host-side reclaim %s", h->name, on ? "on" : "off",
+		    on ? "evicts by generation (lru_gen '-') at the cold age"
+		       : "goes through memory.reclaim and the classic LRU, which has no ages; "
+			 "turn MGLRU on for eviction by age (echo y > "
+			 "/sys/kernel/mm/lru_gen/enabled: host-wide, the operator's call)");
 	h->mglru = on;
 	h->have_view = on && mtd_lru_gen_read(h->lru_gen_path, h->cg.path, &h->view) == 0;
 	mtd_stall_note(&h->stall, h->st.psi_some_us, now_ms, h->cfg.stall_budget);
@@ -294,7 +295,8 @@ void mtd_memcg_hand_feedback(struct mtd_memcg_hand *h, uint64_t now_ms,
 	out->valid = true;
 	out->mglru = on;
 	out->resident_bytes = h->st.anon_bytes;
-	uint64_t age = h->cold_age_ms ? h->cold_age_ms : 2 * (h->interval_ms ? h->interval_ms : 5000);
+	uint64_t age =
+	    h->cold_age_ms ? h->cold_age_ms : 2 * (h->interval_ms ? h->interval_ms : 5000);
 	h->young_bytes = h->have_view ? young_within(h, age) : h->st.anon_bytes;
 	out->young_bytes = h->young_bytes;
 	out->refaults = h->refaults_new;
@@ -466,8 +468,7 @@ static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)
 
 /* The classic LRU has no ages: it takes only while the controller's cold age is below its
  * longest (refaults within the budget), and holds when they push it there. */
-static bool classic_may(struct mtd_memcg_hand *h, const struct vmm_decision *d,
-			uint64_t max_age_ms)
+static bool classic_may(struct mtd_memcg_hand *h, const struct vmm_decision *d, uint64_t max_age_ms)
 {
 	if (d->cold_age_ms < max_age_ms)
 		return true;
@@ -503,8 +504,9 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 	if (!h->mglru && !classic_may(h, d, in->max_age_ms))
 		return;
 	if (!mtd_duty_may(&h->duty)) {
-		set_state(h, MTD_PAGEOUT_ACTIVE, "pacing: the last writes used this interval's "
-						 "share of the clock");
+		set_state(h, MTD_PAGEOUT_ACTIVE,
+			  "pacing: the last writes used this interval's "
+			  "share of the clock");
 		return;
 	}
 	char ignored[8];
@@ -514,14 +516,14 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 	bool after_aging = false;
 	if (h->mglru) {
 		if (!h->have_view) {
-			set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the kernel's generations (%s)",
-				  h->lru_gen_path);
+			set_state(h, MTD_PAGEOUT_PAUSED,
+				  "cannot read the kernel's generations (%s)", h->lru_gen_path);
 			return;
 		}
 		/* Generations about half a cold age apart: the second oldest then lies a cold
 		 * age back once it is evictable. */
-		uint64_t spacing = d->cold_age_ms / 2 > in->interval_ms ? d->cold_age_ms / 2
-									: in->interval_ms;
+		uint64_t spacing =
+		    d->cold_age_ms / 2 > in->interval_ms ? d->cold_age_ms / 2 : in->interval_ms;
 		if (age_if_due(h, spacing)) {
 			h->aged_ms = in->now_ms;
 			after_aging = true;
@@ -534,7 +536,8 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 		int vi = -1;
 		if (h->mglru && (vi = pick(h, d->cold_age_ms, &seq)) < 0)
 			break;
-		uint64_t want = limit - taken < h->cfg.step_bytes ? limit - taken : h->cfg.step_bytes;
+		uint64_t want =
+		    limit - taken < h->cfg.step_bytes ? limit - taken : h->cfg.step_bytes;
 		struct step_result r;
 		one_write(h, vi, seq, want, &r);
 		writes++;
@@ -550,15 +553,15 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 			h->sight_kept += r.kept_pages;
 			h->sight = mtd_aging_verdict(h->sight_checked, h->sight_kept);
 			if (h->sight != MTD_AGING_UNTESTED)
-				mtd_notice("%s: the kernel's aging %s this guest's accesses: eviction "
-					   "right after an aging found %" PRIu64 " of %" PRIu64
-					   " MiB used (%s)",
-					   h->name,
-					   h->sight == MTD_AGING_BLIND ? "does not see" : "sees",
-					   h->sight_kept * PAGE / MiB, h->sight_checked * PAGE / MiB,
-					   h->sight == MTD_AGING_BLIND
-					       ? "the working set is what eviction keeps"
-					       : "the generations are the guest's own");
+				mtd_notice(
+				    "%s: the kernel's aging %s this guest's accesses: eviction "
+				    "right after an aging found %" PRIu64 " of %" PRIu64
+				    " MiB used (%s)",
+				    h->name, h->sight == MTD_AGING_BLIND ? "does not see" : "sees",
+				    h->sight_kept * PAGE / MiB, h->sight_checked * PAGE / MiB,
+				    h->sight == MTD_AGING_BLIND
+					? "the working set is what eviction keeps"
+					: "the generations are the guest's own");
 		}
 		if (r.rc < 0 && r.rc != -EAGAIN) {
 			if (r.rc != -EINVAL) /* a stale generation: read again next interval */
@@ -683,7 +686,8 @@ void mtd_memcg_hand_publish(const struct mtd_memcg_hand *h, struct mtd_vm_status
 		add = st->untouched_bytes;
 	st->untouched_bytes -= st->untouched_bytes > add ? add : st->untouched_bytes;
 	st->returned_bytes += add;
-	st->returned_bytes -= st->returned_bytes > p->pool_bytes ? p->pool_bytes : st->returned_bytes;
+	st->returned_bytes -=
+	    st->returned_bytes > p->pool_bytes ? p->pool_bytes : st->returned_bytes;
 	st->saved_bytes = st->returned_bytes;
 }
 

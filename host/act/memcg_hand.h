@@ -58,13 +58,13 @@ struct mtd_memcg_hand_env {
 	int qemu_pid; /* 0: unknown (no hand) */
 	mtd_qmp_fn qmp;
 	void *qmp_ctx;
-	bool may_move;                 /* plain-QEMU mode: QEMU may be moved into a cgroup of
+	bool may_move;            /* plain-QEMU mode: QEMU may be moved into a cgroup of
 					* its own (libvirt owns its domains' cgroups) */
-	struct mtd_turns *turns;       /* one VM's reclaim at a time (NULL: no turns) */
-	const char *proc_root;         /* NULL: /proc */
-	const char *sys_root;          /* NULL: /sys */
-	const char *cg_root;           /* NULL: the cgroup2 mount */
-	const char *lru_gen_path;      /* NULL: /sys/kernel/debug/lru_gen */
+	struct mtd_turns *turns;  /* one VM's reclaim at a time (NULL: no turns) */
+	const char *proc_root;    /* NULL: /proc */
+	const char *sys_root;     /* NULL: /sys */
+	const char *cg_root;      /* NULL: the cgroup2 mount */
+	const char *lru_gen_path; /* NULL: /sys/kernel/debug/lru_gen */
 };
 
 struct mtd_memcg_hand;
@@ -79,14 +79,14 @@ void mtd_memcg_hand_free(struct mtd_memcg_hand *h);
 /* What the hand read at the start of a scheduled tick. */
 struct mtd_memcg_reading {
 	bool valid;
-	bool mglru;               /* MGLRU on: the generations are read */
-	uint64_t resident_bytes;  /* the cgroup's anonymous memory (guest RAM and QEMU's own) */
-	uint64_t young_bytes;     /* of it, put in its generation within the cold age (MGLRU);
+	bool mglru;              /* MGLRU on: the generations are read */
+	uint64_t resident_bytes; /* the cgroup's anonymous memory (guest RAM and QEMU's own) */
+	uint64_t young_bytes;    /* of it, put in its generation within the cold age (MGLRU);
 				   * all of it with the classic LRU */
-	uint64_t refaults;        /* pages read back from swap since the last reading */
-	bool refaults_exact;      /* page by page (pagemap); else the cgroup's major faults */
-	double stall;             /* PSI some over the last interval, a share of it */
-	uint64_t swapped_bytes;   /* the cgroup's memory.swap.current */
+	uint64_t refaults;       /* pages read back from swap since the last reading */
+	bool refaults_exact;     /* page by page (pagemap); else the cgroup's major faults */
+	double stall;            /* PSI some over the last interval, a share of it */
+	uint64_t swapped_bytes;  /* the cgroup's memory.swap.current */
 };
 
 /* Step 2a: read the cgroup and count the refaults.  now_ms: the tick's clock. */

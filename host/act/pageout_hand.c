@@ -156,7 +156,8 @@ int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const 
 	} else if (strcmp(key, "step") == 0) {
 		if (mtd_parse_bytes(value, &v) < 0 || v < 1 * MiB || v > (1ULL << 34)) {
 			snprintf(err, errlen,
-				 "step must be a size of at least 1M such as 8M, not '%.32s'", value);
+				 "step must be a size of at least 1M such as 8M, not '%.32s'",
+				 value);
 			return -EINVAL;
 		}
 		c->step_bytes = v;
@@ -580,8 +581,8 @@ static uint64_t swap_budget(struct mtd_pageout_hand *h)
 		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
 		return 0;
 	}
-	uint64_t room =
-	    mtd_swap_room(&h->swap, h->cfg.swap_reserve_bytes, h->full_free_bytes, why, sizeof(why));
+	uint64_t room = mtd_swap_room(&h->swap, h->cfg.swap_reserve_bytes, h->full_free_bytes, why,
+				      sizeof(why));
 	if (!room) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
 		return 0;

@@ -34,7 +34,8 @@ uint64_t mtd_swap_room(const struct mtd_swap_stat *s, uint64_t reserve_bytes,
 			 "docs/operations.md \"Host swap\")");
 		return 0;
 	}
-	if (s->free_bytes <= reserve_bytes || (full_free_bytes && s->free_bytes <= full_free_bytes)) {
+	if (s->free_bytes <= reserve_bytes ||
+	    (full_free_bytes && s->free_bytes <= full_free_bytes)) {
 		snprintf(why, len,
 			 "host swap full (%llu MiB free of %llu MiB, %llu MiB kept in reserve): "
 			 "cold pages stay in guest RAM, nothing is lost",

@@ -268,7 +268,8 @@ static int find_root(const struct mtd_cgroup_env *env, char *root, size_t len)
 	buf = malloc(65536);
 	if (!buf)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/self/mountinfo", env->proc_root ? env->proc_root : "/proc");
+	snprintf(path, sizeof(path), "%s/self/mountinfo",
+		 env->proc_root ? env->proc_root : "/proc");
 	rc = slurp(path, buf, 65536);
 	if (rc == 0)
 		rc = mtd_cgroup_parse_mountinfo(buf, root, len);
@@ -276,8 +277,8 @@ static int find_root(const struct mtd_cgroup_env *env, char *root, size_t len)
 	return rc;
 }
 
-int mtd_cgroup_find(const struct mtd_cgroup_env *env, int pid, struct mtd_vm_cgroup *out,
-		    char *why, size_t whylen)
+int mtd_cgroup_find(const struct mtd_cgroup_env *env, int pid, struct mtd_vm_cgroup *out, char *why,
+		    size_t whylen)
 {
 	char path[300], text[4096], qpath[MTD_CG_PATH_MAX];
 	bool v1_memory = false;
@@ -311,19 +312,22 @@ int mtd_cgroup_find(const struct mtd_cgroup_env *env, int pid, struct mtd_vm_cgr
 	snprintf(out->dir, sizeof(out->dir), "%s%s", out->root,
 		 strcmp(out->path, "/") == 0 ? "" : out->path);
 	if (!has_memory(out->root, "cgroup.controllers")) {
-		snprintf(why, whylen, "cgroup v2 here has no memory controller (cgroup_disable=memory, "
-				      "or it is bound to v1)");
+		snprintf(why, whylen,
+			 "cgroup v2 here has no memory controller (cgroup_disable=memory, "
+			 "or it is bound to v1)");
 		return -EOPNOTSUPP;
 	}
 	if (strcmp(out->path, "/") == 0) {
-		snprintf(why, whylen, "QEMU (pid %d) runs in the root cgroup, with every other "
-				      "process",
+		snprintf(why, whylen,
+			 "QEMU (pid %d) runs in the root cgroup, with every other "
+			 "process",
 			 pid);
 		return -EBUSY;
 	}
 	if (!exists(out->dir, "memory.current")) {
-		snprintf(why, whylen, "the memory controller is not on for %s (its parent's "
-				      "cgroup.subtree_control)",
+		snprintf(why, whylen,
+			 "the memory controller is not on for %s (its parent's "
+			 "cgroup.subtree_control)",
 			 out->path);
 		return -EBUSY;
 	}
@@ -333,8 +337,9 @@ int mtd_cgroup_find(const struct mtd_cgroup_env *env, int pid, struct mtd_vm_cgr
 	}
 	int other = other_process(env->proc_root, out->dir, pid, 0);
 	if (other > 0) {
-		snprintf(why, whylen, "QEMU (pid %d) shares its cgroup %s with other processes "
-				      "(pid %d among them)",
+		snprintf(why, whylen,
+			 "QEMU (pid %d) shares its cgroup %s with other processes "
+			 "(pid %d among them)",
 			 pid, out->path, other);
 		return -EBUSY;
 	}

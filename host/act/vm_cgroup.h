@@ -40,9 +40,9 @@ struct mtd_vm_cgroup {
 	char root[MTD_CG_PATH_MAX]; /* the cgroup2 mount ("/sys/fs/cgroup") */
 	char path[MTD_CG_PATH_MAX]; /* the VM's cgroup under it ("/machine.slice/..."), as
 				     * /proc/PID/cgroup and the kernel's lru_gen name it */
-	char dir[1024];                /* root + path */
-	bool moved;                    /* memtided moved QEMU here (plain QEMU) */
-	bool created;                  /* memtided made the directory */
+	char dir[1024];             /* root + path */
+	bool moved;                 /* memtided moved QEMU here (plain QEMU) */
+	bool created;               /* memtided made the directory */
 	char moved_from[MTD_CG_PATH_MAX];
 };
 
@@ -80,8 +80,8 @@ void mtd_cgroup_scope_name(const char *vm_name, char *out, size_t len);
  *   -EBUSY       QEMU shares its cgroup with other processes, or sits in the root cgroup:
  *                out is still filled (what was found); mtd_cgroup_adopt can move it.
  */
-int mtd_cgroup_find(const struct mtd_cgroup_env *env, int pid, struct mtd_vm_cgroup *out,
-		    char *why, size_t whylen);
+int mtd_cgroup_find(const struct mtd_cgroup_env *env, int pid, struct mtd_vm_cgroup *out, char *why,
+		    size_t whylen);
 
 /*
  * Move QEMU process pid (all its threads) into a cgroup of its own,

@@ -148,10 +148,10 @@ struct mtd_vm_memcg {
 	bool refaults_exact;       /* refaults counted page by page (else major faults) */
 	double stall_pct;          /* PSI some over the last interval, % of it */
 	double stall_budget_pct;
-	uint64_t stall_total_ms;   /* PSI some since attach */
-	double pool_saving_pct;    /* the compressed pool's saving on what eviction took (-1:
+	uint64_t stall_total_ms; /* PSI some since attach */
+	double pool_saving_pct;  /* the compressed pool's saving on what eviction took (-1:
 				    * not measured yet) */
-	bool incompressible;       /* eviction held: the pool eats what it saves */
+	bool incompressible;     /* eviction held: the pool eats what it saves */
 };
 
 struct mtd_action {

@@ -224,9 +224,10 @@ int mtd_policy_set_kv_one(struct mtd_policy *p, const char *key, const char *val
 				known = true;
 			}
 		if (!known) {
-			snprintf(err, errlen,
-				 "source must be auto, ept, idle, damon, agent or memcg, not '%.32s'",
-				 value);
+			snprintf(
+			    err, errlen,
+			    "source must be auto, ept, idle, damon, agent or memcg, not '%.32s'",
+			    value);
 			rc = -EINVAL;
 		}
 	} else if (strcmp(key, "ept_window") == 0) {

@@ -5,9 +5,9 @@
  * A write to memory.reclaim or lru_gen's '-' runs the kernel's reclaim in the writer's
  * context: it compresses every page it evicts (zram), walks reverse maps and flushes TLBs,
  * and a guest whose vCPUs share the host's CPUs with it slows down meanwhile.  On the KVM
- * stand (by hand, a probe driving lru_gen on a KVM guest) a single 64 MiB write took 3-6 s and held the guest under half its
- * rate for up to 1.8 s; steps of 8 MiB, each followed by a pause three times its length,
- * kept every dip under a second.  So eviction is paced by the time it takes, not by the
+ * stand (by hand, a probe driving lru_gen on a KVM guest) a single 64 MiB write took 3-6 s
+ * and held the guest under half its rate for up to 1.8 s; steps of 8 MiB, each followed by
+ * a pause three times its length, kept every dip under a second.  So eviction is paced by the time it takes, not by the
  * bytes: it earns duty x elapsed time, spends what each write took, and writes only while
  * it is in credit.  Unused credit is capped at one interval's worth, so an eviction that
  * was paused does not come back as a burst.

@@ -26,7 +26,7 @@ void mtd_pool_note(struct mtd_pool_worth *w, uint64_t evicted_bytes, int64_t poo
 		w->hold_ms = 0;
 		return;
 	}
-	w->hold_ms = !w->hold_ms ? MTD_POOL_HOLD_FIRST_MS
+	w->hold_ms = !w->hold_ms                             ? MTD_POOL_HOLD_FIRST_MS
 		     : w->hold_ms * 2 > MTD_POOL_HOLD_MAX_MS ? MTD_POOL_HOLD_MAX_MS
 							     : w->hold_ms * 2;
 	w->holding = true;

@@ -24,5 +24,6 @@ bool mtd_agent_giving(struct mtd_agent_giving *g, bool asked, uint64_t reply_seq
 		g->reply_ms = now_ms;
 		g->reply_done = reply_done;
 	}
-	return (asked && !g->seen_seq) || (g->reply_done && now_ms - g->reply_ms <= 2 * interval_ms);
+	return (asked && !g->seen_seq) ||
+	       (g->reply_done && now_ms - g->reply_ms <= 2 * interval_ms);
 }

@@ -36,10 +36,10 @@ struct mtd_stall {
 	bool primed;
 	uint64_t last_us; /* "some" total at the last note */
 	uint64_t last_ms;
-	double frac;              /* stalled share of the last interval */
-	double worst;             /* the highest frac since attach */
-	uint64_t total_us;        /* stall since the first note (what memtided's time cost) */
-	unsigned hold_left;       /* intervals still held after one over the budget */
+	double frac;        /* stalled share of the last interval */
+	double worst;       /* the highest frac since attach */
+	uint64_t total_us;  /* stall since the first note (what memtided's time cost) */
+	unsigned hold_left; /* intervals still held after one over the budget */
 };
 
 /* One reading of the cgroup's PSI "some" total (microseconds) at now_ms.  A counter that went

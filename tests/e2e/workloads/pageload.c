@@ -96,13 +96,13 @@ static uint64_t fnv(const uint64_t *w, size_t n)
  * vocabulary, numbers and identifiers drawn at random (len bytes from seed s). */
 static void fill_json(char *out, size_t len, uint64_t s)
 {
-	static const char *const keys[] = {"id", "user", "name", "email", "created", "status",
-					   "score", "tags", "region", "items", "price", "note"};
+	static const char *const keys[] = {"id",    "user", "name",   "email", "created", "status",
+					   "score", "tags", "region", "items", "price",   "note"};
 	static const char *const words[] = {
-	    "alpha",   "bravo",  "charlie", "delta",    "echo",    "foxtrot", "golf",
-	    "hotel",   "india",  "juliet",  "kilo",     "lima",    "active",  "pending",
-	    "closed",  "europe", "asia",    "americas", "premium", "basic",   "trial",
-	    "shipped", "return", "review",  "the",      "order",   "arrived", "late",
+	    "alpha",   "bravo",  "charlie", "delta",    "echo",     "foxtrot", "golf",
+	    "hotel",   "india",  "juliet",  "kilo",     "lima",     "active",  "pending",
+	    "closed",  "europe", "asia",    "americas", "premium",  "basic",   "trial",
+	    "shipped", "return", "review",  "the",      "order",    "arrived", "late",
 	    "and",     "was",    "not",     "as",       "described"};
 	size_t n = 0;
 
@@ -120,14 +120,15 @@ static void fill_json(char *out, size_t len, uint64_t s)
 					      (unsigned long long)(v >> 8) % 10000000ULL);
 				break;
 			case 1:
-				r += snprintf(rec + r, sizeof(rec) - (size_t)r,
-					      "\"%s\":\"%s %s\",", k,
-					      words[(v >> 8) % (sizeof(words) / sizeof(words[0]))],
-					      words[(v >> 20) % (sizeof(words) / sizeof(words[0]))]);
+				r += snprintf(
+				    rec + r, sizeof(rec) - (size_t)r, "\"%s\":\"%s %s\",", k,
+				    words[(v >> 8) % (sizeof(words) / sizeof(words[0]))],
+				    words[(v >> 20) % (sizeof(words) / sizeof(words[0]))]);
 				break;
 			default:
-				r += snprintf(rec + r, sizeof(rec) - (size_t)r, "\"%s\":\"%08llx\",",
-					      k, (unsigned long long)(v >> 16) & 0xffffffffULL);
+				r +=
+				    snprintf(rec + r, sizeof(rec) - (size_t)r, "\"%s\":\"%08llx\",",
+					     k, (unsigned long long)(v >> 16) & 0xffffffffULL);
 			}
 		}
 		r += snprintf(rec + r - 1, sizeof(rec) - (size_t)r + 1, "}\n") - 1;
@@ -374,7 +375,8 @@ int main(int argc, char **argv)
 			break;
 		double t = now_s();
 		if (fine_ms && (t - fine_last) * 1000.0 >= fine_ms) {
-			printf("WL-FINE %.0f %.0f\n", (t - t0) * 1000.0, fine_pages / (t - fine_last));
+			printf("WL-FINE %.0f %.0f\n", (t - t0) * 1000.0,
+			       fine_pages / (t - fine_last));
 			fine_pages = 0;
 			fine_last = t;
 		}
