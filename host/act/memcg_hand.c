@@ -530,7 +530,7 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 			(void)mtd_lru_gen_read(h->lru_gen_path, h->cg.path, &h->view);
 		}
 	}
-	bool turn = mtd_turns_take(h->turns);
+	bool turn = h->turns && mtd_turns_take(h->turns); /* NULL: no turns (memcg_hand.h) */
 	while (taken < limit && mtd_duty_may(&h->duty) && writes < STEPS_MAX) {
 		uint64_t seq = 0;
 		int vi = -1;
@@ -571,7 +571,8 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 		if (r.exhausted || !mtd_pool_allows(&h->pool, in->now_ms))
 			break;
 	}
-	mtd_turns_give(h->turns, turn);
+	if (h->turns)
+		mtd_turns_give(h->turns, turn);
 	h->kept_total_pages += kept;
 	if (h->po && taken) {
 		int64_t n = mtd_pageout_adopt(h->po);
