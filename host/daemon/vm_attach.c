@@ -73,15 +73,18 @@ static int attach_pageout(struct mtd_vm *vm)
 }
 
 /* The VM's memory cgroup, for host-side reclaim through the kernel (memcg_hand.h).  In
- * plain-QEMU mode memtided may move QEMU into a cgroup of its own; libvirt owns its domains'
- * cgroups.  No cgroup it can use: the VM goes on without it (why goes to the source notes). */
+ * plain-QEMU mode memtided may move QEMU into a cgroup of its own, unless the VM's policy
+ * says return=balloon (host-side eviction can never run for it: nothing to move QEMU for);
+ * libvirt owns its domains' cgroups.  No cgroup it can use: the VM goes on without it (why
+ * goes to the source notes). */
 static int attach_memcg(struct mtd_vm *vm, char *why, size_t whylen)
 {
 	struct mtd_memcg_hand_env env = {
 	    .vm_name = vm->name,
 	    .qmp = vm->balloon.ops->qmp,
 	    .qmp_ctx = vm->balloon.ctx,
-	    .may_move = strcmp(vm->balloon.ops->name, "libvirt") != 0,
+	    .may_move = strcmp(vm->balloon.ops->name, "libvirt") != 0 &&
+			vm->policy.return_via != MTD_RETURN_BALLOON,
 	    .turns = vm->host->reclaim_turns,
 	};
 	int pid;
