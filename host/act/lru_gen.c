@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,21 +102,30 @@ int mtd_lru_gen_parse(const char *text, const char *cg_path, struct mtd_lru_view
 		if (!*s)
 			continue;
 		if (strncmp(s, "memcg", 5) == 0 && (s[5] == ' ' || s[5] == '\t')) {
-			char path[384] = "";
-			unsigned long long id;
-			int k = sscanf(s + 5, "%llu %383s", &id, path);
-			if (k < 1)
+			char path[384] = "/", *e;
+			errno = 0;
+			unsigned long long id = strtoull(s + 5, &e, 10);
+			if (errno || e == s + 5 || id > UINT_MAX)
 				return -EPROTO;
+			while (*e == ' ' || *e == '\t')
+				e++;
+			/* The root memcg prints an empty path with CONFIG_MEMCG off; "/" else. */
+			size_t pl = strcspn(e, " \t");
+			if (pl && pl < sizeof(path)) {
+				memcpy(path, e, pl);
+				path[pl] = '\0';
+			}
 			memcg_id = (unsigned)id;
 			in_memcg = true;
-			/* The root memcg prints an empty path with CONFIG_MEMCG off; "/" else. */
-			match = under(k == 2 ? path : "/", cg_path);
+			match = under(path, cg_path);
 			cur = NULL;
 			continue;
 		}
 		if (strncmp(s, "node", 4) == 0 && (s[4] == ' ' || s[4] == '\t')) {
-			int node;
-			if (!in_memcg || sscanf(s + 4, "%d", &node) != 1)
+			char *e;
+			errno = 0;
+			long node = strtol(s + 4, &e, 10);
+			if (!in_memcg || errno || e == s + 4 || node < 0 || node > INT_MAX)
 				return -EPROTO;
 			cur = NULL;
 			if (!match)
@@ -126,7 +136,7 @@ int mtd_lru_gen_parse(const char *text, const char *cg_path, struct mtd_lru_view
 			}
 			cur = &out->v[out->nr++];
 			cur->memcg_id = memcg_id;
-			cur->node = node;
+			cur->node = (int)node;
 			continue;
 		}
 		uint64_t v[4];

@@ -50,20 +50,41 @@ int mtd_memcg_parse_stat(const char *text, struct mtd_memcg_stat *out)
 	return anon ? 0 : -EPROTO;
 }
 
+/* The number after key (e.g. "total=") in line: true and *v. */
+static bool after_u64(const char *line, const char *key, uint64_t *v)
+{
+	const char *t = strstr(line, key);
+
+	if (!t)
+		return false;
+	t += strlen(key);
+	if (!isdigit((unsigned char)*t))
+		return false;
+	char *e;
+	errno = 0;
+	unsigned long long x = strtoull(t, &e, 10);
+	if (errno)
+		return false;
+	*v = x;
+	return true;
+}
+
 int mtd_memcg_parse_pressure(const char *text, struct mtd_memcg_stat *out)
 {
 	const char *some = strstr(text, "some ");
 	const char *full = strstr(text, "full ");
-	const char *t;
-	double avg;
 
-	if (!some || (t = strstr(some, "total=")) == NULL ||
-	    sscanf(t, "total=%" SCNu64, &out->psi_some_us) != 1)
+	if (!some || !after_u64(some, "total=", &out->psi_some_us))
 		return -EPROTO;
-	if (sscanf(some, "some avg10=%lf", &avg) == 1)
-		out->psi_some_avg10 = avg;
-	if (full && (t = strstr(full, "total=")) != NULL)
-		(void)sscanf(t, "total=%" SCNu64, &out->psi_full_us);
+	if (strncmp(some, "some avg10=", 11) == 0) {
+		char *e;
+		errno = 0;
+		double avg = strtod(some + 11, &e);
+		if (!errno && e != some + 11)
+			out->psi_some_avg10 = avg;
+	}
+	if (full)
+		(void)after_u64(full, "total=", &out->psi_full_us);
 	out->has_psi = true;
 	return 0;
 }
@@ -116,7 +137,7 @@ static int slurp(const char *dir, const char *name, char *buf, size_t len)
 
 int mtd_memcg_read(const char *dir, struct mtd_memcg_stat *out)
 {
-	char *buf = malloc(16384);
+	char *buf = calloc(1, 16384);
 	int rc;
 
 	memset(out, 0, sizeof(*out));

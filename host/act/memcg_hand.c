@@ -43,7 +43,6 @@
 struct mtd_memcg_hand {
 	struct mtd_pageout_config cfg;
 	char name[MTD_NAME_MAX];
-	int pid;
 	mtd_qmp_fn qmp;
 	void *qmp_ctx;
 	struct mtd_turns *turns;
@@ -54,10 +53,7 @@ struct mtd_memcg_hand {
 
 	/* readings */
 	struct mtd_memcg_stat st;
-	bool have_st;
-	int mglru; /* 1 on, 0 classic, -1 not yet read */
 	struct mtd_lru_view view;
-	bool have_view;
 	uint64_t cold_age_ms; /* the decision's, from the last step */
 	uint64_t interval_ms;
 	uint64_t young_bytes;
@@ -66,8 +62,6 @@ struct mtd_memcg_hand {
 	struct mtd_ram_layout *layout;
 	struct mtd_pageout *po;
 	uint64_t next_map_ms;
-	bool map_said;
-	bool majflt_primed;
 	uint64_t majflt_last;
 	uint64_t refaults_new, refaults_total;
 
@@ -75,7 +69,6 @@ struct mtd_memcg_hand {
 	struct mtd_stall stall;
 	struct mtd_pool_worth pool;
 	struct mtd_duty duty;
-	enum mtd_aging_sight sight;
 	uint64_t sight_checked, sight_kept;
 	uint64_t aged_ms; /* memtided's last '+' */
 
@@ -83,13 +76,20 @@ struct mtd_memcg_hand {
 	uint64_t kept_total_pages;
 	uint64_t last_out_bytes, last_out_ms;
 	struct mtd_swap_stat swap;
-	bool swap_known;
 	uint64_t full_free_bytes;
 
-	enum mtd_pageout_state state;
 	char why[240];
-	enum mtd_pageout_state logged_state;
 	char logged_why[240];
+	int pid;
+	int mglru; /* 1 on, 0 classic, -1 not yet read */
+	enum mtd_aging_sight sight;
+	enum mtd_pageout_state state;
+	enum mtd_pageout_state logged_state;
+	bool have_st;
+	bool have_view;
+	bool map_said;
+	bool majflt_primed;
+	bool swap_known;
 };
 
 static uint64_t mono_ms(void)

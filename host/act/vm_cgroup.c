@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,9 +211,19 @@ static bool kernel_thread(const char *proc_root, int p)
 	snprintf(path, sizeof(path), "%s/%d/stat", proc_root ? proc_root : "/proc", p);
 	if (slurp(path, buf, sizeof(buf)) < 0)
 		return true; /* gone already: not another process to worry about */
+	/* After "pid (comm)": state ppid pgrp session tty_nr tpgid flags. */
 	const char *s = strrchr(buf, ')');
-	unsigned long flags = 0;
-	if (!s || sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+	if (!s)
+		return false;
+	for (int field = 0; field < 7; field++) {
+		s = strchr(s + 1, ' ');
+		if (!s)
+			return false;
+	}
+	char *e;
+	errno = 0;
+	unsigned long flags = strtoul(s + 1, &e, 10);
+	if (errno || e == s + 1)
 		return false;
 	return (flags & 0x00200000UL) != 0;
 }
@@ -232,9 +243,11 @@ static int other_process(const char *proc_root, const char *dir, int pid, int de
 		char *save = NULL;
 		for (char *t = strtok_r(buf, "\n", &save); t && !found;
 		     t = strtok_r(NULL, "\n", &save)) {
-			int p = atoi(t);
-			if (p > 0 && p != pid && !kernel_thread(proc_root, p))
-				found = p;
+			char *e;
+			long p = strtol(t, &e, 10);
+			if (e != t && p > 0 && p <= INT_MAX && p != pid &&
+			    !kernel_thread(proc_root, (int)p))
+				found = (int)p;
 		}
 	}
 	free(buf);
@@ -415,8 +428,15 @@ int mtd_cgroup_rss_anon(const char *proc_root, int pid, uint64_t *bytes)
 	if (rc < 0)
 		return rc;
 	const char *s = strstr(buf, "\nRssAnon:");
-	unsigned long long kb;
-	if (!s || sscanf(s + 9, "%llu", &kb) != 1)
+	if (!s)
+		return -EPROTO;
+	s += 9;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	char *e;
+	errno = 0;
+	unsigned long long kb = strtoull(s, &e, 10);
+	if (errno || e == s)
 		return -EPROTO;
 	*bytes = kb * 1024;
 	return 0;
@@ -424,7 +444,7 @@ int mtd_cgroup_rss_anon(const char *proc_root, int pid, uint64_t *bytes)
 
 int mtd_cgroup_remove_if_empty(const struct mtd_vm_cgroup *cg)
 {
-	char file[1200], buf[64];
+	char file[1200], buf[64] = "";
 
 	if (!cg->created || !cg->dir[0])
 		return 0;
