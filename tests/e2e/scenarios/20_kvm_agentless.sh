@@ -49,7 +49,9 @@ RUNARGS=(--refaults --cycles "$CYCLES")
 [ "$BODY" = random ] && CYCLES=0 RUNARGS=()
 MGLRU=${E2E_MGLRU:-y}
 CG=/sys/fs/cgroup/${E2E_KVM_CG:-memtide-e2e-vm}
+MGLRU_WAS=
 if [ -e /sys/kernel/mm/lru_gen/enabled ]; then
+	MGLRU_WAS=$(cat /sys/kernel/mm/lru_gen/enabled)
 	echo "$MGLRU" >/sys/kernel/mm/lru_gen/enabled
 	e2e_fig mglru "$(cat /sys/kernel/mm/lru_gen/enabled)"
 fi
@@ -94,6 +96,9 @@ e2e_fig cg_high_after "$(cat "$CG/memory.high")"
 e2e_fig cg_max_after "$(cat "$CG/memory.max")"
 kill "$E2E_QEMU_PID" 2>/dev/null
 wait "$E2E_QEMU_PID" 2>/dev/null
+# The host as it was: the operator's MGLRU setting, no cgroup of the test's.
+[ -n "$MGLRU_WAS" ] && echo "$MGLRU_WAS" >/sys/kernel/mm/lru_gen/enabled
+rmdir "$CG" 2>/dev/null
 
 # Every figure, then the ones added here: the best saving and the longest dip.
 while read -r k v; do e2e_fig "$k" "$v"; done < <(python3 - "$E2E_DIR/run.json" "$E2E_CONSOLE" \
