@@ -49,11 +49,19 @@ static int try_one(const struct mtd_access_env *env, enum mtd_access_pref which,
 		return mtd_source_ept_new(path, env->qemu_pid, env->guest_bytes, env->ept_window_ms,
 					  env->interval_ms, out, why, len);
 	case MTD_ACCESS_IDLE:
-		return mtd_source_idle_new(env->proc_dir, env->idle_bitmap, env->qemu_pid,
-					   env->guest_bytes, out, why, len);
-	case MTD_ACCESS_DAMON:
-		return mtd_source_damon_new(env->damon_admin, env->run_dir, env->proc_dir,
-					    env->qemu_pid, env->guest_bytes, out, why, len);
+	case MTD_ACCESS_DAMON: {
+		struct mtd_host_source_env h = {
+		    .qemu_pid = env->qemu_pid,
+		    .qmp = env->qmp,
+		    .qmp_ctx = env->qmp_ctx,
+		    .proc_dir = env->proc_dir,
+		    .idle_bitmap = env->idle_bitmap,
+		    .damon_admin = env->damon_admin,
+		    .run_dir = env->run_dir,
+		};
+		return which == MTD_ACCESS_IDLE ? mtd_source_idle_new(&h, out, why, len)
+						: mtd_source_damon_new(&h, out, why, len);
+	}
 	case MTD_ACCESS_AGENT:
 		if (!env->agent) {
 			snprintf(why, len, "the domain has no memtide agent channel");

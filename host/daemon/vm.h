@@ -32,6 +32,7 @@
 #include <urcu/rculfhash.h>
 
 #include "access/source.h"
+#include "access/tick_age.h"
 #include "act/balloon.h"
 #include "act/tick_act.h"
 #include "base/audit.h"
@@ -119,6 +120,7 @@ struct mtd_vm {
 	struct mtd_vm_vsock vsock;     /* the vsock device's side (vm_vsock.h) */
 	struct mtd_vm_decide dec;      /* the decision's state (decide/tick_decide.h) */
 	struct mtd_vm_act act;         /* the act stage's (act/tick_act.h) */
+	struct mtd_age_state age_state; /* failed aging rounds (access/tick_age.h) */
 	struct mtd_audit audit;        /* mtd_vm_audit, for the stages */
 	uint64_t last_step_ms;         /* the last scheduled tick */
 	uint64_t first_tick_ms;      /* when the loop first ran: the oldest age it can vouch for */

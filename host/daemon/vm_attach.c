@@ -83,6 +83,8 @@ static int choose_source(struct mtd_vm *vm)
 	env.vm_name = vm->name;
 	env.guest_bytes = vm->balloon.domain_bytes;
 	env.qemu_pid = pid;
+	env.qmp = vm->balloon.ops->qmp;
+	env.qmp_ctx = vm->balloon.ctx;
 	env.agent = vm->agent;
 	env.interval_ms = cfg->ctl.interval_ms;
 	env.agent_silence_ms = cfg->ctl.agent_silence_ms;

@@ -130,6 +130,7 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .turns = vm->host->turns,
 	    .simulated = cfg->source == MTD_SOURCE_SIM,
 	    .agent_expected = vm->agent_expected,
+	    .state = &vm->age_state,
 	};
 	mtd_tick_age(&age, t);
 

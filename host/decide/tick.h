@@ -69,6 +69,7 @@ struct mtd_tick {
 	bool estimate_by_age;      /* the guest's use beyond the working set is cold */
 	bool have_guest;           /* libvmm watches the guest */
 	int age_rc;                /* the source's aging round: 0, -EAGAIN, -errno */
+	bool age_failed;           /* the last round failed: libvmm's figures are stale */
 	struct vmm_guest_stats gs; /* libvmm's, after the round */
 	bool have_gs;
 	uint64_t swapped_bytes; /* what host-side eviction holds in swap now */

@@ -362,7 +362,9 @@ static void controller_input(struct mtd_vm_decide *s, const struct mtd_decide_en
 	};
 	if (s->released)
 		in->release_grant_bytes = release_grant(s, e, t);
-	if (e->agent_expected)
+	if (t->age_failed)
+		in->inputs_fresh = false; /* the generations are stale (tick_age.c) */
+	else if (e->agent_expected)
 		in->inputs_fresh = t->agent_fresh;
 	else if (t->source_fresh_known)
 		in->inputs_fresh = t->source_fresh;

@@ -36,7 +36,6 @@
 #include "access/choose.h"
 #include "access/ept_file.h"
 #include "access/ept_table.h"
-#include "access/guest_layout.h"
 #include "access/source.h"
 #include "access/young_dump.h"
 
