@@ -53,8 +53,12 @@ struct mtd_source_ops {
 	 * -ENODATA: nothing was sampled (the ept plugin ran no window: a paused VM).
 	 */
 	int (*age)(void *ctx, struct vmm_guest *g, uint64_t now_ms);
-	/* The host took these runs back (balloon inflation chose them).  May be NULL. */
+	/* The host took these runs back (balloon inflation chose them: bookkeeping, the guest
+	 * picked its own pages; and host-side eviction, when paged_out is NULL).  May be NULL. */
 	void (*evicted)(void *ctx, const struct vmm_run *runs, size_t n);
+	/* Host-side eviction paged these very pages out (the ept source zaps their leaves, as
+	 * KVM's MMU notifier would).  May be NULL: evicted is called instead. */
+	void (*paged_out)(void *ctx, const struct vmm_run *runs, size_t n);
 	/* Is the source's information current (the agent spoke recently; the sim always)? */
 	bool (*fresh)(void *ctx, uint64_t now_ms);
 	/* One line about the source's state now (for the status's source_detail, refreshed at

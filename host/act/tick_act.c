@@ -148,7 +148,7 @@ static void evict_host(struct mtd_vm_act *a, const struct mtd_vm_decide *s,
 			    ? mtd_decide_hold_why(s, why, sizeof(why))
 			    : NULL,
 	    .now_ms = t->now_ms,
-	    .evicted = e->evicted,
+	    .evicted = e->paged_out,
 	    .evicted_ctx = e->evicted_ctx,
 	};
 

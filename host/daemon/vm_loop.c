@@ -146,6 +146,9 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .hand = vm->hand,
 	    .guest = vm->guest,
 	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
+	    .paged_out = !vm->source.ops	   ? NULL
+			 : vm->source.ops->paged_out ? vm->source.ops->paged_out
+						     : vm->source.ops->evicted,
 	    .evicted_ctx = vm->source.ctx,
 	    .draft = &vm->draft,
 	    .audit = &vm->audit,
