@@ -67,7 +67,8 @@ static void note_reclaim_reply(struct mtd_vm_decide *s, const struct mtd_inputs_
 }
 
 /* What the balloon's news voids of the decision: a new QEMU is a new guest at its full
- * size (its estimate, its kernel's share of RAM and the runs taken were the old one's); a
+ * size (its estimate, its kernel's share of RAM, its fault counts and the runs taken were
+ * the old one's); a
  * balloon holding more than was set is where the controller starts from. */
 static void after_news(struct mtd_vm_decide *s, struct mtd_vm_act *a, const struct mtd_balloon *b,
 		       enum mtd_balloon_news news)
@@ -77,6 +78,11 @@ static void after_news(struct mtd_vm_decide *s, struct mtd_vm_act *a, const stru
 		a->nr_taken = 0;
 		s->rounds = 0; /* the estimate was the old guest's: two rounds before a new one */
 		s->reserved_bytes = 0;
+		/* libvmm's guest is made again for the new process (vm_attach.c): its refault
+		 * count starts at 0, and the last decision was over the old one's pages. */
+		s->last_refaults = 0;
+		s->have_fault_base = false;
+		memset(&s->decision, 0, sizeof(s->decision));
 	} else if (news == MTD_BALLOON_GREW) {
 		s->ctl.target_bytes = s->ctl.balloon_bytes = b->actual;
 		s->rounds = 0;
@@ -123,6 +129,7 @@ void mtd_tick_inputs(struct mtd_vm_decide *s, struct mtd_vm_act *a, const struct
 
 	after_news(s, a, b, news);
 	t->guest_took_back = news == MTD_BALLOON_TOOK_BACK;
+	t->qemu_restarted = news == MTD_BALLOON_RESTARTED;
 	t->bstats_fresh = mtd_balloon_stats_fresh(b, t->now_ms, e->ctl->agent_silence_ms);
 	if (e->agent) {
 		/* The agent's figures are bounded by the VM's RAM (agent_bounds.h); QEMU may have

@@ -116,13 +116,13 @@ struct mtd_vm {
 	struct mtd_agent_link *agent;
 	struct mtd_source source;
 	struct vmm_guest *guest;
-	struct mtd_pageout_hand *hand; /* host-side eviction (pageout_hand.h) */
-	struct mtd_vm_vsock vsock;     /* the vsock device's side (vm_vsock.h) */
-	struct mtd_vm_decide dec;      /* the decision's state (decide/tick_decide.h) */
-	struct mtd_vm_act act;         /* the act stage's (act/tick_act.h) */
+	struct mtd_pageout_hand *hand;  /* host-side eviction (pageout_hand.h) */
+	struct mtd_vm_vsock vsock;      /* the vsock device's side (vm_vsock.h) */
+	struct mtd_vm_decide dec;       /* the decision's state (decide/tick_decide.h) */
+	struct mtd_vm_act act;          /* the act stage's (act/tick_act.h) */
 	struct mtd_age_state age_state; /* failed aging rounds (access/tick_age.h) */
-	struct mtd_audit audit;        /* mtd_vm_audit, for the stages */
-	uint64_t last_step_ms;         /* the last scheduled tick */
+	struct mtd_audit audit;         /* mtd_vm_audit, for the stages */
+	uint64_t last_step_ms;          /* the last scheduled tick */
 	uint64_t first_tick_ms;      /* when the loop first ran: the oldest age it can vouch for */
 	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
 	unsigned late_in_row, ontime_in_row;
@@ -173,6 +173,11 @@ void mtd_vm_set_policy(struct mtd_vm *vm, const struct mtd_policy *p);
 /* The status's last error: what failed and why, within its field. */
 void mtd_vm_set_error(struct mtd_vm *vm, const char *what, const char *detail);
 
+/* The VM's QEMU was restarted (a new process behind the same monitor): the access source,
+ * libvmm's guest and reclaim controller and host-side eviction's hand are made again for
+ * the new process, as at attach.  0 or -errno (the VM then runs with no source: watched,
+ * never squeezed). */
+int mtd_vm_reattach_access(struct mtd_vm *vm);
 /* Attach (vm_attach.c, on the loop's thread): the balloon first (retried until it opens or
  * the loop is asked to stop: -ECANCELED), then the agent's channel, the access source,
  * libvmm's guest and reclaim controller, host-side eviction's hand.  0 or -errno. */

@@ -14,6 +14,8 @@
  *   host-side eviction's hand (act/pageout_hand.h), which asks QEMU for its memory map only
  *            the first time pageout is in force;
  *   free page reporting, asked once (act/balloon.c says why it matters).
+ * A new QEMU behind the same monitor (mtd_vm_reattach_access) has its own pid, table file
+ * and frames: the source, libvmm's guest and controller and the hand are made again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -192,9 +194,56 @@ static int open_libvmm(struct mtd_vm *vm)
 	return 0;
 }
 
+/* The source: the simulated one under [daemon] source = sim, else the policy's choice. */
+static int open_source(struct mtd_vm *vm)
+{
+	if (vm->host->cfg->source == MTD_SOURCE_SIM) {
+		snprintf(vm->draft.source, sizeof(vm->draft.source), "sim");
+		return mtd_source_sim_new(vm->balloon.domain_bytes, vm->host->cfg->sim_hot_percent,
+					  name_seed(vm->name), &vm->source);
+	}
+	return choose_source(vm); /* none at all: watched and kept safe, never inflated */
+}
+
+int mtd_vm_reattach_access(struct mtd_vm *vm)
+{
+	int pid = 0, rc;
+
+	mtd_hand_free(vm->hand);
+	vm->hand = NULL;
+	if (vm->guest)
+		vmm_guest_free(vm->guest);
+	vm->guest = NULL;
+	mtd_source_destroy(&vm->source);
+	memset(&vm->age_state, 0, sizeof(vm->age_state));
+	rc = open_source(vm);
+	if (rc == 0)
+		rc = open_libvmm(vm);
+	if (rc == 0)
+		rc = attach_pageout(vm);
+	if (mtd_balloon_pid(&vm->balloon, &pid) < 0)
+		pid = 0;
+	if (rc < 0) {
+		mtd_err("%s: QEMU restarted (pid %d): cannot attach to it again: %s; the VM is "
+			"watched and kept at its size",
+			vm->name, pid, strerror(-rc));
+		if (vm->guest)
+			vmm_guest_free(vm->guest);
+		vm->guest = NULL;
+		mtd_source_destroy(&vm->source);
+		snprintf(vm->draft.source, sizeof(vm->draft.source), "none");
+		snprintf(vm->draft.source_detail, sizeof(vm->draft.source_detail),
+			 "QEMU restarted: cannot attach to it again: %s", strerror(-rc));
+		return rc;
+	}
+	mtd_notice("%s: QEMU restarted (pid %d): source %s, libvmm's generations and host-side "
+		   "eviction start over on the new process",
+		   vm->name, pid, vm->source.ops ? vm->source.ops->name : "none");
+	return 0;
+}
+
 int mtd_vm_attach(struct mtd_vm *vm)
 {
-	const struct mtd_config *cfg = vm->host->cfg;
 	int rc;
 
 	rc = open_balloon(vm);
@@ -203,13 +252,7 @@ int mtd_vm_attach(struct mtd_vm *vm)
 	rc = open_agent(vm);
 	if (rc < 0)
 		return rc;
-	if (cfg->source == MTD_SOURCE_SIM) {
-		rc = mtd_source_sim_new(vm->balloon.domain_bytes, cfg->sim_hot_percent,
-					name_seed(vm->name), &vm->source);
-		snprintf(vm->draft.source, sizeof(vm->draft.source), "sim");
-	} else {
-		rc = choose_source(vm); /* none at all: watched and kept safe, never inflated */
-	}
+	rc = open_source(vm);
 	if (rc < 0)
 		return rc;
 	rc = open_libvmm(vm);

@@ -121,6 +121,13 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .audit = &vm->audit,
 	};
 	mtd_tick_inputs(&vm->dec, &vm->act, &in, t);
+	/* A new QEMU (plain QMP: the same socket, another process): the source, libvmm's guest
+	 * and host-side eviction's hand were the old process's (its pid, its table file, its
+	 * frames); they start over on the new one before this tick ages anything. */
+	if (t->qemu_restarted) {
+		(void)mtd_vm_reattach_access(vm);
+		vm->first_tick_ms = t->first_tick_ms = now_ms; /* no older age is vouched for */
+	}
 
 	struct mtd_age_env age = {
 	    .vm = vm->name,
@@ -146,7 +153,7 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .hand = vm->hand,
 	    .guest = vm->guest,
 	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
-	    .paged_out = !vm->source.ops	   ? NULL
+	    .paged_out = !vm->source.ops             ? NULL
 			 : vm->source.ops->paged_out ? vm->source.ops->paged_out
 						     : vm->source.ops->evicted,
 	    .evicted_ctx = vm->source.ctx,

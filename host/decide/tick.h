@@ -53,6 +53,7 @@ struct mtd_tick {
 	bool majflt_known;            /* the driver's major faults per second */
 	double majflt_per_s;
 	bool guest_took_back;         /* actual rose above the target set, by the guest's doing */
+	bool qemu_restarted;          /* a new QEMU process: everything tied to the old one goes */
 	const struct proto_stats *as; /* agent stats, when the agent is fresh */
 	bool agent_fresh;
 	bool agent_caps_known; /* the agent said hello: agent_caps is its word */
