@@ -362,7 +362,7 @@ static inline void young_page(struct vmm_guest *g, struct young_ctx *c, const st
 		 * were not told about.  A refault. */
 		if (accessed) {
 			vmm_refault_record(g, b);
-			vmm_gen_insert(g, idx, ci, pb_tier(b));
+			vmm_gen_insert(g, idx, ci, vmm_refault_tier(g, b));
 		}
 		return;
 	}

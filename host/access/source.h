@@ -43,6 +43,11 @@ struct mtd_source_ops {
 	/* The source says which pages were used (access bits), not only how much memory: only
 	 * then do the reuses libvmm counts by idle age mean anything (vmm/reuse.c). */
 	bool per_page;
+	/* The source sees loads and stores only (the ept plugin: neither instruction fetches
+	 * nor the guest's own page-table walks).  A page used only that way looks idle, goes
+	 * out and refaults: libvmm brings refaulting pages back a tier up so they stop being
+	 * the first pick (vmm_guest_config.refault_raises_tier). */
+	bool loads_stores_only;
 	/*
 	 * One aging round at now_ms: reads what the round needs first, then calls
 	 * vmm_age_begin or vmm_age_walk on g exactly once and reports young pages.  Returns 0,

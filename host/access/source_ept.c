@@ -92,9 +92,10 @@ static int ept_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 		return rc;
 	/* The window asked for never started: nothing was sampled (the request stands). */
 	if (__atomic_load_n(&s->f.h->started_seq, __ATOMIC_ACQUIRE) < s->asked_seq) {
-		snprintf(s->last_err, sizeof(s->last_err),
-			 "the plugin ran no sampling window since the last round (a paused guest?): "
-			 "nothing aged");
+		snprintf(
+		    s->last_err, sizeof(s->last_err),
+		    "the plugin ran no sampling window since the last round (a paused guest?): "
+		    "nothing aged");
 		return -ENODATA;
 	}
 	s->last_err[0] = '\0';
@@ -184,6 +185,7 @@ static void ept_destroy(void *ctx)
 static const struct mtd_source_ops ept_ops = {
     .name = "ept",
     .per_page = true,
+    .loads_stores_only = true,
     .age = ept_age,
     .evicted = NULL, /* the balloon's runs are bookkeeping: the guest picked its pages */
     .paged_out = ept_paged_out,

@@ -174,6 +174,9 @@ static int open_libvmm(struct mtd_vm *vm)
 		 * the controller can take the latter when the former come back late
 		 * (vmm/reclaim_ctl.c, "Weighing"). */
 		gc.reuse_raises_tier = vm->source.ops->per_page;
+		/* Code and page-table pages the ept plugin cannot see used would otherwise
+		 * cycle evict -> refault in tier 0 (vmm.h, refault_raises_tier). */
+		gc.refault_raises_tier = vm->source.ops->loads_stores_only;
 		rc = vmm_guest_new(&gc, &vm->guest);
 		if (rc < 0)
 			return rc;

@@ -386,11 +386,21 @@ struct vmm_guest_config {
 	 * (vmm/reclaim_ctl.c, "Weighing").  Linux raises tiers on file descriptor accesses
 	 * only; memtided turns this on for page-level sources.  Default off. */
 	bool reuse_raises_tier;
+	/* A refault brings the page back one tier up (capped at nr_tiers - 1), as Linux marks
+	 * a refaulting page as working set: the fault is proof of use the source may never
+	 * give.  For a source blind to some accesses (memtided's ept plugin sees loads and
+	 * stores, not instruction fetches nor the guest's page-table walks), a page used only
+	 * that way is never seen young, so in tier 0 it would be the first pick again after
+	 * each refault.  Up a tier, it is held as a page that came back (the weighing's
+	 * reused_min_age_ms); pages that keep coming back climb on, and tier protection keeps
+	 * the tiers whose refaults per eviction outrun tier 0's (tier_protect.c).  Default
+	 * off. */
+	bool refault_raises_tier;
 };
 
 /* nr_gens 4, nr_tiers 4, lookaround_max 63, the bloom filter's defaults,
  * use_nonleaf_accessed on, dirty_ages_up off, lookaround_feeds_bloom on, unseen_is_unused
- * off, gens_widen on, reuse_raises_tier off; no layout. */
+ * off, gens_widen on, reuse_raises_tier off, refault_raises_tier off; no layout. */
 void vmm_guest_config_default(struct vmm_guest_config *cfg);
 
 struct vmm_guest;
@@ -527,7 +537,8 @@ struct vmm_refault {
 };
 
 /* The caller saw the guest touch an evicted page (a fault).  The page becomes resident in
- * the youngest generation, in the tier it was evicted from, and the refault is counted.
+ * the youngest generation, in the tier it was evicted from (one up with
+ * refault_raises_tier), and the refault is counted (in the tier it was evicted from).
  * A resident page: out->was_evicted = false, nothing changes.  Returns 0, -EINVAL (NULL,
  * unaligned gpa), -ERANGE (gpa outside RAM). */
 int vmm_refault(struct vmm_guest *g, uint64_t gpa, struct vmm_refault *out);
