@@ -10,7 +10,8 @@
 #   soak         (not in the default list) the long versions of the scenarios that have one
 #                (E2E_SOAK=1), as `make soak` runs them
 #   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
-#                package, too heavy for every make check) and the package under a real
+#                package, too heavy for every make check), the packages built and checked
+#                with lintian (deb.sh, ~100 s) and the package under a real
 #                systemd (a guest boot, three dpkg runs and a shutdown, ~6 minutes under
 #                TCG); `make check-packaging`, run by CI
 #   stand        the KVM host stand's self-test (tests/kvm/selftest.sh: KVM and nested paging

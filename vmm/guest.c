@@ -223,6 +223,7 @@ void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st)
 	memcpy(st->refault_distance_hist, g->refault_distance_hist,
 	       sizeof(st->refault_distance_hist));
 	vmm_reuse_hists(g, st->reuse_hist, st->reuse_first_hist);
+	st->reuse_raises_tier = g->reuse_raises_tier;
 	unsigned from = vmm_tp_protected_from(&g->tp);
 	for (unsigned t = from; t < g->nr_tiers; t++)
 		st->tier_protected[t] = true;

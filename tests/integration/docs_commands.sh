@@ -13,7 +13,7 @@
 # Blocks fenced as ```text hold output (log lines), not commands.
 #
 # Not run, each for its reason (printed as a SKIP line): `make demo` and `make check` (they
-# are CI itself, minutes long), `make deb` (tests/integration/deb.sh runs it), `apt install`
+# are CI itself, minutes long), `make deb` (tests/packaging/deb.sh runs it), `apt install`
 # of the package (it would install on this shared host; the file name is checked to be the
 # one make deb writes), `systemctl` (systemd does not run on these machines, and it would
 # change the host's services; tests/integration/systemd_unit.sh checks the units).
@@ -138,7 +138,7 @@ version=$(dpkg-parsechangelog -S Version 2>/dev/null)
 while IFS=$'\t' read -r where cmd; do
 	case $cmd in
 	"make demo"* | "make check"*) skip "$where: $cmd: minutes long, it is what CI runs" ;;
-	"make deb"*) skip "$where: $cmd: tests/integration/deb.sh runs it" ;;
+	"make deb"*) skip "$where: $cmd: tests/packaging/deb.sh runs it" ;;
 	"make install"*)
 		# Under make sanitize (BUILD=build/san) the objects are instrumented: link them so.
 		sanflag=

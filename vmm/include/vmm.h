@@ -570,6 +570,7 @@ struct vmm_guest_stats {
 	/* the same, of pages in tier 0 when they came back: with reuse_raises_tier, the first
 	 * comeback of each page */
 	uint64_t reuse_first_hist[VMM_REUSE_BUCKETS];
+	bool reuse_raises_tier; /* the config's: a page comes back "first" once, then climbs */
 	bool tier_protected[VMM_MAX_NR_TIERS]; /* what the next vmm_evict would keep back */
 	uint64_t metadata_bytes;               /* everything libvmm allocated for this guest */
 	/* The last aging round: pages the round before it found used (its youngest generation
@@ -652,6 +653,9 @@ struct vmm_reclaim_config {
 	bool weigh;                /* where pages idle past the longest age come back, take
 				    * those that never came back, or a measured step, instead of
 				    * holding (see vmm/reclaim_ctl.c, "Weighing"); default on */
+	uint64_t first_window_ms;  /* first comebacks are counted over this recent span, not the
+				    * reuse window (see vmm/reclaim_ctl.c, "First comebacks
+				    * are once"); 0: over the reuse window */
 	bool probe;                /* between once and trust_factor times the floor watched,
 				    * take a growing probe of pages that never came back (see
 				    * vmm/reclaim_ctl.c, "Probing"; needs weigh) */
@@ -677,6 +681,10 @@ enum vmm_reclaim_mode {
 			    * carry (vmm_decide counts them), watching the refaults */
 };
 
+/* Rounds of first comebacks the controller keeps for their recent rate: 64 rounds, 320 s at
+ * memtided's 5 s interval (cfg.first_window_ms is a minute), 64 s at 1 s. */
+#define VMM_FIRST_ROUNDS 64
+
 struct vmm_reclaim_ctl {
 	struct vmm_reclaim_config cfg;
 	struct vmm_pid pid;
@@ -692,7 +700,15 @@ struct vmm_reclaim_ctl {
 	uint64_t reuse_first_now[VMM_REUSE_BUCKETS];  /* the same, of first comebacks */
 	uint64_t reuse_first_last[VMM_REUSE_BUCKETS]; /* (vmm_guest_stats.reuse_first_hist) */
 	double reuse_first_win[VMM_REUSE_BUCKETS];
-	bool first_fed;    /* vmm_reclaim_observe_first was called: else every reuse is a first */
+	bool first_fed;  /* vmm_reclaim_observe_first was called: else every reuse is a first */
+	bool first_once; /* ... from a guest whose pages climb a tier when they come back */
+	/* First comebacks of the last rounds (a ring, newest at first_next - 1) and their sum
+	 * over the last cfg.first_window_ms: their recent rate */
+	float first_ring[VMM_FIRST_ROUNDS][VMM_REUSE_BUCKETS];
+	uint32_t first_ring_ms[VMM_FIRST_ROUNDS];
+	unsigned first_next, first_rounds;
+	double first_recent[VMM_REUSE_BUCKETS];
+	double first_recent_ms;
 	uint64_t floor_ms; /* the shortest threshold the reuses say keeps the target (0: none) */
 	uint64_t floor_all_ms;    /* that floor over every reuse; UINT64_MAX: past the longest
 				  * age (without weighing, floor_ms) */
