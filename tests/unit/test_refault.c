@@ -235,7 +235,7 @@ static uint64_t blind_code_evictions(bool refault_raises_tier, uint64_t *cold_ou
 	struct vmm_range ram = {0, 2 * MiB};
 	struct vmm_guest_config cfg;
 	struct vmm_guest *g = NULL;
-	struct vmm_run runs[512];
+	struct vmm_run runs[512] = {{0}};
 	bool out[512] = {false};
 	uint64_t now_ms = 0, code = 0, cold = 0;
 
