@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fuse.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,7 +49,7 @@
 /* Paths are the mount-relative sysfs paths plus short fixed names: truncation cannot happen
  * at these sizes, which GCC cannot see through the chained snprintfs. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
-#define KFS_VAL_MAX  64
+#define KFS_VAL_MAX 64
 
 struct kfs_node {
 	char path[KFS_PATH_MAX]; /* "/damon/kdamonds/0/state" */
@@ -341,8 +342,8 @@ static int kfs_write_damon(struct kfs_node *x, const char *v)
 		kfs_make_n(p, n, kfs_make_region);
 	} else if (kfs_ends(p, "/schemes/nr_schemes")) {
 		kfs_make_n(p, n, kfs_make_scheme);
-	} else if (strstr(p, "/tried_regions/") || kfs_ends(p, "/pid") ||
-		   strstr(p, "/stats/") || kfs_ends(p, "avail_operations")) {
+	} else if (strstr(p, "/tried_regions/") || kfs_ends(p, "/pid") || strstr(p, "/stats/") ||
+		   kfs_ends(p, "avail_operations")) {
 		return -EACCES; /* read-only files */
 	}
 	x = kfs_find(p); /* kfs_make_n may have moved the table */
@@ -558,7 +559,16 @@ static void kfs_umount(void)
 		return;
 	fuse_exit(K.fuse);
 	fuse_unmount(K.fuse);
-	pthread_join(K.thread, NULL);
+	/* A test that failed half-way left its files open: the mount stays busy, the loop
+	 * reads on, and a plain join hung the binary until make's timeout.  End the loop (its
+	 * read is a cancellation point); fuse_destroy then closes the connection. */
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	if (pthread_timedjoin_np(K.thread, NULL, &dl) != 0) {
+		pthread_cancel(K.thread);
+		pthread_join(K.thread, NULL);
+	}
 	fuse_destroy(K.fuse);
 	K.fuse = NULL;
 	free(K.idle);
