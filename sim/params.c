@@ -109,6 +109,9 @@ static const struct pdesc pdescs[] = {
     {"mt-reuse-tiers", P_BOOL, F(mt_reuse_tiers), 0, 1,
      "a page found used again climbs a tier, so pages that came back are told from those "
      "that never did (memtided: page-level sources)"},
+    {"mt-refault-tiers", P_BOOL, F(mt_refault_tiers), 0, 1,
+     "a page that refaults comes back a tier up, so one the source cannot see used stops "
+     "being the first pick (memtided: the ept source, blind to fetches and page walks)"},
     {"mt-fill-wait", P_BOOL, F(mt_fill_wait), 0, 1,
      "pageout takes nothing while the guest's memory grows fast (a load: what it wrote is "
      "idle until it reads it), as memtided's host pageout (on with --memtided)"},
@@ -156,6 +159,7 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_probe = rc.probe;
 	p->mt_first_window_ms = rc.first_window_ms;
 	p->mt_reuse_tiers = true;
+	p->mt_refault_tiers = false; /* the sim's default source sees every access */
 	p->mt_fill_wait = false;
 }
 

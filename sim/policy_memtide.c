@@ -131,6 +131,7 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	gc.nr_gens = p->mt_nr_gens;
 	gc.gens_widen = p->mt_gens_widen;
 	gc.reuse_raises_tier = p->mt_reuse_tiers;
+	gc.refault_raises_tier = p->mt_refault_tiers;
 	err = vmm_guest_new(&gc, &m->g);
 	if (err)
 		goto fail;

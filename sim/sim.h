@@ -235,6 +235,7 @@ struct sim_params {
 	bool mt_probe;               /* vmm_reclaim_config.probe */
 	uint64_t mt_first_window_ms; /* vmm_reclaim_config.first_window_ms */
 	bool mt_reuse_tiers;         /* vmm_guest_config.reuse_raises_tier */
+	bool mt_refault_tiers;       /* vmm_guest_config.refault_raises_tier */
 	bool mt_fill_wait; /* pageout waits while the guest's RAM grows fast, as memtided's */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;
