@@ -54,11 +54,17 @@ struct mtd_pageout_hand {
 	struct mtd_pageout *po;        /* NULL until set up, or after QEMU went away */
 	bool announced; /* "can be paged out" said: the map may first open for free pages only */
 	uint64_t next_setup_ms;   /* next (re)try of the setup, or of the full layout query */
-	uint64_t full_free_bytes; /* swap free when the last cold run did not fit, 0: none */
+	uint64_t full_room_bytes; /* room past the reserve when the last cold run did not fit,
+				   * 0: none */
 	struct mtd_thp_settings thp;
 	uint64_t thp_read_ms;
 	struct mtd_swap_stat swap;
 	bool swap_known;
+	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
+			 struct mtd_swap_grant *out);
+	void (*swap_done)(void *ctx, uint64_t granted_bytes);
+	void *swap_ctx;
+	uint64_t granted; /* taken from the host's share for this round's batch */
 
 	enum mtd_pageout_state state;
 	char why[240];
@@ -189,6 +195,9 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 		 env->source_name ? env->source_name : "none");
 	h->proc_root = env->proc_root;
 	h->sys_root = env->sys_root;
+	h->swap_take = env->swap_take;
+	h->swap_done = env->swap_done;
+	h->swap_ctx = env->swap_ctx;
 	h->state = h->logged_state = MTD_PAGEOUT_OFF;
 	*out = h;
 	return 0;
@@ -508,43 +517,84 @@ static void tell_source(struct mtd_pageout_hand *h, struct vmm_run *runs, size_t
 		in->evicted(in->evicted_ctx, out, no);
 }
 
-/* Paused: the host's swap has no room for the next cold run (or none at all past the
- * reserve).  Cold pages stay in guest RAM; nothing is lost. */
-static void say_full(struct mtd_pageout_hand *h)
+/* The grant goes back to the host's share once the batch is out (the swap figures now show
+ * its pages). */
+static void give_back(struct mtd_pageout_hand *h)
 {
-	char a[32], b[32];
-
-	snprintf(a, sizeof(a), "%" PRIu64 " MiB", h->swap.free_bytes / MiB);
-	snprintf(b, sizeof(b), "%" PRIu64 " MiB", h->swap.total_bytes / MiB);
-	set_state(h, MTD_PAGEOUT_PAUSED,
-		  "host swap full (%s free of %s, %" PRIu64 " MiB kept in reserve): cold "
-		  "pages stay in guest RAM, nothing is lost",
-		  a, b, h->cfg.swap_reserve_bytes / MiB);
+	if (h->swap_done && h->granted)
+		h->swap_done(h->swap_ctx, h->granted);
+	h->granted = 0;
 }
 
-/* Room in swap for this VM now, in pages; 0 with a paused state when there is none. */
-static uint64_t swap_budget(struct mtd_pageout_hand *h)
+/* Paused: the host's swap has no room for the next cold run (or none at all past the
+ * reserve), or a zram pool at its memory limit would refuse the writes.  Cold pages stay in
+ * guest RAM; nothing is lost. */
+static void say_full(struct mtd_pageout_hand *h, const struct mtd_swap_grant *g)
 {
-	h->swap_known = mtd_swap_read(h->proc_root, h->sys_root, &h->swap) == 0;
+	char others[96] = "";
+
+	if (g->others_bytes)
+		snprintf(others, sizeof(others),
+			 "; %" PRIu64 " MiB of the room are granted to other VMs' pageout now",
+			 g->others_bytes / MiB);
+	if (g->binding >= 0 && (unsigned)g->binding < g->sw.nr_listed) {
+		const struct mtd_swap_device *d = &g->sw.dev[g->binding];
+		uint64_t left = d->limit_bytes > d->pool_bytes ? d->limit_bytes - d->pool_bytes : 0;
+		set_state(h, MTD_PAGEOUT_PAUSED,
+			  "host swap full: zram%u's pool uses %" PRIu64 " of its %" PRIu64
+			  " MiB memory limit (mem_limit; %" PRIu64 " MiB left, %" PRIu64
+			  " MiB kept in reserve%s), past which the kernel keeps pages in RAM "
+			  "behind swap entries: cold pages stay in guest RAM, nothing is lost",
+			  d->zram_nr, d->pool_bytes / MiB, d->limit_bytes / MiB, left / MiB,
+			  h->cfg.swap_reserve_bytes / MiB, others);
+		return;
+	}
+	set_state(h, MTD_PAGEOUT_PAUSED,
+		  "host swap full (%" PRIu64 " MiB free of %" PRIu64 " MiB, %" PRIu64
+		  " MiB kept in reserve%s): cold pages stay in guest RAM, nothing is lost",
+		  g->sw.free_bytes / MiB, g->sw.total_bytes / MiB, h->cfg.swap_reserve_bytes / MiB,
+		  others);
+}
+
+/* Room in swap for this VM now, in pages (a grant from the host's share, given back after
+ * the batch: h->granted); 0 with a paused state when there is none. */
+static uint64_t swap_budget(struct mtd_pageout_hand *h, uint64_t want_bytes)
+{
+	struct mtd_swap_grant g = {.binding = -1};
+	int rc;
+
+	if (h->swap_take) {
+		rc = h->swap_take(h->swap_ctx, want_bytes, h->cfg.swap_reserve_bytes, &g);
+	} else {
+		rc = mtd_swap_read(h->proc_root, h->sys_root, &g.sw);
+		if (rc == 0)
+			mtd_swap_grant_from(&g, h->cfg.swap_reserve_bytes, 0, want_bytes);
+	}
+	h->swap_known = rc == 0;
 	if (!h->swap_known) {
-		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
+		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures: %s",
+			  strerror(-rc));
 		return 0;
 	}
+	h->swap = g.sw;
+	h->granted = g.bytes;
 	if (!h->swap.total_bytes) {
+		give_back(h);
 		set_state(h, MTD_PAGEOUT_PAUSED,
 			  "the host has no swap: set up zram (contrib/memtide-zram-swap, "
 			  "docs/operations.md \"Host swap\")");
 		return 0;
 	}
-	/* Full: nothing past the reserve, or no more room than when the last cold run did not
-	 * fit (until swap frees up, trying again each tick would only flap the state). */
-	if (h->swap.free_bytes <= h->cfg.swap_reserve_bytes ||
-	    (h->full_free_bytes && h->swap.free_bytes <= h->full_free_bytes)) {
-		say_full(h);
+	/* Full: nothing past the reserve (a zram pool's limit counts, swap_stat.h), or no more
+	 * room than when the last cold run did not fit (until swap frees up, trying again each
+	 * tick would only flap the state). */
+	if (!g.bytes || (h->full_room_bytes && g.room_bytes <= h->full_room_bytes)) {
+		give_back(h);
+		say_full(h, &g);
 		return 0;
 	}
-	h->full_free_bytes = 0;
-	return (h->swap.free_bytes - h->cfg.swap_reserve_bytes) >> VMM_PAGE_SHIFT;
+	h->full_room_bytes = 0;
+	return g.bytes >> VMM_PAGE_SHIFT;
 }
 
 void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct mtd_hand_input *in)
@@ -605,7 +655,7 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	}
 	/* The controller weighs (vmm/reclaim_ctl.c): pages that came back stay, the rest go,
 	 * or a measured part of them. */
-	budget = swap_budget(h);
+	budget = swap_budget(h, d->take_pages << VMM_PAGE_SHIFT);
 	if (!budget)
 		return;
 	if (in->now_ms - h->thp_read_ms >= THP_REREAD_MS) {
@@ -657,6 +707,7 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			break;
 	}
 	h->g = NULL;
+	give_back(h);
 	/* What is left past the reserve is smaller than the cold runs (whole 2 MiB blocks where
 	 * the host backs them with a huge page): as full as an empty reserve, and said so
 	 * (host_pageout's 160 MiB swap once stopped at 143 MiB, 17 MiB free, 16 in reserve,
@@ -666,12 +717,15 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	 * 180 s.  The figures are read again after this round's pages went out: the line says
 	 * what is free now, and the next rounds stay full until swap frees up past it. */
 	if (full) {
-		struct mtd_swap_stat now;
+		struct mtd_swap_grant now = {.binding = -1};
 
-		if (sent && mtd_swap_read(h->proc_root, h->sys_root, &now) == 0)
-			h->swap = now;
-		h->full_free_bytes = h->swap.free_bytes;
-		say_full(h);
+		now.sw = h->swap;
+		if (sent)
+			(void)mtd_swap_read(h->proc_root, h->sys_root, &now.sw);
+		h->swap = now.sw;
+		mtd_swap_grant_from(&now, h->cfg.swap_reserve_bytes, 0, 0);
+		h->full_room_bytes = now.room_bytes;
+		say_full(h, &now);
 	}
 	if (sent) {
 		h->last_out_bytes = sent << VMM_PAGE_SHIFT;
@@ -736,9 +790,8 @@ uint64_t mtd_hand_reclaimable(const struct mtd_pageout_hand *h, uint64_t cold_re
 
 	if (!h || !h->po || h->state == MTD_PAGEOUT_REFUSED || !h->swap_known)
 		return 0;
-	room = h->swap.free_bytes > h->cfg.swap_reserve_bytes
-		   ? h->swap.free_bytes - h->cfg.swap_reserve_bytes
-		   : 0;
+	room = mtd_swap_room(&h->swap, NULL);
+	room = room > h->cfg.swap_reserve_bytes ? room - h->cfg.swap_reserve_bytes : 0;
 	if (cold_resident_bytes > room)
 		cold_resident_bytes = room;
 	/* Net of the pool: what the compressed copies cost so far, or half for a compressed

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "act/ram_layout.h"
+#include "act/swap_stat.h"
 #include "base/mtd.h"
 #include "decide/return_via.h"
 
@@ -65,6 +66,15 @@ struct mtd_hand_env {
 	const char *source_name; /* for the refusal's sentence */
 	const char *proc_root;   /* NULL: /proc (tests point these elsewhere) */
 	const char *sys_root;    /* NULL: /sys */
+	/* The host's swap, one budget for every VM's hand (daemon/host.c): take grants up to
+	 * want bytes of the room past the reserve that no other hand holds (its figures in
+	 * out); done gives a grant back once its pages went out (the swap figures then show
+	 * them).  NULL: the hand reads the swap itself (its proc_root and sys_root), as the
+	 * only writer. */
+	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
+			 struct mtd_swap_grant *out);
+	void (*swap_done)(void *ctx, uint64_t granted_bytes);
+	void *swap_ctx;
 };
 
 struct mtd_pageout_hand;
@@ -109,7 +119,10 @@ struct mtd_hand_input {
 	void *evicted_ctx;
 };
 
-/* Step 5b: evict.  g may be NULL (no source: nothing to do). */
+/* Step 5b: evict.  g may be NULL (no source: nothing to do).  At most what the swap can
+ * take before a write fails (swap_stat.h, mtd_swap_room: a zram pool's memory limit counts)
+ * past the reserve, less what other VMs' hands were granted and have not yet sent
+ * (env.swap_take); paused, with the reason, when that is nothing. */
 void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g,
 		   const struct mtd_hand_input *in);
 

@@ -32,6 +32,7 @@
 #include <json-c/json.h>
 
 #include "act/pageout_hand.h"
+#include "act/swap_share.h"
 #include "daemon/config.h"
 #include "vmm.h"
 
@@ -252,6 +253,30 @@ static void set_swap(uint64_t total_mib, uint64_t free_mib)
 	fprintf(f, "Filename Type Size Used Priority\n");
 	if (total_mib)
 		fprintf(f, "/swapfile file %" PRIu64 " 0 -2\n", total_mib * 1024);
+	fclose(f);
+}
+
+/* One zram of total_mib, none of it used, whose pool uses pool_mib of a limit_mib
+ * mem_limit (0: none); its mm_stat under proc_dir, which the test passes as sys_root too. */
+static void set_zram(uint64_t total_mib, uint64_t pool_mib, uint64_t limit_mib)
+{
+	char path[160];
+	FILE *f;
+
+	set_swap(total_mib, total_mib);
+	snprintf(path, sizeof(path), "%s/swaps", proc_dir);
+	f = fopen(path, "w");
+	fprintf(f, "Filename Type Size Used Priority\n/dev/zram5 partition %" PRIu64 " 0 100\n",
+		total_mib * 1024);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/block", proc_dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/block/zram5", proc_dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/block/zram5/mm_stat", proc_dir);
+	f = fopen(path, "w");
+	fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " 0 0 0 0 0\n",
+		pool_mib * 3 * MiB, pool_mib * MiB, pool_mib * MiB, limit_mib * MiB);
 	fclose(f);
 }
 
@@ -510,13 +535,116 @@ static void test_free_pages_without_pageout(void **state)
 	drop_proc();
 }
 
+/* A zram whose pool is at its memory limit refuses writes while it still has free slots (the
+ * kernel then keeps the pages in RAM behind swap entries and pagemap calls them swapped):
+ * the hand budgets against the limit and pauses, saying so; with room under the limit it
+ * evicts. */
+static void test_zram_limit(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	(void)state;
+
+	make_proc(ch->pid);
+	/* 1 GiB of free slots, but the pool is 100 of its 100 MiB. */
+	set_zram(1024, 100, 100);
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	env.sys_root = proc_dir;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(
+	    strstr(st.pageout.why, "zram5's pool uses 100 of its 100 MiB memory limit"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
+	assert_int_equal(mtd_hand_reclaimable(h, 512 * MiB), 0);
+	/* Room under the limit but no more than the reserve: still paused. */
+	set_zram(1024, 100, 150);
+	in = input(2000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(
+	    strstr(st.pageout.why, "100 of its 150 MiB memory limit (mem_limit; 50 MiB left"));
+	/* The limit raised: the untouched half goes. */
+	set_zram(1024, 100, 512);
+	in = input(3000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
+/* Every VM's hand takes its room from the host's one share: room another VM's hand holds
+ * is not there, and the pause says so; given back, it is. */
+static void test_swap_share(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	struct mtd_swap_share share;
+	struct mtd_swap_grant other;
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_swap_share_init(&share, proc_dir, "/nonexistent");
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	env.swap_take = mtd_swap_share_take;
+	env.swap_done = mtd_swap_share_done;
+	env.swap_ctx = &share;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	/* Another VM's hand holds all of the room past the reserve. */
+	assert_int_equal(mtd_swap_share_take(&share, 4096 * MiB, cfg.swap_reserve_bytes, &other),
+			 0);
+	assert_int_equal(other.bytes, 960 * MiB);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "960 MiB of the room are granted to other VMs"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
+	/* It gives the grant back: this one's turn, and its own grant is back after its batch. */
+	mtd_swap_share_done(&share, other.bytes);
+	in = input(2000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	assert_int_equal(share.outstanding_bytes, 0);
+	mtd_hand_free(h);
+	mtd_swap_share_destroy(&share);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_config),
-	    cmocka_unit_test(test_resolve),
-	    cmocka_unit_test(test_states),
-	    cmocka_unit_test(test_free_pages_without_pageout),
+	    cmocka_unit_test(test_config),     cmocka_unit_test(test_resolve),
+	    cmocka_unit_test(test_states),     cmocka_unit_test(test_free_pages_without_pageout),
+	    cmocka_unit_test(test_zram_limit), cmocka_unit_test(test_swap_share),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
