@@ -68,6 +68,7 @@ struct mtd_pageout_hand {
 
 	enum mtd_pageout_state state;
 	char why[240];
+	char pending_why[240]; /* the last refusal's sentence, until the next try */
 	enum mtd_pageout_state logged_state;
 	char logged_why[240];
 
@@ -251,6 +252,7 @@ static void refuse(struct mtd_pageout_hand *h, bool evicting, const char *fmt, .
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	snprintf(h->pending_why, sizeof(h->pending_why), "%s", why);
 	if (evicting)
 		set_state(h, MTD_PAGEOUT_REFUSED, "%s", why);
 	else
@@ -271,10 +273,28 @@ static void announce(struct mtd_pageout_hand *h)
 	h->announced = true;
 }
 
+/* A monitor that does not answer yet (QEMU starting, its main loop busy), or answers that
+ * it is not ready: the map may be read in a moment. */
+static bool may_pass(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -EIO || rc == -EAGAIN || rc == -EBUSY || rc == -ENOTCONN ||
+	       rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EPIPE;
+}
+
+/* A refusal that may pass: said so, and tried again at the next interval, not a requery
+ * later. */
+static void refuse_for_now(struct mtd_pageout_hand *h, bool evicting, uint64_t now_ms,
+			   uint64_t interval_ms, const char *why)
+{
+	h->next_setup_ms = now_ms + interval_ms;
+	refuse(h, evicting, "%s (QEMU may not be ready yet: tried again every %" PRIu64 " s)", why,
+	       (interval_ms + 999) / 1000);
+}
+
 /* Query the layout and open the actuator; on failure, refuse() says why.  True when the
  * map is open.  evicting: host-side eviction is in force (else the map is only read for
  * the pages that hold nothing, mtd_hand_mark_free). */
-static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
+static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, uint64_t interval_ms, bool evicting)
 {
 	char err[200] = "";
 	int rc;
@@ -284,8 +304,15 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
 			announce(h);
 		return true;
 	}
-	if (now_ms < h->next_setup_ms)
-		return false; /* refused recently: the state still says why */
+	if (now_ms < h->next_setup_ms) {
+		/* Refused recently: the state still says why, unless the map was only read for
+		 * its free pages until now (the refusal went to the debug log). */
+		if (evicting && h->state != MTD_PAGEOUT_REFUSED)
+			set_state(h, MTD_PAGEOUT_REFUSED, "%s",
+				  h->pending_why[0] ? h->pending_why
+						    : "the guest RAM map was not read yet");
+		return false;
+	}
 	h->next_setup_ms = now_ms + h->cfg.requery_ms;
 	if (!h->live) {
 		refuse(h, evicting,
@@ -304,12 +331,15 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
 		return false;
 	}
 	rc = mtd_ram_layout_query(h->qmp, h->qmp_ctx, h->pid, h->proc_root, h->layout);
-	if (rc < 0 || !h->layout->sure) {
-		refuse(h, evicting, "%s", h->layout->why);
+	if (rc < 0 && may_pass(rc)) {
+		refuse_for_now(h, evicting, now_ms, interval_ms, h->layout->why);
 		return false;
 	}
-	if (!h->layout->evictable_bytes) {
-		refuse(h, evicting, "%s", h->layout->why);
+	if (rc < 0 || !h->layout->sure || !h->layout->evictable_bytes) {
+		refuse(h, evicting, "%s",
+		       h->layout->why[0]
+			   ? h->layout->why
+			   : "QEMU's guest RAM map shows no memory that can be paged out");
 		return false;
 	}
 	rc = mtd_pageout_open(h->pid, h->layout, h->proc_root, &h->po, err, sizeof(err));
@@ -608,12 +638,12 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		/* Host-side eviction is off, but with a live source the map is still read: the
 		 * pages that hold nothing on the host (reported free, ballooned) are marked free
 		 * in libvmm (mtd_hand_mark_free), so the guest filling them again is no reuse. */
-		if (h->live && setup(h, in->now_ms, false))
+		if (h->live && setup(h, in->now_ms, in->interval_ms, false))
 			keep_layout(h, in->now_ms, false);
 		set_state(h, MTD_PAGEOUT_OFF, NULL);
 		return;
 	}
-	if (!setup(h, in->now_ms, true) || !g)
+	if (!setup(h, in->now_ms, in->interval_ms, true) || !g)
 		return;
 	keep_layout(h, in->now_ms, true);
 	if (!h->po)

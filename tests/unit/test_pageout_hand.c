@@ -170,6 +170,7 @@ static void child_stop(struct child *ch)
 struct monitor {
 	struct child *ch;
 	bool broken; /* answer the flat view with garbage */
+	int fail_rc; /* not 0: every command fails so (a monitor that does not answer yet) */
 	unsigned calls;
 };
 
@@ -181,6 +182,10 @@ static int fake_qmp(void *ctx, const char *cmd, struct json_object *args, struct
 	char buf[1024];
 
 	m->calls++;
+	if (m->fail_rc) {
+		snprintf(err, errlen, "no answer from QEMU in 5 s");
+		return m->fail_rc;
+	}
 	if (strcmp(cmd, "query-memdev") == 0) {
 		*ret = json_tokener_parse("[{\"id\":\"test.ram\",\"size\":16777216}]");
 		return 0;
@@ -639,12 +644,74 @@ static void test_swap_share(void **state)
 	drop_proc();
 }
 
+/* Every refusal says why.  One that may pass (QEMU's monitor not answering yet, as when
+ * memtided attaches to a QEMU that is starting) says so and is tried again at the next
+ * interval, not a requery (a minute) later; one found while the map was only read for its
+ * free pages (return=balloon) is said as soon as host-side eviction is asked for. */
+static void test_refusal_reasons(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch, .fail_rc = -ETIMEDOUT};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_pageout_config_default(&cfg); /* requery: 60 s */
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_REFUSED);
+	assert_non_null(strstr(st.pageout.why, "no answer from QEMU in 5 s"));
+	assert_non_null(strstr(st.pageout.why, "may not be ready yet: tried again every 1 s"));
+	unsigned calls = mon.calls;
+	in.now_ms = T(1500);
+	mtd_hand_step(h, g, &in);
+	assert_int_equal(mon.calls, calls);
+	/* QEMU answers now: one interval later the map is read and eviction goes on. */
+	mon.fail_rc = 0;
+	in = input(2000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_true(mon.calls > calls);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	mtd_hand_free(h);
+
+	/* Under balloon the map's refusal goes to the debug log only; asked for pageout
+	 * within the requery, the state says it at once (it stayed "off", no reason). */
+	mon.broken = true;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	in = input(3000, 60000);
+	in.mode = MTD_RETURN_BALLOON;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_OFF);
+	in = input(4000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_REFUSED);
+	assert_non_null(strstr(st.pageout.why, "Cannot read the memory map from QEMU"));
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_config),     cmocka_unit_test(test_resolve),
-	    cmocka_unit_test(test_states),     cmocka_unit_test(test_free_pages_without_pageout),
-	    cmocka_unit_test(test_zram_limit), cmocka_unit_test(test_swap_share),
+	    cmocka_unit_test(test_config),
+	    cmocka_unit_test(test_resolve),
+	    cmocka_unit_test(test_states),
+	    cmocka_unit_test(test_free_pages_without_pageout),
+	    cmocka_unit_test(test_zram_limit),
+	    cmocka_unit_test(test_swap_share),
+	    cmocka_unit_test(test_refusal_reasons),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
