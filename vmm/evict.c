@@ -235,8 +235,11 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
 	ev.protect_from = vmm_tp_protected_from(&g->tp);
 	ev.stop = req->max_pages == 0 || req->max_runs == 0;
 
-	/* One generation per iteration, oldest first: at most nr_gens. */
-	vmm_gen_trim(g);
+	/* One generation per iteration, oldest first: at most nr_gens.  Emptied generations a
+	 * caller may put pages back into (run_seq) stay until the next aging round, also
+	 * across the calls of one round. */
+	if (!req->run_seq)
+		vmm_gen_trim(g);
 	for (unsigned pos = 0;
 	     !ev.stop && pos < g->nr_live && gen_eligible(g, g->order[pos], req);) {
 		size_t first_run = res->nr_runs;

@@ -40,6 +40,15 @@ struct kept_list {
 	size_t n, cap;
 };
 
+/* Pages chosen but kept, with the generation each left (vmm_put_back), for the round. */
+struct back {
+	uint64_t gpa, npages, seq;
+};
+struct back_list {
+	struct back *b;
+	size_t n, cap;
+};
+
 struct mtd_pageout_hand {
 	struct mtd_pageout_config cfg;
 	char name[MTD_NAME_MAX];
@@ -82,7 +91,12 @@ struct mtd_pageout_hand {
 
 	struct vmm_guest *g; /* the callbacks' guest, during a call */
 	struct kept_list kept;
-	struct vmm_run *runs; /* EVICT_RUNS */
+	struct back_list back;
+	uint64_t kept_now;      /* pages of the batch kept */
+	size_t nr_runs_now;     /* runs of the batch */
+	uint64_t held_retry_ms; /* pages the kernel kept were last released for a new try */
+	struct vmm_run *runs;   /* EVICT_RUNS */
+	uint64_t *run_seq;      /* EVICT_RUNS: the generation each run left */
 };
 
 const char *mtd_pageout_state_name(enum mtd_pageout_state s)
@@ -182,7 +196,10 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 	if (!h)
 		return -ENOMEM;
 	h->runs = calloc(EVICT_RUNS, sizeof(*h->runs));
-	if (!h->runs) {
+	h->run_seq = calloc(EVICT_RUNS, sizeof(*h->run_seq));
+	if (!h->runs || !h->run_seq) {
+		free(h->runs);
+		free(h->run_seq);
 		free(h);
 		return -ENOMEM;
 	}
@@ -220,7 +237,9 @@ void mtd_hand_free(struct mtd_pageout_hand *h)
 	mtd_pageout_close(h->po);
 	free(h->layout);
 	free(h->kept.r);
+	free(h->back.b);
 	free(h->runs);
+	free(h->run_seq);
 	free(h);
 }
 
@@ -486,13 +505,41 @@ void mtd_hand_mark_free(struct mtd_pageout_hand *h, struct vmm_guest *g)
 
 /* ---- Step 5b: eviction ------------------------------------------------------------- */
 
+/* Remember kept pages for vmm_put_back at the end of the round; they stay evicted in libvmm
+ * until then, so that the hand's next batch goes on to other cold pages.  Without memory
+ * for the list they are restored at once (young: safe, only less exact). */
+static void back_add(struct mtd_pageout_hand *h, uint64_t gpa, uint64_t npages, uint64_t seq)
+{
+	struct back_list *b = &h->back;
+
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		struct back *nb = realloc(b->b, cap * sizeof(*nb));
+		if (!nb) {
+			(void)vmm_restore(h->g, gpa, npages);
+			return;
+		}
+		b->b = nb;
+		b->cap = cap;
+	}
+	b->b[b->n++] = (struct back){.gpa = gpa, .npages = npages, .seq = seq};
+}
+
 static void on_kept(void *arg, uint64_t gpa, uint64_t npages, enum mtd_pageout_kept why)
 {
 	struct mtd_pageout_hand *h = arg;
 	struct kept_list *k = &h->kept;
+	uint64_t end = gpa + (npages << VMM_PAGE_SHIFT);
 
 	(void)why;
-	(void)vmm_restore(h->g, gpa, npages);
+	h->kept_now += npages;
+	/* Each run came from one generation (vmm_evict_req.run_seq). */
+	for (size_t i = 0; i < h->nr_runs_now; i++) {
+		uint64_t rs = h->runs[i].gpa, re = rs + (h->runs[i].npages << VMM_PAGE_SHIFT);
+		uint64_t a = gpa > rs ? gpa : rs, e = end < re ? end : re;
+		if (a < e)
+			back_add(h, a, (e - a) >> VMM_PAGE_SHIFT, h->run_seq[i]);
+	}
 	if (k->n == k->cap) {
 		size_t cap = k->cap ? k->cap * 2 : 256;
 		struct vmm_run *r = realloc(k->r, cap * sizeof(*r));
@@ -502,6 +549,18 @@ static void on_kept(void *arg, uint64_t gpa, uint64_t npages, enum mtd_pageout_k
 		k->cap = cap;
 	}
 	k->r[k->n++] = (struct vmm_run){.gpa = gpa, .npages = npages};
+}
+
+/* The round's kept pages go back to the generations they left: not used, so not young;
+ * a generation since merged hands them to the next live one (vmm_put_back). */
+static void put_back(struct mtd_pageout_hand *h, struct vmm_guest *g)
+{
+	for (size_t i = 0; i < h->back.n; i++) {
+		const struct back *b = &h->back.b[i];
+		if (vmm_put_back(g, b->gpa, b->npages, b->seq) < 0)
+			(void)vmm_restore(g, b->gpa, b->npages);
+	}
+	h->back.n = 0;
 }
 
 static int cmp_run(const void *a, const void *b)
@@ -683,6 +742,20 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			  in->hold_why ? in->hold_why : "-");
 		return;
 	}
+	/* Pages the kernel kept (shared, KSM, pinned, locked) are held by the actuator and
+	 * reported kept at once; once per cold age they are tried again, as a page that stays
+	 * cold that long would be. */
+	if (in->now_ms - h->held_retry_ms >= d->cold_age_ms) {
+		uint64_t held = mtd_pageout_retry_held(h->po);
+		h->held_retry_ms = in->now_ms;
+		if (held)
+			mtd_debug("%s: %" PRIu64 " MiB the kernel kept are tried again", h->name,
+				  (held << VMM_PAGE_SHIFT) / MiB);
+	}
+	if (!d->take_pages) {
+		set_state(h, MTD_PAGEOUT_ACTIVE, "%s", h->layout->why);
+		return;
+	}
 	/* The controller weighs (vmm/reclaim_ctl.c): pages that came back stay, the rest go,
 	 * or a measured part of them. */
 	budget = swap_budget(h, d->take_pages << VMM_PAGE_SHIFT);
@@ -694,10 +767,13 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	}
 	set_state(h, MTD_PAGEOUT_ACTIVE, "%s", h->layout->why);
 
-	/* Every page past the cold age, down to the floor, one step at most (vmm_decide). */
-	uint64_t left = d->take_pages;
+	/* Every page past the cold age, down to the floor, one step at most (vmm_decide).
+	 * Pages kept stay evicted in libvmm until the round ends (put_back), so the next batch
+	 * takes other cold pages, and do not count against the step; the pages tried are
+	 * bounded all the same. */
+	uint64_t left = d->take_pages, tried = 0;
 	h->g = g;
-	while (left) {
+	while (left && tried < 4 * d->take_pages) {
 		struct vmm_evict_req req = {
 		    .max_pages = left,
 		    .min_age_ms = d->cold_age_ms,
@@ -706,19 +782,26 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		    .max_runs = EVICT_RUNS,
 		    .pt = in->pt,
 		    .reused_min_age_ms = d->reused_age_ms,
+		    .run_seq = h->run_seq,
 		};
 		struct vmm_evict_result er;
 		struct mtd_pageout_result pr;
 		if (vmm_evict(g, &req, &er) < 0 || !er.evicted_pages)
 			break;
+		bool last = er.nr_runs < EVICT_RUNS && er.evicted_pages < req.max_pages;
 		h->kept.n = 0;
+		h->kept_now = 0;
+		h->nr_runs_now = er.nr_runs;
 		int rc = mtd_pageout_runs(h->po, h->runs, er.nr_runs, &h->thp,
 					  budget > sent ? budget - sent : 0, on_kept, h, &pr);
+		h->nr_runs_now = 0;
 		tell_source(h, h->runs, er.nr_runs, in);
 		sent += pr.swapped_pages;
 		evicted += pr.swapped_pages + pr.empty_pages + pr.already_pages;
 		ns += pr.ns;
-		left -= er.evicted_pages < left ? er.evicted_pages : left;
+		tried += er.evicted_pages;
+		uint64_t went = er.evicted_pages > h->kept_now ? er.evicted_pages - h->kept_now : 0;
+		left -= went < left ? went : left;
 		if (rc == -ESRCH) {
 			mtd_pageout_close(h->po);
 			h->po = NULL;
@@ -733,9 +816,10 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			full = true;
 			break; /* the next round reads the swap figures again */
 		}
-		if (er.nr_runs < EVICT_RUNS)
-			break;
+		if (last)
+			break; /* no more cold pages */
 	}
+	put_back(h, g);
 	h->g = NULL;
 	give_back(h);
 	/* What is left past the reserve is smaller than the cold runs (whole 2 MiB blocks where
@@ -795,6 +879,7 @@ void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st
 		p->out_total_bytes = ps.out_total << VMM_PAGE_SHIFT;
 		p->refaults_total = ps.refaults_total;
 		p->collapsed_total = ps.collapsed_total;
+		p->held_bytes = ps.held_pages << VMM_PAGE_SHIFT;
 		if (h->swap_known)
 			p->pool_bytes = mtd_swap_pool_share(&h->swap, p->swapped_bytes);
 	}

@@ -19,7 +19,9 @@
  *           (vmm_decide: watched for the cold age, the controller not holding, down to the
  *           policy's floor, at most max_step; sim/policy_memtide.c acts on the same call)
  *           from the generations past the cold age, within the room left in host swap; the
- *           pages that did not go (pageout.h says why) are restored.
+ *           pages that did not go (pageout.h says why) go back to the generation they left
+ *           (vmm_put_back: not used, so not young), their eviction uncounted; those the
+ *           kernel kept are tried again once a cold age has passed.
  *
  * What the host gets back is the guest RAM mapping's resident drop minus the compressed
  * pool's growth (swap_stat.h); both are published.  Nothing the guest needs is discarded:

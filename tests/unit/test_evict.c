@@ -340,11 +340,8 @@ static void test_put_back(void **state)
 	assert_int_equal(vmm_mark_young(g, 8 * MiB, 52, false), 0); /* seq 3, the youngest */
 	uint64_t old = 4096 - 512 - 512 - 52;                       /* seq 0 */
 
-	struct vmm_evict_req req = {.max_pages = 1 << 20,
-				    .now_ms = 3000,
-				    .runs = runs,
-				    .max_runs = 256,
-				    .run_seq = seqs};
+	struct vmm_evict_req req = {
+	    .max_pages = 1 << 20, .now_ms = 3000, .runs = runs, .max_runs = 256, .run_seq = seqs};
 	assert_int_equal(vmm_evict(g, &req, &res), 0);
 	assert_int_equal(res.evicted_pages, old + 1024);
 	/* seq 0's last run ends at 14 MiB where seq 1's starts: two runs, each of its own. */
@@ -368,6 +365,13 @@ static void test_put_back(void **state)
 	assert_int_equal(st.nr_gens, 4);
 	assert_int_equal(st.gen[0].seq, 0);
 	assert_int_equal(st.gen[0].pages, 0);
+	/* Also across a second call of the same round (the hand's next batch, nothing left to
+	 * take: the youngest never goes). */
+	assert_int_equal(vmm_evict(g, &req, &res), 0);
+	assert_int_equal(res.evicted_pages, 0);
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.nr_gens, 4);
+	assert_int_equal(st.gen[0].seq, 0);
 
 	/* seq 1's run, seq 2's first 100 pages and 16 of seq 0 were not paged out: back where
 	 * they were. */

@@ -702,6 +702,67 @@ static void test_refusal_reasons(void **state)
 	drop_proc();
 }
 
+/* Pages the hand chose but the kernel kept (the child's shared half: two mappers) go back
+ * to the generation they left, not to the youngest as pages the guest used, and their
+ * eviction is not counted; the actuator holds them (reported kept without asking the kernel)
+ * until a cold age has passed, then they are tried again. */
+static void test_kept_pages(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	vmm_guest_get_stats(g, &gs);
+	uint64_t old_seq = gs.gen[0].seq;
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	assert_int_equal(gs.evicted_total, CHILD_MIB * 128); /* the kept half uncounted */
+	assert_int_equal(gs.gen[0].seq, old_seq);
+	assert_int_equal(gs.gen[0].pages, CHILD_MIB * 128); /* back where they were */
+	assert_int_equal(gs.gen[gs.nr_gens - 1].pages, 0);  /* none made young */
+	assert_int_equal(st.pageout.held_bytes, CHILD_MIB / 2 * MiB);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	/* Within the cold age they stay held. */
+	in = input(2000, 60000);
+	decision.take_pages = 0;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.held_bytes, CHILD_MIB / 2 * MiB);
+	/* A cold age later they may be tried again. */
+	in = input(11000, 60000);
+	decision.take_pages = 0;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.held_bytes, 0);
+	/* Tried: kept again, and back in the old generation again. */
+	in = input(11500, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(st.pageout.held_bytes, CHILD_MIB / 2 * MiB);
+	assert_int_equal(gs.gen[0].pages, CHILD_MIB * 128);
+	assert_int_equal(gs.evicted_total, CHILD_MIB * 128);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -712,6 +773,7 @@ int main(void)
 	    cmocka_unit_test(test_zram_limit),
 	    cmocka_unit_test(test_swap_share),
 	    cmocka_unit_test(test_refusal_reasons),
+	    cmocka_unit_test(test_kept_pages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
