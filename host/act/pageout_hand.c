@@ -74,6 +74,13 @@ struct mtd_pageout_hand {
 	void (*swap_done)(void *ctx, uint64_t granted_bytes);
 	void *swap_ctx;
 	uint64_t granted; /* taken from the host's share for this round's batch */
+	int (*memjob)(void *ctx, struct mtd_memjob *out);
+	void *memjob_ctx;
+	bool job_now;       /* QEMU was reading all guest memory at the last look */
+	bool job_before;    /* ... at the look before it */
+	bool job_reading;   /* the refault scan under way counts QEMU's reads apart */
+	uint64_t job_reads; /* evicted pages QEMU read back itself, cumulative */
+	uint64_t scan_job_reads;
 
 	enum mtd_pageout_state state;
 	char why[240];
@@ -216,6 +223,8 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 	h->swap_take = env->swap_take;
 	h->swap_done = env->swap_done;
 	h->swap_ctx = env->swap_ctx;
+	h->memjob = env->memjob;
+	h->memjob_ctx = env->memjob_ctx;
 	h->state = h->logged_state = MTD_PAGEOUT_OFF;
 	*out = h;
 	return 0;
@@ -431,6 +440,16 @@ static void on_refault(void *arg, uint64_t gpa)
 	struct mtd_pageout_hand *h = arg;
 	struct vmm_refault rf;
 
+	if (h->job_reading) {
+		/* QEMU read it for a migration, snapshot or dump: the guest did not use it.
+		 * Resident again, so back in libvmm, in the oldest generation (seq 0: the first
+		 * live one), and not a refault for the controller. */
+		if (vmm_put_back(h->g, gpa, 1, 0) < 0)
+			(void)vmm_restore(h->g, gpa, 1);
+		h->scan_job_reads++;
+		return;
+	}
+
 	/* libvmm records the distance and tier; a page it already saw come back (the source's
 	 * walk found it young first) is not counted twice. */
 	(void)vmm_refault(h->g, gpa, &rf);
@@ -452,8 +471,17 @@ void mtd_hand_feedback(struct mtd_pageout_hand *h, struct vmm_guest *g, uint64_t
 	if (!h || !h->po || !g)
 		return;
 	h->g = g;
+	h->job_reading = h->job_now || h->job_before;
+	h->scan_job_reads = 0;
 	int rc = mtd_pageout_scan(h->po, &ops, h, &res);
 	h->g = NULL;
+	h->job_reads += h->scan_job_reads;
+	res.refaults -= h->scan_job_reads < res.refaults ? h->scan_job_reads : res.refaults;
+	if (h->scan_job_reads)
+		mtd_info("%s: %" PRIu64
+			 " MiB read back from host swap by QEMU itself (a migration, "
+			 "snapshot or dump), not counted as refaults",
+			 h->name, (h->scan_job_reads << VMM_PAGE_SHIFT) / MiB);
 	if (rc == -ESRCH) {
 		mtd_pageout_close(h->po);
 		h->po = NULL;
@@ -501,6 +529,37 @@ void mtd_hand_mark_free(struct mtd_pageout_hand *h, struct vmm_guest *g)
 		h->free_pages = (uint64_t)n;
 	else if (n != -ESRCH) /* QEMU gone: the next refault scan says so */
 		mtd_debug("%s: free page scan: %s", h->name, strerror((int)-n));
+}
+
+/* QEMU reading all of guest memory itself (a migration, a snapshot, a dump) reads every page
+ * in host swap back: eviction waits, and what comes back until the next look is counted
+ * apart (mtd_hand_feedback).  True, with the paused state, while one is under way or it
+ * cannot be told. */
+static bool memjob_pauses(struct mtd_pageout_hand *h)
+{
+	struct mtd_memjob j = {0};
+
+	if (!h->memjob)
+		return false;
+	int rc = h->memjob(h->memjob_ctx, &j);
+	h->job_before = h->job_now;
+	if (rc < 0) {
+		/* A synchronous savevm or dump holds QEMU's monitor: it looks like this. */
+		h->job_now = true;
+		set_state(h, MTD_PAGEOUT_PAUSED,
+			  "cannot tell whether QEMU is reading all of guest memory (a migration, "
+			  "snapshot or dump): %s",
+			  strerror(-rc));
+		return true;
+	}
+	h->job_now = j.active;
+	if (!j.active)
+		return false;
+	set_state(h, MTD_PAGEOUT_PAUSED,
+		  "QEMU is reading all of guest memory itself (%s): host-side eviction waits, "
+		  "and the pages it reads back from host swap are not counted as refaults",
+		  j.what[0] ? j.what : "?");
+	return true;
 }
 
 /* ---- Step 5b: eviction ------------------------------------------------------------- */
@@ -699,13 +758,14 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		 * in libvmm (mtd_hand_mark_free), so the guest filling them again is no reuse. */
 		if (h->live && setup(h, in->now_ms, in->interval_ms, false))
 			keep_layout(h, in->now_ms, false);
+		h->job_now = h->job_before = false; /* not looked at while off */
 		set_state(h, MTD_PAGEOUT_OFF, NULL);
 		return;
 	}
 	if (!setup(h, in->now_ms, in->interval_ms, true) || !g)
 		return;
 	keep_layout(h, in->now_ms, true);
-	if (!h->po)
+	if (!h->po || memjob_pauses(h))
 		return;
 	if (!in->may_take) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "the controller is not taking memory now (%s)",
@@ -877,7 +937,9 @@ void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st
 		mtd_pageout_get_stats(h->po, &ps);
 		p->swapped_bytes = ps.swapped_pages << VMM_PAGE_SHIFT;
 		p->out_total_bytes = ps.out_total << VMM_PAGE_SHIFT;
-		p->refaults_total = ps.refaults_total;
+		p->refaults_total =
+		    ps.refaults_total > h->job_reads ? ps.refaults_total - h->job_reads : 0;
+		p->job_reads_total = h->job_reads;
 		p->collapsed_total = ps.collapsed_total;
 		p->held_bytes = ps.held_pages << VMM_PAGE_SHIFT;
 		if (h->swap_known)

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "act/balloon.h"
 #include "act/ram_layout.h"
 #include "act/swap_stat.h"
 #include "base/mtd.h"
@@ -77,6 +78,10 @@ struct mtd_hand_env {
 			 struct mtd_swap_grant *out);
 	void (*swap_done)(void *ctx, uint64_t granted_bytes);
 	void *swap_ctx;
+	/* QEMU's whole-memory operations (balloon.h, mtd_balloon_ops.memjob; NULL: not
+	 * known): asked each interval while host-side eviction is in force. */
+	int (*memjob)(void *ctx, struct mtd_memjob *out);
+	void *memjob_ctx;
 };
 
 struct mtd_pageout_hand;
@@ -87,7 +92,11 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 		 struct mtd_pageout_hand **out);
 void mtd_hand_free(struct mtd_pageout_hand *h);
 
-/* Step 2a: the refault scan (a no-op while nothing is evicted).  g may be NULL. */
+/* Step 2a: the refault scan (a no-op while nothing is evicted).  While QEMU reads all of
+ * guest memory itself (a migration, a snapshot, a dump: env.memjob), and at the first scan
+ * after one, pages that come back are its reads, not the guest's: they go back to the oldest
+ * generation, cold, and are counted apart (job_reads_total), not as refaults.  g may be
+ * NULL. */
 void mtd_hand_feedback(struct mtd_pageout_hand *h, struct vmm_guest *g, uint64_t now_ms);
 
 /* Step 2a, after the refault scan and before the source ages: the guest's free memory, as
@@ -121,7 +130,8 @@ struct mtd_hand_input {
 	void *evicted_ctx;
 };
 
-/* Step 5b: evict.  g may be NULL (no source: nothing to do).  At most what the swap can
+/* Step 5b: evict.  g may be NULL (no source: nothing to do).  Paused while QEMU reads all
+ * of guest memory itself (env.memjob), or while that cannot be told.  At most what the swap can
  * take before a write fails (swap_stat.h, mtd_swap_room: a zram pool's memory limit counts)
  * past the reserve, less what other VMs' hands were granted and have not yet sent
  * (env.swap_take); paused, with the reason, when that is nothing. */

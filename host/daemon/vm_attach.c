@@ -65,6 +65,8 @@ static int attach_pageout(struct mtd_vm *vm)
 	    .swap_take = vm->host->swap ? mtd_swap_share_take : NULL,
 	    .swap_done = vm->host->swap ? mtd_swap_share_done : NULL,
 	    .swap_ctx = vm->host->swap,
+	    .memjob = vm->balloon.ops->memjob,
+	    .memjob_ctx = vm->balloon.ctx,
 	};
 	int pid;
 

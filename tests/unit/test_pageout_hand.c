@@ -763,6 +763,81 @@ static void test_kept_pages(void **state)
 	drop_proc();
 }
 
+/* QEMU reading all of guest memory itself (a migration, a snapshot, a dump): host-side
+ * eviction waits, saying why; when it cannot be told (a monitor held by a synchronous
+ * savevm or dump does not answer), it waits too; once over, eviction goes on. */
+struct fake_job {
+	int rc;
+	const char *what; /* NULL: none */
+	unsigned calls;
+};
+
+static int fake_memjob(void *ctx, struct mtd_memjob *out)
+{
+	struct fake_job *f = ctx;
+
+	f->calls++;
+	memset(out, 0, sizeof(*out));
+	if (f->rc)
+		return f->rc;
+	out->active = f->what != NULL;
+	snprintf(out->what, sizeof(out->what), "%s", f->what ? f->what : "");
+	return 0;
+}
+
+static void test_memjob(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct fake_job job = {.what = "migration"};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	env.memjob = fake_memjob;
+	env.memjob_ctx = &job;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(job.calls, 1);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "QEMU is reading all of guest memory itself "
+					       "(migration): host-side eviction waits"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
+	/* A monitor that does not answer. */
+	job.rc = -ETIMEDOUT;
+	in = input(2000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "cannot tell whether QEMU is reading all of guest"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
+	/* Over: eviction goes on. */
+	job.rc = 0;
+	job.what = NULL;
+	in = input(3000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	assert_int_equal(st.pageout.job_reads_total, 0);
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -774,6 +849,7 @@ int main(void)
 	    cmocka_unit_test(test_swap_share),
 	    cmocka_unit_test(test_refusal_reasons),
 	    cmocka_unit_test(test_kept_pages),
+	    cmocka_unit_test(test_memjob),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
