@@ -51,24 +51,18 @@ struct back_list {
 
 struct mtd_pageout_hand {
 	struct mtd_pageout_config cfg;
-	char name[MTD_NAME_MAX];
 	mtd_qmp_fn qmp;
 	void *qmp_ctx;
-	int pid;
-	bool live;
-	char source_name[16];
 	const char *proc_root, *sys_root;
 
 	struct mtd_ram_layout *layout; /* NULL until first set up */
 	struct mtd_pageout *po;        /* NULL until set up, or after QEMU went away */
-	bool announced; /* "can be paged out" said: the map may first open for free pages only */
-	uint64_t next_setup_ms;   /* next (re)try of the setup, or of the full layout query */
-	uint64_t full_room_bytes; /* room past the reserve when the last cold run did not fit,
+	uint64_t next_setup_ms;        /* next (re)try of the setup, or of the full layout query */
+	uint64_t full_room_bytes;      /* room past the reserve when the last cold run did not fit,
 				   * 0: none */
 	struct mtd_thp_settings thp;
 	uint64_t thp_read_ms;
 	struct mtd_swap_stat swap;
-	bool swap_known;
 	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
 			 struct mtd_swap_grant *out);
 	void (*swap_done)(void *ctx, uint64_t granted_bytes);
@@ -76,20 +70,10 @@ struct mtd_pageout_hand {
 	uint64_t granted; /* taken from the host's share for this round's batch */
 	int (*memjob)(void *ctx, struct mtd_memjob *out);
 	void *memjob_ctx;
-	bool job_now;       /* QEMU was reading all guest memory at the last look */
-	bool job_before;    /* ... at the look before it */
-	bool job_reading;   /* the refault scan under way counts QEMU's reads apart */
 	uint64_t job_reads; /* evicted pages QEMU read back itself, cumulative */
 	uint64_t scan_job_reads;
 
-	enum mtd_pageout_state state;
-	char why[240];
-	char pending_why[240]; /* the last refusal's sentence, until the next try */
-	enum mtd_pageout_state logged_state;
-	char logged_why[240];
-
 	uint64_t seen_seq, reply_ms; /* the agent's last reclaim answer (auto) */
-	bool reply_done;
 
 	uint64_t last_scan_ms;
 	double swapin_per_s;
@@ -104,6 +88,22 @@ struct mtd_pageout_hand {
 	uint64_t held_retry_ms; /* pages the kernel kept were last released for a new try */
 	struct vmm_run *runs;   /* EVICT_RUNS */
 	uint64_t *run_seq;      /* EVICT_RUNS: the generation each run left */
+
+	char name[MTD_NAME_MAX];
+	char source_name[16];
+	char why[240];
+	char pending_why[240]; /* the last refusal's sentence, until the next try */
+	char logged_why[240];
+	enum mtd_pageout_state state;
+	enum mtd_pageout_state logged_state;
+	int pid;
+	bool live;
+	bool announced; /* "can be paged out" said: the map may first open for free pages only */
+	bool swap_known;
+	bool job_now;     /* QEMU was reading all guest memory at the last look */
+	bool job_before;  /* ... at the look before it */
+	bool job_reading; /* the refault scan under way counts QEMU's reads apart */
+	bool reply_done;
 };
 
 const char *mtd_pageout_state_name(enum mtd_pageout_state s)
@@ -459,6 +459,9 @@ static void on_restored(void *arg, uint64_t gpa, uint64_t npages)
 {
 	struct mtd_pageout_hand *h = arg;
 
+	/* QEMU reading an empty page for a migration maps it (the zero page): not a use. */
+	if (h->job_reading && vmm_put_back(h->g, gpa, npages, 0) == 0)
+		return;
 	(void)vmm_restore(h->g, gpa, npages);
 }
 
