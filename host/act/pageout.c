@@ -55,18 +55,18 @@
 #define SYS_process_madvise 440
 #endif
 
-#define PAGE_SHIFT  12
-#define PAGE_BYTES  ((uint64_t)1 << PAGE_SHIFT)
-#define BLOCK_SHIFT 21
-#define BLOCK_PAGES 512
-#define PM_PRESENT  (1ULL << 63)
-#define PM_SWAPPED  (1ULL << 62)
-#define PM_PFN_MASK ((1ULL << 55) - 1)
-#define IOV_BATCH   1024        /* UIO_MAXIOV */
+#define PAGE_SHIFT       12
+#define PAGE_BYTES       ((uint64_t)1 << PAGE_SHIFT)
+#define BLOCK_SHIFT      21
+#define BLOCK_PAGES      512
+#define PM_PRESENT       (1ULL << 63)
+#define PM_SWAPPED       (1ULL << 62)
+#define PM_PFN_MASK      ((1ULL << 55) - 1)
+#define IOV_BATCH        1024 /* UIO_MAXIOV */
 /* Bytes a process_madvise call is given: the kernel takes at most MAX_RW_COUNT (INT_MAX
  * rounded down to a page) and drops the rest of the vector without a word. */
 #define ADVISE_MAX_BYTES ((uint64_t)1 << 30)
-#define PM_CHUNK    (64 * 1024) /* pagemap entries read at once: 512 KiB */
+#define PM_CHUNK         (64 * 1024) /* pagemap entries read at once: 512 KiB */
 #define SCAN_BLOCKS                                                                                \
 	(PM_CHUNK / BLOCK_PAGES) /* blocks coalesced into one scan read: all of po->pm */
 

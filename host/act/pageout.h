@@ -91,9 +91,9 @@ struct mtd_pageout_result {
 					     * discarded): evicted without a write */
 	uint64_t already_pages; /* were in swap already */
 	uint64_t kept_pages[MTD_PO_KEPT_NR];
-	uint64_t syscalls; /* process_madvise calls made */
+	uint64_t syscalls;      /* process_madvise calls made */
 	uint64_t refused_spans; /* spans the kernel refused (each tried again per mapping) */
-	uint64_t ns;       /* time in process_madvise and the checks */
+	uint64_t ns;            /* time in process_madvise and the checks */
 };
 
 /* Called for pages that stay resident: the caller gives them back to libvmm (vmm_restore). */
