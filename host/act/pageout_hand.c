@@ -901,8 +901,10 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			(void)mtd_swap_read(h->proc_root, h->sys_root, &now.sw);
 		h->swap = now.sw;
 		mtd_swap_grant_from(&now, h->cfg.swap_reserve_bytes, 0, 0);
-		h->full_room_bytes = now.room_bytes;
-		say_full(h, &now);
+		if (mtd_swap_full_after(&now)) {
+			h->full_room_bytes = now.room_bytes;
+			say_full(h, &now);
+		}
 	}
 	if (sent) {
 		h->last_out_bytes = sent << VMM_PAGE_SHIFT;

@@ -260,6 +260,11 @@ void mtd_swap_grant_from(struct mtd_swap_grant *g, uint64_t reserve_bytes,
 		g->bytes = want_bytes;
 }
 
+bool mtd_swap_full_after(const struct mtd_swap_grant *g)
+{
+	return g->binding < 0 || g->room_bytes < (2u << 20);
+}
+
 static char *read_small(const char *path)
 {
 	FILE *f = fopen(path, "re");

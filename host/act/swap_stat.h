@@ -98,6 +98,12 @@ struct mtd_swap_grant {
 void mtd_swap_grant_from(struct mtd_swap_grant *g, uint64_t reserve_bytes,
 			 uint64_t outstanding_bytes, uint64_t want_bytes);
 
+/* After a batch that ran out of its grant (g filled again from the figures read after it,
+ * want 0): is the swap full until it frees up?  Free slots: yes (a batch takes what the
+ * slots have).  A zram pool's limit: only when less than a huge page (2 MiB) fits past the
+ * reserve, since its pool grew by the compressed size only, less than the grant counted. */
+bool mtd_swap_full_after(const struct mtd_swap_grant *g);
+
 /* Parse /proc/meminfo text (the swap and zswap lines).  0 or -EPROTO (no SwapTotal). */
 int mtd_swap_parse_meminfo(const char *text, struct mtd_swap_stat *out);
 /* Parse /proc/swaps text into out (at most max lines; more are counted, not stored).

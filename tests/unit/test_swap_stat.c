@@ -145,6 +145,22 @@ static void test_room(void **state)
 	assert_int_equal(g.bytes, 100 * MiB);
 	mtd_swap_grant_from(&g, 2048 * MiB, 0, 100 * MiB);
 	assert_int_equal(g.bytes, 0);
+	/* After a batch: free slots are full at once; a pool limit while 2 MiB still fit past
+	 * the reserve is not (the pool grew by the compressed size only). */
+	g = (struct mtd_swap_grant){0};
+	dev(&g.sw, false, 1024, 1000, -2, 0, 0);
+	mtd_swap_grant_from(&g, 16 * MiB, 0, 0);
+	assert_true(mtd_swap_full_after(&g));
+	g = (struct mtd_swap_grant){0};
+	dev(&g.sw, true, 1024, 40, 100, 5, 32);
+	mtd_swap_grant_from(&g, 16 * MiB, 0, 0);
+	assert_int_equal(g.binding, 0);
+	assert_int_equal(g.room_bytes, 11 * MiB);
+	assert_false(mtd_swap_full_after(&g));
+	g.sw.dev[0].pool_bytes = 15 * MiB;
+	mtd_swap_grant_from(&g, 16 * MiB, 0, 0);
+	assert_int_equal(g.room_bytes, 1 * MiB);
+	assert_true(mtd_swap_full_after(&g));
 }
 
 static void test_pool_share(void **state)
