@@ -122,6 +122,10 @@ struct mtd_vm_pageout {
 	uint64_t out_total_bytes;  /* sent to swap, cumulative */
 	uint64_t refaults_total;   /* pages read back from swap for the guest, cumulative */
 	uint64_t collapsed_total;  /* pages khugepaged read back into huge pages, cumulative */
+	uint64_t job_reads_total;  /* evicted pages QEMU read back itself (migration, snapshot,
+				    * memory dump), not counted as refaults, cumulative */
+	uint64_t held_bytes;       /* chosen, but the kernel kept them (shared, KSM, pinned,
+				    * locked): not asked again until a cold age has passed */
 	double swapin_pages_per_s; /* refaults over the last interval */
 	uint64_t free_bytes;       /* not evicted, yet holding nothing on the host: the guest's
 				    * free memory (libvmm counts its next use as no reuse) */

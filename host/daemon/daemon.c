@@ -115,6 +115,7 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	    .turns = &d->turns,
 	    .boot_id = d->boot_id,
 	    .state_failing = &d->state_failing,
+	    .swap = &d->host.swap,
 	    .release_upto = vm_release_upto,
 	    .reap = vm_reap,
 	    .ctx = d,

@@ -34,6 +34,7 @@
 #include "access/source.h"
 #include "access/tick_age.h"
 #include "act/balloon.h"
+#include "act/swap_share.h"
 #include "act/tick_act.h"
 #include "base/audit.h"
 #include "base/mtd.h"
@@ -56,10 +57,11 @@ struct mtd_vsock;
  */
 struct mtd_vm_host {
 	const struct mtd_config *cfg;
-	struct mtd_turns *turns;    /* the loops' aging rounds take turns (turns.h) */
-	struct mtd_vsock *vsock;    /* the vhost-user-vsock back end (NULL: none) */
-	const char *boot_id;        /* this boot's: state files of another boot are void */
-	atomic_bool *state_failing; /* saving VM state fails (told once, not per VM) */
+	struct mtd_turns *turns;     /* the loops' aging rounds take turns (turns.h) */
+	struct mtd_vsock *vsock;     /* the vhost-user-vsock back end (NULL: none) */
+	const char *boot_id;         /* this boot's: state files of another boot are void */
+	atomic_bool *state_failing;  /* saving VM state fails (told once, not per VM) */
+	struct mtd_swap_share *swap; /* host swap, one budget for every VM's pageout */
 	/* How high a released VM's balloon target may go now, counted from the balloon's
 	 * actual size (the daemon's pace for all, release_pace.h; any thread). */
 	uint64_t (*release_upto)(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,

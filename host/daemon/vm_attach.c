@@ -27,6 +27,7 @@
 #include "access/choose.h"
 #include "act/agent_link.h"
 #include "act/pageout_hand.h"
+#include "act/swap_share.h"
 #include "base/log.h"
 #include "daemon/vm.h"
 #include "vsock/vsock_service.h"
@@ -63,6 +64,11 @@ static int attach_pageout(struct mtd_vm *vm)
 	    .qmp_ctx = vm->balloon.ctx,
 	    .live_source = mtd_source_live(&vm->source, vm->host->cfg->source == MTD_SOURCE_SIM),
 	    .source_name = vm->source.ops ? vm->source.ops->name : "none",
+	    .swap_take = vm->host->swap ? mtd_swap_share_take : NULL,
+	    .swap_done = vm->host->swap ? mtd_swap_share_done : NULL,
+	    .swap_ctx = vm->host->swap,
+	    .memjob = vm->balloon.ops->memjob,
+	    .memjob_ctx = vm->balloon.ctx,
 	};
 	int pid;
 

@@ -123,11 +123,40 @@ static void test_metadata_round_trip(void **state)
 	virConnectClose(c);
 }
 
+/* libvirt's jobs as QEMU's whole-memory operations: save, restore and migration either way,
+ * snapshots and their revert, dumps; not a backup or a job that has ended; a libvirt that
+ * names no operation: any running job may be one. */
+static void test_memjob(void **state)
+{
+	struct mtd_memjob j;
+	(void)state;
+
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT, &j);
+	assert_true(j.active);
+	assert_string_equal(j.what, "migration");
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, VIR_DOMAIN_JOB_OPERATION_SAVE, &j);
+	assert_string_equal(j.what, "migration");
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_BOUNDED, VIR_DOMAIN_JOB_OPERATION_DUMP, &j);
+	assert_true(j.active);
+	assert_string_equal(j.what, "memory dump");
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, VIR_DOMAIN_JOB_OPERATION_SNAPSHOT_REVERT, &j);
+	assert_string_equal(j.what, "snapshot");
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, VIR_DOMAIN_JOB_OPERATION_BACKUP, &j);
+	assert_false(j.active);
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_NONE, VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT, &j);
+	assert_false(j.active);
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_COMPLETED, VIR_DOMAIN_JOB_OPERATION_DUMP, &j);
+	assert_false(j.active);
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, -1, &j);
+	assert_true(j.active);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_domain_xml),
 	    cmocka_unit_test(test_metadata_round_trip),
+	    cmocka_unit_test(test_memjob),
 	};
 	return cmocka_run_group_tests_name("mtd_libvirt", tests, NULL, NULL);
 }

@@ -488,6 +488,10 @@ struct vmm_evict_req {
 	 * go only from generations at least this old: 0, as min_age_ms; UINT64_MAX: they stay
 	 * (vmm_decision.reused_age_ms). */
 	uint64_t reused_min_age_ms;
+	/* Optional, max_runs entries: the seq of the generation each run came from, for
+	 * vmm_put_back.  With it a run never spans two generations, and a generation the hand
+	 * empties stays (empty) until the next aging round, ready to take its pages back. */
+	uint64_t *run_seq;
 };
 
 struct vmm_evict_result {
@@ -518,6 +522,17 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
  * unused is vmm_give_back's): the evicted ones enter the youngest generation, tier 0;
  * resident ones are left alone.  O(npages).  Returns 0, -EINVAL, -ERANGE. */
 int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
+/* Pages the eviction hand chose that did not leave after all (host pageout could not page
+ * them out: khugepaged would rebuild their huge page, swap is full, the kernel kept them
+ * because they are shared, merged by KSM, pinned or locked) go back where they were: the
+ * evicted ones become resident in the generation whose seq the hand gave for their run
+ * (vmm_evict_req.run_seq) - or, when that one has since merged into a younger one or
+ * emptied, the oldest live generation at or after it - with the tier they left with, and
+ * their eviction is uncounted (evicted_total, the tier's window).  Not vmm_restore: they were
+ * not used, and counted young they inflated the working set and waited a whole cold age
+ * before they could be tried again.  Resident ones are left alone.  O(npages + nr_gens).
+ * Returns 0, -EINVAL, -ERANGE. */
+int vmm_put_back(struct vmm_guest *g, uint64_t gpa, uint64_t npages, uint64_t seq);
 /* Pages the host handed back to the guest, which has not used them yet (a balloon's
  * deflation, the target rising under return=reclaim): evicted ones become resident in the
  * oldest generation, tier 0, marked free (vmm_hint_free); resident ones are left alone.
