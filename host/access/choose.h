@@ -22,8 +22,8 @@ struct mtd_agent_link;
 struct mtd_access_env {
 	const char *vm_name;
 	uint64_t guest_bytes;
-	int qemu_pid;                 /* 0: unknown (then only ept's pid check is skipped) */
-	mtd_qmp_fn qmp;               /* QEMU's monitor (NULL: none): the checked RAM map */
+	int qemu_pid;   /* 0: unknown (then only ept's pid check is skipped) */
+	mtd_qmp_fn qmp; /* QEMU's monitor (NULL: none): the checked RAM map */
 	void *qmp_ctx;
 	struct mtd_agent_link *agent; /* NULL: no agent channel */
 	uint64_t interval_ms, agent_silence_ms;

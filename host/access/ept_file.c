@@ -106,14 +106,16 @@ int mtd_ept_file_open(const char *path, int expect_pid, struct mtd_ept_file *f, 
 	uint32_t quid;
 	if (!qemu_uid(h.qemu_pid, &quid) || st.st_uid != quid || (st.st_mode & 022)) {
 		char msg[96];
-		snprintf(msg, sizeof(msg), "owned by uid %u mode %03o, QEMU (pid %d) runs as uid %d",
+		snprintf(msg, sizeof(msg),
+			 "owned by uid %u mode %03o, QEMU (pid %d) runs as uid %d",
 			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), h.qemu_pid,
 			 pid_alive(h.qemu_pid) && qemu_uid(h.qemu_pid, &quid) ? (int)quid : -1);
 		if (pid_alive(h.qemu_pid)) {
-			rc = fail(why, whylen, -EPERM,
-				  "the table file is not QEMU's own (%s, writable by it alone): not "
-				  "read",
-				  msg);
+			rc =
+			    fail(why, whylen, -EPERM,
+				 "the table file is not QEMU's own (%s, writable by it alone): not "
+				 "read",
+				 msg);
 			goto bad;
 		}
 	}

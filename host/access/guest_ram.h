@@ -23,16 +23,16 @@
 #include "vmm.h"
 
 struct mtd_guest_ram {
-	struct mtd_ram_layout *layout;                   /* checked; owned */
-	struct vmm_range ranges[MTD_RAM_MAX_REGIONS];    /* libvmm's layout: the regions */
+	struct mtd_ram_layout *layout;                /* checked; owned */
+	struct vmm_range ranges[MTD_RAM_MAX_REGIONS]; /* libvmm's layout: the regions */
 	size_t nr_ranges;
-	uint64_t first_page[MTD_RAM_MAX_REGIONS + 1];    /* page index of each region */
-	uint64_t pages;                                  /* all regions' pages */
+	uint64_t first_page[MTD_RAM_MAX_REGIONS + 1]; /* page index of each region */
+	uint64_t pages;                               /* all regions' pages */
 	int pagemap_fd;
 	uint64_t zero_pfn;      /* the shared zero page's frame (0: not known) */
 	uint64_t huge_zero_pfn; /* the first of THP's huge zero page's 512 (0: not known) */
-	uint64_t *pm;      /* a pagemap chunk */
-	uint64_t zero_pages; /* pages on the zero page at the last mtd_guest_ram_frames */
+	uint64_t *pm;           /* a pagemap chunk */
+	uint64_t zero_pages;    /* pages on the zero page at the last mtd_guest_ram_frames */
 };
 
 /*

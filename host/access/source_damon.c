@@ -92,11 +92,11 @@ struct damon_src {
 	char owner[300]; /* RUN_DIR/damon.owner */
 	char admin[256];
 	struct mtd_guest_ram gram;
-	uint64_t ram; /* bytes */
+	uint64_t ram;    /* bytes */
 	struct rev *rev; /* present pages by frame */
 	uint64_t nr_rev;
-	uint64_t *pfn1;  /* per page: frame + 1 (guest_ram.h) */
-	uint8_t *zero;   /* per page: on the zero page */
+	uint64_t *pfn1;   /* per page: frame + 1 (guest_ram.h) */
+	uint8_t *zero;    /* per page: on the zero page */
 	bool uncommitted; /* the last commit failed: the regions are not the frames' */
 	char last_err[120];
 	uint64_t (*targets)[2]; /* frame ranges given to DAMON, bytes */
@@ -467,9 +467,10 @@ static int damon_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 		if (rc >= 0 && write_targets(s) == 0 && put(s->kd, "state", "commit") == 0)
 			s->uncommitted = false;
 		snprintf(s->last_err, sizeof(s->last_err), "%s",
-			 rc == -E2BIG ? "guest RAM's frames scatter over more ranges than DAMON "
-					"is given: no round until they gather again"
-				      : "DAMON is given the guest's new frames: this round is void");
+			 rc == -E2BIG
+			     ? "guest RAM's frames scatter over more ranges than DAMON "
+			       "is given: no round until they gather again"
+			     : "DAMON is given the guest's new frames: this round is void");
 		return rc == -E2BIG ? -E2BIG : -ESTALE;
 	}
 	/* Step 1 */

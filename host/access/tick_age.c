@@ -34,8 +34,7 @@ static void note_round(const struct mtd_age_env *e, int rc, uint64_t now_ms)
 		if (st->failed_rc)
 			mtd_notice("%s: source %s: aging again after %u failed rounds (%" PRIu64
 				   " s)",
-				   e->vm, name, st->failed_rounds,
-				   (now_ms - st->failed_ms) / 1000);
+				   e->vm, name, st->failed_rounds, (now_ms - st->failed_ms) / 1000);
 		st->failed_rc = 0;
 		st->failed_rounds = 0;
 		return;

@@ -32,9 +32,9 @@ struct mtd_age_env {
 	struct mtd_source *source; /* ops NULL: none */
 	struct vmm_guest *guest;   /* NULL: no source, nothing to age */
 	struct mtd_pageout_hand *hand;
-	struct mtd_turns *turns; /* the CPU part of a round waits its turn (turns.h) */
-	bool simulated;          /* [daemon] source = sim: not the guest's own accesses */
-	bool agent_expected;     /* the agent's freshness counts, not the source's */
+	struct mtd_turns *turns;     /* the CPU part of a round waits its turn (turns.h) */
+	bool simulated;              /* [daemon] source = sim: not the guest's own accesses */
+	bool agent_expected;         /* the agent's freshness counts, not the source's */
 	struct mtd_age_state *state; /* the VM's, kept across ticks */
 };
 

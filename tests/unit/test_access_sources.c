@@ -51,8 +51,8 @@
 #define MiB       ((uint64_t)1 << 20)
 #define GUEST_MIB 20 /* 5120 pages: room for more frame ranges than DAMON is given */
 #define PAGES     (GUEST_MIB * 256)
-#define WRITTEN   1024 /* pages 0..1023 written */
-#define READ_END  1536 /* pages 1024..1535 only read: the zero page */
+#define WRITTEN   1024        /* pages 0..1023 written */
+#define READ_END  1536        /* pages 1024..1535 only read: the zero page */
 #define HIGH      (PAGES / 2) /* pages HIGH..HIGH+63 written too (above 4 GiB when split) */
 #define GiB4      ((uint64_t)4 << 30)
 
@@ -140,8 +140,8 @@ static void child_frames(const struct child *ch, uint64_t *pfn)
 
 struct monitor {
 	struct child *ch;
-	bool split;    /* RAM in two ranges: [0, half) and [4 GiB, 4 GiB + half) */
-	bool hugetlb;  /* the RAM block's pages are 2 MiB (hugetlbfs) */
+	bool split;   /* RAM in two ranges: [0, half) and [4 GiB, 4 GiB + half) */
+	bool hugetlb; /* the RAM block's pages are 2 MiB (hugetlbfs) */
 };
 
 static int fake_qmp(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
@@ -177,8 +177,8 @@ static int fake_qmp(void *ctx, const char *cmd, struct json_object *args, struct
 				 "system\n  0000000000000000-%016llx (prio 0, ram): pc.ram\n"
 				 "  0000000100000000-%016llx (prio 0, ram): pc.ram "
 				 "@%016llx\n\n",
-				 (unsigned long long)(half - 1), (unsigned long long)(GiB4 + half - 1),
-				 (unsigned long long)half);
+				 (unsigned long long)(half - 1),
+				 (unsigned long long)(GiB4 + half - 1), (unsigned long long)half);
 		else
 			snprintf(buf, sizeof(buf),
 				 "FlatView #0\n AS \"memory\", root: system\n Root memory region: "
@@ -321,12 +321,12 @@ static int teardown(void **state)
 	return system(cmd);
 }
 
-#define NEED_KERNEL_FS()                                                                          \
-	do {                                                                                      \
-		if (!have_kfs) {                                                                  \
-			print_message("needs root and FUSE for the stand-in kernel files\n");     \
-			skip();                                                                   \
-		}                                                                                 \
+#define NEED_KERNEL_FS()                                                                           \
+	do {                                                                                       \
+		if (!have_kfs) {                                                                   \
+			print_message("needs root and FUSE for the stand-in kernel files\n");      \
+			skip();                                                                    \
+		}                                                                                  \
 	} while (0)
 
 /* ---- idle ------------------------------------------------------------------------------ */

@@ -429,7 +429,7 @@ static void test_window_never_ran(void **state)
 	assert_int_equal(src.ops->age(src.ctx, g, 6000), -ENODATA);
 	assert_int_equal(src.ops->age(src.ctx, g, 11000), -ENODATA);
 	vmm_guest_get_stats(g, &gs);
-	assert_int_equal(gs.max_seq, seq);    /* no generation in which "nothing was touched" */
+	assert_int_equal(gs.max_seq, seq);   /* no generation in which "nothing was touched" */
 	assert_int_equal(f.h->req_seq, req); /* the request stands */
 	struct young_set y = {0};
 	assert_int_equal(vmm_young_runs(g, 1, collect, &y), 0);
