@@ -640,7 +640,8 @@ static void kfs_damon_regions(const struct kfs_region *r, size_t n, uint64_t nr_
 	pthread_mutex_lock(&K.lock);
 	free(K.regions);
 	K.regions = calloc(n ? n : 1, sizeof(*r));
-	memcpy(K.regions, r, n * sizeof(*r));
+	if (n)
+		memcpy(K.regions, r, n * sizeof(*r));
 	K.nr_regions = n;
 	K.nr_tried = nr_tried;
 	pthread_mutex_unlock(&K.lock);

@@ -190,13 +190,13 @@ static int fake_qmp(void *ctx, const char *cmd, struct json_object *args, struct
 			 "              Block Name    PSize              Offset               "
 			 "Used              Total\n                  pc.ram    %s  "
 			 "0x0000000000000000 0x%016llx 0x%016llx\n",
-			 m->hugetlb ? "2 MiB" : "4 KiB", (unsigned long long)(2 * half),
-			 (unsigned long long)(2 * half));
+			 m->hugetlb ? "2 MiB" : "4 KiB", 2 * (unsigned long long)half,
+			 2 * (unsigned long long)half);
 	} else if (strncmp(line, "gpa2hva 0x", 10) == 0 &&
 		   (gpa = strtoull(line + 10, &end, 16), end != line + 10 && !*end)) {
 		uint64_t off = gpa >= GiB4 ? gpa - GiB4 + half : gpa;
 		snprintf(buf, sizeof(buf), "Host virtual address for 0x%llx (pc.ram) is 0x%llx\n",
-			 gpa, (unsigned long long)(m->ch->hva + off));
+			 gpa, (unsigned long long)m->ch->hva + off);
 	} else {
 		snprintf(err, errlen, "unexpected HMP %s", line);
 		return -EREMOTEIO;
