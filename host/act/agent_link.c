@@ -71,6 +71,7 @@ struct mtd_agent_link {
 	uint64_t reclaim_sent_ms;
 	uint32_t reclaim_deadline_ms;
 	struct proto_reclaim_reply reclaim_reply;
+	uint32_t reply_deadline_ms; /* the deadline of the request reclaim_reply answers */
 	uint64_t reclaim_seq;
 	struct mtd_agent_link_counters ctr;
 
@@ -290,6 +291,11 @@ const struct proto_reclaim_reply *mtd_agent_link_reclaim_reply(const struct mtd_
 {
 	*seq = l->reclaim_seq;
 	return l->reclaim_seq ? &l->reclaim_reply : NULL;
+}
+
+uint32_t mtd_agent_link_reply_deadline(const struct mtd_agent_link *l)
+{
+	return l->reclaim_seq ? l->reply_deadline_ms : 0;
 }
 
 void mtd_agent_link_counters(const struct mtd_agent_link *l, struct mtd_agent_link_counters *c)
@@ -544,6 +550,7 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 			 l->reclaim_late);
 		l->reclaim_late = 0;
 		l->reclaim_reply = m->u.reclaim_reply;
+		l->reply_deadline_ms = l->reclaim_deadline_ms;
 		note_clamped(
 		    l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)),
 		    why);
@@ -555,6 +562,7 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 		return PROTO_E_STATE;
 	}
 	l->reclaim_reply = m->u.reclaim_reply;
+	l->reply_deadline_ms = l->reclaim_deadline_ms;
 	note_clamped(l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)),
 		     why);
 	l->reclaim_seq++;
