@@ -168,7 +168,7 @@ e2e_start() {
 }
 
 # e2e_boot MIB RUN [APPEND] [EXTRA QEMU ARGS...]: the guest, started as an operator would.
-# E2E_GUEST_APPEND adds to every guest's command line (by hand: e.g.
+# E2E_SMP: the guest's vCPUs (2).  E2E_GUEST_APPEND adds to every guest's command line (by hand: e.g.
 # memtide.agent_args=--log_level=3 puts the agent's debug log on the guest's console).
 e2e_boot() {
 	local mib=$1 run=$2 append=${3:-}
@@ -212,7 +212,7 @@ e2e_boot() {
 	*) accel=(-accel tcg) ;;
 	esac
 	: >"$E2E_CONSOLE"
-	e2e_start qemu-system-x86_64 "${accel[@]}" -m "$mib" -smp 2 -nographic -no-reboot -nic none \
+	e2e_start qemu-system-x86_64 "${accel[@]}" -m "$mib" -smp "${E2E_SMP:-2}" -nographic -no-reboot -nic none \
 		-kernel "$E2E_KERNEL" -initrd "$E2E_INITRD" \
 		-append "console=ttyS0 quiet panic=-1 memtide.run=${run// /,} $append ${E2E_GUEST_APPEND:-}" \
 		-device virtio-balloon-pci,id=balloon0,free-page-reporting=on,deflate-on-oom=on \

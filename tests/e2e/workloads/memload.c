@@ -22,6 +22,10 @@
  *                          (/proc/vmstat's balloon pages: with deflate-on-oom MemTotal does not
  *                          fall), so it meets a guest the host has squeezed,
  *                          whatever the host's pace; at SECONDS - 20 it grows regardless.
+ *   hold COLD SECONDS      fill COLD MiB as hotcold does, print "WL-FILLED", then sleep SECONDS
+ *                          seconds: a process whose memory is reclaimed while it runs on no
+ *                          CPU (no TLB shootdown needs to reach it), then check the pages as
+ *                          hotcold does ("WL-COLD-OK" or "WL-COLD-BAD <n>").
  *   integrity MIB SECONDS
  *                          fill MIB of anonymous memory with checksummed pages, print "WL-FILLED",
  *                          then for SECONDS seconds run verify passes: "WL-PASS-BEGIN n", check
@@ -126,6 +130,25 @@ static unsigned long check_cold(const uint64_t *p, unsigned long pages)
 				break;
 			}
 	return bad;
+}
+
+static int hold(unsigned long cold_mib, unsigned long seconds)
+{
+	unsigned long pages = cold_mib * MIB_BYTES / PAGE_BYTES;
+	unsigned char *cold = map_mib(cold_mib);
+
+	if (!cold)
+		return 1;
+	fill_cold((uint64_t *)cold, pages);
+	printf("WL-FILLED hot 0 cold %lu cache 0\n", cold_mib);
+	fflush(stdout);
+	sleep((unsigned)seconds);
+	unsigned long bad = check_cold((const uint64_t *)cold, pages);
+	if (bad)
+		printf("WL-COLD-BAD %lu\n", bad);
+	else
+		printf("WL-COLD-OK\n");
+	return bad ? 1 : 0;
 }
 
 static int write_cache(unsigned long mib)
@@ -497,11 +520,13 @@ int main(int argc, char **argv)
 		return churn(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
 			     strtoul(argv[4], NULL, 0), strtoul(argv[5], NULL, 0),
 			     strtoul(argv[6], NULL, 0));
+	if (argc == 4 && !strcmp(argv[1], "hold"))
+		return hold(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "integrity"))
 		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
 			"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
 			"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER] | "
-			"churn HOT COLD CHURN PERIOD_S SECONDS\n");
+			"churn HOT COLD CHURN PERIOD_S SECONDS | hold COLD SECONDS\n");
 	return 2;
 }
