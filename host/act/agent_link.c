@@ -68,6 +68,7 @@ struct mtd_agent_link {
 	uint64_t need_bytes;
 	uint32_t reclaim_outstanding; /* id of the request in flight, 0: none */
 	uint32_t reclaim_late;        /* id of the last request given up on, 0: none */
+	uint32_t late_deadline_ms;    /* its deadline */
 	uint64_t reclaim_sent_ms;
 	uint32_t reclaim_deadline_ms;
 	struct proto_reclaim_reply reclaim_reply;
@@ -543,14 +544,17 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 
 	/* A reply to the request given up on last is still the guest's measured answer (a
 	 * reclaim under heavy swap can overrun its deadline by seconds under TCG): taken, late,
-	 * as long as no newer request went out since. */
-	if (!l->reclaim_outstanding && l->reclaim_late &&
-	    m->u.reclaim_reply.re == l->reclaim_late) {
+	 * also when a newer request went out since.  The agent answers in order, and while it
+	 * reclaims its ticker still reports, which lets memtided ask again: on the KVM host
+	 * stand and a loaded TCG host the late reply then came with the newer request in
+	 * flight, was refused as answering no open request, and counted against the agent's
+	 * error budget, a slow guest's honest answer punished as a protocol error. */
+	if (l->reclaim_late && m->u.reclaim_reply.re == l->reclaim_late) {
 		mtd_info("agent %s: the reply to reclaim %u came after its deadline", l->path,
 			 l->reclaim_late);
 		l->reclaim_late = 0;
 		l->reclaim_reply = m->u.reclaim_reply;
-		l->reply_deadline_ms = l->reclaim_deadline_ms;
+		l->reply_deadline_ms = l->late_deadline_ms;
 		note_clamped(
 		    l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)),
 		    why);
@@ -567,6 +571,7 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 		     why);
 	l->reclaim_seq++;
 	l->reclaim_outstanding = 0;
+	l->reclaim_late = 0; /* answered in order: an older one's reply cannot come after */
 	return PROTO_OK;
 }
 
@@ -768,6 +773,7 @@ void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms)
 		mtd_warn("agent %s: no reply to reclaim %u within its deadline", l->path,
 			 l->reclaim_outstanding);
 		l->reclaim_late = l->reclaim_outstanding;
+		l->late_deadline_ms = l->reclaim_deadline_ms;
 		l->reclaim_outstanding = 0;
 	}
 	maybe_ping(l, now_ms);
@@ -811,7 +817,6 @@ int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_t
 	if (rc < 0)
 		return rc;
 	l->reclaim_outstanding = m.id;
-	l->reclaim_late = 0;
 	l->reclaim_sent_ms = now_ms;
 	l->reclaim_deadline_ms = deadline_ms;
 	int f = proto_writer_flush(&l->wr, l->fd);

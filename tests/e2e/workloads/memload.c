@@ -10,7 +10,9 @@
  *                          fill COLD MiB of anonymous memory once (compressible: each 4 KiB page
  *                          holds its index repeated, as cold heap usually compresses), write CACHE
  *                          MiB to /tmp/cache (page cache on tmpfs), then touch HOT MiB page by page
- *                          for SECONDS seconds, printing "WL-RATE <s> <pages/s>" once a second
+ *                          for SECONDS seconds, printing "WL-RATE <s> <pages/s> swpin=<pages>
+ *                          mig=<pages> swpout=<pages>" once a second (the guest's swap-ins,
+ *                          migrations and swap-outs in that second)
  *                          and "WL-DONE <mean pages/s> pswpin=<guest swap-ins so far>" at the
  *                          end.  The cold pages are checked then: "WL-COLD-OK" or
  *                          "WL-COLD-BAD <n>".  With GROW_MIB and
@@ -208,6 +210,7 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 	double t0, tsec, total = 0;
 	unsigned long sec = 0, touched = 0, i = 0, balloon_mib = 0;
 	unsigned long swpin0 = vmstat("pswpin"), mig0 = vmstat("pgmigrate_success");
+	unsigned long swpout0 = vmstat("pswpout");
 	int grow_now = 0;
 
 	if (hot_pages == 0) {
@@ -245,15 +248,18 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 			double t = now_s();
 
 			unsigned long swpin = vmstat("pswpin"), mig = vmstat("pgmigrate_success");
+			unsigned long swpout = vmstat("pswpout");
 
 			sec++;
 			/* The rate, and what the guest's kernel did to the workload's pages in the
 			 * same second: swap-ins, and pages migrated (compaction moves pages, and
-			 * each move costs the workload a TLB flush and a fault). */
-			printf("WL-RATE %lu %.0f swpin=%lu mig=%lu\n", sec, touched / (t - tsec),
-			       swpin - swpin0, mig - mig0);
+			 * each move costs the workload a TLB flush and a fault); and how much it
+			 * swapped out (the guest's own reclaim, whoever asked for it). */
+			printf("WL-RATE %lu %.0f swpin=%lu mig=%lu swpout=%lu\n", sec,
+			       touched / (t - tsec), swpin - swpin0, mig - mig0, swpout - swpout0);
 			swpin0 = swpin;
 			mig0 = mig;
+			swpout0 = swpout;
 			fflush(stdout);
 			total += touched;
 			touched = 0;
