@@ -328,8 +328,9 @@ int mtd_libvirt_parse_domain_xml(const char *xml, struct mtd_domain_info *info)
 	 * guests' on memtided's AF_VSOCK listener.  A domain not running has no address under
 	 * auto='yes' (libvirt picks one at start): 0, as for none. */
 	char cid[16] = "";
-	(void)xpath_str(ctx, "string(/domain/devices/vsock[not(@model) or @model='virtio']/cid/@address)",
-			cid, sizeof(cid));
+	(void)xpath_str(
+	    ctx, "string(/domain/devices/vsock[not(@model) or @model='virtio']/cid/@address)", cid,
+	    sizeof(cid));
 	char *end = NULL;
 	unsigned long long c = cid[0] >= '0' && cid[0] <= '9' ? strtoull(cid, &end, 0) : 0;
 	info->vsock_cid = end && !*end && c >= 3 && c < 0xffffffffull ? (uint32_t)c : 0;

@@ -85,6 +85,9 @@ static int choose_source(struct mtd_vm *vm)
 	env.vm_name = vm->name;
 	env.guest_bytes = vm->balloon.domain_bytes;
 	env.qemu_pid = pid;
+	bool kvm = false;
+	if (mtd_balloon_on_kvm(&vm->balloon, &kvm) == 0)
+		env.on_kvm = kvm;
 	env.agent = vm->agent;
 	env.interval_ms = cfg->ctl.interval_ms;
 	env.agent_silence_ms = cfg->ctl.agent_silence_ms;
@@ -142,8 +145,8 @@ static void claim_kernel_vsock(struct mtd_vm *vm)
 				"vsock from the CID on QEMU's -device vhost-vsock-pci,guest-cid=N; "
 				"QEMU pid %d)",
 				vm->name,
-				rc == -ENOENT ? "QEMU has no kernel vsock device"
-				: rc == -E2BIG ? "QEMU has two kernel vsock devices"
+				rc == -ENOENT   ? "QEMU has no kernel vsock device"
+				: rc == -E2BIG  ? "QEMU has two kernel vsock devices"
 				: rc == -EINVAL ? "its guest-cid is missing or not a guest's CID"
 						: strerror(-rc),
 				pid);
@@ -264,7 +267,7 @@ int mtd_vm_attach(struct mtd_vm *vm)
 	    "%s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u headroom %" PRIu64 " MiB",
 	    vm->name, vm->balloon.domain_bytes / MiB, vm->balloon.ops->name,
 	    vm->source.ops ? vm->source.ops->name : "none",
-	    vm->agent_path[0] ? vm->agent_path
+	    vm->agent_path[0]  ? vm->agent_path
 	    : vm->vsock.claim  ? "vsock"
 	    : vm->vsock.kclaim ? "vsock (kernel)"
 			       : "none",

@@ -67,8 +67,8 @@ struct mtd_steady {
 	uint64_t futile_used_bytes, futile_wss_bytes, futile_since_ms;
 	uint64_t futile_asked_bytes, futile_freed_bytes;
 	char futile_result[24];
-	bool slow;                 /* the last answer was slow (mtd_steady_reply) */
-	uint64_t slow_replies;     /* slow answers in a row */
+	bool slow;             /* the last answer was slow (mtd_steady_reply) */
+	uint64_t slow_replies; /* slow answers in a row */
 	/* the working set's recent readings, oldest first (peak) */
 	unsigned nr_wss;
 	struct {

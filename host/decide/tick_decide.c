@@ -461,9 +461,11 @@ static void say_transitions(struct mtd_vm_decide *s, const struct mtd_decide_env
 			mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", e->vm,
 				   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 		else if (out->reason == MTD_CTL_SILENT)
-			mtd_notice("%s: silent: nothing heard from the guest %s: holding at %" PRIu64
-				   " MiB, no inflation until it reports again",
-				   e->vm, mtd_decide_silence_why(t, why, sizeof(why)), out->balloon_bytes / MiB);
+			mtd_notice(
+			    "%s: silent: nothing heard from the guest %s: holding at %" PRIu64
+			    " MiB, no inflation until it reports again",
+			    e->vm, mtd_decide_silence_why(t, why, sizeof(why)),
+			    out->balloon_bytes / MiB);
 	}
 	if (out->backoff_hold_ms)
 		e->draft->counters.refused_steps++;

@@ -75,8 +75,7 @@ static int from_json(const char *a, uint32_t *cid)
 	if (json_object_is_type(o, json_type_object) &&
 	    json_object_object_get_ex(o, "driver", &drv) &&
 	    json_object_is_type(drv, json_type_string) &&
-	    is_kernel_vsock(json_object_get_string(drv),
-			    (size_t)json_object_get_string_len(drv))) {
+	    is_kernel_vsock(json_object_get_string(drv), (size_t)json_object_get_string_len(drv))) {
 		rc = -EINVAL;
 		if (json_object_object_get_ex(o, "guest-cid", &c)) {
 			const char *s = json_object_get_string(c);

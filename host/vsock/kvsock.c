@@ -161,7 +161,7 @@ static void *accept_thread(void *arg)
 		}
 		if (p[1].revents)
 			break;
-		struct sockaddr_vm peer;
+		struct sockaddr_vm peer = {0};
 		socklen_t len = sizeof(peer);
 		int fd = accept4(k->listen_fd, (struct sockaddr *)&peer, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -183,8 +183,8 @@ static void *accept_thread(void *arg)
 
 int mtd_kvsock_listen(struct mtd_kvsock *k)
 {
-	struct sockaddr_vm sa = {.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY,
-				 .svm_port = k->port};
+	struct sockaddr_vm sa = {
+	    .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = k->port};
 	int rc;
 
 	k->listen_fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

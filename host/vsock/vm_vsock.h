@@ -19,7 +19,7 @@ struct mtd_agent_link;
 struct mtd_vm_vsock {
 	struct mtd_vsock_claim *claim; /* our claim on the vsock service's endpoint (NULL: none) */
 	struct mtd_kvsock_claim *kclaim; /* our claim on a kernel vsock CID (NULL: none) */
-	uint64_t restart_session;      /* the session a device restart was asked for */
+	uint64_t restart_session;        /* the session a device restart was asked for */
 	unsigned restarts;
 	uint64_t layout_checked_gen; /* the memory table last checked against QMP */
 };

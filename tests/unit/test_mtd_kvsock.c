@@ -74,13 +74,12 @@ static void test_cid_from_qemus_command_line(void **state)
 				&cid),
 			 0);
 	assert_int_equal(cid, 42);
-	assert_int_equal(cid_of("qemu|--device=vhost-vsock-pci-non-transitional,guest-cid=0x10",
-				&cid),
-			 0);
+	assert_int_equal(
+	    cid_of("qemu|--device=vhost-vsock-pci-non-transitional,guest-cid=0x10", &cid), 0);
 	assert_int_equal(cid, 16);
-	assert_int_equal(cid_of("qemu|-device|{\"driver\":\"vhost-vsock-device\",\"guest-cid\":\"5\"}",
-				&cid),
-			 0);
+	assert_int_equal(
+	    cid_of("qemu|-device|{\"driver\":\"vhost-vsock-device\",\"guest-cid\":\"5\"}", &cid),
+	    0);
 	assert_int_equal(cid, 5);
 	/* other devices on the way are not it */
 	assert_int_equal(cid_of("qemu|-device|virtio-balloon-pci,id=balloon0|-device|"
@@ -100,9 +99,9 @@ static void test_cid_from_qemus_command_line(void **state)
 	assert_int_equal(cid_of("qemu|-device|vhost-vsock-pci,guest-cid=4294967295", &cid),
 			 -EINVAL);
 	assert_int_equal(cid_of("qemu|-device|vhost-vsock-pci,guest-cid=7x", &cid), -EINVAL);
-	assert_int_equal(cid_of("qemu|-device|{\"driver\":\"vhost-vsock-pci\",\"guest-cid\":true}",
-				&cid),
-			 -EINVAL);
+	assert_int_equal(
+	    cid_of("qemu|-device|{\"driver\":\"vhost-vsock-pci\",\"guest-cid\":true}", &cid),
+	    -EINVAL);
 	/* two kernel vsock devices: which the agent uses is the guest's choice */
 	assert_int_equal(cid_of("qemu|-device|vhost-vsock-pci,guest-cid=3|-device|"
 				"vhost-vsock-pci,guest-cid=4",
@@ -245,7 +244,8 @@ static void test_connections_go_to_the_vm_with_their_cid(void **state)
 	close(guest);
 	log_read(logbuf, sizeof(logbuf));
 	assert_int_equal(count(logbuf, "refused a connection from CID 99 (port 700): no VM"), 2);
-	assert_int_equal(count(logbuf, "db1: vsock: refused a connection from CID 8 port 40000"), 1);
+	assert_int_equal(count(logbuf, "db1: vsock: refused a connection from CID 8 port 40000"),
+			 1);
 	assert_false(woken(efd_b));
 	assert_int_equal(mtd_kvsock_take_fd(b), -EAGAIN);
 

@@ -184,7 +184,8 @@ static void test_slow_is_not_futile(void **state)
 			asked++;
 			uint64_t got = 3 * MiB;
 			mtd_steady_reply(&s, &cfg, out.reclaim_bytes, got, PROTO_RECLAIM_PARTIAL,
-					 (uint32_t)cfg.interval_ms + 400, (uint32_t)cfg.interval_ms);
+					 (uint32_t)cfg.interval_ms + 400,
+					 (uint32_t)cfg.interval_ms);
 			in.guest_used_bytes -= got;
 		}
 	}
