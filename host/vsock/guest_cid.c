@@ -98,13 +98,14 @@ int mtd_guest_cid_parse(const char *args, size_t len, uint32_t *cid)
 		const char *dev = NULL;
 		size_t n = strnlen(p, (size_t)(end - p));
 
+		if (p + n >= end)
+			break; /* not NUL-terminated within len: cut short */
 		if (!strcmp(p, "-device") || !strcmp(p, "--device")) {
 			const char *next = p + n + 1;
 			if (next >= end)
 				break;
 			dev = next;
 			p = next; /* the loop steps past the device's argument */
-			n = strnlen(p, (size_t)(end - p));
 		} else if (!strncmp(p, "-device=", 8) || !strncmp(p, "--device=", 9)) {
 			dev = strchr(p, '=') + 1;
 		}
