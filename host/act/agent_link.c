@@ -68,7 +68,8 @@ struct mtd_agent_link {
 	uint64_t need_bytes;
 	uint32_t reclaim_outstanding; /* id of the request in flight, 0: none */
 	uint32_t reclaim_late;        /* id of the last request given up on, 0: none */
-	uint32_t late_deadline_ms;    /* its deadline */
+	uint32_t late_first;          /* the oldest one given up on and not answered yet */
+	uint32_t late_deadline_ms;    /* their deadline */
 	uint64_t reclaim_sent_ms;
 	uint32_t reclaim_deadline_ms;
 	struct proto_reclaim_reply reclaim_reply;
@@ -186,6 +187,7 @@ static void link_down(struct mtd_agent_link *l, uint64_t now_ms, const char *why
 	l->state = LINK_DOWN;
 	l->reclaim_outstanding = 0;
 	l->reclaim_late = 0;
+	l->late_first = 0;
 	l->ping_id = 0;
 	proto_reader_reset(&l->rd);
 	proto_writer_reset(&l->wr);
@@ -549,10 +551,15 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 	 * stand and a loaded TCG host the late reply then came with the newer request in
 	 * flight, was refused as answering no open request, and counted against the agent's
 	 * error budget, a slow guest's honest answer punished as a protocol error. */
-	if (l->reclaim_late && m->u.reclaim_reply.re == l->reclaim_late) {
-		mtd_info("agent %s: the reply to reclaim %u came after its deadline", l->path,
-			 l->reclaim_late);
-		l->reclaim_late = 0;
+	uint32_t re = m->u.reclaim_reply.re;
+	/* Requests given up on are answered in order, each once: any from the oldest one not
+	 * answered yet to the newest given up on (a chain of them when the agent stayed busy:
+	 * on the stand three requests went late in a row). */
+	if (l->reclaim_late && re >= l->late_first && re <= l->reclaim_late) {
+		mtd_info("agent %s: the reply to reclaim %u came after its deadline", l->path, re);
+		l->late_first = re + 1;
+		if (re == l->reclaim_late)
+			l->reclaim_late = l->late_first = 0;
 		l->reclaim_reply = m->u.reclaim_reply;
 		l->reply_deadline_ms = l->late_deadline_ms;
 		note_clamped(
@@ -571,7 +578,7 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 		     why);
 	l->reclaim_seq++;
 	l->reclaim_outstanding = 0;
-	l->reclaim_late = 0; /* answered in order: an older one's reply cannot come after */
+	l->reclaim_late = l->late_first = 0; /* answered in order: no older reply can follow */
 	return PROTO_OK;
 }
 
@@ -772,6 +779,8 @@ void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms)
 	    now_ms > l->reclaim_sent_ms + l->reclaim_deadline_ms + REPLY_LATE_MS) {
 		mtd_warn("agent %s: no reply to reclaim %u within its deadline", l->path,
 			 l->reclaim_outstanding);
+		if (!l->reclaim_late)
+			l->late_first = l->reclaim_outstanding;
 		l->reclaim_late = l->reclaim_outstanding;
 		l->late_deadline_ms = l->reclaim_deadline_ms;
 		l->reclaim_outstanding = 0;
