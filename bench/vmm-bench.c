@@ -17,6 +17,14 @@
  *                     .metadata_bytes of a 16 and a 64 GiB guest, after aging rounds over
  *                     simulated tables; goal <= 1.5).  The simulated page tables are not
  *                     counted: they stand for the hypervisor's own tables.
+ *   gens_layout       memtided's 16 generations widening with age (vmm/generations.c, "The
+ *                     layout") against the old rule (the oldest always folds: gens_widen
+ *                     off), on the same tables and the same young pages each round (10%
+ *                     at random), in steady state (a merge every round): vmm_age_walk's
+ *                     time for each and the bare vmm_walk's, the ratios the medians of the
+ *                     per-round ratios; bytes per page of each; the idle ages the
+ *                     generations reach.  Goals: walk_ratio_widen_vs_fold <= 1.05 and the
+ *                     same bytes per page.
  *
  * Every figure is measured side by side in the same process and the same run; times are
  * the fastest of several repetitions (age_dense, medians alongside; its ratio is the median
@@ -417,6 +425,123 @@ static void metadata(struct bench *b, uint64_t gib)
 	vmm_simhw_free(hw);
 }
 
+/* ---- gens_layout ------------------------------------------------------------------------- */
+
+#define LAYOUT_ROUNDS 48
+#define LAYOUT_WARM   20 /* rounds before measuring: 16 generations full, merging each round */
+
+static int layout_guest(struct vmm_simhw *hw, bool widen, struct vmm_guest **g)
+{
+	struct vmm_guest_config cfg;
+
+	vmm_guest_config_default(&cfg);
+	cfg.nr_ram = vmm_simhw_ram(hw, &cfg.ram);
+	cfg.nr_gens = VMM_MAX_NR_GENS; /* memtided's */
+	cfg.reuse_raises_tier = true;  /* memtided's for page-level sources */
+	cfg.gens_widen = widen;
+	/* Every walk reads every table and moves every young page: the whole cost of a round
+	 * (random young pages are too sparse for the filter, which would skip 7 walks of 8). */
+	cfg.bloom.full_walk_every = 1;
+	return vmm_guest_new(&cfg, g);
+}
+
+static void touch_all(struct vmm_simhw *hw, const uint64_t *gpa, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		vmm_simhw_access(hw, gpa[i], false);
+}
+
+static void gens_layout(struct bench *b, uint64_t gib)
+{
+	uint64_t bytes = (gib << 30) / b->shrink, npages = bytes >> VMM_PAGE_SHIFT;
+	double t_wide[LAYOUT_ROUNDS], t_fold[LAYOUT_ROUNDS], t_bare[LAYOUT_ROUNDS];
+	double r_wf[LAYOUT_ROUNDS], r_wb[LAYOUT_ROUNDS];
+	struct vmm_guest *wide = NULL, *fold = NULL;
+	struct vmm_guest_stats sw, sf;
+	struct vmm_simhw *hw;
+	uint64_t *young = malloc((npages / 8 + 1024) * sizeof(*young)), ny = 0, sink = 0;
+	unsigned m = 0;
+
+	b->rng = 4;
+	if (!young || make_guest(VMM_PT_EPT, bytes, &hw)) {
+		free(young);
+		b->failures++;
+		return;
+	}
+	if (layout_guest(hw, true, &wide) || layout_guest(hw, false, &fold)) {
+		fprintf(stderr, "vmm-bench: gens_layout: vmm_guest_new failed\n");
+		b->failures++;
+		goto out;
+	}
+	for (unsigned r = 1; r <= LAYOUT_ROUNDS; r++) {
+		struct vmm_walk_opts o = {.gpa_end = ram_end(hw), .fn = count_young, .arg = &sink};
+		struct vmm_guest *first = r & 1 ? wide : fold, *second = r & 1 ? fold : wide;
+		double t0, t1, t2, t3;
+		ny = 0;
+		for (uint64_t p = 0; p < npages && ny < npages / 8 + 1024; p++)
+			if (rng_next(b) % 10 == 0)
+				young[ny++] = p << VMM_PAGE_SHIFT;
+		/* The same young pages for each walker, in turn (each walk clears the bits). */
+		touch_all(hw, young, ny);
+		t0 = now_s();
+		int rc = vmm_age_walk(first, vmm_simhw_pt(hw), r * 5000ULL, NULL);
+		t1 = now_s();
+		touch_all(hw, young, ny);
+		t2 = now_s();
+		rc |= vmm_age_walk(second, vmm_simhw_pt(hw), r * 5000ULL, NULL);
+		t3 = now_s();
+		touch_all(hw, young, ny);
+		double tb = now_s();
+		rc |= vmm_walk(vmm_simhw_pt(hw), &o, NULL);
+		tb = now_s() - tb;
+		if (rc) {
+			b->failures++;
+			break;
+		}
+		if (r <= LAYOUT_WARM)
+			continue;
+		t_wide[m] = first == wide ? t1 - t0 : t3 - t2;
+		t_fold[m] = first == wide ? t3 - t2 : t1 - t0;
+		t_bare[m] = tb;
+		r_wf[m] = t_wide[m] / t_fold[m];
+		r_wb[m] = t_wide[m] / t_bare[m];
+		m++;
+	}
+	vmm_guest_get_stats(wide, &sw);
+	vmm_guest_get_stats(fold, &sf);
+	if (m && !vmm_check_invariants(wide) && !vmm_check_invariants(fold)) {
+		double q_wf = median(r_wf, m), q_wb = median(r_wb, m);
+		double mw = median(t_wide, m), mf = median(t_fold, m), mb = median(t_bare, m);
+		uint64_t now = sw.gen[sw.nr_gens - 1].birth_ms;
+		printf("{\"name\":\"gens_layout\",\"guest_gib\":%.3f,\"pages\":%llu,"
+		       "\"nr_gens\":%u,\"round_ms\":5000,\"rounds\":%d,\"rounds_measured\":%u,"
+		       "\"young_share\":0.1,\"age_walk_ms_widen\":%.3f,\"age_walk_ms_fold\":%.3f,"
+		       "\"walk_ms_bare\":%.3f,\"age_walk_ms_widen_median\":%.3f,"
+		       "\"age_walk_ms_fold_median\":%.3f,\"walk_ms_bare_median\":%.3f,"
+		       "\"walk_ratio_widen_vs_fold\":%.3f,\"goal_walk_ratio\":1.05,"
+		       "\"walk_ratio_widen_vs_bare\":%.3f,\"bytes_per_page_widen\":%.4f,"
+		       "\"bytes_per_page_fold\":%.4f,\"oldest_age_s_widen\":%.0f,"
+		       "\"oldest_age_s_fold\":%.0f,\"sink\":%llu}\n",
+		       (double)bytes / (1ULL << 30), (unsigned long long)npages, sw.nr_gens,
+		       LAYOUT_ROUNDS, m, t_wide[0] * 1e3, t_fold[0] * 1e3, t_bare[0] * 1e3,
+		       mw * 1e3, mf * 1e3, mb * 1e3, q_wf, q_wb,
+		       (double)sw.metadata_bytes / (double)sw.ram_pages,
+		       (double)sf.metadata_bytes / (double)sf.ram_pages,
+		       (double)(now - sw.gen[0].birth_ms) / 1e3,
+		       (double)(now - sf.gen[0].birth_ms) / 1e3, (unsigned long long)(sink & 1));
+		fflush(stdout);
+	} else {
+		fprintf(stderr,
+			"vmm-bench: gens_layout: no rounds measured or invariants broken\n");
+		b->failures++;
+	}
+out:
+	vmm_guest_free(wide);
+	vmm_guest_free(fold);
+	vmm_simhw_free(hw);
+	free(young);
+}
+
 /* Should the benchmark `name` run?  No names on the command line: all of them. */
 static bool selected(int argc, char **argv, const char *name)
 {
@@ -432,7 +557,7 @@ static bool selected(int argc, char **argv, const char *name)
 	return !any;
 }
 
-/* Usage: vmm-bench [--quick] [age_dense] [age_sparse_bloom] [metadata] */
+/* Usage: vmm-bench [--quick] [age_dense] [age_sparse_bloom] [metadata] [gens_layout] */
 int main(int argc, char **argv)
 {
 	struct bench b = {.shrink = 1, .rng = 1};
@@ -443,9 +568,10 @@ int main(int argc, char **argv)
 			b.shrink = 16;
 		} else if (argv[i][0] == '-' || (strcmp(argv[i], "age_dense") != 0 &&
 						 strcmp(argv[i], "age_sparse_bloom") != 0 &&
-						 strcmp(argv[i], "metadata") != 0)) {
+						 strcmp(argv[i], "metadata") != 0 &&
+						 strcmp(argv[i], "gens_layout") != 0)) {
 			fprintf(stderr, "usage: vmm-bench [--quick] [age_dense] [age_sparse_bloom] "
-					"[metadata]\n");
+					"[metadata] [gens_layout]\n");
 			return 2;
 		}
 	}
@@ -465,6 +591,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vmm-bench: metadata\n");
 		metadata(&b, 16);
 		metadata(&b, 64);
+	}
+	if (selected(argc, argv, "gens_layout")) {
+		fprintf(stderr, "vmm-bench: gens_layout\n");
+		gens_layout(&b, 16);
+		gens_layout(&b, 64);
 	}
 	if (b.failures)
 		fprintf(stderr, "vmm-bench: %d failures\n", b.failures);

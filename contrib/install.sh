@@ -73,7 +73,8 @@ install_host() {
 	# shellcheck disable=SC2086
 	install -m 0644 $STRIP "$EPT_PLUGIN" "$DESTDIR$LIBDIR/memtide-ept.so"
 	put "$SRC/systemd/memtided.service" "$UNITDIR/memtided.service" 0644
-	# /run/memtide/ept (1777) at boot: where the plugin in QEMU makes its table (docs/operations.md).
+	# /run/memtide/ept (root:kvm 1770) at boot: where the plugin in QEMU makes its table
+	# (docs/operations.md).
 	install -d "$DESTDIR$TMPFILESDIR"
 	install -m 0644 "$SRC/tmpfiles.d/memtide.conf" "$DESTDIR$TMPFILESDIR/memtide.conf"
 	put "$SRC/libvirt/hooks/qemu.d/memtide" "$HOOK" 0755

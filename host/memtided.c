@@ -38,6 +38,21 @@
 
 #define MEMTIDE_VERSION MTD_VERSION
 
+/* Built-in defaults, then the config file, then the flags, checked as a whole: what the
+ * daemon starts with, and what --check-config checks (the same code, so a file it passes is
+ * one memtided starts with). */
+static int load_settings(const struct mtd_cmdline *cl, struct mtd_config *cfg, char *err,
+			 size_t errlen)
+{
+	mtd_config_default(cfg);
+	if (mtd_config_load(cfg, cl->config_path, !cl->config_given, err, errlen) < 0 ||
+	    mtd_cmdline_apply(cl, cfg, err, errlen) < 0 ||
+	    mtd_ctl_config_finish(&cfg->ctl, err, errlen) < 0 ||
+	    mtd_config_validate(cfg, err, errlen) < 0)
+		return -EINVAL;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct mtd_config cfg;
@@ -61,19 +76,19 @@ int main(int argc, char **argv)
 
 	/* Step 1: settings: defaults, then the file, then flags. */
 	xmlInitParser();
-	mtd_config_default(&cfg);
-	if (mtd_config_load(&cfg, config_path, !config_given, err, sizeof(err)) < 0) {
+	if (load_settings(&cl, &cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "memtided: %s\n", err);
-		return 2;
+		return cl.action == MTD_CMDLINE_CHECK_CONFIG ? 1 : 2;
 	}
-	if (mtd_cmdline_apply(&cl, &cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "memtided: %s\n", err);
-		return 2;
-	}
-	if (mtd_ctl_config_finish(&cfg.ctl, err, sizeof(err)) < 0 ||
-	    mtd_config_validate(&cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "memtided: %s\n", err);
-		return 2;
+	char moved[600];
+	bool follow = mtd_config_follow_state_dir(&cfg, moved, sizeof(moved));
+	if (cl.action == MTD_CMDLINE_CHECK_CONFIG) {
+		if (access(config_path, F_OK) < 0 && !config_given)
+			printf("memtided: %s does not exist: the built-in settings are valid\n",
+			       config_path);
+		else
+			printf("memtided: %s: valid\n", config_path);
+		return 0;
 	}
 
 	/* Step 2: logging and the process. */
@@ -147,8 +162,10 @@ int main(int argc, char **argv)
 		   qmp ? "plain-QEMU" : "libvirt", (unsigned long long)cfg.ctl.interval_ms,
 		   cfg.source == MTD_SOURCE_SIM ? "sim" : "live (per VM)",
 		   cfg.observe_only ? "; OBSERVE-ONLY: no VM will be changed" : "");
+	if (follow)
+		mtd_notice("%s", moved);
 	if (cfg.source != MTD_SOURCE_SIM)
-		mtd_access_daemon_start(cfg.ept_dir);
+		mtd_access_daemon_start(cfg.ept_dir, cfg.run_dir);
 	int rc = mtd_daemon_start(d);
 	if (rc < 0) {
 		mtd_metrics_stop(metrics);

@@ -37,5 +37,8 @@ BUILD=$BUILD bash bench/pageout.sh | tee -a "$out/results.jsonl" || rc=1
 # The walker on live emulated-EPT tables of real TCG guests (boots QEMU: ~2 minutes).
 echo "bench.sh: running bench/ept_live.sh" >&2
 BUILD=$BUILD bash bench/ept_live.sh | tee -a "$out/results.jsonl" || rc=1
+# What the sampled ept source sees of pages used every 1, 5 and 30 s (boots QEMU: ~10 min).
+echo "bench.sh: running bench/ept_sampling.sh" >&2
+BUILD=$BUILD bash bench/ept_sampling.sh | tee -a "$out/results.jsonl" || rc=1
 echo "bench.sh: $(wc -l <"$out/results.jsonl") results in $out/results.jsonl" >&2
 exit $rc

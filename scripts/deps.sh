@@ -22,7 +22,7 @@ busybox-static socat kmod cpio xz-utils
 gnuplot-nox python3 procps iproute2 util-linux valgrind curl
 libsystemd-dev systemd debhelper lintian fakeroot dpkg-dev groff-base man-db bash-completion strace file"
 if [ "${1:-}" = packaging ]; then
-	PKGS="$PKGS prometheus"
+	PKGS="$PKGS prometheus python3-yaml"
 fi
 
 missing=""

@@ -94,6 +94,20 @@ static void sleep_until_us(uint64_t t_us, volatile sig_atomic_t *stop)
 		;
 }
 
+/* A random moment of the coming epoch for its window, with 300 ms of room at its end (as
+ * source_ept.c places memtided's). */
+static uint64_t phase(const struct mtd_ept_record_opts *o, uint64_t *rng)
+{
+	uint64_t room = o->epoch_ms > o->window_ms + 300 ? o->epoch_ms - o->window_ms - 300 : 0;
+	struct timespec ts;
+
+	*rng ^= *rng << 13;
+	*rng ^= *rng >> 7;
+	*rng ^= *rng << 17;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return room ? (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + *rng % room : 0;
+}
+
 int mtd_ept_record(const char *path, const struct mtd_ept_record_opts *o, struct sim_trace *t,
 		   struct mtd_ept_record_stats *st, char *err, size_t errlen)
 {
@@ -131,8 +145,10 @@ int mtd_ept_record(const char *path, const struct mtd_ept_record_opts *o, struct
 		return rc ? rc : -ENOMEM;
 	}
 	/* Step 2 */
+	uint64_t rng = 0x9e3779b97f4a7c15ULL;
 	if (o->window_ms)
-		mtd_ept_file_request_window(&f, o->window_ms);
+		mtd_ept_file_request_window_at(&f, o->window_ms,
+					       o->random_phase ? phase(o, &rng) : 0);
 	else
 		mtd_ept_file_set_mode(&f, MTD_EPT_MODE_ALWAYS);
 	uint64_t tables;
@@ -152,7 +168,8 @@ int mtd_ept_record(const char *path, const struct mtd_ept_record_opts *o, struct
 		st->walk_entries += harvest(&f, &h, &tables);
 		st->walk_us += now_us() - w0;
 		if (o->window_ms && e + 1 < o->epochs)
-			mtd_ept_file_request_window(&f, o->window_ms);
+			mtd_ept_file_request_window_at(&f, o->window_ms,
+						       o->random_phase ? phase(o, &rng) : 0);
 		uint64_t start_ms = (last_us - t0) / 1000;
 		if (e && start_ms <= prev_ms)
 			start_ms = prev_ms + 1;

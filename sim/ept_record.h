@@ -25,6 +25,8 @@ struct mtd_ept_record_opts {
 	uint64_t epochs;    /* epochs to record (> 0) */
 	uint64_t window_ms; /* 0: instrument all the time (every access seen); else one
 			     * sampling window of this length per epoch, as memtided does */
+	bool random_phase;  /* each window at a random moment of its epoch, as memtided places
+			     * them (else right after each harvest, as memtided did before) */
 	uint64_t ram_bytes; /* guest RAM when the plugin was not told (0: the plugin's) */
 	/* Set asynchronously (a signal) to stop after the current epoch; may be NULL. */
 	volatile sig_atomic_t *stop;

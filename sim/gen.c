@@ -21,6 +21,14 @@
  *   step    10% hot (every epoch); 40% written in epoch 0 and idle until half time, then all
  *           of it touched at once and afterwards each page every 20 epochs (staggered): a
  *           step growth of the working set (sim_react).  o->step_at_ms says when.
+ *   kv      a key-value server: 1% of RAM (its code, stack and index) touched every epoch;
+ *           a store of 40% of RAM written once, in order, over the first 30 s (loaded
+ *           while memtide watches); then GETs over a hot tenth of the store, pages picked
+ *           at random, each hot page read kv_reads_per_s times a second on average (a
+ *           Poisson count per epoch), the rest never read again.  Epochs of 100 ms by
+ *           default, so that a sampling source's 200 ms windows are two whole epochs.  The
+ *           shape that made memtided return nothing with a sampled source (docs/design.md,
+ *           Part 0, "What a sampled source can tell").
  */
 #include <errno.h>
 #include <math.h>
@@ -32,6 +40,7 @@
 static const char *const gen_names[SIM_GEN__COUNT] = {
     [SIM_GEN_ZIPF] = "zipf", [SIM_GEN_GROW] = "grow",     [SIM_GEN_PHASES] = "phases",
     [SIM_GEN_SCAN] = "scan", [SIM_GEN_SPARSE] = "sparse", [SIM_GEN_STEP] = "step",
+    [SIM_GEN_KV] = "kv",
 };
 
 const char *sim_gen_name(enum sim_gen_kind k)
@@ -58,6 +67,11 @@ void sim_gen_opts_default(struct sim_gen_opts *o, enum sim_gen_kind k)
 	o->epochs = 600;
 	o->epoch_ms = 1000;
 	o->seed = 42;
+	o->kv_reads_per_s = 1.0;
+	if (k == SIM_GEN_KV) { /* 10 minutes in 100 ms epochs */
+		o->epochs = 6000;
+		o->epoch_ms = 100;
+	}
 }
 
 /* Per-epoch access list under construction. */
@@ -151,8 +165,36 @@ static uint64_t grow_w(uint64_t ram, uint64_t e)
 	return w < 1 ? 1 : w;
 }
 
+/* The kv generator's layout: the server's own pages, then the store; hot[] marks the
+ * store's hot tenth. */
+#define KV_LOAD_MS 30000
+
+static int kv_epoch(const struct sim_gen_opts *o, uint64_t e, struct acc *a, uint64_t *rng,
+		    const uint8_t *hot)
+{
+	uint64_t ram = o->ram_pages, server = ram / 100, base = ram / 50, store = ram * 2 / 5;
+	uint64_t t = e * o->epoch_ms, load_epochs = KV_LOAD_MS / o->epoch_ms;
+	/* A Poisson count of reads per epoch: the page is read at least once in it with
+	 * probability 1 - exp(-rate x epoch). */
+	double p_read = 1.0 - exp(-o->kv_reads_per_s * (double)o->epoch_ms / 1000.0);
+	int rc = acc_range(a, 0, server, e == 0);
+
+	if (!rc && t < KV_LOAD_MS) { /* the load: the store written in order */
+		uint64_t per = (store + load_epochs - 1) / (load_epochs ? load_epochs : 1);
+		uint64_t from = base + e * per,
+			 to = from + per < base + store ? from + per : base + store;
+		if (from < base + store)
+			rc = acc_range(a, from, to, true);
+		return rc;
+	}
+	for (uint64_t p = base; p < base + store && !rc; p++)
+		if (hot[p - base] && sim_rand01(rng) < p_read)
+			rc = acc_add(a, p, false);
+	return rc;
+}
+
 static int gen_epoch(struct sim_gen_opts *o, uint64_t e, struct acc *a, uint64_t *rng,
-		     const struct zipf *z)
+		     const struct zipf *z, const uint8_t *kv_hot)
 {
 	uint64_t ram = o->ram_pages, half = o->epochs / 2;
 	int rc = 0;
@@ -224,6 +266,8 @@ static int gen_epoch(struct sim_gen_opts *o, uint64_t e, struct acc *a, uint64_t
 					rc = acc_add(a, p, false);
 		return rc;
 	}
+	case SIM_GEN_KV:
+		return kv_epoch(o, e, a, rng, kv_hot);
 	case SIM_GEN__COUNT:
 		break;
 	}
@@ -235,11 +279,15 @@ int sim_gen(struct sim_gen_opts *o, struct sim_trace *t)
 	struct vmm_range ram = {0, o->ram_pages * SIM_PAGE_SIZE};
 	struct zipf z = {0};
 	struct acc a = {0};
+	uint8_t *hot = NULL;
 	uint64_t rng = o->seed ? o->seed : 1;
 	int rc;
 
 	if (!o->ram_pages || o->ram_pages % SIM_BLOCK_PAGES || o->ram_pages > SIM_MAX_RAM_PAGES ||
 	    !o->epochs || !o->epoch_ms || (unsigned)o->kind >= SIM_GEN__COUNT)
+		return -EINVAL;
+	if (o->kind == SIM_GEN_KV &&
+	    (!(o->kv_reads_per_s > 0.0) || o->kv_reads_per_s > 1000.0 || o->ram_pages < 1024))
 		return -EINVAL;
 	rc = sim_trace_init(t, &ram, 1);
 	if (rc)
@@ -247,9 +295,18 @@ int sim_gen(struct sim_gen_opts *o, struct sim_trace *t)
 	snprintf(t->source, sizeof(t->source), "gen:%s", sim_gen_name(o->kind));
 	if (o->kind == SIM_GEN_ZIPF)
 		rc = zipf_init(&z, o->ram_pages * 3 / 4, 1.3, &rng);
+	if (o->kind == SIM_GEN_KV) { /* a tenth of the store, at random */
+		uint64_t store = o->ram_pages * 2 / 5;
+		hot = calloc(store, 1);
+		if (!hot)
+			rc = -ENOMEM;
+		for (uint64_t p = 0; p < store && !rc; p++)
+			hot[p] = sim_rand(&rng) % 10 == 0;
+		snprintf(t->source, sizeof(t->source), "gen:kv@%g/s", o->kv_reads_per_s);
+	}
 	for (uint64_t e = 0; e < o->epochs && !rc; e++) {
 		a.n = a.nf = 0;
-		rc = gen_epoch(o, e, &a, &rng, &z);
+		rc = gen_epoch(o, e, &a, &rng, &z, hot);
 		if (!rc)
 			rc = sim_trace_add_epoch(t, e * o->epoch_ms, a.v, a.n, a.fr, a.nf);
 	}
@@ -259,6 +316,7 @@ int sim_gen(struct sim_gen_opts *o, struct sim_trace *t)
 	free(a.fr);
 	free(z.cdf);
 	free(z.page_of_rank);
+	free(hot);
 	if (rc)
 		sim_trace_free(t);
 	return rc;

@@ -36,8 +36,9 @@ static void usage(FILE *out)
 		"usage: memtide-trace record [options] -o FILE -- COMMAND [ARGS...]\n"
 		"       memtide-trace convert [options] -o FILE [LACKEY_LOG]   (stdin if none)\n"
 		"       memtide-trace info FILE\n"
-		"       memtide-trace ept [--epoch-ms MS] [--epochs N] [--window MS] [--ram SIZE]\n"
-		"                         [--name NAME] -o FILE TABLE\n"
+		"       memtide-trace ept [--epoch-ms MS] [--epochs N] [--window MS]\n"
+		"                         [--random-phase] [--ram SIZE] [--name NAME]\n"
+		"                         -o FILE TABLE\n"
 		"options:\n"
 		"  -o, --output FILE        trace to write\n"
 		"  --epoch-accesses N       memory accesses per epoch (default 100000)\n"
@@ -50,7 +51,9 @@ static void usage(FILE *out)
 		"ept: TABLE is the plugin's table file (memtidectl ept-plugin); epochs of\n"
 		"--epoch-ms (default 1000), --epochs of them (default 10; SIGINT ends early);\n"
 		"the plugin instruments all the time unless --window MS asks for one sampling\n"
-		"window per epoch (as memtided does); --ram when the plugin was not given ram=.\n"
+		"window per epoch (as memtided does; --random-phase: at a random moment of the\n"
+		"epoch, as memtided places them, else right after each harvest); --ram when the\n"
+		"plugin was not given ram=.\n"
 		"memtided must not drive the same table meanwhile.\n");
 }
 
@@ -104,10 +107,15 @@ static void on_stop(int sig)
 static int cmd_ept(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"output", required_argument, NULL, 'o'}, {"epoch-ms", required_argument, NULL, 'm'},
-	    {"epochs", required_argument, NULL, 'e'}, {"window", required_argument, NULL, 'w'},
-	    {"ram", required_argument, NULL, 'r'},    {"name", required_argument, NULL, 'n'},
-	    {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"epoch-ms", required_argument, NULL, 'm'},
+	    {"epochs", required_argument, NULL, 'e'},
+	    {"window", required_argument, NULL, 'w'},
+	    {"ram", required_argument, NULL, 'r'},
+	    {"name", required_argument, NULL, 'n'},
+	    {"random-phase", no_argument, NULL, 'p'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct mtd_ept_record_opts o = {.epoch_ms = 1000, .epochs = 10, .stop = &ept_stop};
 	struct mtd_ept_record_stats st;
@@ -139,6 +147,9 @@ static int cmd_ept(int argc, char **argv)
 			break;
 		case 'n':
 			name = optarg;
+			break;
+		case 'p':
+			o.random_phase = true;
 			break;
 		case 'h':
 			usage(stdout);

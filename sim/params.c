@@ -85,6 +85,27 @@ static const struct pdesc pdescs[] = {
      "by the trace's RAM / this (balloon and reclaim)"},
     {"mt-aging-div", P_UINT, F(mt_aging_div), 0, 64,
      "aging rounds per cold age threshold (0: one every control interval, as memtided)"},
+    {"mt-sample-ms", P_U64, F(mt_sample_ms), 0, 3.6e6,
+     "the access source sees this much of each aging interval, from its start (memtided's "
+     "ept plugin: its 200 ms window; 0: every access, as idle page tracking, DAMON and the "
+     "guest's MGLRU)"},
+    {"mt-sample-adapt", P_BOOL, F(mt_sample_adapt), 0, 1,
+     "the window widens (to a fifth of the interval) while the source sees under half of the "
+     "pages it saw the round before again, as memtided's ept source (0: mt-sample-ms fixed)"},
+    {"mt-sample-phase", P_BOOL, F(mt_sample_phase), 0, 1,
+     "each window opens at a random moment of its interval, as memtided's ept source places "
+     "it (0: right after the round)"},
+    {"mt-gens-widen", P_BOOL, F(mt_gens_widen), 0, 1,
+     "generations widen with age (0: the oldest always folds, the rule before 7 Dec 2026)"},
+    {"mt-weigh", P_BOOL, F(mt_weigh), 0, 1,
+     "where pages idle past the longest age come back, take those that never did or a "
+     "measured step (0: hold, the rule before 7 Dec 2026)"},
+    {"mt-probe", P_BOOL, F(mt_probe), 0, 1,
+     "between once and mt-trust times its floor watched, take a doubling probe of pages "
+     "that never came back, watching the refaults (0: hold while learning)"},
+    {"mt-reuse-tiers", P_BOOL, F(mt_reuse_tiers), 0, 1,
+     "a page found used again climbs a tier, so pages that came back are told from those "
+     "that never did (memtided: page-level sources)"},
 };
 #undef F
 
@@ -121,6 +142,13 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_return = SIM_RETURN_PAGEOUT;
 	p->mt_agent = true;
 	p->mt_guest_mib = 1024;
+	p->mt_sample_ms = 0;
+	p->mt_sample_adapt = true;
+	p->mt_sample_phase = true;
+	p->mt_gens_widen = true;
+	p->mt_weigh = rc.weigh;
+	p->mt_probe = rc.probe;
+	p->mt_reuse_tiers = true;
 }
 
 void sim_params_memtided_layout(struct sim_params *p)

@@ -22,7 +22,15 @@
  *           first (memtided's balloon path), and the guest's next use of one is a fill, not
  *           a reuse at the age it lay free; with mt-take-free 0 (return=reclaim, where only
  *           free page reporting's 2 MiB blocks go back) they are hinted cold (vmm_hint_cold);
- *   Step 2: access bits - the epoch's accesses join the set seen since the last round;
+ *   Step 2: access bits - the epoch's accesses join the set seen since the last round, as
+ *           the source sees them: with mt-sample-ms (memtided's ept plugin, 200 ms of each
+ *           interval from the round on), only the epochs inside that window, and of an epoch
+ *           the window cuts, each page with the share of the epoch it covers (a page read
+ *           once at a random moment of the epoch); the window widens and narrows after
+ *           each round as memtided's source sets it (vmm_sample_update; mt-sample-adapt 0
+ *           keeps it fixed) and opens at a random moment of the interval as memtided's
+ *           source places it (mt-sample-phase 0: right after the round, as it did before);
+ *           0, every access (sources without windows);
  *   Step 3: decision - every mt-interval-ms, vmm_decide, the call memtided makes each
  *           tick (host/decide/tick_decide.c): the reuses by idle age floor the threshold
  *           (--mt-reuse-tau-ms 0 turns that off), the interval's refaults and the resident
@@ -70,6 +78,10 @@ struct mt {
 	struct sim_act *act;
 	uint64_t rounds;          /* aging rounds so far */
 	uint64_t libvmm_refaults; /* libvmm's refault count at the last decision */
+	uint64_t rng;             /* the sampling model's cuts (mt-sample-ms) */
+	struct vmm_sample
+	    sample; /* the window, as memtided's ept source sets it (mt-sample-adapt) */
+	uint64_t window_from_ms; /* where the round's window opens (mt-sample-phase) */
 };
 
 static void mt_fini(void *state)
@@ -110,6 +122,8 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	gc.ram = ctx->t->ram;
 	gc.nr_ram = ctx->t->nr_ram;
 	gc.nr_gens = p->mt_nr_gens;
+	gc.gens_widen = p->mt_gens_widen;
+	gc.reuse_raises_tier = p->mt_reuse_tiers;
 	err = vmm_guest_new(&gc, &m->g);
 	if (err)
 		goto fail;
@@ -129,6 +143,8 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	 * ages the guest still reuses (vmm/reuse.c); --mt-reuse-tau-ms 0 turns it off. */
 	rc.reuse_tau_ms = p->mt_reuse_tau_ms;
 	rc.trust_factor = p->mt_trust;
+	rc.weigh = p->mt_weigh;
+	rc.probe = p->mt_probe;
 	rc.pid.kp = p->mt_kp;
 	rc.pid.ki = p->mt_ki;
 	rc.pid.kd = p->mt_kd;
@@ -143,6 +159,17 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	m->dec.cold_age_ms = m->ctl.age_ms;
 	m->dec.gate = VMM_DECIDE_WATCHING; /* nothing goes before the first decision */
 	m->t0_ms = t0;
+	m->window_from_ms = t0;
+	m->rng = p->seed ^ 0x5eed5a3b1eULL;
+	if (p->mt_sample_ms) {
+		struct vmm_sample_config sc;
+		vmm_sample_config_default(&sc, p->mt_sample_ms, p->mt_interval_ms);
+		if (!p->mt_sample_adapt)
+			sc.max_ms = sc.base_ms;
+		err = vmm_sample_init(&m->sample, &sc);
+		if (err)
+			goto fail;
+	}
 	m->last_aging_ms = t0;
 	m->last_ctl_ms = t0;
 	m->next_ctl_ms = t0 + p->mt_interval_ms;
@@ -188,11 +215,27 @@ static int mt_take_free(struct mt *m, struct sim_ctx *ctx, uint32_t p)
 	return rc;
 }
 
-/* Step 2: the accessed bits of the epoch (SIM seen bit 2 = written). */
-static void mt_collect(struct mt *m, const struct sim_epoch *ep)
+/* Step 2: the accessed bits of epoch e as the source sees them (SIM seen bit 2 = written):
+ * all of them, or with mt-sample-ms those of the window that opened at the last round. */
+static void mt_collect(struct mt *m, const struct sim_ctx *ctx, size_t e)
 {
+	const struct sim_epoch *ep = &ctx->t->epochs[e];
+	uint64_t t0 = ep->t_ms, t1 = sim_epoch_end_ms(ctx->t, e);
+	uint64_t w = ctx->p->mt_sample_ms ? m->sample.window_ms : 0;
+	double share = 1.0;
+
+	if (w) {
+		uint64_t open = m->window_from_ms;
+		uint64_t from = t0 > open ? t0 : open;
+		uint64_t to = t1 < open + w ? t1 : open + w;
+		if (to <= from)
+			return; /* the window was shut all through this epoch */
+		share = (double)(to - from) / (double)(t1 - t0);
+	}
 	for (uint32_t i = 0; i < ep->nr_acc; i++) {
 		uint32_t p = SIM_ACC_PAGE(ep->acc[i]);
+		if (share < 1.0 && sim_rand01(&m->rng) >= share)
+			continue;
 		if (!m->seen[p])
 			m->seen_list[m->nr_seen++] = p;
 		m->seen[p] |= (uint8_t)(1 | ((ep->acc[i] & SIM_ACC_WRITE) ? 2 : 0));
@@ -225,6 +268,16 @@ static int mt_age(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 	m->nr_seen = 0;
 	m->last_aging_ms = now_ms;
 	m->rounds++;
+	if (!rc && ctx->p->mt_sample_ms) { /* the next window, as memtided's ept source sets it */
+		struct vmm_guest_stats gs;
+		vmm_guest_get_stats(m->g, &gs);
+		uint64_t w = vmm_sample_update(&m->sample, gs.young_prev, gs.young_again);
+		uint64_t room =
+		    ctx->p->mt_interval_ms > w + 300 ? ctx->p->mt_interval_ms - w - 300 : 0;
+		m->window_from_ms = now_ms;
+		if (ctx->p->mt_sample_phase && room) /* at a random moment (source_ept.c) */
+			m->window_from_ms += sim_rand(&m->rng) % room;
+	}
 	return rc;
 }
 
@@ -240,6 +293,7 @@ static int mt_evict(struct mt *m, struct sim_ctx *ctx, uint64_t now_ms)
 		    .now_ms = now_ms,
 		    .runs = m->runs,
 		    .max_runs = MT_RUNS,
+		    .reused_min_age_ms = m->dec.reused_age_ms,
 		};
 		struct vmm_evict_result res;
 		int rc = vmm_evict(m->g, &req, &res);
@@ -311,7 +365,7 @@ static int mt_control_act(struct mt *m, struct sim_ctx *ctx, uint64_t t1, bool a
 	    .now_ms = t1,
 	    .dt_ms = t1 - m->last_ctl_ms,
 	    .guest_refaults = m->refaults_in_interval,
-	    .cold_age_ms = m->dec.cold_age_ms,
+	    .cold_age_ms = m->dec.estimate_age_ms,
 	    .refault_hold = m->dec.holds_all_takers,
 	};
 	/* Two rounds, and more than a cold age of watching, before the estimate means anything
@@ -351,7 +405,7 @@ static int mt_epoch_act(struct mt *m, struct sim_ctx *ctx, size_t e)
 	if (rc)
 		return rc;
 	sim_act_epoch(m->act, ctx, e);
-	mt_collect(m, &ctx->t->epochs[e]); /* Step 2 */
+	mt_collect(m, ctx, e); /* Step 2 */
 	bool age = mt_aging_due(m, ctx, t1);
 	if (t1 >= m->next_ctl_ms) /* Steps 3-5 */
 		return mt_control_act(m, ctx, t1, age);
@@ -380,7 +434,7 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 				rc = mt_take_free(m, ctx, p);
 	if (rc)
 		return rc;
-	mt_collect(m, ep);          /* Step 2 */
+	mt_collect(m, ctx, e);      /* Step 2 */
 	if (t1 >= m->next_ctl_ms) { /* Step 3 */
 		rc = mt_decide(m, ctx, t1, m->refaults_in_interval);
 		if (rc)

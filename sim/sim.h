@@ -116,6 +116,7 @@ enum sim_gen_kind {
 	SIM_GEN_SCAN,   /* steady hot set plus one scan over cold data */
 	SIM_GEN_SPARSE, /* one hot 4 KiB page per 2 MiB block */
 	SIM_GEN_STEP,   /* working set steps up (sim_react) */
+	SIM_GEN_KV,     /* a key-value store: loaded once, a hot tenth read at random */
 	SIM_GEN__COUNT,
 };
 
@@ -125,6 +126,7 @@ struct sim_gen_opts {
 	uint64_t epochs;    /* number of epochs */
 	uint64_t epoch_ms;  /* epoch length */
 	uint64_t seed;
+	double kv_reads_per_s; /* SIM_GEN_KV: reads of each hot page a second (1) */
 	/* Derived shape, filled by sim_gen and read by tests and sim_react: */
 	uint64_t step_at_ms; /* SIM_GEN_STEP: when the working set grows */
 };
@@ -222,6 +224,13 @@ struct sim_params {
 	unsigned mt_return;         /* enum sim_return: how memory goes back (pageout) */
 	bool mt_agent;              /* balloon, reclaim: the guest runs memtide-agent */
 	uint64_t mt_guest_mib;      /* the guest a trace stands for: memtided's bytes scale */
+	uint64_t mt_sample_ms;      /* the source sees this much of each aging interval (0: all) */
+	bool mt_sample_adapt;       /* ... and widens it as memtided's ept source (vmm_sample) */
+	bool mt_sample_phase;       /* ... and opens it at a random moment of the interval */
+	bool mt_gens_widen;         /* vmm_guest_config.gens_widen */
+	bool mt_weigh;              /* vmm_reclaim_config.weigh */
+	bool mt_probe;              /* vmm_reclaim_config.probe */
+	bool mt_reuse_tiers;        /* vmm_guest_config.reuse_raises_tier */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;
 	double idle_reused_x; /* per-page rule: a reused page's threshold, x idle_age_ms (1) */

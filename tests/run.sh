@@ -10,9 +10,9 @@
 #   soak         (not in the default list) the long versions of the scenarios that have one
 #                (E2E_SOAK=1), as `make soak` runs them
 #   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
-#                package, too heavy for every make check) and the packaged unit under a real
-#                systemd (a guest boot and a dpkg install, ~140 s); `make check-packaging`,
-#                run by CI
+#                package, too heavy for every make check) and the package under a real
+#                systemd (a guest boot, three dpkg runs and a shutdown, ~6 minutes under
+#                TCG); `make check-packaging`, run by CI
 #   stand        the KVM host stand's self-test (tests/kvm/selftest.sh: KVM and nested paging
 #                in the stand, a KVM guest's speed against TCG's; ~2 minutes)
 #   kvm          (not in the default list; `make check-kvm`) the self-test, then the e2e
@@ -159,7 +159,7 @@ for suite in "${suites[@]}"; do
 	packaging)
 		for t in tests/packaging/*.sh; do
 			[ -f "$t" ] || continue
-			run_one packaging "$(basename "$t" .sh)" 600 bash "$t"
+			run_one packaging "$(basename "$t" .sh)" 900 bash "$t"
 		done ;;
 	*) echo "run.sh: unknown suite '$suite' (unit, integration, fuzz, e2e, stand, kvm, packaging, soak)" >&2; exit 2 ;;
 	esac

@@ -43,15 +43,7 @@ static void age_young(void *arg, const struct vmm_young *batch, size_t n)
 {
 	struct age_ctx *a = arg;
 
-	for (size_t i = 0; i < n; i++) {
-		uint64_t pfn = batch[i].gpa >> VMM_PAGE_SHIFT;
-		bool accessed = batch[i].flags & VMM_YOUNG_ACCESSED;
-		bool dirty = batch[i].flags & VMM_YOUNG_DIRTY;
-		if (pfn >= a->r->start_pfn && pfn + batch[i].npages <= a->r->end_pfn)
-			vmm_gen_young(a->g, a->r, pfn, batch[i].npages, accessed, dirty);
-		else /* a huge leaf reaching past the range */
-			vmm_gen_young_span(a->g, batch[i].gpa, batch[i].npages, accessed, dirty);
-	}
+	vmm_gen_young_batch(a->g, a->r, batch, n);
 }
 
 static void stats_add(struct vmm_walk_stats *sum, const struct vmm_walk_stats *s)

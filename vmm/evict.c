@@ -4,9 +4,13 @@
  *
  * The eviction hand answers "which pages should the guest give back?" with the pages that
  * have gone longest without being seen used: the oldest generation first, then the next,
- * as long as a generation's youngest page is at least min_age_ms old (the cold age
- * threshold the reclaim controller sets, Part 6b) and never the youngest generation (its
- * pages were seen used in the last aging round).  Within one generation every page has
+ * as long as a generation is at least min_age_ms old (the cold age threshold the reclaim
+ * controller sets, Part 6b; a generation's age is its birth's, and every page in it has
+ * been idle at least that long) and never the youngest generation (its pages were seen
+ * used in the last aging round).  Pages that came back before (tier 1 and up under
+ * reuse_raises_tier) go only from generations at least reused_min_age_ms old (UINT64_MAX:
+ * never), and the hand goes on to the next generation when only they are left (the reclaim
+ * controller's weighing, reclaim_ctl.c).  Within one generation every page has
  * the same known age, so the hand is free to choose by shape: it takes whole 2 MiB-aligned
  * pieces first (free page reporting and the balloon return memory best in 2 MiB blocks,
  * and THP backing stays intact), then the rest in ascending GPA order, coalesced into runs.
@@ -20,8 +24,8 @@
  *      and drops one tier instead of being evicted;
  *   3. every other page of the generation leaves it (evicted state, stamped with max_seq
  *      for the refault distance) and joins the current run, or starts a new one.
- * When a generation is empty, min_seq advances (vmm_gen_trim) and the hand goes on with
- * the next one, if old enough.  The runs of one generation are sorted and coalesced at
+ * When the oldest generation is empty, min_seq advances (vmm_gen_trim); the hand goes on
+ * with the next one, if old enough.  The runs of one generation are sorted and coalesced at
  * the end, so runs[] is ascending within a generation.
  *
  * Cost: O(nr_chunks) per generation visited to find its pieces (per-piece counts make an
@@ -43,7 +47,8 @@ struct evictor {
 	const struct vmm_evict_req *req;
 	struct vmm_evict_result *res;
 	unsigned protect_from; /* lowest protected tier (Part 6a) */
-	uint64_t seq;          /* the generation being evicted: always min_seq */
+	unsigned slot;         /* the generation being evicted */
+	bool take_reused;      /* its pages that came back may go too */
 	bool stop;             /* max_pages or max_runs reached */
 };
 
@@ -87,7 +92,7 @@ static void look_around(struct evictor *ev, const struct guest_range *r, uint64_
 
 	for (uint64_t pfn = c0; pfn < c1; pfn++) {
 		uint8_t b = g->pages[r->first_page + pfn - r->start_pfn];
-		if (pfn < covered || (b & PB_EVICTED) || guest_page_seq(g, b) != ev->seq)
+		if (pfn < covered || (b & PB_EVICTED) || guest_page_slot(g, b) != ev->slot)
 			continue;
 		/* vmm_lookaround's window starts max/2 before its centre: centre it so the
 		 * window starts at pfn (clamped to the table, it then ends at the table's end). */
@@ -135,12 +140,14 @@ static void evict_piece(struct evictor *ev, const struct guest_range *r, uint64_
 	for (uint64_t pfn = c0; pfn < c1 && !ev->stop; pfn++) {
 		uint64_t idx = r->first_page + pfn - r->start_pfn;
 		uint8_t b = g->pages[idx];
-		if ((b & PB_EVICTED) || guest_page_seq(g, b) != ev->seq)
+		if ((b & PB_EVICTED) || guest_page_slot(g, b) != ev->slot)
 			continue;
 		unsigned tier = pb_tier(b);
+		if (tier && !ev->take_reused)
+			continue; /* came back before: the weighing keeps it */
 		/* Step 2 */
 		if (tier >= ev->protect_from) {
-			vmm_gen_move(g, idx, ci, ev->seq + 1, tier - 1);
+			vmm_gen_move(g, idx, ci, guest_younger(g, ev->slot), tier - 1);
 			g->tp.t[tier].protected_pages++;
 			ev->res->protected_pages++;
 			continue;
@@ -158,12 +165,12 @@ static void evict_piece(struct evictor *ev, const struct guest_range *r, uint64_
 		ev->stop = true;
 }
 
-/* One pass over every piece holding pages of ev->seq; whole_only: only pieces that are
+/* One pass over every piece holding pages of ev->slot; whole_only: only pieces that are
  * 512 pages of it (whole 2 MiB-aligned runs). */
 static void evict_pass(struct evictor *ev, bool whole_only)
 {
 	struct vmm_guest *g = ev->g;
-	unsigned slot = SLOT(ev->seq);
+	unsigned slot = ev->slot;
 
 	for (size_t i = 0; i < g->nr_ranges && !ev->stop; i++) {
 		const struct guest_range *r = &g->ranges[i];
@@ -205,12 +212,12 @@ static void runs_sort_merge(struct evictor *ev, size_t first)
 	ev->res->nr_runs = out + 1;
 }
 
-/* May the generation seq be evicted from at now_ms? */
-static bool gen_eligible(const struct vmm_guest *g, uint64_t seq, const struct vmm_evict_req *req)
+/* May the generation in slot be evicted from at now_ms? */
+static bool gen_eligible(const struct vmm_guest *g, unsigned slot, const struct vmm_evict_req *req)
 {
-	uint64_t birth = g->gen_birth_ms[SLOT(seq)];
+	uint64_t birth = g->gen[slot].birth_ms;
 
-	if (seq >= g->max_seq)
+	if (slot == guest_youngest(g))
 		return false; /* seen used in the last round */
 	return req->now_ms >= birth && req->now_ms - birth >= req->min_age_ms;
 }
@@ -226,18 +233,26 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
 	ev.protect_from = vmm_tp_protected_from(&g->tp);
 	ev.stop = req->max_pages == 0 || req->max_runs == 0;
 
-	/* One generation per iteration, each emptied before the next: at most nr_gens. */
+	/* One generation per iteration, oldest first: at most nr_gens. */
 	vmm_gen_trim(g);
-	while (!ev.stop && gen_eligible(g, g->min_seq, req)) {
+	for (unsigned pos = 0;
+	     !ev.stop && pos < g->nr_live && gen_eligible(g, g->order[pos], req);) {
 		size_t first_run = res->nr_runs;
-		ev.seq = g->min_seq;
+		uint64_t birth = g->gen[g->order[pos]].birth_ms;
+		ev.slot = g->order[pos];
+		ev.take_reused =
+		    !req->reused_min_age_ms || (req->reused_min_age_ms != UINT64_MAX &&
+						req->now_ms - birth >= req->reused_min_age_ms);
 		if (req->max_pages - res->evicted_pages >= CHUNK_PAGES)
 			evict_pass(&ev, true);
 		evict_pass(&ev, false);
 		runs_sort_merge(&ev, first_run);
-		if (g->gen_pages[SLOT(ev.seq)])
+		if (ev.stop)
 			break; /* stopped inside it */
-		vmm_gen_trim(g);
+		if (pos == 0 && g->gen[ev.slot].pages == 0)
+			vmm_gen_trim(g); /* the next one is the oldest now */
+		else
+			pos++; /* only pages the weighing keeps are left */
 	}
 	return 0;
 }

@@ -10,12 +10,17 @@
  *
  * Invariants (vmm_check_invariants, O(pages), called by the tests after every random
  * operation):
- *   I1  1 <= max_seq - min_seq + 1 <= nr_gens, and generation births never decrease.
- *   I2  every resident page's seq (guest_page_seq) lies in [min_seq, max_seq] and its tier
- *       below nr_tiers; an evicted page's distance is at most 24 (the sweep's bound).
- *   I3  gen_pages[] and each chunk's cnt[] equal a recount; slots outside the window are 0.
- *   I4  sum of gen_pages == resident pages, resident + evicted_pages == ram_pages.
+ *   I1  1 <= live generations <= nr_gens; along order[] the slots are distinct, their
+ *       positions match, seqs increase and births never decrease; min_seq and max_seq are
+ *       the oldest's and the youngest's seq.
+ *   I2  every resident page's label names a live slot and its tier is below nr_tiers; an
+ *       evicted page's distance is at most 24 (the sweep's bound).
+ *   I3  each live slot's count and each chunk's cnt[] equal a recount; other slots are 0.
+ *   I4  sum of the counts == resident pages, resident + evicted_pages == ram_pages.
  *   I5  only resident pages carry the free mark, and free_pages counts them.
+ *   I6  each live slot's canonical label names it; a label names a live slot or none; at
+ *       most SWEEP_ROUNDS labels are retired (name a slot whose canonical label they are
+ *       not), each to be freed within SWEEP_ROUNDS rounds.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -41,6 +46,8 @@ void vmm_guest_config_default(struct vmm_guest_config *cfg)
 	cfg->dirty_ages_up = false;
 	cfg->lookaround_feeds_bloom = true;
 	cfg->unseen_is_unused = false;
+	cfg->gens_widen = true;
+	cfg->reuse_raises_tier = false;
 }
 
 /* Ranges must be non-empty, 4 KiB aligned, ascending and disjoint. */
@@ -84,7 +91,14 @@ int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out)
 	g->dirty_ages_up = cfg->dirty_ages_up;
 	g->lookaround_feeds_bloom = cfg->lookaround_feeds_bloom;
 	g->unseen_is_unused = cfg->unseen_is_unused;
+	g->gens_widen = cfg->gens_widen;
+	g->reuse_raises_tier = cfg->reuse_raises_tier;
 	vmm_tp_init(&g->tp, cfg->nr_tiers);
+	/* One generation, seq 0, in slot 0 with label 0; every other label free. */
+	memset(g->label_slot, LABEL_FREE, sizeof(g->label_slot));
+	g->label_slot[0] = 0;
+	g->nr_live = 1;
+	g->order[0] = 0;
 
 	rc = -ENOMEM;
 	g->ranges = calloc(cfg->nr_ram, sizeof(*g->ranges));
@@ -120,7 +134,7 @@ int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out)
 			pfn = next;
 		}
 	}
-	g->gen_pages[0] = g->ram_pages;
+	g->gen[0].pages = g->ram_pages;
 	g->metadata_bytes = sizeof(*g) + g->nr_ranges * sizeof(*g->ranges) + g->ram_pages +
 			    g->nr_chunks * sizeof(*g->chunks) +
 			    (g->ram_pages + 63) / 64 * sizeof(*g->free_map) +
@@ -191,12 +205,11 @@ void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->min_seq = g->min_seq;
 	st->max_seq = g->max_seq;
-	st->nr_gens = (unsigned)(g->max_seq - g->min_seq + 1);
-	for (uint64_t seq = g->min_seq; seq <= g->max_seq; seq++) {
-		struct vmm_gen_info *gi = &st->gen[seq - g->min_seq];
-		gi->seq = seq;
-		gi->birth_ms = g->gen_birth_ms[SLOT(seq)];
-		gi->pages = g->gen_pages[SLOT(seq)];
+	st->nr_gens = g->nr_live;
+	for (unsigned i = 0; i < g->nr_live; i++) {
+		const struct gen_slot *gs = &g->gen[g->order[i]];
+		st->gen[i] = (struct vmm_gen_info){
+		    .seq = gs->seq, .birth_ms = gs->birth_ms, .pages = gs->pages};
 	}
 	st->ram_pages = g->ram_pages;
 	st->evicted_pages = g->evicted_pages;
@@ -207,21 +220,46 @@ void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st)
 	memcpy(st->refaults_by_tier, g->refaults_by_tier, sizeof(st->refaults_by_tier));
 	memcpy(st->refault_distance_hist, g->refault_distance_hist,
 	       sizeof(st->refault_distance_hist));
-	memcpy(st->reuse_hist, g->reuse_hist, sizeof(st->reuse_hist));
+	vmm_reuse_hists(g, st->reuse_hist, st->reuse_first_hist);
 	unsigned from = vmm_tp_protected_from(&g->tp);
 	for (unsigned t = from; t < g->nr_tiers; t++)
 		st->tier_protected[t] = true;
 	st->metadata_bytes = g->metadata_bytes;
+	st->young_prev = g->young_prev;
+	st->young_again = g->young_again;
 }
 
-/* I1 */
+/* I1 and I6 */
 static bool seqs_ok(const struct vmm_guest *g)
 {
-	if (g->max_seq < g->min_seq || g->max_seq - g->min_seq >= g->nr_gens)
+	unsigned used = 0, retired = 0;
+
+	if (g->nr_live < 1 || g->nr_live > g->nr_gens)
 		return false;
-	for (uint64_t seq = g->min_seq; seq < g->max_seq; seq++)
-		if (g->gen_birth_ms[SLOT(seq)] > g->gen_birth_ms[SLOT(seq + 1)])
+	for (unsigned i = 0; i < g->nr_live; i++) {
+		unsigned s = g->order[i];
+		if (s >= VMM_MAX_NR_GENS || (used >> s) & 1 || g->gen[s].pos != i)
 			return false;
+		used |= 1u << s;
+		if (g->gen[s].label >= PB_LABELS || g->label_slot[g->gen[s].label] != s)
+			return false;
+		if (i && (g->gen[s].seq <= g->gen[g->order[i - 1]].seq ||
+			  g->gen[s].birth_ms < g->gen[g->order[i - 1]].birth_ms))
+			return false;
+	}
+	if (g->min_seq != g->gen[g->order[0]].seq ||
+	    g->max_seq != g->gen[g->order[g->nr_live - 1]].seq)
+		return false;
+	for (unsigned l = 0; l < PB_LABELS; l++) {
+		unsigned s = g->label_slot[l];
+		if (s == LABEL_FREE)
+			continue;
+		if (s >= VMM_MAX_NR_GENS || !((used >> s) & 1))
+			return false;
+		if (g->gen[s].label != l && (++retired > SWEEP_ROUNDS ||
+					     g->label_free_round[l] > g->max_seq + SWEEP_ROUNDS))
+			return false;
+	}
 	return true;
 }
 
@@ -257,11 +295,11 @@ static bool range_ok(const struct vmm_guest *g, const struct guest_range *r, uin
 			(*evicted)++;
 			continue;
 		}
-		uint64_t seq = guest_page_seq(g, b);
-		if (seq < g->min_seq || seq > g->max_seq)
-			return false;
-		recount[SLOT(seq)]++;
-		per_slot[SLOT(seq)]++;
+		unsigned slot = guest_page_slot(g, b);
+		if (slot >= VMM_MAX_NR_GENS)
+			return false; /* a label that names no generation */
+		recount[slot]++;
+		per_slot[slot]++;
 	}
 	return chunk_ok(g, ci, recount);
 }
@@ -277,10 +315,12 @@ int vmm_check_invariants(const struct vmm_guest *g)
 	for (size_t i = 0; i < g->nr_ranges; i++)
 		if (!range_ok(g, &g->ranges[i], per_slot, &evicted))
 			return -EUCLEAN;
+	unsigned live = 0;
+	for (unsigned i = 0; i < g->nr_live; i++)
+		live |= 1u << g->order[i];
 	for (unsigned s = 0; s < VMM_MAX_NR_GENS; s++) {
-		bool live =
-		    (uint64_t)((s - g->min_seq) % VMM_MAX_NR_GENS) <= g->max_seq - g->min_seq;
-		if (per_slot[s] != g->gen_pages[s] || (!live && g->gen_pages[s]))
+		uint64_t counted = (live >> s) & 1 ? g->gen[s].pages : 0;
+		if (per_slot[s] != counted)
 			return -EUCLEAN;
 		resident += per_slot[s];
 	}

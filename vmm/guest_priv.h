@@ -9,11 +9,13 @@
  *
  * Memory layout of one guest (64 GiB guest: 16 Mi pages):
  *
- *   struct vmm_guest          ~1 KiB: seqs, per-generation counts and births, tier control
+ *   struct vmm_guest          ~1.5 KiB: seqs, per-generation counts and births, the label
+ *                             table, tier control
  *   ranges[nr_ram]            copy of the RAM layout + where each range starts in pages[]
  *   pages[ram_pages]          ONE BYTE PER 4 KiB PAGE (16 MiB), encoding below
  *   chunks[nr_chunks][16]     per 2 MiB piece of a range, pages per generation slot, u16
  *                             (32 bytes per 512 pages = 0.0625 B/page, 1 MiB)
+ *   free_map                  one bit per page (vmm_hint_free)
  *   bloom                     the walker's filter, 8 KiB with the defaults
  *
  * Total ~1.07 bytes per page (vmm_guest_stats.metadata_bytes; the goal is <= 1.5).
@@ -23,33 +25,43 @@
  *
  *     7   6 5   4 3 2 1 0
  *   +---+-----+-----------+
- *   | 0 | tier|  seq % 32 |   resident: in the generation whose seq is congruent to the
- *   +---+-----+-----------+   label (see "stale labels"); tier 0..3
+ *   | 0 | tier|   label   |   resident: in the generation label_slot[label] names (below);
+ *   +---+-----+-----------+   tier 0..3
  *   | 1 | tier| evseq % 32|   evicted: evseq = max_seq when it was evicted, for the
  *   +---+-----+-----------+   refault distance; tier = its tier when it was evicted
  *
- * Why 32 and not 16 (VMM_MAX_NR_GENS): labels are allowed to go stale, and a stale label
- * must not alias a live generation before the sweep (below) repairs it.
+ * Generations and slots.  Every aging round opens a generation whose seq is the round's
+ * number (max_seq, which counts rounds), so the live generations' seqs increase from the
+ * oldest to the youngest but need not be consecutive: generations merge (generations.c,
+ * "The layout").  A live generation occupies one of VMM_MAX_NR_GENS slots; order[] lists
+ * the slots from the oldest to the youngest, and a slot holds the generation's seq, birth,
+ * page count, its position in order[] and its canonical label.  The per-2 MiB counts are
+ * per slot too.
  *
- * Stale labels.  When all nr_gens generations are in use, a new aging round folds the
- * oldest generation into the next one.  Relabelling its pages would cost a pass over
- * pages[]; instead only the counts move (O(chunks)), and a resident page whose label names
- * no seq in [min_seq, max_seq] is read as being in min_seq.  Such a label is at most 16
- * behind max_seq when it goes stale.
+ * Labels.  A resident page byte names its generation by a 5-bit label, and label_slot[]
+ * maps each of the 32 labels to a slot (or LABEL_FREE).  A new generation takes a free
+ * label as its canonical one; every page the library writes gets the canonical label of
+ * its slot.  When generation A merges into the next younger B, only the counts move
+ * (O(nr_chunks)) and every label that named A now names B: the pages keep their bytes
+ * and read as B at once.  A's canonical label is retired: it stays an alias of B's slot
+ * until the sweep has visited every page byte (SWEEP_ROUNDS rounds), then it is free.  A
+ * generation dropped because it is empty frees its labels at once: no byte names it.
+ * Why 32 labels for at most 16 generations: one generation merges per round at most, so at
+ * most SWEEP_ROUNDS labels wait to be freed; 16 + 8 = 24 <= 32, and a new round always
+ * finds a free label.
  *
  * The sweep.  Every aging round (vmm_age_begin) visits the next ram_pages / 8 bytes of
  * pages[] (a cursor, wrapping), so each page is visited at least once every 8 rounds.  It
- * rewrites a stale resident label to min_seq, and clamps an evicted page's distance to
- * at most 16 (re-stamping evseq = max_seq - 16).  So a stale label is at most 16 + 8 = 24
- * behind max_seq, and an evicted label at most 24: both always below 32, so the modular
- * difference is exact.  Refault distances 0..14 are exact; 15 means "15 or more"
- * (VMM_REFAULT_DIST_CAP), the last bucket of the histogram.  Cost: ram_pages / 8 bytes per
- * round, eight at a time (generations.c: sweep_word): 0.9 ms a round for 64 GiB, against
- * about 20 ms for the walker's pass over the same guest's page tables.
+ * rewrites a resident byte's label to its slot's canonical label, and clamps an evicted
+ * page's distance to at most 16 (re-stamping evseq = max_seq - 16).  So an evicted label
+ * is at most 16 + 8 = 24 rounds old, below 32, and the modular difference is exact:
+ * refault distances 0..14 are exact; 15 means "15 or more" (VMM_REFAULT_DIST_CAP), the last
+ * bucket of the histogram.  Both rules are one table of 256 bytes, rebuilt each round, so
+ * the sweep is a lookup per byte (generations.c: sweep).
  *
- * Counts (exact, checked by vmm_check_invariants): gen_pages[seq % 16] for every seq in
- * [min_seq, max_seq], and per chunk cnt[seq % 16]; a stale page counts in min_seq.  Slots
- * outside the window are zero.  resident_pages + evicted_pages == ram_pages.
+ * Counts (exact, checked by vmm_check_invariants): gen_pages[slot] for every live slot, and
+ * per chunk cnt[slot]; slots not in order[] are zero.  resident_pages + evicted_pages ==
+ * ram_pages.
  */
 #ifndef MEMTIDE_VMM_GUEST_PRIV_H
 #define MEMTIDE_VMM_GUEST_PRIV_H
@@ -61,20 +73,20 @@
 #define PB_TIER_SHIFT  5     /* bits 6:5: tier */
 #define PB_TIER_MASK   0x60u
 #define PB_LABEL_MASK  0x1fu /* bits 4:0: seq (resident) or evseq (evicted), mod 32 */
-#define PB_LABEL_MOD   32u
-#define SWEEP_ROUNDS   8u  /* every page swept at least once per this many aging rounds */
-#define EVICT_DIST_MAX 16u /* the sweep clamps an evicted page's distance to this */
+#define PB_LABELS      32u
+#define SWEEP_ROUNDS   8u    /* every page swept at least once per this many aging rounds */
+#define LABEL_FREE     0xffu /* label_slot[] of a label no byte carries */
+#define EVICT_DIST_MAX 16u   /* the sweep clamps an evicted page's distance to this */
 
 /* Distances reported: 0..VMM_REFAULT_DIST_CAP, the cap meaning "that many or more". */
 #define VMM_REFAULT_DIST_CAP (VMM_MAX_NR_GENS - 1)
 
 #define CHUNK_SHIFT 9 /* 512 pages: 2 MiB */
 #define CHUNK_PAGES (1u << CHUNK_SHIFT)
-#define SLOT(seq)   ((unsigned)((seq) % VMM_MAX_NR_GENS))
 
-static inline uint8_t pb_resident(uint64_t seq, unsigned tier)
+static inline uint8_t pb_resident(unsigned label, unsigned tier)
 {
-	return (uint8_t)((tier << PB_TIER_SHIFT) | (seq & PB_LABEL_MASK));
+	return (uint8_t)((tier << PB_TIER_SHIFT) | (label & PB_LABEL_MASK));
 }
 
 static inline uint8_t pb_evicted(uint64_t evseq, unsigned tier)
@@ -118,24 +130,39 @@ struct guest_range {
 };
 
 struct chunk_counts {
-	uint16_t cnt[VMM_MAX_NR_GENS]; /* resident pages of the chunk per seq % 16 */
+	uint16_t cnt[VMM_MAX_NR_GENS]; /* resident pages of the chunk per slot */
+};
+
+/* One live generation (a slot in order[]). */
+struct gen_slot {
+	uint64_t seq;         /* the round that opened it */
+	uint64_t birth_ms;    /* when that round began; a merge keeps the younger one's */
+	uint64_t pages;       /* resident pages in it */
+	uint8_t pos;          /* its index in order[] */
+	uint8_t label;        /* its canonical label */
+	uint8_t reuse_bucket; /* this round: the idle-age bucket of its pages (reuse.c) */
 };
 
 struct vmm_guest {
-	unsigned nr_gens;                    /* config: at most this many generations at once */
-	unsigned nr_tiers;                   /* config: 1..VMM_MAX_NR_TIERS */
-	unsigned lookaround_max;             /* config: look-around window on eviction */
-	bool use_nonleaf_accessed;           /* config: see vmm_guest_config */
-	bool dirty_ages_up;                  /* config: see vmm_guest_config */
-	bool lookaround_feeds_bloom;         /* config: see vmm_guest_config */
-	bool unseen_is_unused;               /* config: see vmm_guest_config */
-	uint64_t min_seq;                    /* oldest generation */
-	uint64_t max_seq;                    /* youngest generation; max_seq - min_seq < nr_gens */
-	uint64_t gen_pages[VMM_MAX_NR_GENS]; /* resident pages per seq % 16 */
-	uint64_t gen_birth_ms[VMM_MAX_NR_GENS]; /* when the round that made seq began */
-	uint64_t ram_pages;                     /* pages in the layout */
-	uint64_t evicted_pages;                 /* pages in the evicted state */
-	uint64_t sweep_cursor;                  /* next index of pages[] the sweep visits */
+	unsigned nr_gens;                     /* config: at most this many generations at once */
+	unsigned nr_tiers;                    /* config: 1..VMM_MAX_NR_TIERS */
+	unsigned lookaround_max;              /* config: look-around window on eviction */
+	bool use_nonleaf_accessed;            /* config: see vmm_guest_config */
+	bool dirty_ages_up;                   /* config: see vmm_guest_config */
+	bool lookaround_feeds_bloom;          /* config: see vmm_guest_config */
+	bool unseen_is_unused;                /* config: see vmm_guest_config */
+	bool gens_widen;                      /* config: see vmm_guest_config */
+	bool reuse_raises_tier;               /* config: see vmm_guest_config */
+	uint64_t min_seq;                     /* oldest generation's seq */
+	uint64_t max_seq;                     /* youngest generation's seq: rounds so far */
+	unsigned nr_live;                     /* generations in order[], 1..nr_gens */
+	uint8_t order[VMM_MAX_NR_GENS];       /* live slots, oldest first */
+	struct gen_slot gen[VMM_MAX_NR_GENS]; /* by slot; valid for the slots in order[] */
+	uint8_t label_slot[PB_LABELS];        /* the slot a label names, or LABEL_FREE */
+	uint64_t label_free_round[PB_LABELS]; /* a retired label: free from this round on */
+	uint64_t ram_pages;                   /* pages in the layout */
+	uint64_t evicted_pages;               /* pages in the evicted state */
+	uint64_t sweep_cursor;                /* next index of pages[] the sweep visits */
 
 	/* refault statistics (Part 5) */
 	uint64_t refaults_total;
@@ -143,9 +170,18 @@ struct vmm_guest {
 	uint64_t refaults_by_tier[VMM_MAX_NR_TIERS];
 	uint64_t refault_distance_hist[VMM_MAX_NR_GENS];
 
-	/* reuses by idle age (Part 8, reuse.c) */
+	/* reuses by idle age (Part 8, reuse.c): all of them, and those of pages never seen
+	 * reused before (tier 0 with reuse_raises_tier) */
 	uint64_t reuse_hist[VMM_REUSE_BUCKETS];
-	uint8_t reuse_bucket[VMM_MAX_NR_GENS]; /* this round: the bucket of each seq % 16 */
+	uint64_t reuse_first_hist[VMM_REUSE_BUCKETS];
+	/* This round's reuses, both counts in one word (all in the low 32 bits, first
+	 * comebacks in the high 32), folded into the two histograms at the next round: the
+	 * aging walk's hot loop then does one memory increment per reuse, not two (each is a
+	 * store-to-load chain when pages come from the same generation; two cost the walk 15%
+	 * in vmm-bench's gens_layout).  A round moves far fewer than 2^32 pages. */
+	uint64_t reuse_round[VMM_REUSE_BUCKETS];
+	/* vmm_guest_stats.young_prev, young_again: the last round's catch (sample.c) */
+	uint64_t young_prev, young_again;
 
 	struct tier_protect tp; /* Part 6a */
 
@@ -172,10 +208,10 @@ static inline bool guest_counts_ok(const struct vmm_guest *g)
 {
 	uint64_t sum = g->evicted_pages;
 
-	if (g->max_seq < g->min_seq || g->max_seq - g->min_seq >= g->nr_gens)
+	if (g->nr_live < 1 || g->nr_live > g->nr_gens)
 		return false;
-	for (uint64_t seq = g->min_seq; seq <= g->max_seq; seq++)
-		sum += g->gen_pages[seq % VMM_MAX_NR_GENS];
+	for (unsigned i = 0; i < g->nr_live; i++)
+		sum += g->gen[g->order[i] & (VMM_MAX_NR_GENS - 1)].pages;
 	return sum == g->ram_pages;
 }
 
@@ -194,12 +230,30 @@ static inline uint64_t guest_chunk_of(const struct guest_range *r, uint64_t pfn)
 
 /* ---- generations (generations.c) ------------------------------------------------------- */
 
-/* The seq a resident page byte stands for (stale labels read as min_seq). */
-static inline uint64_t guest_page_seq(const struct vmm_guest *g, uint8_t b)
+/* The slot of the generation a resident page byte is in (the sweep keeps every resident
+ * label named in label_slot[]). */
+static inline unsigned guest_page_slot(const struct vmm_guest *g, uint8_t b)
 {
-	uint64_t d = ((b & PB_LABEL_MASK) - g->min_seq) & PB_LABEL_MASK;
+	return g->label_slot[b & PB_LABEL_MASK];
+}
 
-	return d <= g->max_seq - g->min_seq ? g->min_seq + d : g->min_seq;
+/* The oldest and the youngest generation's slots, and the next younger one's (the
+ * youngest for the youngest). */
+static inline unsigned guest_oldest(const struct vmm_guest *g)
+{
+	return g->order[0];
+}
+
+static inline unsigned guest_youngest(const struct vmm_guest *g)
+{
+	return g->order[g->nr_live - 1];
+}
+
+static inline unsigned guest_younger(const struct vmm_guest *g, unsigned slot)
+{
+	unsigned pos = g->gen[slot].pos;
+
+	return pos + 1 < g->nr_live ? g->order[pos + 1] : slot;
 }
 
 /* Generations since an evicted page byte was stamped (exact: see the sweep above). */
@@ -231,17 +285,21 @@ static inline bool guest_unfree(struct vmm_guest *g, uint64_t idx)
 	return true;
 }
 
-/* Move the resident page at pages[idx] (chunk ci) from its generation to seq with tier. */
-void vmm_gen_move(struct vmm_guest *g, uint64_t idx, uint64_t ci, uint64_t seq, unsigned tier);
-/* Make the evicted page at pages[idx] resident in max_seq with tier. */
+/* Move the resident page at pages[idx] (chunk ci) from its generation to slot with tier. */
+void vmm_gen_move(struct vmm_guest *g, uint64_t idx, uint64_t ci, unsigned slot, unsigned tier);
+/* Make the evicted page at pages[idx] resident in the youngest generation with tier. */
 void vmm_gen_insert(struct vmm_guest *g, uint64_t idx, uint64_t ci, unsigned tier);
 /* Take the resident page at pages[idx] out of the generations, stamped with max_seq. */
 void vmm_gen_remove(struct vmm_guest *g, uint64_t idx, uint64_t ci);
-/* Drop empty generations at the old end (never max_seq); carries tier control over. */
+/* Drop empty generations at the old end (never the youngest); carries tier control over. */
 void vmm_gen_trim(struct vmm_guest *g);
 /* Apply one young (or dirty-only) report to pages [pfn, pfn + n) of range r. */
 void vmm_gen_young(struct vmm_guest *g, const struct guest_range *r, uint64_t pfn, uint64_t n,
 		   bool accessed, bool dirty);
+/* The same for a batch the walker reported over range r (leaves past it go through
+ * vmm_gen_young_span): the per-call setup once per batch. */
+void vmm_gen_young_batch(struct vmm_guest *g, const struct guest_range *r,
+			 const struct vmm_young *batch, size_t n);
 /* The same for a leaf the walker reported, [gpa, gpa + npages * 4 KiB): the parts in holes
  * are skipped (a huge leaf may map MMIO too).  O(npages + ranges crossed). */
 void vmm_gen_young_span(struct vmm_guest *g, uint64_t gpa, uint64_t npages, bool accessed,
@@ -255,7 +313,24 @@ uint64_t vmm_refault_record(struct vmm_guest *g, uint8_t b);
 
 /* ---- reuses (reuse.c) -------------------------------------------------------------------- */
 
-/* A new aging round began (max_seq born): the idle-age bucket of every live generation. */
+/* A new aging round began (max_seq born): the idle-age bucket of every live generation;
+ * last round's reuses folded into the histograms. */
 void vmm_reuse_new_round(struct vmm_guest *g);
+/* One reuse from a page in bucket k; first: the page was in tier 0. */
+static inline void guest_count_reuse(struct vmm_guest *g, unsigned k, bool first)
+{
+	g->reuse_round[k] += 1 | (uint64_t)first << 32;
+}
+/* The histograms with this round's reuses in (all, or first comebacks). */
+void vmm_reuse_hists(const struct vmm_guest *g, uint64_t *all, uint64_t *first);
+
+/* ---- the layout (generations.c) ---------------------------------------------------------- */
+
+/* Which generation a new round merges into its younger neighbour when all nr_gens are in
+ * use, from the births (oldest first, n >= 2) and page counts of the live generations at
+ * now_ms: the index i of the older one (0 folds the oldest into the next).  Pure; shared by
+ * the guest and vmm_gens_reach_ms's table test.  O(n). */
+unsigned vmm_gens_pick_merge(const uint64_t *birth_ms, const uint64_t *pages, unsigned n,
+			     uint64_t now_ms);
 
 #endif /* MEMTIDE_VMM_GUEST_PRIV_H */

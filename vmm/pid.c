@@ -11,10 +11,14 @@
  *
  *   1. Output limits: u is clamped to [out_min, out_max]; an actuator has a range.
  *   2. Anti-windup (conditional integration, plus a clamp): while the output is saturated
- *      and the error pushes it further out, the integral does not grow; and the integral
- *      itself never leaves [out_min, out_max].  Without this, a long saturation (say the
- *      guest sits idle and the threshold is pinned at its minimum) builds an integral that
- *      takes as long again to unwind: the overshoot the tests look for.
+ *      and the error pushes it further out, the integral grows no further than to where
+ *      the output reaches the limit; and the integral itself never leaves [out_min,
+ *      out_max].  Without this, a long saturation (say the guest sits idle and the
+ *      threshold is pinned at its minimum) builds an integral that takes as long again to
+ *      unwind: the overshoot the tests look for.  (Keeping the old integral outright, as
+ *      this did first, could stop the output short of the limit for good: the reclaim
+ *      controller, started at 2 min under refaults at 100x its target, stopped at 56 min
+ *      and never reached its longest age, 1 h, where it holds.)
  *   3. Derivative on measurement: the D term uses -d(measurement)/dt, not de/dt, so a step
  *      of the setpoint does not kick the output ("derivative kick").
  *   4. Derivative smoothing: an exponential moving average of the measurement's slope,
@@ -75,10 +79,12 @@ double vmm_pid_update(struct vmm_pid *pid, double setpoint, double measurement, 
 	double integral = clamp(pid->integral + c->ki * err * dt_s, c->out_min, c->out_max);
 	double u = p + integral + d;
 
-	/* Step 2: saturated and the error pushes further out: keep the old integral. */
-	if ((u > c->out_max && integral > pid->integral) ||
-	    (u < c->out_min && integral < pid->integral))
-		integral = pid->integral;
+	/* Step 2: saturated and the error pushes further out: the integral goes only as far
+	 * as puts the output at the limit (never back past where it was). */
+	if (u > c->out_max && integral > pid->integral)
+		integral = clamp(c->out_max - p - d, pid->integral, integral);
+	else if (u < c->out_min && integral < pid->integral)
+		integral = clamp(c->out_min - p - d, integral, pid->integral);
 	pid->integral = integral;
 	/* Step 1 */
 	pid->output = clamp(p + integral + d, c->out_min, c->out_max);

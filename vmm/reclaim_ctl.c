@@ -85,6 +85,48 @@
  *   the 5 over are phases and scan, whose idle data comes back all at once after minutes
  *   of idleness, which no reuse seen before could predict.  The price is memory: with no
  *   vouched threshold the guest gives back only what it does not use.
+ * Weighing (cfg.weigh): "reused past the longest age" used to hold everything.  A key-value
+ *   server's guest with a sampled source (memtided's ept plugin sees 200 ms of every 5 s)
+ *   showed why that is wrong: its hot pages, touched once a second, were seen once every
+ *   ~25 s, so some showed gaps past the 70 s the generations then told apart; 1.4 GiB
+ *   written once and never read again sat beside them, and memtided took nothing.  Pages
+ *   that came back after a long gap are a known population; pages written once are not.
+ *   So with reuse_raises_tier (generations.c) a reuse lifts a page's tier, the aging hand
+ *   counts the reuses of tier-0 pages apart (first comebacks), and when the floor over all
+ *   reuses lies past the longest age the controller keeps two floors with the allowance
+ *   shared (otherwise one floor over all reuses serves both: split, the lab's phases trace
+ *   went from 0 to 74x its budget, its pages that never came back judged without the
+ *   evidence of those that did, which came back after minutes the same way):
+ *   - pages that never came back (tier 0) go past the floor of their first comebacks
+ *     (floor_ms; the threshold, age_ms, is the PID's or this floor, as before): those
+ *     first comebacks are exactly the refaults taking them would cause;
+ *   - pages that came back (tier 1 and up) go past the floor of their later reuses, with
+ *     what the first comebacks leave of the allowance (reused_floor_ms, reused_age_ms),
+ *     once vouched for like any floor; until then, or when it lies past the longest age,
+ *     they stay (mode "unreused"; the eviction hand's reused_min_age_ms);
+ *   - when even first comebacks run past the longest age faster than the budget, no age
+ *     keeps all of them, but a part may go (mode "step"): vmm_decide measures, at each
+ *     bucket age A up to the longest, how often a page idle past A comes back (first
+ *     comebacks past A per minute over the pages idle past A) and lets as many go as the
+ *     budget carries at that rate, counting those already out, one max_step at a time; the
+ *     averaged refault rate watches it (a rate above the target holds, as at the longest
+ *     age).
+ *   Probing: a floor counts once the guest was watched trust_factor times as long
+ *   ("Holding"); at memtided's 5 s interval with a sampled source a key-value server's
+ *   floor lies near 90 s (its hot pages' sampled gaps), so it counted after six minutes,
+ *   while most of its RAM had been idle since it was loaded.  What the trust factor guards
+ *   against is pages that come back later than the guest has been watched; the first
+ *   comebacks seen so far say how likely that is.  So while the floor is not yet vouched
+ *   for, the controller probes at the floor of first comebacks computed with a
+ *   trust_factor-th of the allowance (a margin for what it has not seen yet), once it has
+ *   watched as long: pages that never came back, idle past it, go at most probe_pages a
+ *   round, 1/64 of the guest at first and twice as many each round the averaged refault
+ *   rate keeps the target; a rate over it holds (refaults) and the probe starts again
+ *   small.  The pages that came back stay.  What a wrong probe costs is what it took before
+ *   the refaults showed.
+ *   The balloon and the guest's reclaim cannot tell the two populations apart: they read
+ *   the estimate at the longer threshold, and hold while the pages that came back stay for
+ *   good or the controller steps (vmm_decision.estimate_age_ms, holds_all_takers).
  * Known bias: the loop zeroes the average of log2(1 + r / target), and a noisy r whose log
  * averages to the target's has a higher plain average (Jensen), so a noisy rate settles
  * above the target: 8% with raw interval counts in the test above; with the moving
@@ -112,6 +154,8 @@ void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg)
 	cfg->smooth_tau_ms = 60 * 1000;
 	cfg->reuse_tau_ms = 5 * 60 * 1000;
 	cfg->trust_factor = 4;
+	cfg->weigh = true;
+	cfg->probe = false; /* measured: reclaim_ctl.c, "Probing" */
 	cfg->pid = (struct vmm_pid_config){
 	    .kp = 0.25, .ki = 0.01, .kd = 0.0, .d_smoothing = 0.2,
 	    /* out_min / out_max are set by vmm_reclaim_init from the age limits */
@@ -149,12 +193,25 @@ int vmm_reclaim_init(struct vmm_reclaim_ctl *ctl, const struct vmm_reclaim_confi
 	ctl->pid.integral = log2((double)cfg->max_age_ms / (double)cfg->initial_age_ms);
 	ctl->pid.output = ctl->pid.integral;
 	ctl->age_ms = cfg->initial_age_ms;
+	ctl->reused_age_ms = cfg->initial_age_ms;
 	return 0;
 }
 
+/* The least age of the oldest generation's birth, in rounds, once the rule of
+ * generations.c ("The layout") first folds the oldest, for 2..16 generations: the rule run
+ * for 200,000 regular rounds (tests/unit/test_generations.c runs it again and compares). */
+static const uint16_t gens_reach_rounds[VMM_MAX_NR_GENS + 1] = {
+    [2] = 1,   [3] = 2,   [4] = 3,   [5] = 5,    [6] = 8,    [7] = 12,   [8] = 21,   [9] = 28,
+    [10] = 47, [11] = 76, [12] = 92, [13] = 167, [14] = 238, [15] = 408, [16] = 766,
+};
+
 uint64_t vmm_gens_reach_ms(unsigned nr_gens, uint64_t round_ms)
 {
-	return nr_gens > 2 ? (uint64_t)(nr_gens - 2) * round_ms : round_ms;
+	if (nr_gens < VMM_MIN_NR_GENS)
+		nr_gens = VMM_MIN_NR_GENS;
+	if (nr_gens > VMM_MAX_NR_GENS)
+		nr_gens = VMM_MAX_NR_GENS;
+	return gens_reach_rounds[nr_gens] * round_ms;
 }
 
 void vmm_reclaim_config_fit(struct vmm_reclaim_config *cfg, unsigned nr_gens, uint64_t round_ms)
@@ -184,6 +241,45 @@ const char *vmm_reclaim_hold_name(enum vmm_reclaim_hold why)
 	return "?";
 }
 
+const char *vmm_reclaim_mode_name(enum vmm_reclaim_mode mode)
+{
+	switch (mode) {
+	case VMM_TAKE_BY_AGE:
+		return "by-age";
+	case VMM_TAKE_UNREUSED:
+		return "unreused";
+	case VMM_TAKE_STEP:
+		return "step";
+	}
+	return "?";
+}
+
+void vmm_reclaim_observe_first(struct vmm_reclaim_ctl *ctl, const uint64_t *first_hist, bool reuse)
+{
+	if (!ctl || !first_hist)
+		return;
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
+		if (first_hist[k] < ctl->reuse_first_now[k])
+			ctl->reuse_first_last[k] = 0; /* a new guest state */
+		ctl->reuse_first_now[k] = first_hist[k];
+		if (!reuse)
+			ctl->reuse_first_last[k] = first_hist[k];
+	}
+	ctl->first_fed = true;
+}
+
+double vmm_reclaim_reuse_rate(const struct vmm_reclaim_ctl *ctl, uint64_t age_ms, bool first_only)
+{
+	const double *win = first_only && ctl->first_fed ? ctl->reuse_first_win : ctl->reuse_win;
+	double n = 0.0;
+
+	if (ctl->reuse_win_ms <= 0.0)
+		return 0.0;
+	for (unsigned k = vmm_reuse_bucket_of(age_ms); k < VMM_REUSE_BUCKETS; k++)
+		n += win[k];
+	return n * 60000.0 / ctl->reuse_win_ms;
+}
+
 void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist)
 {
 	if (!ctl || !hist)
@@ -203,9 +299,69 @@ void vmm_reclaim_skip_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist)
 		ctl->reuse_now[k] = ctl->reuse_last[k] = hist[k];
 }
 
+/* The lowest bucket whose reuses at or past it fit the allowance, as an age (0 for the
+ * first bucket); FLOOR_PAST when even the longest age the generations tell apart does not
+ * (the floor lies past max_age_ms). */
+#define FLOOR_PAST UINT64_MAX
+static uint64_t floor_of(const struct vmm_reclaim_config *c, const double *win, double allowed)
+{
+	double cost = 0.0;
+	unsigned k = VMM_REUSE_BUCKETS;
+
+	/* Reuses a threshold in bucket k would have turned into refaults: those at ages in
+	 * bucket k or above. */
+	while (k > 0 && cost + win[k - 1] <= allowed)
+		cost += win[--k];
+	if (k == VMM_REUSE_BUCKETS || vmm_reuse_bucket_ms(k) > c->max_age_ms)
+		return FLOOR_PAST;
+	return vmm_reuse_bucket_ms(k);
+}
+
+/* Fold the interval's growth of one histogram into its window. */
+static uint64_t fold(uint64_t *now, uint64_t *last, double *win, double decay)
+{
+	uint64_t seen = 0;
+
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
+		uint64_t grew = now[k] - last[k];
+		last[k] = now[k];
+		win[k] = win[k] * decay + (double)grew;
+		seen += grew;
+	}
+	return seen;
+}
+
+/* Has the guest been watched long enough to vouch for a floor (the file comment,
+ * "Holding")?  The shortest threshold that can be applied: the floor, or min_age_ms above
+ * it.  A page idle for t can be seen reused only once the guest has been watched for t,
+ * whoever chose t: vouching for the floor alone (1 s, 10 s into a run) let memtide-sim
+ * evict at the 10 s minimum 10 s after the start, and python3's trace paid it back at 11x
+ * the budget. */
+static bool vouched(const struct vmm_reclaim_ctl *ctl, uint64_t floor_ms)
+{
+	const struct vmm_reclaim_config *c = &ctl->cfg;
+	uint64_t t = floor_ms > c->min_age_ms ? floor_ms : c->min_age_ms;
+
+	return ctl->watched_ms >= (uint64_t)c->trust_factor * t;
+}
+
+/* Reuses at bucket k or past it in win. */
+static double cost_from(const double *win, unsigned k)
+{
+	double cost = 0.0;
+
+	for (; k < VMM_REUSE_BUCKETS; k++)
+		cost += win[k];
+	return cost;
+}
+
 /* The reuse floor (why: the file comment): fold the interval's reuses and refaults into
- * the window, find the lowest threshold whose predicted refault rate keeps the target
- * (ctl->floor_ms), and say whether the window vouches for it ("Holding", the file comment).
+ * the windows, find the lowest threshold whose predicted refault rate keeps the target, and
+ * say whether the windows vouch for it ("Holding").  When even the longest age does not
+ * keep it, weigh ("Weighing"): pages that never came back (their first comebacks) and
+ * pages that did (their later reuses) each get a floor, the allowance shared: first
+ * comebacks spend it first (ctl->floor_ms), the pages that came back get what is left
+ * (ctl->reused_floor_ms).  While a floor is not yet vouched for, probe ("Probing").
  * *informed: the window holds reuses the aging hand saw (refaults alone say only that the
  * threshold was too short, nothing about what a shorter one would cost). */
 static enum vmm_reclaim_hold reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
@@ -214,41 +370,70 @@ static enum vmm_reclaim_hold reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t r
 {
 	const struct vmm_reclaim_config *c = &ctl->cfg;
 	double decay = exp(-(double)dt_ms / (double)c->reuse_tau_ms);
-	uint64_t seen = 0;
+	uint64_t seen = fold(ctl->reuse_now, ctl->reuse_last, ctl->reuse_win, decay);
+	double *first = ctl->first_fed ? ctl->reuse_first_win : ctl->reuse_win;
+	double known[VMM_REUSE_BUCKETS];
 
-	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
-		uint64_t grew = ctl->reuse_now[k] - ctl->reuse_last[k];
-		ctl->reuse_last[k] = ctl->reuse_now[k];
-		ctl->reuse_win[k] = ctl->reuse_win[k] * decay + (double)grew;
-		seen += grew;
-	}
+	fold(ctl->reuse_first_now, ctl->reuse_first_last, ctl->reuse_first_win, decay);
+	/* Refaults are counted at the threshold that let them go, as first comebacks too:
+	 * the threshold applies to the pages that never came back. */
 	ctl->reuse_win[vmm_reuse_bucket_of(ctl->age_ms)] += (double)refault_pages;
+	if (ctl->first_fed)
+		ctl->reuse_first_win[vmm_reuse_bucket_of(ctl->age_ms)] += (double)refault_pages;
 	ctl->reuse_win_ms = ctl->reuse_win_ms * decay + (double)dt_ms;
 	ctl->reuses_seen = ctl->reuses_seen * decay + (double)seen;
 	*informed = ctl->reuses_seen >= 1.0;
 
-	/* Reuses a threshold in bucket k would have turned into refaults: those at ages in
-	 * bucket k or above.  The allowance is the target's count over the window. */
+	/* The allowance is the target's count over the window. */
 	double allowed = target * (double)resident_pages * ctl->reuse_win_ms / 60000.0;
-	double cost = 0.0;
-	unsigned k = VMM_REUSE_BUCKETS;
-	while (k > 0 && cost + ctl->reuse_win[k - 1] <= allowed)
-		cost += ctl->reuse_win[--k];
-	if (k == VMM_REUSE_BUCKETS || vmm_reuse_bucket_ms(k) > c->max_age_ms) {
+	ctl->floor_all_ms = floor_of(c, ctl->reuse_win, allowed);
+	ctl->floor_first_ms = floor_of(c, first, allowed);
+	ctl->mode = VMM_TAKE_BY_AGE;
+	ctl->reused_floor_ms = 0; /* one threshold for all */
+	ctl->floor_ms = ctl->floor_all_ms;
+	ctl->probing = false;
+	if (ctl->floor_all_ms == FLOOR_PAST) {
 		ctl->floor_ms = c->max_age_ms;
-		return VMM_HOLD_TOO_OLD; /* even the longest age reuses too often */
+		if (!c->weigh)
+			return VMM_HOLD_TOO_OLD; /* even the longest age reuses too often */
+		if (ctl->floor_first_ms == FLOOR_PAST) {
+			/* Even pages that never came back return past the longest age: a step
+			 * (vmm_decide), and the others stay. */
+			ctl->mode = VMM_TAKE_STEP;
+			ctl->reused_floor_ms = FLOOR_PAST;
+		} else {
+			double left =
+			    allowed - cost_from(first, vmm_reuse_bucket_of(ctl->floor_first_ms));
+			for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++)
+				known[k] = ctl->reuse_win[k] > first[k]
+					       ? ctl->reuse_win[k] - first[k]
+					       : 0.0;
+			uint64_t r = floor_of(c, known, left > 0.0 ? left : 0.0);
+			/* Not yet vouched for: the pages that came back stay until it is. */
+			ctl->mode = VMM_TAKE_UNREUSED;
+			ctl->floor_ms = ctl->floor_first_ms;
+			ctl->reused_floor_ms = r != FLOOR_PAST && vouched(ctl, r) ? r : FLOOR_PAST;
+		}
 	}
-	ctl->floor_ms = vmm_reuse_bucket_ms(k);
 	if (!*informed && ctl->watched_ms < c->reuse_tau_ms)
 		return VMM_HOLD_LEARNING; /* no reuse seen yet: nothing measured */
-	/* The shortest threshold that can be applied: the floor, or min_age_ms above it.  A
-	 * page idle for t can be seen reused only once the guest has been watched for t,
-	 * whoever chose t: vouching for the floor alone (1 s, 10 s into a run) let memtide-sim
-	 * evict at the 10 s minimum 10 s after the start, and python3's trace paid it back at
-	 * 11x the budget. */
-	uint64_t t = ctl->floor_ms > c->min_age_ms ? ctl->floor_ms : c->min_age_ms;
-	if (ctl->watched_ms < (uint64_t)c->trust_factor * t)
+	/* A step measures as it goes (vmm_decide): its pages came back past the longest age,
+	 * which the guest was watched for. */
+	if (ctl->mode == VMM_TAKE_STEP || vouched(ctl, ctl->floor_ms))
+		return VMM_HOLD_NONE;
+	/* Probing: the first comebacks' floor with a trust_factor-th of the allowance, watched
+	 * once as long. */
+	uint64_t p = floor_of(c, first, allowed / (c->trust_factor ? c->trust_factor : 1));
+	if (!c->weigh || !c->probe || !*informed || p == FLOOR_PAST)
 		return VMM_HOLD_LEARNING; /* not watched long enough to see reuses past t */
+	if (p < ctl->floor_ms)
+		p = ctl->floor_ms;
+	if (ctl->watched_ms < (p > c->min_age_ms ? p : c->min_age_ms))
+		return VMM_HOLD_LEARNING;
+	ctl->probing = true;
+	ctl->mode = VMM_TAKE_UNREUSED;
+	ctl->floor_ms = p;
+	ctl->reused_floor_ms = FLOOR_PAST;
 	return VMM_HOLD_NONE;
 }
 
@@ -298,11 +483,30 @@ uint64_t vmm_reclaim_update(struct vmm_reclaim_ctl *ctl, uint64_t refault_pages,
 			ctl->pid.output = a;
 		}
 	}
-	/* At the longest age and still above the target: nothing shorter is left to try. */
-	if (why == VMM_HOLD_NONE && a <= 0.0 && ctl->rate_per_min > target)
+	/* At the longest age and still above the target: nothing shorter is left to try.  A
+	 * step or a probe is watched the same way: taking more while the refaults run past the
+	 * target would only add to them. */
+	if (why == VMM_HOLD_NONE && (a <= 0.0 || ctl->mode == VMM_TAKE_STEP || ctl->probing) &&
+	    ctl->rate_per_min > target)
 		why = VMM_HOLD_REFAULTS;
+	/* The probe doubles each round the refaults keep the target, from 1/64 of the guest. */
+	if (ctl->probing && why == VMM_HOLD_NONE) {
+		uint64_t first = resident_pages / 64 ? resident_pages / 64 : 1;
+		ctl->probe_pages = ctl->probe_pages ? ctl->probe_pages * 2 : first;
+		if (ctl->probe_pages > resident_pages)
+			ctl->probe_pages = resident_pages;
+	} else {
+		ctl->probe_pages = 0;
+	}
 	ctl->hold_why = why;
 	ctl->hold = why != VMM_HOLD_NONE;
 	ctl->age_ms = age_of(c, a);
+	/* The pages that came back: at their own floor when it lies past the threshold, and
+	 * not at all while it is past the longest age or not yet vouched for. */
+	ctl->reused_age_ms = ctl->reused_floor_ms == FLOOR_PAST   ? UINT64_MAX
+			     : ctl->reused_floor_ms > ctl->age_ms ? ctl->reused_floor_ms
+								  : ctl->age_ms;
+	if (ctl->mode == VMM_TAKE_UNREUSED && ctl->reused_age_ms == ctl->age_ms)
+		ctl->mode = VMM_TAKE_BY_AGE;
 	return ctl->age_ms;
 }

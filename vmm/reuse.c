@@ -24,15 +24,22 @@
  * Not a reuse: a page marked free (vmm_hint_free) that the guest uses again.  It held
  * nothing; the guest is filling fresh memory, and evicting it would have cost no refault.
  *
- * Accuracy: the age is known to one aging interval (the generation's resolution), and a
- * page folded into an older generation's successor (nr_gens exceeded) reads as younger than
- * it is, so the longest ages are undercounted; both err towards predicting refaults at a
- * shorter threshold, never towards hiding them.
+ * Accuracy: the age is the age of the page's generation, whose birth is the youngest of
+ * the rounds merged into it (generations.c, "The layout"): a page reads at least 1/2.2 of
+ * its idle time, and as idle as the eviction hand will take it to be.  So a reuse counted
+ * at age A is a refault under any threshold at or below A, and under no longer one: the
+ * eviction hand takes a generation only once its age reaches the threshold.
+ *
+ * First comebacks: reuse_first_hist counts the reuses of pages in tier 0.  With
+ * reuse_raises_tier a reuse lifts the page's tier, so those are the pages' first returns:
+ * the reclaim controller weighs pages that never came back apart from those that did
+ * (reclaim_ctl.c, "Weighing").
  *
  * Cost: the bucket of each live generation is computed once per aging round (O(nr_gens),
  * here); the aging hand then adds one increment per page it promotes (generations.c).
  */
 #include <math.h>
+#include <string.h>
 
 #include "guest_priv.h"
 
@@ -54,11 +61,23 @@ uint64_t vmm_reuse_bucket_ms(unsigned k)
 	return (uint64_t)ceil(1000.0 * exp2((double)k / 2.0));
 }
 
+void vmm_reuse_hists(const struct vmm_guest *g, uint64_t *all, uint64_t *first)
+{
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
+		all[k] = g->reuse_hist[k] + (g->reuse_round[k] & 0xffffffffu);
+		first[k] = g->reuse_first_hist[k] + (g->reuse_round[k] >> 32);
+	}
+}
+
 void vmm_reuse_new_round(struct vmm_guest *g)
 {
-	uint64_t now = g->gen_birth_ms[SLOT(g->max_seq)];
+	uint64_t now = g->gen[guest_youngest(g)].birth_ms;
 
-	for (uint64_t seq = g->min_seq; seq <= g->max_seq; seq++)
-		g->reuse_bucket[SLOT(seq)] =
-		    (uint8_t)vmm_reuse_bucket_of(now - g->gen_birth_ms[SLOT(seq)]);
+	vmm_reuse_hists(g, g->reuse_hist, g->reuse_first_hist);
+	memset(g->reuse_round, 0, sizeof(g->reuse_round));
+
+	for (unsigned i = 0; i < g->nr_live; i++) {
+		struct gen_slot *gs = &g->gen[g->order[i]];
+		gs->reuse_bucket = (uint8_t)vmm_reuse_bucket_of(now - gs->birth_ms);
+	}
 }

@@ -3,19 +3,20 @@
  * wss.c - the working-set estimate (Part 7 of libvmm).
  *
  * "How much of this guest did it touch in the last 5 s, 30 s, 2 min, 10 min?"  The
- * generations already hold the answer: generation seq was born at gen_birth_ms[seq], the
- * start of the aging round that found its pages used.  A page in generation seq was last
- * seen accessed by that round, so at now_ms it has been idle for at most
- * now_ms - birth(seq) (plus the interval before the round, which we cannot resolve).
- * The estimate for idle age A is the resident pages of every generation with
+ * generations already hold the answer: each generation has its birth_ms, the start of the
+ * aging round that opened it, and holds the pages last seen used by that round or by an
+ * older round merged into it (generations.c, "The layout").  So at now_ms its pages have
+ * been idle since now_ms - birth or longer.  The estimate for idle age A is the resident
+ * pages of every generation with
  *
- *     now_ms - birth(seq) <= A
+ *     now_ms - birth <= A
  *
- * in bytes: the memory the guest used within A, give or take one aging interval.  It errs
- * on the side of more: a generation born within A may hold pages used just before A
- * began, never the other way round, so a balloon sized from it does not squeeze the
- * guest.  Its resolution is the aging interval, and its reach nr_gens - 1 intervals: an
- * age beyond the oldest generation's birth counts every resident page.
+ * in bytes: the memory the guest used within A.  It errs on the side of more: a
+ * generation born within A may hold pages used before A began, never the other way round,
+ * so a balloon sized from it does not squeeze the guest.  Its resolution is a generation's
+ * width: one aging interval for the young ones, wider for older ones (generations.c, "The
+ * layout": a page idle for t reads at least t / 2.2); an age beyond the oldest
+ * generation's birth counts every resident page.
  *
  * Cost: O(n * nr_gens).
  */
@@ -35,11 +36,11 @@ int vmm_wss(const struct vmm_guest *g, uint64_t now_ms, const uint64_t *ages_ms,
 	for (size_t i = 0; i < n; i++) {
 		uint64_t pages = 0;
 		/* Youngest first: stop at the first generation older than the age. */
-		for (uint64_t seq = g->max_seq + 1; seq-- > g->min_seq;) {
-			uint64_t birth = g->gen_birth_ms[SLOT(seq)];
-			if (now_ms > birth && now_ms - birth > ages_ms[i])
+		for (unsigned k = g->nr_live; k-- > 0;) {
+			const struct gen_slot *gs = &g->gen[g->order[k]];
+			if (now_ms > gs->birth_ms && now_ms - gs->birth_ms > ages_ms[i])
 				break;
-			pages += g->gen_pages[SLOT(seq)];
+			pages += gs->pages;
 		}
 		bytes_out[i] = pages << VMM_PAGE_SHIFT;
 	}

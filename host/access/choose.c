@@ -13,6 +13,7 @@
 
 #include "access/ept_file.h"
 #include "access/young_dump.h"
+#include "base/qemu_dir.h"
 
 void mtd_access_env_default(struct mtd_access_env *env)
 {
@@ -57,7 +58,7 @@ static int try_one(const struct mtd_access_env *env, enum mtd_access_pref which,
 			return -ENAMETOOLONG;
 		}
 		return mtd_source_ept_new(path, env->qemu_pid, env->guest_bytes, env->ept_window_ms,
-					  out, why, len);
+					  env->interval_ms, out, why, len);
 	case MTD_ACCESS_IDLE:
 		return mtd_source_idle_new(env->proc_dir, env->idle_bitmap, env->qemu_pid,
 					   env->guest_bytes, out, why, len);
@@ -161,15 +162,16 @@ int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 	return 0;
 }
 
-void mtd_access_daemon_start(const char *ept_dir)
+void mtd_access_daemon_start(const char *ept_dir, const char *run_dir)
 {
 	struct mtd_access_env env;
 
 	mtd_access_env_default(&env);
-	(void)mkdir(env.run_dir, 0755);
-	if (mkdir(ept_dir, 01777) == 0)
-		(void)chmod(ept_dir, 01777); /* past the umask */
-	mtd_damon_cleanup(env.damon_admin, env.run_dir);
+	(void)mkdir(run_dir, 0755);
+	/* The plugin in QEMU (libvirt's qemu user, group kvm) makes its table here; sticky, so
+	 * each table stays its creator's. */
+	(void)mtd_qemu_dir_make(ept_dir, 01770);
+	mtd_damon_cleanup(env.damon_admin, run_dir);
 }
 
 void mtd_access_refresh_status(const struct mtd_source *src, struct mtd_vm_status *st)

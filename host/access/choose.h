@@ -54,9 +54,10 @@ void mtd_access_env_default(struct mtd_access_env *env);
 int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 		      struct mtd_access_choice *ch);
 
-/* At daemon start: the directory QEMU's plugins write their tables in (sticky, world-
- * writable like /tmp: QEMU runs as its own user), and a kdamond a crashed memtided left. */
-void mtd_access_daemon_start(const char *ept_dir);
+/* At daemon start: the directory QEMU's plugins write their tables in (root:kvm 01770 when
+ * missing: QEMU runs as libvirt's qemu user in group kvm; base/qemu_dir.h), memtided's
+ * run_dir, and a kdamond a crashed memtided left (its claim is run_dir/damon.owner). */
+void mtd_access_daemon_start(const char *ept_dir, const char *run_dir);
 
 /* Copy a choice into a VM status. */
 void mtd_access_choice_to_status(const struct mtd_access_choice *ch, struct mtd_vm_status *st);

@@ -206,6 +206,14 @@ int mtd_ept_file_layout(struct mtd_ept_file *f, uint64_t ram_bytes, struct vmm_r
 
 void mtd_ept_file_request_window(struct mtd_ept_file *f, uint64_t window_ms)
 {
+	mtd_ept_file_request_window_at(f, window_ms, 0);
+}
+
+void mtd_ept_file_request_window_at(struct mtd_ept_file *f, uint64_t window_ms,
+				    uint64_t not_before_ms)
+{
+	/* Before req_seq: the plugin reads both once it sees the new request. */
+	__atomic_store_n(&f->h->window_not_before_ms, not_before_ms, __ATOMIC_RELEASE);
 	__atomic_store_n(&f->h->window_ms, window_ms, __ATOMIC_RELEASE);
 	__atomic_store_n(&f->h->mode, MTD_EPT_MODE_WINDOWS, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&f->h->req_seq, 1, __ATOMIC_ACQ_REL);

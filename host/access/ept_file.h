@@ -61,6 +61,9 @@ int mtd_ept_file_layout(struct mtd_ept_file *f, uint64_t ram_bytes, struct vmm_r
 
 /* Ask for one sampling window of window_ms (mode WINDOWS), or instrumentation always / off. */
 void mtd_ept_file_request_window(struct mtd_ept_file *f, uint64_t window_ms);
+/* The same, starting no sooner than not_before_ms (CLOCK_MONOTONIC; 0: at once). */
+void mtd_ept_file_request_window_at(struct mtd_ept_file *f, uint64_t window_ms,
+				    uint64_t not_before_ms);
 void mtd_ept_file_set_mode(struct mtd_ept_file *f, enum mtd_ept_mode mode);
 
 /* Is the QEMU that owns the file still running? */

@@ -99,6 +99,11 @@ struct mtd_ept_header {
 	uint64_t heartbeat_ms; /* CLOCK_MONOTONIC of the plugin's last poll */
 	uint64_t marks;        /* leaf updates (a bit newly set) */
 	uint64_t dropped;      /* RAM accesses outside the layout or span */
+	/* ---- control again, appended so that every field above keeps its offset (an older
+	 * plugin never reads it; an older controller leaves it 0) ---- */
+	uint64_t window_not_before_ms; /* the window asked for starts no sooner (CLOCK_MONOTONIC;
+					* 0: at once): memtided places each at a random moment
+					* of its interval (source_ept.c says why) */
 };
 
 /* Offsets of the tables for a span (a multiple of 1 GiB, at most MTD_EPT_SPAN_MAX). */

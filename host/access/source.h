@@ -108,11 +108,13 @@ int mtd_source_agent_new(struct mtd_agent_link *link, uint64_t guest_bytes, uint
 /*
  * The ept source over the plugin's table file at path (ept_file.h), which must belong to
  * QEMU process qemu_pid (0: not checked).  guest_bytes: the guest's RAM, used for the layout
- * when the plugin was not told it.  window_ms: each round's sampling window.  0, or -errno
- * with a sentence in why (-ENOENT: QEMU runs without the plugin; -ESRCH, -EBUSY, -EINVAL).
+ * when the plugin was not told it.  window_ms: each round's shortest sampling window; it
+ * widens up to a fifth of interval_ms (the rounds' interval) while the windows miss pages in
+ * use (vmm_sample_update).  0, or -errno with a sentence in why (-ENOENT: QEMU runs without
+ * the plugin; -ESRCH, -EBUSY, -EINVAL).
  */
 int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uint64_t window_ms,
-		       struct mtd_source *out, char *why, size_t whylen);
+		       uint64_t interval_ms, struct mtd_source *out, char *why, size_t whylen);
 
 /*
  * The idle source over QEMU process qemu_pid's guest-RAM frames (proc_dir/PID/{maps,

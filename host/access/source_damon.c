@@ -516,12 +516,24 @@ static void damon_destroy(void *ctx)
 	free(s);
 }
 
+/* DAMON samples one page per region every sampling interval through each aggregation:
+ * no window of the round to widen (vmm/sample.c is for the ept source). */
+static int damon_describe(void *ctx, char *buf, size_t len)
+{
+	(void)ctx;
+	snprintf(buf, len,
+		 "DAMON's regions, sampled all through each aggregation; no sampling "
+		 "window");
+	return 0;
+}
+
 static const struct mtd_source_ops damon_ops = {
     .name = "damon",
     .per_page = true,
     .age = damon_age,
     .evicted = NULL, /* the guest picks what the balloon takes (see source_ept.c) */
     .fresh = damon_fresh,
+    .describe = damon_describe,
     .destroy = damon_destroy,
 };
 

@@ -89,6 +89,7 @@ struct mtd_agent_link {
 	uint64_t ping_sent_ms;
 	uint32_t rtt_us[RTT_SAMPLES];
 	unsigned rtt_n, rtt_next;
+	uint64_t rtt_sum_us; /* every answered ping's round trip, added up (ctr.pongs of them) */
 
 	/* what the agent may say about its VM (agent_bounds.h) */
 	uint64_t ram_bytes;                  /* the VM's RAM (0: not known yet) */
@@ -161,6 +162,12 @@ void mtd_agent_link_rtt(const struct mtd_agent_link *l, uint64_t *p50_us, uint64
 	/* nearest rank: the smallest sample with at least p% of them at or below it */
 	*p50_us = s[(l->rtt_n * 50 + 99) / 100 - 1];
 	*p99_us = s[(l->rtt_n * 99 + 99) / 100 - 1];
+}
+
+void mtd_agent_link_rtt_total(const struct mtd_agent_link *l, uint64_t *count, uint64_t *sum_us)
+{
+	*count = l->ctr.pongs;
+	*sum_us = l->rtt_sum_us;
 }
 
 uint64_t mtd_agent_link_ping_due_back(const struct mtd_agent_link *l)
@@ -633,6 +640,7 @@ static enum proto_status dispatch(struct mtd_agent_link *l, const struct proto_m
 			uint64_t rtt = mono_us() - l->ping_sent_us;
 
 			l->rtt_us[l->rtt_next] = rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
+			l->rtt_sum_us += rtt;
 			l->rtt_next = (l->rtt_next + 1) % RTT_SAMPLES;
 			if (l->rtt_n < RTT_SAMPLES)
 				l->rtt_n++;

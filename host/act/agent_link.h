@@ -56,6 +56,9 @@ void mtd_agent_link_set_ping(struct mtd_agent_link *l, uint64_t interval_ms);
  * and how many the figures rest on (0: none yet). */
 void mtd_agent_link_rtt(const struct mtd_agent_link *l, uint64_t *p50_us, uint64_t *p99_us,
 			unsigned *samples);
+/* Every ping answered since the link was made, and their round trips added up (for a
+ * Prometheus summary's _count and _sum). */
+void mtd_agent_link_rtt_total(const struct mtd_agent_link *l, uint64_t *count, uint64_t *sum_us);
 /* While a ping is in flight: when its answer is due at the latest for the round trip to be
  * worth measuring (sent + 50 ms); 0 when none is.  The VM loop holds its tick until then,
  * so that a tick's QMP calls do not show up as the channel's latency. */

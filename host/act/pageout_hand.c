@@ -603,6 +603,8 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			  in->hold_why ? in->hold_why : "-");
 		return;
 	}
+	/* The controller weighs (vmm/reclaim_ctl.c): pages that came back stay, the rest go,
+	 * or a measured part of them. */
 	budget = swap_budget(h);
 	if (!budget)
 		return;
@@ -623,6 +625,7 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		    .runs = h->runs,
 		    .max_runs = EVICT_RUNS,
 		    .pt = in->pt,
+		    .reused_min_age_ms = d->reused_age_ms,
 		};
 		struct vmm_evict_result er;
 		struct mtd_pageout_result pr;

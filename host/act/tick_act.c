@@ -112,22 +112,31 @@ static void ask_agent(struct mtd_vm_decide *s, const struct mtd_act_env *e,
 }
 
 /* Host-side eviction, once the controller has spoken (pageout_hand.h). */
-static void evict_host(const struct mtd_vm_decide *s, const struct mtd_act_env *e,
-		       const struct mtd_tick *t)
+static void evict_host(struct mtd_vm_act *a, const struct mtd_vm_decide *s,
+		       const struct mtd_act_env *e, const struct mtd_tick *t)
 {
 	const struct mtd_ctl_output *out = &t->out;
 	char why[160];
 	uint64_t seq = 0;
 	const struct proto_reclaim_reply *r =
 	    e->agent ? mtd_agent_link_reclaim_reply(e->agent, &seq) : NULL;
+	/* The guest's first touches grow its RAM on the host: a guest filling memory fast (the
+	 * steady rule's rate, steady.h) is loading, and what it writes is idle until it reads
+	 * it: the values a loading server wrote first were its hot ones (scenario 9 met it
+	 * with the agent's reclaim, scenario 19 with host pageout: the hot tenth paged out
+	 * during the load and read back as the GETs began).  So host pageout waits. */
+	a->rss_filling = mtd_steady_growing(&a->rss_steady, e->ctl, e->draft->host_rss_bytes != 0,
+					    e->draft->host_rss_bytes, t->now_ms);
 	struct mtd_hand_input in = {
 	    .mode = t->mode,
 	    /* Memory is taken only while the controller takes it: not under pressure, a need,
 	     * a hold, a silent source, on exit or opt-out. */
-	    .may_take = out->state == MTD_VM_ACTIVE && !s->observing &&
+	    .may_take = out->state == MTD_VM_ACTIVE && !s->observing && !a->rss_filling &&
 			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE ||
 			 out->reason == MTD_CTL_REFAULT_HOLD),
-	    .why_not = s->observing ? "observe-only" : mtd_ctl_reason_name(out->reason),
+	    .why_not = s->observing     ? "observe-only"
+		       : a->rss_filling ? "the guest is filling memory (its RAM on the host grows)"
+					: mtd_ctl_reason_name(out->reason),
 	    .agent_asked = out->reclaim_bytes && e->agent,
 	    .reply_seq = r ? seq : 0,
 	    .reply_done = r && r->freed_bytes >= r->requested_bytes,
@@ -168,5 +177,5 @@ void mtd_tick_act(struct mtd_vm_act *a, struct mtd_vm_decide *s, const struct mt
 	mtd_balloon_apply(e->balloon, out->balloon_bytes, t->observe, e->ctl->min_change_bytes,
 			  t->now_ms, t->reason, t->who, e->draft, e->audit);
 	if (t->aging)
-		evict_host(s, e, t);
+		evict_host(a, s, e, t);
 }

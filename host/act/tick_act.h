@@ -30,6 +30,8 @@ struct mtd_pageout_hand;
 struct mtd_vm_act {
 	struct vmm_run taken[MTD_MAX_TAKEN_RUNS];
 	size_t nr_taken;
+	struct mtd_steady rss_steady; /* the steady rule's growth on the guest's RAM on the host */
+	bool rss_filling;             /* ... which grows fast: host pageout waits (evict_host) */
 };
 
 /* What the act stage works on, besides the tick and the decision's state. */

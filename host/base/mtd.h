@@ -164,6 +164,9 @@ struct mtd_vm_status {
 	uint64_t balloon_target_bytes; /* what we asked for */
 	uint64_t balloon_actual_bytes; /* what the balloon reports */
 	uint64_t host_rss_bytes;       /* guest RAM resident on the host, when known (0: unknown) */
+	uint64_t resident_bytes;       /* guest memory the reclaim controller counts resident (in
+					* libvmm's generations): its refault ratio is refaults per
+					* second over this (0: unknown, before the first aging) */
 	uint64_t saved_bytes;          /* max_bytes - balloon_actual_bytes, plus FPR returns,
 					* minus the compressed pool's share of pageout */
 	enum mtd_return_via return_in_force; /* how memory goes back now (policy resolved) */
@@ -184,6 +187,8 @@ struct mtd_vm_status {
 	uint64_t reuse_floor_ms;     /* the shortest threshold the guest's reuses allow */
 	char reclaim_hold[24];       /* why the controller takes nothing by age ("" : it does;
 				      * vmm_reclaim_hold_name) */
+	char eviction[240];          /* what eviction by age does this round and why, one line
+				      * (vmm_decision_explain; page-level sources) */
 	double controller_output;
 	uint64_t hold_left_ms;       /* no inflation for this much longer (0: none) */
 	unsigned refused_steps;      /* steps the guest gave back at once, in a row */
@@ -197,6 +202,9 @@ struct mtd_vm_status {
 	uint64_t agent_rtt_p50_us; /* ping round trips (memtided -> agent -> memtided) */
 	uint64_t agent_rtt_p99_us;
 	unsigned agent_rtt_samples; /* the last pings the figures rest on (0: none) */
+	uint64_t agent_rtt_count;   /* every ping answered since attach ... */
+	uint64_t agent_rtt_sum_us;  /* ... and their round trips added up */
+	bool agent_rtt_tracked;     /* the VM has an agent link, whose pings are counted */
 	bool vsock;                 /* the VM has memtided's vhost-user-vsock device */
 	uint32_t vsock_cid;      /* its CID on the kernel's vsock, memtided listening (0: none) */
 	bool vsock_connected;    /* memtided's vhost-user session with QEMU is up */
@@ -218,6 +226,7 @@ struct mtd_vm_status {
 	bool fpr_on;               /* free page reporting enabled on the balloon */
 	uint64_t guest_mem_available_bytes;
 	double guest_psi_some_avg10;
+	bool guest_psi_known; /* the agent reports PSI (guest_psi_some_avg10 is its word) */
 
 	/* The hypervisor peer (QMP socket or libvirt) and the loop's own timing. */
 	uint64_t peer_unresponsive_since_ms; /* a call timed out then (0: the peer answers) */
@@ -279,9 +288,16 @@ int mtd_daemon_detach(struct mtd_daemon *d, const char *name);
 int mtd_daemon_release(struct mtd_daemon *d, const char *name, bool release,
 		       void (*fn)(void *arg, const struct mtd_vm_status *st), void *arg);
 
-/* Policy of one domain.  set validates key and value (errmsg gets a sentence for the user),
- * stores it in the domain's libvirt metadata and applies it.  0, -ENOENT, -EINVAL. */
+/* Policy of one domain.  set validates every key and value (errmsg gets a sentence for the
+ * user), and only when all of them hold, and the policy they make together does, stores it in
+ * the domain's libvirt metadata and applies it: all or none.  0, -ENOENT, -EINVAL. */
+struct mtd_kv {
+	char key[MTD_NAME_MAX];
+	char value[MTD_NAME_MAX];
+};
 int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_policy *out);
+int mtd_daemon_policy_set_many(struct mtd_daemon *d, const char *name, const struct mtd_kv *kv,
+			       size_t n, char *errmsg, size_t errlen);
 int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *key,
 			  const char *value, char *errmsg, size_t errlen);
 

@@ -137,6 +137,19 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 		      size_t errlen)
 {
 	struct mtd_policy n = *p;
+	int rc = mtd_policy_set_kv_one(&n, key, value, err, errlen);
+
+	if (rc == 0)
+		rc = mtd_policy_validate(&n, err, errlen);
+	if (rc == 0)
+		*p = n;
+	return rc;
+}
+
+int mtd_policy_set_kv_one(struct mtd_policy *p, const char *key, const char *value, char *err,
+			  size_t errlen)
+{
+	struct mtd_policy n = *p;
 	int rc = 0;
 
 	if (!key || !value) {
@@ -245,8 +258,6 @@ int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, 
 			 key);
 		rc = -EINVAL;
 	}
-	if (rc == 0)
-		rc = mtd_policy_validate(&n, err, errlen);
 	if (rc == 0)
 		*p = n;
 	return rc;

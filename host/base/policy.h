@@ -46,9 +46,13 @@ int mtd_policy_key_index(const char *key);
 int mtd_policy_value_text(const struct mtd_policy *p, int key, char *buf, size_t len);
 /* Set one policy key (enabled, min, max, priority, target_refault_per_min, headroom, return,
  * source, ept_window, observe, cold_age) from text.  0 or -EINVAL with a sentence in err; p
- * is unchanged on error. */
+ * is unchanged on error.  _one checks the key's value only, not the policy it makes with the
+ * other keys (mtd_policy_validate): for several keys set at once, which may pass through
+ * min > max on the way. */
 int mtd_policy_set_kv(struct mtd_policy *p, const char *key, const char *value, char *err,
 		      size_t errlen);
+int mtd_policy_set_kv_one(struct mtd_policy *p, const char *key, const char *value, char *err,
+			  size_t errlen);
 /* min <= max (when max is set), and the like.  0 or -EINVAL. */
 int mtd_policy_validate(const struct mtd_policy *p, char *err, size_t errlen);
 

@@ -61,6 +61,9 @@ void mtd_cmdline_usage(FILE *f)
 	    "  --state-dir PATH       per-VM state across restarts and history (default\n"
 	    "                         /var/lib/memtide)\n"
 	    "  --foreground           do not detach from the terminal\n"
+	    "  --check-config [FILE]  check the settings (FILE, else --config's file, with\n"
+	    "                         the flags given) and exit: 0 if memtided would start\n"
+	    "                         with them, 1 with FILE:LINE and why (2: bad usage)\n"
 	    "  --help, --version\n"
 	    "\n"
 	    "Flags override the config file.  Its sections and keys:\n"
@@ -100,6 +103,7 @@ enum {
 	OPT_STATE_DIR,
 	OPT_HELP,
 	OPT_VERSION,
+	OPT_CHECK_CONFIG,
 };
 
 static const struct option options[] = {
@@ -121,6 +125,7 @@ static const struct option options[] = {
     {"state-dir", required_argument, NULL, OPT_STATE_DIR},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"check-config", optional_argument, NULL, OPT_CHECK_CONFIG},
     {NULL, 0, NULL, 0},
 };
 
@@ -307,6 +312,21 @@ int mtd_cmdline_parse(int argc, char **argv, struct mtd_cmdline *out, char *err,
 		case OPT_VERSION:
 			out->action = MTD_CMDLINE_VERSION;
 			return 0;
+		case OPT_CHECK_CONFIG:
+			/* --check-config FILE as well as --check-config=FILE (getopt takes only
+			 * the second form of an optional value) */
+			if (!optarg && optind < argc && argv[optind][0] != '-')
+				arg = argv[optind++];
+			else if (!optarg)
+				arg = NULL;
+			if (arg && !arg[0])
+				return bad(err, errlen, "--check-config: an empty file name");
+			if (arg) {
+				out->config_path = arg;
+				out->config_given = true;
+			}
+			out->action = MTD_CMDLINE_CHECK_CONFIG;
+			break;
 		case ':':
 			return bad(err, errlen, "option '%.64s' needs a value (see --help)",
 				   argv[optind - 1]);

@@ -22,8 +22,11 @@
 
 enum mtd_cmdline_action {
 	MTD_CMDLINE_RUN = 0,
-	MTD_CMDLINE_HELP,    /* --help or -h: print mtd_cmdline_usage(stdout), exit 0 */
-	MTD_CMDLINE_VERSION, /* --version */
+	MTD_CMDLINE_HELP,         /* --help or -h: print mtd_cmdline_usage(stdout), exit 0 */
+	MTD_CMDLINE_VERSION,      /* --version */
+	MTD_CMDLINE_CHECK_CONFIG, /* --check-config [FILE]: check the settings (FILE, else
+				   * --config's or the default file, with the flags), say what
+				   * is wrong as FILE:LINE, exit 0 or 1 (as nginx -t, sshd -t) */
 };
 
 /* The flags that are config keys: one slot per key. */

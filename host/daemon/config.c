@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "access/ept_file.h"
 #include "base/parse.h"
 #include "vsock/vsock_service.h"
 
@@ -38,7 +39,8 @@ void mtd_config_default(struct mtd_config *cfg)
 	cfg->metrics_port = 9848;
 	snprintf(cfg->metrics_addr, sizeof(cfg->metrics_addr), "127.0.0.1");
 	cfg->source = MTD_SOURCE_AGENT;
-	snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "/run/memtide/ept");
+	snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "%s", MTD_EPT_DIR_DEFAULT);
+	snprintf(cfg->run_dir, sizeof(cfg->run_dir), "/run/memtide");
 	cfg->sim_hot_percent = 25;
 	cfg->stats_period_s = 2;
 	cfg->call_timeout_ms = 5000;
@@ -348,34 +350,163 @@ int mtd_config_validate(const struct mtd_config *cfg, char *err, size_t errlen)
 	return mtd_policy_validate(&cfg->defaults, err, errlen);
 }
 
+/*
+ * One pass of libinih over a file or a text.  libinih tells its handler neither the line
+ * nor where a section starts, so it reads through reader() here, which counts lines and
+ * notes each "[section]" line as it goes by: the handler then knows the line of every key,
+ * and a key or section given twice is an error naming both lines.
+ */
+#define MAX_SECTIONS 16
 struct ini_ctx {
 	struct mtd_config *cfg;
 	char err[200];
 	int failed;
+	int errline;   /* the line of the error, when it is ours, not libinih's */
+	int line;      /* lines read so far; the one being parsed */
+	bool at_start; /* the next chunk read starts a line (libinih reads long lines in parts) */
+	bool indented; /* the line being parsed starts with a blank: libinih takes it as more of
+			* the value above (its multi-line values) */
+	FILE *f;       /* a file, or the text below */
+	const char *text;
+	int key_line[MTD_CONFIG_MAX_KEYS];
+	struct {
+		char name[16];
+		int line;
+	} sec[MAX_SECTIONS];
+	unsigned nsec;
 };
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* A "[name]" line (libinih's own trimming: leading blanks, then '[' ... ']'). */
+static void note_section(struct ini_ctx *c, const char *line)
+{
+	const char *p = line, *end;
+	size_t n;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p != '[' || !(end = strchr(p, ']')))
+		return;
+	n = (size_t)(end - p - 1);
+	for (unsigned i = 0; i < c->nsec; i++)
+		if (strlen(c->sec[i].name) == n && !strncmp(c->sec[i].name, p + 1, n)) {
+			if (!c->failed) {
+				snprintf(c->err, sizeof(c->err),
+					 "section [%.*s] is given twice, here and at line %d: "
+					 "give each section once",
+					 (int)(n < 32 ? n : 32), p + 1, c->sec[i].line);
+				c->failed = 1;
+				c->errline = c->line;
+			}
+			return;
+		}
+	if (c->nsec < MAX_SECTIONS && n < sizeof(c->sec[0].name)) {
+		memcpy(c->sec[c->nsec].name, p + 1, n);
+		c->sec[c->nsec].name[n] = '\0';
+		c->sec[c->nsec++].line = c->line;
+	}
+}
+
+static char *reader(char *str, int num, void *stream)
+{
+	struct ini_ctx *c = stream;
+	char *got;
+
+	if (c->f) {
+		got = fgets(str, num, c->f);
+	} else {
+		/* ini_parse_string's reader, with the same contract as fgets */
+		const char *nl;
+		size_t n;
+
+		if (!c->text || !*c->text || num < 2)
+			return NULL;
+		nl = strchr(c->text, '\n');
+		n = nl ? (size_t)(nl - c->text) + 1 : strlen(c->text);
+		if (n > (size_t)num - 1)
+			n = (size_t)num - 1;
+		memcpy(str, c->text, n);
+		str[n] = '\0';
+		c->text += n;
+		got = str;
+	}
+	if (!got)
+		return NULL;
+	if (c->at_start) {
+		c->line++;
+		c->indented = got[0] == ' ' || got[0] == '\t';
+		note_section(c, got);
+	}
+	c->at_start = strchr(got, '\n') != NULL;
+	return got;
+}
 
 static int ini_cb(void *user, const char *section, const char *name, const char *value)
 {
 	struct ini_ctx *c = user;
+	struct mtd_config *cfg = c->cfg;
 
 	if (c->failed)
 		return 1; /* keep the first error only */
-	if (mtd_config_set(c->cfg, section, name, value, c->err, sizeof(c->err)) < 0) {
+	for (unsigned i = 0; i < cfg->nr_file_keys; i++) {
+		const struct mtd_config_key *k = &cfg->file_keys[i];
+
+		if (!strcmp(k->section, section) && !strcmp(k->key, name)) {
+			if (c->indented)
+				snprintf(
+				    c->err, sizeof(c->err),
+				    "an indented line continues '%.32s' of line %d: a value is "
+				    "one line (unindent it, or make it a comment)",
+				    name, c->key_line[i]);
+			else
+				snprintf(c->err, sizeof(c->err),
+					 "'%.32s' in [%.16s] is given twice, here and at line %d: "
+					 "give each key once",
+					 name, section, c->key_line[i]);
+			c->failed = 1;
+			c->errline = c->line;
+			return 1;
+		}
+	}
+	if (mtd_config_set(cfg, section, name, value, c->err, sizeof(c->err)) < 0) {
 		c->failed = 1;
-		return 0;
+		c->errline = c->line;
+		return 1;
+	}
+	/* Every key that mtd_config_set took fits (sections and keys are known and short). */
+	if (cfg->nr_file_keys < MTD_CONFIG_MAX_KEYS &&
+	    strlen(section) < sizeof(cfg->file_keys[0].section) &&
+	    strlen(name) < sizeof(cfg->file_keys[0].key)) {
+		struct mtd_config_key *k = &cfg->file_keys[cfg->nr_file_keys];
+
+		snprintf(k->section, sizeof(k->section), "%s", section);
+		snprintf(k->key, sizeof(k->key), "%s", name);
+		k->value_hash = hash_str(value);
+		c->key_line[cfg->nr_file_keys++] = c->line;
 	}
 	return 1;
 }
 
 /* After libinih's pass over a copy: say where it failed, or check the cross-key rules and
- * commit.  line is ini_parse_*()'s result (0, the first bad line, or -1/-2). */
+ * commit.  line is ini_parse_stream()'s result (0, the first line it could not read as
+ * INI, or -1/-2). */
 static int config_finish(struct mtd_config *cfg, struct mtd_config *n, struct ini_ctx *c, int line,
 			 const char *name, char *err, size_t errlen)
 {
+	if (c->failed) {
+		snprintf(err, errlen, "%s:%d: %s", name, c->errline, c->err);
+		return -EINVAL;
+	}
 	if (line != 0) {
-		if (c->failed)
-			snprintf(err, errlen, "%s:%d: %s", name, line, c->err);
-		else if (line > 0)
+		if (line > 0)
 			snprintf(err, errlen, "%s:%d: not an INI line (key = value or [section])",
 				 name, line);
 		else
@@ -392,14 +523,126 @@ static int config_finish(struct mtd_config *cfg, struct mtd_config *n, struct in
 	return 0;
 }
 
+static int config_parse(struct mtd_config *cfg, FILE *f, const char *text, const char *name,
+			char *err, size_t errlen)
+{
+	struct mtd_config *n = malloc(sizeof(*n));
+	struct ini_ctx *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (!n || !c) {
+		free(n);
+		free(c);
+		snprintf(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	*n = *cfg;
+	n->nr_file_keys = 0; /* this file's keys only */
+	c->cfg = n;
+	c->f = f;
+	c->text = text;
+	c->at_start = true;
+	rc = config_finish(cfg, n, c, ini_parse_stream(reader, c, ini_cb, c), name, err, errlen);
+	free(n);
+	free(c);
+	return rc;
+}
+
+static bool file_sets(const struct mtd_config *cfg, const char *section, const char *key)
+{
+	for (unsigned i = 0; i < cfg->nr_file_keys; i++)
+		if (!strcmp(cfg->file_keys[i].section, section) &&
+		    !strcmp(cfg->file_keys[i].key, key))
+			return true;
+	return false;
+}
+
+int mtd_config_follow_state_dir(struct mtd_config *cfg, char *said, size_t saidlen)
+{
+	struct mtd_config def;
+	char vsock[MTD_PATH_MAX + 8];
+	bool ept, vs;
+
+	said[0] = '\0';
+	mtd_config_default(&def);
+	if (!strcmp(cfg->state_dir, def.state_dir))
+		return 0;
+	ept = !file_sets(cfg, "daemon", "ept_dir") && !strcmp(cfg->ept_dir, def.ept_dir);
+	vs = !file_sets(cfg, "daemon", "vsock_dir") && !strcmp(cfg->vsock_dir, def.vsock_dir);
+	snprintf(cfg->run_dir, sizeof(cfg->run_dir), "%s", cfg->state_dir);
+	if (ept)
+		snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "%.200s/ept", cfg->state_dir);
+	snprintf(vsock, sizeof(vsock), "%s/vsock", cfg->state_dir);
+	if (vs && strlen(vsock) < sizeof(cfg->vsock_dir))
+		snprintf(cfg->vsock_dir, sizeof(cfg->vsock_dir), "%s", vsock);
+	else if (vs)
+		snprintf(cfg->vsock_dir, sizeof(cfg->vsock_dir), "none");
+	snprintf(said, saidlen,
+		 "a state directory of its own (%.100s): DAMON's claim%s%s%s%s follow it, so "
+		 "nothing of the host's /run/memtide is touched%s",
+		 cfg->state_dir, ept ? ", ept_dir " : "", ept ? cfg->ept_dir : "",
+		 vs ? ", vsock_dir " : "", vs ? cfg->vsock_dir : "",
+		 vs && !strcmp(cfg->vsock_dir, "none")
+		     ? " (STATE/vsock is too long for a socket path: no vsock service; set "
+		       "[daemon] vsock_dir)"
+		     : " (set [daemon] ept_dir or vsock_dir to share the host's)");
+	return 1;
+}
+
+bool mtd_config_key_is_live(const char *section, const char *key)
+{
+	if (!strcmp(section, "defaults"))
+		return true;
+	return !strcmp(section, "host") && (!strcmp(key, "low_mark") || !strcmp(key, "high_mark") ||
+					    !strcmp(key, "settle") || !strcmp(key, "release_rate"));
+}
+
+static void add_name(char *buf, size_t len, const struct mtd_config_key *k)
+{
+	size_t used = strlen(buf);
+
+	snprintf(buf + used, len - used, "%s[%s] %s", used ? ", " : "", k->section, k->key);
+}
+
+/* Whether keys hold k's key, and with k's value. */
+static bool find_key(const struct mtd_config_key *keys, unsigned nr, const struct mtd_config_key *k,
+		     bool *same)
+{
+	for (unsigned i = 0; i < nr; i++)
+		if (!strcmp(keys[i].section, k->section) && !strcmp(keys[i].key, k->key)) {
+			*same = keys[i].value_hash == k->value_hash;
+			return true;
+		}
+	return false;
+}
+
+void mtd_config_changed(const struct mtd_config_key *old, unsigned nold,
+			const struct mtd_config_key *n, unsigned nn, bool live, char *out,
+			size_t outlen)
+{
+	out[0] = '\0';
+	for (int pass = 0; pass < 2; pass++) {
+		/* pass 0: the new file's keys, set or changed; pass 1: the old file's, dropped */
+		const struct mtd_config_key *from = pass ? old : n, *other = pass ? n : old;
+		unsigned nfrom = pass ? nold : nn, nother = pass ? nn : nold;
+
+		for (unsigned i = 0; i < nfrom; i++) {
+			bool same = false;
+
+			if (find_key(other, nother, &from[i], &same) && (same || pass))
+				continue;
+			if (mtd_config_key_is_live(from[i].section, from[i].key) == live)
+				add_name(out, outlen, &from[i]);
+		}
+	}
+}
+
 int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, char *err,
 		    size_t errlen)
 {
-	struct mtd_config n = *cfg;
-	struct ini_ctx c = {.cfg = &n};
 	FILE *f = fopen(path, "re");
 	struct stat sb;
-	int line;
+	int rc;
 
 	if (!f) {
 		int e = errno;
@@ -416,16 +659,13 @@ int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, c
 		fclose(f);
 		return -EISDIR;
 	}
-	line = ini_parse_file(f, ini_cb, &c);
+	rc = config_parse(cfg, f, NULL, path, err, errlen);
 	fclose(f);
-	return config_finish(cfg, &n, &c, line, path, err, errlen);
+	return rc;
 }
 
 int mtd_config_load_text(struct mtd_config *cfg, const char *name, const char *text, char *err,
 			 size_t errlen)
 {
-	struct mtd_config n = *cfg;
-	struct ini_ctx c = {.cfg = &n};
-
-	return config_finish(cfg, &n, &c, ini_parse_string(text, ini_cb, &c), name, err, errlen);
+	return config_parse(cfg, NULL, text, name, err, errlen);
 }

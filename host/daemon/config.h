@@ -28,6 +28,13 @@ enum mtd_source_kind {
 };
 
 /* Daemon settings: memtided.conf, then command-line flags on top. */
+#define MTD_CONFIG_MAX_KEYS 96 /* keys one file may set (every key of every section fits) */
+struct mtd_config_key {
+	char section[16];
+	char key[32];
+	uint64_t value_hash;
+};
+
 struct mtd_config {
 	char uri[MTD_PATH_MAX];         /* [daemon] uri */
 	char socket_path[MTD_PATH_MAX]; /* [daemon] socket */
@@ -39,6 +46,8 @@ struct mtd_config {
 	bool observe_only;              /* [daemon] observe_only: compute, show, change nothing */
 	enum mtd_source_kind source;    /* [daemon] source = live | sim */
 	char ept_dir[MTD_PATH_MAX];     /* [daemon] ept_dir: the ept plugin's table files */
+	char run_dir[MTD_PATH_MAX];     /* memtided's own runtime files (DAMON's claim):
+					 * /run/memtide (not a key: follows state_dir) */
 	char young_dump_dir[MTD_PATH_MAX]; /* [daemon] young_dump_dir: "" off (diagnostic) */
 	unsigned sim_hot_percent;          /* [sim] hot_percent: share of RAM the sim touches */
 	unsigned stats_period_s;           /* [daemon] stats_period: balloon stats polling, s */
@@ -63,7 +72,32 @@ struct mtd_config {
 					  * 0: never) */
 	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */
 	struct mtd_pageout_config pageout; /* [pageout]: host-side eviction (pageout_hand.h) */
+	/* What the file set, key by key (a hash of each value): a reload compares the new
+	 * file's with these to say which settings changed, and which of them need a restart. */
+	struct mtd_config_key file_keys[MTD_CONFIG_MAX_KEYS];
+	unsigned nr_file_keys;
 };
+
+/*
+ * A memtided with a state directory of its own (not /var/lib/memtide: a try-out beside the
+ * host's memtided) keeps off the host's /run/memtide: ept_dir, vsock_dir and run_dir follow
+ * state_dir (STATE/ept, STATE/vsock, STATE) unless the file sets them.  A vsock_dir too long
+ * for a socket path turns the vsock service off.  Returns 1 with a sentence for the log in
+ * said when it moved anything, else 0.
+ */
+int mtd_config_follow_state_dir(struct mtd_config *cfg, char *said, size_t saidlen);
+
+/*
+ * The settings that differ between two files' keys (set in one and not the other, or set to
+ * another value), "[section] key" each, comma-separated, into out; live picks the keys a
+ * reload applies ([defaults], and [host] low_mark, high_mark, settle, release_rate), !live
+ * the others (read once, at start).  out may end up "".
+ */
+void mtd_config_changed(const struct mtd_config_key *old, unsigned nold,
+			const struct mtd_config_key *n, unsigned nn, bool live, char *out,
+			size_t outlen);
+/* Whether a reload applies [section] key (see mtd_config_changed). */
+bool mtd_config_key_is_live(const char *section, const char *key);
 
 void mtd_config_default(struct mtd_config *cfg);
 
@@ -79,7 +113,9 @@ int mtd_parse_listen(const char *s, char *addr, size_t addrlen, int *port);
 /*
  * Read an INI file over cfg.  missing_ok: a missing file is not an error (the default
  * path).  Returns 0, or -errno / -EINVAL with "FILE:LINE: sentence" in err.  Unknown
- * sections and keys are errors (a typo must not silently fall back to a default).
+ * sections and keys are errors (a typo must not silently fall back to a default), and so is
+ * a key given twice in a section, or a section given twice: the error names both lines
+ * (which one was meant is the operator's to say, not a last-wins rule's).
  */
 int mtd_config_load(struct mtd_config *cfg, const char *path, bool missing_ok, char *err,
 		    size_t errlen);

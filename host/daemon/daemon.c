@@ -100,6 +100,8 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	if (!d)
 		return -ENOMEM;
 	d->cfg = *cfg;
+	memcpy(d->applied_keys, cfg->file_keys, sizeof(d->applied_keys));
+	d->nr_applied_keys = cfg->nr_file_keys;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->work_lock, NULL);
 	d->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -793,30 +795,44 @@ static void reload_runtime_policy(struct mtd_daemon *d, struct mtd_vm *vm)
 
 /*
  * SIGHUP: re-read the config file's [defaults] and [host] sections and every domain's
- * policy (in plain-QEMU mode, [defaults] under what `policy set` changed).  Only what the main thread owns changes here; [daemon] and [controller] settings
- * are read by running loops and take effect at restart (said in the log).  A file that no
- * longer parses changes nothing.
+ * policy (in plain-QEMU mode, [defaults] under what `policy set` changed).  Only what the
+ * main thread owns changes here: the other sections ([daemon], [metrics], [controller],
+ * [pageout], [sim] and [host] interval and meminfo) are read once, at start, and the log
+ * names every one of those keys the file has changed since, as waiting for a restart.  A
+ * file that no longer parses changes nothing.  systemd hears RELOADING=1 before and READY=1
+ * after (with MONOTONIC_USEC, as systemd 253's Type=notify-reload wants; 252 ignores it).
  */
 void mtd_daemon_reload(struct mtd_daemon *d)
 {
 	struct mtd_config *n = malloc(sizeof(*n));
 	struct mtd_vm *vms[512];
-	char err[300];
+	char err[300], live[600], restart[600];
 	size_t nr;
 
-	if (!n)
+	mtd_notify_reloading(d->config_path);
+	if (!n) {
+		mtd_notify_reloaded();
 		return;
+	}
 	mtd_config_default(n);
 	if (mtd_config_load(n, d->config_path, d->config_missing_ok, err, sizeof(err)) < 0) {
 		mtd_err("reload: %s; keeping the settings in force", err);
 		free(n);
+		mtd_notify_reloaded();
 		return;
 	}
 	char(*names)[MTD_NAME_MAX] = calloc(512, MTD_NAME_MAX);
 	if (!names) {
 		free(n);
+		mtd_notify_reloaded();
 		return;
 	}
+	mtd_config_changed(d->applied_keys, d->nr_applied_keys, n->file_keys, n->nr_file_keys, true,
+			   live, sizeof(live));
+	mtd_config_changed(d->cfg.file_keys, d->cfg.nr_file_keys, n->file_keys, n->nr_file_keys,
+			   false, restart, sizeof(restart));
+	memcpy(d->applied_keys, n->file_keys, sizeof(d->applied_keys));
+	d->nr_applied_keys = n->nr_file_keys;
 	pthread_mutex_lock(&d->lock);
 	d->cfg.defaults = n->defaults;
 	pthread_mutex_lock(&d->host.lock);
@@ -837,10 +853,14 @@ void mtd_daemon_reload(struct mtd_daemon *d)
 		for (size_t i = 0; i < nr; i++)
 			reload_policy(d, names[i]);
 	free(names);
-	mtd_notice("reloaded %s: [defaults] and [host] applied, %zu VM policies re-read "
-		   "([daemon] and [controller] changes take effect at restart)",
-		   d->config_path, nr);
+	mtd_notice("reloaded %s: %s%s; %zu VM policies re-read", d->config_path,
+		   live[0] ? "applied " : "no setting a reload applies changed", live, nr);
+	if (restart[0])
+		mtd_warn("reload: %s changed since memtided started: read only at start, in force "
+			 "at the next restart (systemctl restart memtided)",
+			 restart);
 	free(n);
+	mtd_notify_reloaded();
 }
 
 /* Do every queued work item; a rescan at most every RECONNECT_MS. */
@@ -1049,13 +1069,32 @@ int mtd_daemon_policy_get(struct mtd_daemon *d, const char *name, struct mtd_pol
 int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *key,
 			  const char *value, char *errmsg, size_t errlen)
 {
+	struct mtd_kv kv;
+
+	if (!key || !value || strlen(key) >= sizeof(kv.key) || strlen(value) >= sizeof(kv.value)) {
+		snprintf(errmsg, errlen, "policy key and value are required");
+		return -EINVAL;
+	}
+	snprintf(kv.key, sizeof(kv.key), "%s", key);
+	snprintf(kv.value, sizeof(kv.value), "%s", value);
+	return mtd_daemon_policy_set_many(d, name, &kv, 1, errmsg, errlen);
+}
+
+int mtd_daemon_policy_set_many(struct mtd_daemon *d, const char *name, const struct mtd_kv *kv,
+			       size_t n, char *errmsg, size_t errlen)
+{
 	struct mtd_policy pol = d->cfg.defaults;
 	struct _virDomain *dom = NULL;
 	struct mtd_domain_info info;
+	char said[400] = "";
 	int rc;
 
 	if (!name || !*name || strlen(name) >= MTD_NAME_MAX) {
 		snprintf(errmsg, errlen, "a domain name is required");
+		return -EINVAL;
+	}
+	if (n == 0) {
+		snprintf(errmsg, errlen, "policy key and value are required");
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&d->lock);
@@ -1084,7 +1123,16 @@ int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *ke
 		rc = -ENOENT;
 		goto out;
 	}
-	rc = mtd_policy_set_kv(&pol, key, value, errmsg, errlen);
+	/* All or none: every key into a copy, then the policy they make together checked,
+	 * before anything is stored or applied. */
+	for (size_t i = 0; i < n; i++) {
+		rc = mtd_policy_set_kv_one(&pol, kv[i].key, kv[i].value, errmsg, errlen);
+		if (rc < 0)
+			goto out;
+		snprintf(said + strlen(said), sizeof(said) - strlen(said), "%s%s=%s", i ? " " : "",
+			 kv[i].key, kv[i].value);
+	}
+	rc = mtd_policy_validate(&pol, errmsg, errlen);
 	if (rc < 0)
 		goto out;
 	if (dom) {
@@ -1095,16 +1143,19 @@ int mtd_daemon_policy_set(struct mtd_daemon *d, const char *name, const char *ke
 	if (vm && d->mode != MTD_MODE_LIBVIRT) {
 		/* Plain QEMU: nothing stores it but memtided; kept over [defaults] on SIGHUP
 		 * and in the VM's state file across restarts. */
-		int k = mtd_policy_key_index(key);
 		pthread_mutex_lock(&vm->mbox_lock);
-		if (k < 0 || mtd_policy_value_text(&pol, k, vm->policy_set[k],
-						   sizeof(vm->policy_set[k])) < 0)
-			vm->policy_set[k < 0 ? 0 : k][0] = '\0';
+		for (size_t i = 0; i < n; i++) {
+			int k = mtd_policy_key_index(kv[i].key);
+
+			if (k >= 0 && mtd_policy_value_text(&pol, k, vm->policy_set[k],
+							    sizeof(vm->policy_set[k])) < 0)
+				vm->policy_set[k][0] = '\0';
+		}
 		pthread_mutex_unlock(&vm->mbox_lock);
 	}
 	if (vm)
 		mtd_vm_set_policy(vm, &pol);
-	mtd_notice("%s: policy %s=%s", name, key, value);
+	mtd_notice("%s: policy %s", name, said);
 out:
 	mtd_libvirt_domain_put(dom);
 	pthread_mutex_unlock(&d->lock);

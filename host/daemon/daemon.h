@@ -92,6 +92,11 @@ struct mtd_daemon {
 
 	char config_path[MTD_PATH_MAX]; /* re-read on SIGHUP */
 	bool config_missing_ok;         /* the default path: a missing file means defaults */
+	/* The file's keys as the last reload applied them (at first, as memtided started):
+	 * what the next reload's log says changed, beside the keys changed since the start
+	 * that only a restart puts in force (cfg.file_keys). */
+	struct mtd_config_key applied_keys[MTD_CONFIG_MAX_KEYS];
+	unsigned nr_applied_keys;
 
 	struct mtd_host host;   /* the host's memory, arbitration, a release's pace (host.h) */
 	struct mtd_turns turns; /* the loops' aging rounds, a few per CPU at a time (turns.h) */

@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -35,13 +36,37 @@ static void send_status(const char *head, const char *fmt, va_list ap)
 	(void)sd_notify(0, msg);
 }
 
+/* The status READY=1 came with: a reload ends with it again. */
+static char ready_status[200];
+
 void mtd_notify_ready(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	send_status("READY=1\n", fmt, ap);
+	vsnprintf(ready_status, sizeof(ready_status), fmt, ap);
 	va_end(ap);
+	mtd_notify_reloaded();
+}
+
+void mtd_notify_reloading(const char *config_path)
+{
+	struct timespec ts;
+	char msg[400];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+		 (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000,
+		 config_path);
+	(void)sd_notify(0, msg);
+}
+
+void mtd_notify_reloaded(void)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=%s", ready_status);
+	(void)sd_notify(0, msg);
 }
 
 void mtd_notify_status(const char *fmt, ...)

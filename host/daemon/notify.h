@@ -22,6 +22,10 @@ void mtd_notify_ready(const char *status_fmt, ...) __attribute__((format(printf,
 void mtd_notify_watchdog(void);
 /* A one-line status for `systemctl status`. */
 void mtd_notify_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A reload (SIGHUP) starts: RELOADING=1 with MONOTONIC_USEC, and the status says so. */
+void mtd_notify_reloading(const char *config_path);
+/* It is over: READY=1 and the status mtd_notify_ready last gave. */
+void mtd_notify_reloaded(void);
 /* Stopping: leaving every VM as it is and disconnecting. */
 void mtd_notify_stopping(void);
 

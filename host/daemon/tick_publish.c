@@ -19,6 +19,7 @@
  * memtide came, at least as old as our watch, and we cannot say more. */
 static void put_generations(struct mtd_vm_status *st, const struct mtd_tick *t)
 {
+	st->resident_bytes = t->gs.resident_pages << VMM_PAGE_SHIFT;
 	st->nr_gens = t->gs.nr_gens < MTD_MAX_GENS ? t->gs.nr_gens : MTD_MAX_GENS;
 	for (unsigned i = 0; i < st->nr_gens; i++) {
 		st->gen_pages[i] = t->gs.gen[i].pages;
@@ -45,6 +46,7 @@ static void put_guest(struct mtd_vm *vm, struct mtd_vm_status *st)
 	if (as) {
 		st->guest_mem_available_bytes = as->mem_available_bytes;
 		st->guest_psi_some_avg10 = as->has_psi ? as->psi.some_avg10 : 0.0;
+		st->guest_psi_known = as->has_psi;
 	} else if (vm->balloon.stats.valid && vm->balloon.stats.has_available) {
 		st->guest_mem_available_bytes = vm->balloon.stats.available_bytes;
 	}

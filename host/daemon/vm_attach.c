@@ -94,6 +94,7 @@ static int choose_source(struct mtd_vm *vm)
 	env.pref = vm->policy.source;
 	env.ept_window_ms = vm->policy.ept_window_ms;
 	env.ept_dir = cfg->ept_dir;
+	env.run_dir = cfg->run_dir;
 	env.young_dump_dir = cfg->young_dump_dir;
 	int rc = mtd_access_choose(&env, &vm->source, &ch);
 	if (rc < 0)
@@ -215,6 +216,10 @@ static int open_libvmm(struct mtd_vm *vm)
 		/* The agent's amounts: what lies beyond them is what the guest says it does not
 		 * use, not pages libvmm has yet to watch (source_agent.c). */
 		gc.unseen_is_unused = !vm->source.ops->per_page;
+		/* Page-level bits: pages that came back are told from pages that never did, so
+		 * the controller can take the latter when the former come back late
+		 * (vmm/reclaim_ctl.c, "Weighing"). */
+		gc.reuse_raises_tier = vm->source.ops->per_page;
 		rc = vmm_guest_new(&gc, &vm->guest);
 		if (rc < 0)
 			return rc;
@@ -222,7 +227,7 @@ static int open_libvmm(struct mtd_vm *vm)
 	struct vmm_reclaim_config rcfg;
 	vmm_reclaim_config_default(&rcfg);
 	rcfg.target_refault_per_min = vm->policy.target_refault_per_min;
-	/* The threshold must be resolvable by the generations kept: nr_gens - 2 intervals. */
+	/* The threshold must be resolvable by the generations kept (an hour and more at 5 s). */
 	vmm_reclaim_config_fit(&rcfg, VMM_MAX_NR_GENS, cfg->ctl.interval_ms);
 	/* The reuse floor needs page-level truth: the agent's amounts, laid over the first
 	 * pages of RAM, would read as reuses every time the guest's use grows back. */

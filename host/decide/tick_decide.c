@@ -22,14 +22,13 @@
 #define MiB ((uint64_t)1 << 20)
 
 /*
- * Idle ages of the published working-set estimate: 2, 4 and 8 intervals and the oldest age
- * the generations resolve.  libvmm keeps VMM_MAX_NR_GENS generations, one per interval, and
- * folds the two oldest together under the younger one's birth, so beyond (nr_gens - 2)
- * intervals every resident page looks touched (measured: a 10% hot 512 MiB sim guest showed
- * 51 MiB at 10 s and 512 MiB at 30 s with 1 s intervals).  Fixed ages in seconds would mean
- * nothing at short intervals.
+ * Idle ages of the published working-set estimate, in intervals: 10 s, 30 s, 2 min and
+ * 10 min at the default 5 s.  libvmm's VMM_MAX_NR_GENS generations widen with age and tell
+ * apart ages up to an hour at 5 s (vmm_gens_reach_ms; they stopped at 14 intervals when the
+ * two oldest always folded, and every resident page looked touched beyond).  Fixed ages in
+ * seconds would mean nothing at short intervals.
  */
-static const unsigned wss_age_intervals[MTD_WSS_BINS] = {2, 4, 8, VMM_MAX_NR_GENS - 2};
+static const unsigned wss_age_intervals[MTD_WSS_BINS] = {2, 6, 24, 120};
 
 /* ---- 3a: libvmm's decision --------------------------------------------------------------- */
 
@@ -105,15 +104,28 @@ static void decide_age(struct mtd_vm_decide *s, const struct mtd_decide_env *e, 
 	    .hold_overridden = e->squeeze_permille || !t->per_page,
 	    .floor_pages = e->policy->min_bytes >> VMM_PAGE_SHIFT,
 	    .max_step_pages = e->max_step_bytes >> VMM_PAGE_SHIFT,
+	    .now_ms = t->now_ms,
 	};
 	(void)vmm_decide(g, &s->reclaim, &din, &s->decision); /* args are set */
-	s->cold_age_ms = s->decision.cold_age_ms;
+	/* The balloon and the guest's reclaim cannot leave the pages that came back: their
+	 * estimate is read at the age that lets those go too (vmm_decision.estimate_age_ms). */
+	s->cold_age_ms = s->decision.estimate_age_ms;
+	/* What eviction by age does this round and why, for vm show; logged when its kind
+	 * changes (the figures in it move every round). */
+	char line[sizeof(e->draft->eviction)];
+	vmm_decision_explain(&s->reclaim, &s->decision, line, sizeof(line));
+	if (t->per_page && strcmp(line, e->draft->eviction) != 0 &&
+	    (s->decision.mode != s->logged_mode || s->decision.gate != s->logged_gate)) {
+		mtd_info("%s: eviction by age: %s", e->vm, line);
+		s->logged_mode = s->decision.mode;
+		s->logged_gate = s->decision.gate;
+	}
+	snprintf(e->draft->eviction, sizeof(e->draft->eviction), "%s", line);
 	if (s->decision.fixed_age_capped && s->cold_age_capped_ms != e->policy->cold_age_ms) {
 		mtd_notice("%s: policy cold_age %" PRIu64
-			   " s is older than the generations kept can tell apart (%u "
-			   "intervals); using %" PRIu64 " s",
-			   e->vm, e->policy->cold_age_ms / 1000, VMM_MAX_NR_GENS - 2,
-			   s->cold_age_ms / 1000);
+			   " s is older than the generations kept can tell apart; using %" PRIu64
+			   " s",
+			   e->vm, e->policy->cold_age_ms / 1000, s->cold_age_ms / 1000);
 		s->cold_age_capped_ms = e->policy->cold_age_ms;
 	}
 
@@ -294,28 +306,7 @@ static bool holds_all(const struct mtd_vm_decide *s, const struct mtd_tick *t)
 
 const char *mtd_decide_hold_why(const struct mtd_vm_decide *s, char *buf, size_t len)
 {
-	switch (s->reclaim.hold_why) {
-	case VMM_HOLD_LEARNING:
-		snprintf(buf, len,
-			 "learning which idle ages the guest comes back to (a cold age counts "
-			 "after watching the guest %u times as long)",
-			 s->reclaim.cfg.trust_factor);
-		break;
-	case VMM_HOLD_TOO_OLD:
-		snprintf(buf, len,
-			 "pages idle past the longest age the generations tell apart (%" PRIu64
-			 " s) come back faster than the refault target",
-			 s->reclaim.cfg.max_age_ms / 1000);
-		break;
-	case VMM_HOLD_REFAULTS:
-		snprintf(buf, len,
-			 "refaults stay above the target even at the longest age (%" PRIu64 " s)",
-			 s->reclaim.cfg.max_age_ms / 1000);
-		break;
-	default:
-		snprintf(buf, len, "-");
-	}
-	return buf;
+	return vmm_decision_explain(&s->reclaim, &s->decision, buf, len);
 }
 
 /* The controller's reason, and why a steady-guest rule holds it back (vm show; the log
@@ -335,8 +326,10 @@ static void note_decision(const struct mtd_vm_decide *s, const struct mtd_decide
 			 "estimate: no page is known to be idle for longer than it was watched",
 			 s->cold_age_ms / 1000);
 	if (reason == MTD_CTL_REFAULT_HOLD) {
-		char held[sizeof(why) - 32];
-		snprintf(why, sizeof(why), "nothing taken by age: %s",
+		char held[sizeof(why) - 80];
+		snprintf(why, sizeof(why),
+			 "nothing taken by age by the balloon or the guest's reclaim; host "
+			 "pageout: %s",
 			 mtd_decide_hold_why(s, held, sizeof(held)));
 	}
 	/* The growth and the cold age change every tick: said once per stretch, not per figure. */

@@ -30,7 +30,9 @@ struct mtd_vm_decide {
 	struct vmm_reclaim_ctl reclaim; /* libvmm's reclaim controller */
 	struct vmm_decision decision;   /* the last round's (vmm_decide): host pageout acts on it */
 	uint64_t cold_age_ms;
-	uint64_t cold_age_capped_ms;  /* policy cold_age last said to be beyond the generations */
+	uint64_t cold_age_capped_ms; /* policy cold_age last said to be beyond the generations */
+	enum vmm_reclaim_mode logged_mode; /* eviction by age as the log last said it */
+	enum vmm_decide_gate logged_gate;
 	uint64_t rounds;              /* aging rounds done */
 	uint64_t last_refaults;       /* libvmm refaults_total at the last round */
 	uint64_t last_guest_refaults; /* agent workingset_refault (pages) at the last round */

@@ -225,7 +225,8 @@ static char *cmd_policy_get(struct mtd_daemon *d, const char *name)
 static char *cmd_policy_set(struct mtd_daemon *d, const struct mtd_control_req *req)
 {
 	char msg[240] = "";
-	int rc = mtd_daemon_policy_set(d, req->name, req->key, req->value, msg, sizeof(msg));
+	int rc =
+	    mtd_daemon_policy_set_many(d, req->name, req->pairs, req->npairs, msg, sizeof(msg));
 
 	if (rc < 0)
 		return msg[0] ? reply_error("%s", msg) : errno_reply(rc, req->name);

@@ -90,6 +90,24 @@ static int take_str(struct json_object *req, const char *key, bool required, cha
 	return 0;
 }
 
+/* A \u0000 escape in the line itself (its backslash not escaped by another).  json-c keeps
+ * object member names as C strings: {"set":{"min\u0000x":"1G"}} would reach us as "min",
+ * so member names cannot be checked after the parse as string values are. */
+static bool has_nul_escape(const char *line, size_t len)
+{
+	for (size_t i = 0; i + 6 <= len; i++) {
+		size_t slashes = 0;
+
+		if (memcmp(line + i, "\\u0000", 6) != 0)
+			continue;
+		while (slashes < i && line[i - 1 - slashes] == '\\')
+			slashes++;
+		if (slashes % 2 == 0)
+			return true;
+	}
+	return false;
+}
+
 int mtd_control_parse(const char *line, size_t len, struct mtd_control_req *req, char *err,
 		      size_t errlen)
 {
@@ -144,13 +162,66 @@ int mtd_control_parse(const char *line, size_t len, struct mtd_control_req *req,
 	case MTD_CTL_POLICY_GET:
 		rc = take_str(o, "name", true, req->name, err, errlen);
 		break;
-	case MTD_CTL_POLICY_SET:
+	case MTD_CTL_POLICY_SET: {
+		struct json_object *set;
+
 		rc = take_str(o, "name", true, req->name, err, errlen);
-		if (rc == 0)
-			rc = take_str(o, "key", true, req->key, err, errlen);
-		if (rc == 0)
-			rc = take_str(o, "value", true, req->value, err, errlen);
+		if (rc < 0)
+			break;
+		if (!json_object_object_get_ex(o, "set", &set)) {
+			rc = take_str(o, "key", true, req->pairs[0].key, err, errlen);
+			if (rc == 0)
+				rc = take_str(o, "value", true, req->pairs[0].value, err, errlen);
+			req->npairs = rc == 0;
+			break;
+		}
+		/* Several keys at once (proto_json_parse has refused a key given twice). */
+		if (has_nul_escape(line, len)) {
+			rc = fail(err, errlen, "the request contains a NUL byte (\\u0000)");
+			break;
+		}
+		if (!json_object_is_type(set, json_type_object) ||
+		    json_object_object_length(set) == 0) {
+			rc = fail(err, errlen,
+				  "field 'set' must be an object of KEY: VALUE strings");
+			break;
+		}
+		if (json_object_object_length(set) > MTD_CONTROL_MAX_PAIRS) {
+			rc = fail(err, errlen, "field 'set' holds more than %d keys",
+				  MTD_CONTROL_MAX_PAIRS);
+			break;
+		}
+		json_object_object_foreach(set, k, v)
+		{
+			struct mtd_kv *kv = &req->pairs[req->npairs];
+			size_t klen = strlen(k);
+
+			/* The key is a JSON member name: bounded and clean like any field. */
+			if (klen == 0 || klen >= sizeof(kv->key)) {
+				rc = fail(err, errlen, "a key of 'set' is empty or too long");
+				break;
+			}
+			for (size_t i = 0; i < klen && rc == 0; i++)
+				if ((unsigned char)k[i] < 0x20 || k[i] == 0x7f)
+					rc = fail(err, errlen,
+						  "a key of 'set' contains a control character");
+			if (rc == 0 && !json_object_is_type(v, json_type_string))
+				rc = fail(err, errlen,
+					  "the value of '%.32s' in 'set' must be a string", k);
+			if (rc == 0) {
+				struct json_object *one = json_object_new_object();
+
+				json_object_object_add(one, "value", json_object_get(v));
+				rc = take_str(one, "value", true, kv->value, err, errlen);
+				json_object_put(one);
+			}
+			if (rc < 0)
+				break;
+			memcpy(kv->key, k, klen + 1);
+			req->npairs++;
+		}
 		break;
+	}
 	case MTD_CTL_RELEASE_VMS:
 	case MTD_CTL_RESUME_VMS: {
 		struct json_object *all;

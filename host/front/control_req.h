@@ -22,17 +22,21 @@ enum mtd_control_cmd {
 	MTD_CTL_ATTACH,     /* name */
 	MTD_CTL_DETACH,     /* name */
 	MTD_CTL_POLICY_GET, /* name */
-	MTD_CTL_POLICY_SET, /* name, key, value */
+	MTD_CTL_POLICY_SET, /* name, pairs (key, value) */
 	MTD_CTL_HOOK,       /* name (the request's "domain"), op, subop ("-" when absent) */
 	MTD_CTL_VERSION,
 	MTD_CTL_RELEASE_VMS, /* name, or all */
 	MTD_CTL_RESUME_VMS,  /* name, or all */
 };
+#define MTD_CONTROL_MAX_PAIRS 16 /* policy-set: keys in one request */
+
 struct mtd_control_req {
 	enum mtd_control_cmd cmd;
 	char name[MTD_NAME_MAX];
-	char key[MTD_NAME_MAX];
-	char value[MTD_NAME_MAX];
+	/* policy-set: {"key": K, "value": V} gives one pair; {"set": {K: V, ...}} several,
+	 * applied all or none */
+	struct mtd_kv pairs[MTD_CONTROL_MAX_PAIRS];
+	unsigned npairs;
 	char op[MTD_NAME_MAX];
 	char subop[MTD_NAME_MAX];
 	bool all; /* release/resume: {"all": true} in place of a name */

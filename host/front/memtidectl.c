@@ -17,7 +17,6 @@
  * the ept table commands (ept_cli.c).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -60,7 +59,7 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "Usage: memtidectl [--socket PATH] [--json] COMMAND [ARGS]\n"
+	    "Usage: memtidectl [--socket PATH] [--json] [--timeout DUR] COMMAND [ARGS]\n"
 	    "Watch and steer memtided, the memtide host daemon.\n\n"
 	    "Commands:\n"
 	    "  status                        one line per VM: state, balloon target and actual,\n"
@@ -100,12 +99,14 @@ static void usage(FILE *f)
 	    "                                starts only while memtided runs); --ept: the ept\n"
 	    "                                plugin for a TCG guest\n"
 	    "  version                       memtidectl's and memtided's versions\n\n"
-	    "Options:\n"
-	    "  --socket PATH   memtided's control socket (default " DEFAULT_SOCKET ")\n"
+	    "Options (before or after the command):\n"
+	    "  --socket PATH   memtided's control socket (default: $MEMTIDE_SOCKET, else\n"
+	    "                  " DEFAULT_SOCKET ")\n"
 	    "  --json          print memtided's reply as JSON\n"
 	    "  --timeout DUR   give up on memtided after this long (default 10s; hook: 2s at\n"
 	    "                  most), e.g. 3s or 500ms\n"
-	    "  --help, --version\n\n"
+	    "  --help, -h      print this and exit (also after a command)\n"
+	    "  --version, -V   print the version and exit\n\n"
 	    "Exit codes: 0 ok, 1 memtided refused (see the message), 2 usage,\n"
 	    "3 memtided unreachable, 4 libvirt error.\n");
 }
@@ -402,6 +403,33 @@ static const char *age_str(int64_t ms, char *buf, size_t len)
 	return buf;
 }
 
+/* A size exactly, in the words policy set takes: 2G, 512M, 4K, or bytes. */
+static const char *bytes_exact(int64_t bytes, char *buf, size_t len)
+{
+	static const char unit[] = "GMK";
+
+	for (int i = 0; i < 3; i++) {
+		int64_t u = 1LL << (10 * (3 - i));
+
+		if (bytes && bytes % u == 0) {
+			snprintf(buf, len, "%lld%c", (long long)(bytes / u), unit[i]);
+			return buf;
+		}
+	}
+	snprintf(buf, len, "%lld", (long long)bytes);
+	return buf;
+}
+
+/* A duration exactly, in the words policy set takes: 60s, 200ms. */
+static const char *ms_str(int64_t ms, char *buf, size_t len)
+{
+	if (ms % 1000 == 0)
+		snprintf(buf, len, "%llds", (long long)(ms / 1000));
+	else
+		snprintf(buf, len, "%lldms", (long long)ms);
+	return buf;
+}
+
 /* ---- status / vm show / top --------------------------------------------------------------- */
 
 /* The agent's round trips, memtided's vsock device and the guest RAM layout it gives. */
@@ -550,20 +578,23 @@ static void print_gens(struct json_object *vm)
 	}
 }
 
-/* A policy as the KEY=VALUE pairs `policy set` takes, separated by sep.  max=0 means the
- * domain's own maximum. */
+/* A policy as the KEY=VALUE pairs `policy set` takes (every key of `policy get --json`, in
+ * the words and units set accepts), separated by sep.  max=0 means the domain's own maximum;
+ * cold_age=0, the refault controller's choice. */
 static void print_policy(struct json_object *p, const char *sep)
 {
-	char a[16], b[16], c[16];
+	char a[32], b[32], c[32], w[32], o[32];
+	int64_t cold = get_i(p, "cold_age_ms");
 
 	printf("enabled=%s%smin=%s%smax=%s%spriority=%lld%starget_refault_per_min=%g%sheadroom=%s%s"
-	       "return=%s%sobserve=%s\n",
-	       get_b(p, "enabled") ? "true" : "false", sep,
-	       size_str(get_i(p, "min_bytes"), a, sizeof(a)), sep,
-	       get_i(p, "max_bytes") ? size_str(get_i(p, "max_bytes"), b, sizeof(b)) : "0", sep,
+	       "return=%s%ssource=%s%sept_window=%s%sobserve=%s%scold_age=%s\n",
+	       get_b(p, "enabled") ? "yes" : "no", sep,
+	       bytes_exact(get_i(p, "min_bytes"), a, sizeof(a)), sep,
+	       bytes_exact(get_i(p, "max_bytes"), b, sizeof(b)), sep,
 	       (long long)get_i(p, "priority"), sep, get_d(p, "target_refault_per_min"), sep,
-	       size_str(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"), sep,
-	       get_b(p, "observe") ? "true" : "false");
+	       bytes_exact(get_i(p, "headroom_bytes"), c, sizeof(c)), sep, get_s(p, "return"), sep,
+	       get_s(p, "source"), sep, ms_str(get_i(p, "ept_window_ms"), w, sizeof(w)), sep,
+	       get_b(p, "observe") ? "yes" : "no", sep, cold ? ms_str(cold, o, sizeof(o)) : "0");
 }
 
 /* Which access-bit source, and why not each other one (host/access/choose.c). */
@@ -678,7 +709,9 @@ static void print_vm(struct json_object *vm)
 					       : "none",
 	       size_str(get_i(vm, "working_set_bytes"), b, sizeof(b)),
 	       100.0 * get_d(vm, "refault_rate_per_min"), get_d(vm, "controller_output"));
-	if (*get_s(vm, "reclaim_hold"))
+	if (*get_s(vm, "eviction"))
+		printf("  eviction by age: %s\n", get_s(vm, "eviction"));
+	else if (*get_s(vm, "reclaim_hold"))
 		printf("  eviction by age held: %s (the controller takes nothing by age until "
 		       "the guest's reuses vouch for a threshold)\n",
 		       get_s(vm, "reclaim_hold"));
@@ -995,23 +1028,31 @@ static int cmd_policy(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 		}
+		/* One request with every pair: memtided applies all of them or none. */
+		struct json_object *req = req_new("policy-set"), *set = json_object_new_object(),
+				   *rep;
+
+		req_str(req, "name", argv[1]);
 		for (int i = 2; i < argc; i++) {
 			char key[64];
 			const char *eq = strchr(argv[i], '=');
-			struct json_object *req = req_new("policy-set"), *rep;
 
 			snprintf(key, sizeof(key), "%.*s", (int)(eq - argv[i]), argv[i]);
-			req_str(req, "name", argv[1]);
-			req_str(req, "key", key);
-			req_str(req, "value", eq + 1);
-			rep = call_checked(req, &rc);
-			if (!rep)
-				return rc;
-			if (json_out)
-				printf("%s\n",
-				       json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
-			json_object_put(rep);
+			if (json_object_object_get_ex(set, key, NULL)) {
+				fprintf(stderr, "memtidectl policy set: %s is given twice\n", key);
+				json_object_put(set);
+				json_object_put(req);
+				return EXIT_USAGE;
+			}
+			json_object_object_add(set, key, json_object_new_string(eq + 1));
 		}
+		json_object_object_add(req, "set", set);
+		rep = call_checked(req, &rc);
+		if (!rep)
+			return rc;
+		if (json_out)
+			printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
+		json_object_put(rep);
 		return EXIT_OK;
 	}
 	fprintf(stderr, "usage: memtidectl policy get DOMAIN | policy set DOMAIN KEY=VALUE...\n");
@@ -1495,52 +1536,101 @@ out:
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+/*
+ * memtidectl's own options may come before the command or after it, as virsh takes them
+ * (`memtidectl status --json`): they are taken out of argv wherever they stand, up to a
+ * "--", and the command sees only its own words.  No command has a flag of these names.
+ * --help (-h) anywhere prints the usage and exits 0.
+ */
+static int take_global_opts(int *argc, char **argv, bool *help, bool *version)
 {
-	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},  {"json", no_argument, NULL, 'j'},
-	    {"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
-	};
-	int opt;
+	int out = 1, i = 1;
 
-	/* Options come before the command; the command's own flags are parsed by it. */
-	while ((opt = getopt_long(argc, argv, "+hj", opts, NULL)) != -1) {
-		switch (opt) {
-		case 's':
-			sock_path = optarg;
+	for (; i < *argc; i++) {
+		const char *a = argv[i], *val = NULL;
+		size_t n;
+
+		if (!strcmp(a, "--"))
 			break;
-		case 'j':
+		if (!strcmp(a, "--json") || !strcmp(a, "-j")) {
 			json_out = true;
-			break;
-		case 't': {
-			char *end;
-			double v = strtod(optarg, &end);
-			if (end == optarg || v <= 0 || v > 3600 ||
-			    (*end && strcmp(end, "s") != 0 && strcmp(end, "ms") != 0)) {
-				fprintf(stderr,
-					"memtidectl: --timeout takes a duration such as 10s "
-					"or 500ms\n");
+			continue;
+		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			*help = true;
+			continue;
+		}
+		if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+			*version = true;
+			continue;
+		}
+		n = !strncmp(a, "--socket", 8) ? 8 : !strncmp(a, "--timeout", 9) ? 9 : 0;
+		if (n && (a[n] == '=' || a[n] == '\0')) {
+			if (a[n] == '=') {
+				val = a + n + 1;
+			} else if (i + 1 < *argc) {
+				val = argv[++i];
+			} else {
+				fprintf(stderr, "memtidectl: %s needs a value\n", a);
 				return EXIT_USAGE;
 			}
-			timeout_ms = (int)(strcmp(end, "ms") != 0 ? v * 1000 : v);
-			if (timeout_ms < 1)
-				timeout_ms = 1;
-			break;
+			if (n == 8) {
+				sock_path = val;
+			} else {
+				char *end;
+				double v = strtod(val, &end);
+				if (end == val || v <= 0 || v > 3600 ||
+				    (*end && strcmp(end, "s") != 0 && strcmp(end, "ms") != 0)) {
+					fprintf(stderr,
+						"memtidectl: --timeout takes a duration such "
+						"as 10s or 500ms\n");
+					return EXIT_USAGE;
+				}
+				timeout_ms = (int)(strcmp(end, "ms") != 0 ? v * 1000 : v);
+				if (timeout_ms < 1)
+					timeout_ms = 1;
+			}
+			continue;
 		}
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		case 'V':
-			printf("memtidectl %s\n%s", VERSION, MTD_LICENSE);
-			return EXIT_OK;
-		default:
-			usage(stderr);
+		if (out == 1 && a[0] == '-' && a[1]) {
+			/* Before the command, only memtidectl's own options are known. */
+			fprintf(stderr, "memtidectl: unknown option '%s' (memtidectl --help)\n", a);
 			return EXIT_USAGE;
 		}
+		argv[out++] = argv[i];
 	}
-	argc -= optind;
-	argv += optind;
+	/* A "--" is dropped; what follows it is the command's, as it stands. */
+	for (i = i + 1; i < *argc; i++)
+		argv[out++] = argv[i];
+	argv[out] = NULL;
+	*argc = out;
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	bool help = false, version = false;
+	int rc;
+
+	/* As the libvirt hook does: MEMTIDE_SOCKET names the socket unless --socket does. */
+	const char *env_sock = getenv("MEMTIDE_SOCKET");
+	if (env_sock && *env_sock)
+		sock_path = env_sock;
+	rc = take_global_opts(&argc, argv, &help, &version);
+	if (rc != EXIT_OK) {
+		usage(stderr);
+		return rc;
+	}
+	if (help) {
+		usage(stdout);
+		return EXIT_OK;
+	}
+	if (version) {
+		printf("memtidectl %s\n%s", VERSION, MTD_LICENSE);
+		return EXIT_OK;
+	}
+	argc -= 1;
+	argv += 1;
 	if (argc < 1) {
 		usage(stderr);
 		return EXIT_USAGE;
@@ -1567,7 +1657,7 @@ int main(int argc, char **argv)
 		return cmd_hook(argv[1], argv[2], argc >= 4 ? argv[3] : "-");
 	if (!strcmp(cmd, "domxml-patch")) {
 		xmlInitParser();
-		int rc = cmd_domxml_patch(argc - 1, argv + 1);
+		rc = cmd_domxml_patch(argc - 1, argv + 1);
 		xmlCleanupParser();
 		return rc;
 	}

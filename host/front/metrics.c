@@ -147,14 +147,12 @@ SAMPLER(s_target, "%" PRIu64, st->balloon_target_bytes)
 SAMPLER(s_goal, "%" PRIu64, st->target_bytes)
 SAMPLER(s_soft, "%d", st->soft ? 1 : 0)
 SAMPLER(s_actual, "%" PRIu64, st->balloon_actual_bytes)
-SAMPLER(s_rss, "%" PRIu64, st->host_rss_bytes)
 SAMPLER(s_returned, "%" PRIu64, st->returned_bytes)
-SAMPLER(s_untouched, "%" PRIu64, st->untouched_bytes)
 SAMPLER(s_observe, "%d", st->observe ? 1 : 0)
 SAMPLER(s_wss, "%" PRIu64, st->working_set_bytes)
-/* The controller keeps refaults per minute (its setpoint's unit, the policy key
- * target_refault_per_min); Prometheus wants base units: per second. */
-SAMPLER(s_refault, "%.6g", st->refault_rate_per_min / 60.0)
+/* The policy keeps its target per minute (target_refault_per_min); Prometheus wants base
+ * units: per second.  A setting, not a measurement: the measured side is the counter
+ * memtide_vm_refaults_total over memtide_vm_resident_bytes. */
 SAMPLER(s_refault_target, "%.6g", st->policy.target_refault_per_min / 60.0)
 SAMPLER(s_cold, "%.3f", (double)st->cold_age_ms / 1000.0)
 SAMPLER(s_floor, "%.3f", (double)st->reuse_floor_ms / 1000.0)
@@ -165,11 +163,7 @@ SAMPLER(s_agent, "%d", st->agent_connected ? 1 : 0)
 SAMPLER(s_untrusted, "%d", st->agent_untrusted[0] ? 1 : 0)
 SAMPLER(c_clamped, "%" PRIu64, st->agent_clamped)
 SAMPLER(s_fpr, "%d", st->fpr_on ? 1 : 0)
-SAMPLER(s_rtt50, "%.6f", (double)st->agent_rtt_p50_us / 1e6)
-SAMPLER(s_rtt99, "%.6f", (double)st->agent_rtt_p99_us / 1e6)
-SAMPLER(s_avail, "%" PRIu64, st->guest_mem_available_bytes)
-/* The agent reports PSI as the kernel prints it, a percentage; a ratio here. */
-SAMPLER(s_psi, "%.4f", st->guest_psi_some_avg10 / 100.0)
+
 /* Counters (struct mtd_vm_counters). */
 SAMPLER(c_inflations, "%" PRIu64, st->counters.inflations)
 SAMPLER(c_deflations, "%" PRIu64, st->counters.deflations)
@@ -182,15 +176,52 @@ SAMPLER(c_reclaimed, "%" PRIu64, st->counters.reclaimed_bytes)
 SAMPLER(c_refused, "%" PRIu64, st->counters.refused_steps)
 SAMPLER(c_refaults, "%" PRIu64, st->counters.refaults)
 SAMPLER(s_peer_down, "%d", st->peer_unresponsive_since_ms ? 1 : 0)
-SAMPLER(s_tick_gap, "%.3f", (double)st->tick_gap_ms / 1000.0)
 SAMPLER(s_late, "%" PRIu64, st->ticks_late)
 SAMPLER(s_behind, "%d", st->behind ? 1 : 0)
 SAMPLER(s_po_swapped, "%" PRIu64, st->pageout.swapped_bytes)
 SAMPLER(s_po_pool, "%" PRIu64, st->pageout.pool_bytes)
 SAMPLER(s_po_out, "%" PRIu64, st->pageout.out_total_bytes)
 SAMPLER(s_po_refaults, "%" PRIu64, st->pageout.refaults_total)
-SAMPLER(s_po_swapin, "%.3f", st->pageout.swapin_pages_per_s)
 #undef SAMPLER
+
+/* Figures memtided may not know yet (no aging round, no agent report, no second tick): such
+ * a VM gets no sample rather than a 0 that reads as a value. */
+#define SAMPLER_IF(fn_name, known, fmt, expr)                                                      \
+	static void fn_name(struct buf *b, const char *metric, const struct mtd_vm_status *st)     \
+	{                                                                                          \
+		if (!(known))                                                                      \
+			return;                                                                    \
+		dom(b, metric, st);                                                                \
+		put(b, "} " fmt "\n", expr);                                                       \
+	}
+SAMPLER_IF(s_rss, st->host_rss_bytes, "%" PRIu64, st->host_rss_bytes)
+SAMPLER_IF(s_untouched, st->host_rss_bytes, "%" PRIu64, st->untouched_bytes)
+SAMPLER_IF(s_resident, st->resident_bytes, "%" PRIu64, st->resident_bytes)
+SAMPLER_IF(s_avail, st->guest_mem_available_bytes, "%" PRIu64, st->guest_mem_available_bytes)
+/* The agent reports PSI as the kernel prints it, a percentage; a ratio here. */
+SAMPLER_IF(s_psi, st->guest_psi_known, "%.4f", st->guest_psi_some_avg10 / 100.0)
+SAMPLER_IF(s_tick_gap, st->tick_gap_ms, "%.3f", (double)st->tick_gap_ms / 1000.0)
+#undef SAMPLER_IF
+
+/* The agent's round trips as a summary: the median and 99th percentile of the last 256
+ * pings (none before the first), and every ping answered since attach with their sum. */
+static void s_rtt(struct buf *b, const char *metric, const struct mtd_vm_status *st)
+{
+	if (!st->agent_rtt_tracked)
+		return;
+	if (st->agent_rtt_samples) {
+		dom(b, metric, st);
+		put(b, ",quantile=\"0.5\"} %.6f\n", (double)st->agent_rtt_p50_us / 1e6);
+		dom(b, metric, st);
+		put(b, ",quantile=\"0.99\"} %.6f\n", (double)st->agent_rtt_p99_us / 1e6);
+	}
+	put(b, "%s_sum{domain=\"", metric);
+	put_label(b, st->name);
+	put(b, "\"} %.6f\n", (double)st->agent_rtt_sum_us / 1e6);
+	put(b, "%s_count{domain=\"", metric);
+	put_label(b, st->name);
+	put(b, "\"} %" PRIu64 "\n", st->agent_rtt_count);
+}
 
 static void s_po_state(struct buf *b, const char *metric, const struct mtd_vm_status *st)
 {
@@ -312,14 +343,14 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	per_vm(d, &b, "memtide_vm_balloon_actual_bytes", "gauge",
 	       "Guest memory as the balloon reports it.", s_actual);
 	per_vm(d, &b, "memtide_vm_host_rss_bytes", "gauge",
-	       "Guest RAM resident on the host (0: unknown).", s_rss);
+	       "Guest RAM resident on the host (no sample while unknown).", s_rss);
 	per_vm(d, &b, "memtide_vm_returned_bytes", "gauge",
 	       "Memory memtide returned from this VM: the balloon's hold, and what the agent's "
 	       "reclaim freed that is still not resident.",
 	       s_returned);
 	per_vm(d, &b, "memtide_vm_untouched_bytes", "gauge",
 	       "Guest RAM not resident without memtide's doing: never touched, or freed by the "
-	       "guest itself (0: unknown).",
+	       "guest itself (no sample while unknown).",
 	       s_untouched);
 	per_vm(d, &b, "memtide_vm_observe_only", "gauge",
 	       "1 while memtided only observes this VM (host-wide or its policy's observe=yes).",
@@ -330,12 +361,15 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       "Memory used within each idle age (none before the first estimate).", s_wss_age);
 	per_vm(d, &b, "memtide_vm_generation_bytes", "gauge",
 	       "Guest memory per generation, gen 0 the oldest.", s_gens);
-	per_vm(d, &b, "memtide_vm_refault_ratio_per_second", "gauge",
-	       "Refaults per second as a fraction of resident pages (smoothed; the reclaim "
-	       "controller's measured value).",
-	       s_refault);
+	per_vm(d, &b, "memtide_vm_resident_bytes", "gauge",
+	       "Guest memory the reclaim controller counts resident: rate of "
+	       "memtide_vm_refaults_total * 4096 over this is its refault ratio per second (no "
+	       "sample before the first aging round).",
+	       s_resident);
 	per_vm(d, &b, "memtide_vm_refault_target_ratio_per_second", "gauge",
-	       "The policy's refault target (target_refault_per_min / 60).", s_refault_target);
+	       "The policy's refault target, a setting (target_refault_per_min / 60): refaulted "
+	       "pages per second per resident page.",
+	       s_refault_target);
 	per_vm(d, &b, "memtide_vm_cold_age_seconds", "gauge",
 	       "Reclaim controller output: pages idle longer are cold.", s_cold);
 	per_vm(d, &b, "memtide_vm_reuse_floor_seconds", "gauge",
@@ -355,17 +389,20 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       s_untrusted);
 	per_vm(d, &b, "memtide_vm_agent_figures_clamped_total", "counter",
 	       "Figures from the agent clamped to what its VM can have.", c_clamped);
-	per_vm(d, &b, "memtide_vm_agent_rtt_p50_seconds", "gauge",
-	       "Median round trip of memtided's pings to the agent (last 256; 0: none yet).",
-	       s_rtt50);
-	per_vm(d, &b, "memtide_vm_agent_rtt_p99_seconds", "gauge",
-	       "99th percentile round trip of memtided's pings to the agent (last 256).", s_rtt99);
+	per_vm(d, &b, "memtide_vm_agent_rtt_seconds", "summary",
+	       "Round trips of memtided's pings to the agent: quantiles of the last 256, and "
+	       "every ping answered since attach (VMs with an agent link only).",
+	       s_rtt);
 	per_vm(d, &b, "memtide_vm_free_page_reporting", "gauge",
 	       "1 when the balloon has free page reporting on.", s_fpr);
-	per_vm(d, &b, "memtide_vm_guest_memory_available_bytes", "gauge", "Guest MemAvailable.",
+	per_vm(d, &b, "memtide_vm_guest_memory_available_bytes", "gauge",
+	       "Guest MemAvailable, from the agent or the balloon's statistics (no sample while "
+	       "neither has said).",
 	       s_avail);
 	per_vm(d, &b, "memtide_vm_guest_psi_memory_some_avg10_ratio", "gauge",
-	       "Guest PSI memory some avg10, as a ratio (0.05 = 5% of the time stalled).", s_psi);
+	       "Guest PSI memory some avg10, as a ratio (0.05 = 5% of the time stalled; no sample "
+	       "unless the agent reports it).",
+	       s_psi);
 
 	per_vm(d, &b, "memtide_vm_balloon_inflations_total", "counter",
 	       "Balloon target moves down (memory taken from the guest).", c_inflations);
@@ -392,7 +429,8 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	       "1 while the VM's QMP socket or libvirt does not answer within call_timeout.",
 	       s_peer_down);
 	per_vm(d, &b, "memtide_vm_tick_gap_seconds", "gauge",
-	       "Time between the VM's last two control ticks (the interval when on time).",
+	       "Time between the VM's last two control ticks (the interval when on time; no "
+	       "sample before the second).",
 	       s_tick_gap);
 	per_vm(d, &b, "memtide_vm_ticks_late_total", "counter",
 	       "Control ticks that came more than 1.5 intervals after the one before.", s_late);
@@ -409,10 +447,8 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	per_vm(d, &b, "memtide_vm_pageout_out_bytes_total", "counter",
 	       "Guest memory sent to host swap.", s_po_out);
 	per_vm(d, &b, "memtide_vm_pageout_refaults_total", "counter",
-	       "Guest pages read back from host swap (refaults).", s_po_refaults);
-	per_vm(d, &b, "memtide_vm_pageout_swapins_per_second", "gauge",
-	       "Guest pages read back from host swap per second, over the last interval.",
-	       s_po_swapin);
+	       "Guest pages read back from host swap (refaults; rate() gives them per second).",
+	       s_po_refaults);
 	if (b.oom) {
 		free(b.p);
 		return NULL;

@@ -149,6 +149,7 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "cold_age_ms", st->cold_age_ms);
 	put_u64(o, "reuse_floor_ms", st->reuse_floor_ms);
 	put_str(o, "reclaim_hold", st->reclaim_hold);
+	put_str(o, "eviction", st->eviction);
 	put_u64(o, "hold_left_ms", st->hold_left_ms);
 	put_u64(o, "refused_steps", st->refused_steps);
 	json_object_object_add(o, "agent_connected", json_object_new_boolean(st->agent_connected));

@@ -161,4 +161,6 @@ void mtd_vm_channel_status(const struct mtd_vm_vsock *v, struct mtd_agent_link *
 			   &st->agent_rtt_samples);
 	snprintf(st->agent_untrusted, sizeof(st->agent_untrusted), "%s",
 		 mtd_agent_link_untrusted(agent, &st->agent_clamped));
+	mtd_agent_link_rtt_total(agent, &st->agent_rtt_count, &st->agent_rtt_sum_us);
+	st->agent_rtt_tracked = true;
 }

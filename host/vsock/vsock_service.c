@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,6 +40,7 @@
 
 #include "base/log.h"
 #include "base/mtd.h"
+#include "base/qemu_dir.h"
 #include "vsock/vhost_int.h"
 
 #define MSGS_PER_ROUND   64
@@ -569,33 +569,6 @@ static void *thread_main(void *arg)
 
 /* ---- API ----------------------------------------------------------------------------- */
 
-/*
- * The watched directory, made when missing: QEMU creates its sockets there, and libvirt runs
- * QEMU as libvirt-qemu in group kvm (Debian), so the directory is root:kvm 0770.  An existing
- * directory is left as the operator made it.
- */
-static int make_dir(const char *dir)
-{
-	char tmp[108];
-	struct group *g;
-
-	snprintf(tmp, sizeof(tmp), "%s", dir);
-	for (char *s = tmp + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(tmp, 0700) < 0)
-		return errno == EEXIST ? 0 : -errno;
-	g = getgrnam("kvm");
-	if (g && chown(tmp, 0, g->gr_gid) == 0)
-		return chmod(tmp, 0770) < 0 ? -errno : 0;
-	return chmod(tmp, 0755) < 0 ? -errno : 0;
-}
-
 int mtd_vsock_start(const struct mtd_vsock_config *cfg, struct mtd_vsock **out)
 {
 	struct mtd_vsock *v = calloc(1, sizeof(*v));
@@ -612,8 +585,8 @@ int mtd_vsock_start(const struct mtd_vsock_config *cfg, struct mtd_vsock **out)
 		goto fail;
 	}
 	if (cfg->dir[0]) {
-		/* QEMU (as libvirt's qemu user) creates its sockets here. */
-		rc = make_dir(cfg->dir);
+		/* QEMU (as libvirt's qemu user, group kvm) creates its sockets here. */
+		rc = mtd_qemu_dir_make(cfg->dir, 0770);
 		if (rc < 0) {
 			mtd_err("vsock: cannot create %s: %s", cfg->dir, strerror(-rc));
 			goto fail;

@@ -18,7 +18,8 @@
 #                            as with plain QEMU.  With E2E_TRANSPORT=vsock the channel is
 #                            memtided's vhost-user-vsock instead, as `memtidectl domxml-patch
 #                            --vsock` writes it (shared memfd RAM, <qemu:commandline>, the
-#                            socket in memtided's default vsock_dir): memtided must be running
+#                            socket in the host's vsock_dir, /run/memtide/vsock, which the
+#                            scenario's memtided is given in its config): memtided must be running
 #                            (libvirt mode) before the domain starts, as QEMU waits for it.
 #                            With E2E_TRANSPORT=kvsock it is the kernel's <vsock> with a CID
 #                            libvirt picks (auto='yes'), as domxml-patch --vsock writes it on a

@@ -81,12 +81,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(!req.all || many); /* {"all": true} only where it means something */
 		bool named = req.cmd != MTD_CTL_STATUS && req.cmd != MTD_CTL_VERSION && !req.all;
 		check_field(req.name, !named);
-		check_field(req.key, req.cmd != MTD_CTL_POLICY_SET);
-		check_field(req.value, req.cmd != MTD_CTL_POLICY_SET);
+		CHECK(req.npairs <= MTD_CONTROL_MAX_PAIRS);
+		CHECK((req.npairs > 0) == (req.cmd == MTD_CTL_POLICY_SET));
+		for (unsigned i = 0; i < req.npairs; i++) {
+			check_field(req.pairs[i].key, false);
+			check_field(req.pairs[i].value, false);
+		}
 		check_field(req.op, req.cmd != MTD_CTL_HOOK);
 		check_field(req.subop, req.cmd != MTD_CTL_HOOK);
-		if (req.cmd != MTD_CTL_POLICY_SET)
-			CHECK(!req.key[0] && !req.value[0]);
 	} else {
 		CHECK(err[0] != '\0');
 	}

@@ -10,14 +10,18 @@
 #   memtide-agent  the static agent (no shared library needed) and its unit; nothing else
 #   memtide-lab    memtide-sim and memtide-trace, which the other two leave out
 # The packages are unpacked (dpkg-deb -x), not installed: installing would touch this host's
-# /etc/libvirt and systemd, shared with every other test.  The unpacked programs run, their
-# version is the package's, and the units name the packaged paths.
+# /etc/libvirt and systemd, shared with every other test (tests/packaging/systemd_guest.sh
+# installs, upgrades and purges them under a real systemd).  The unpacked programs run, their
+# version is the package's, and the units name the packaged paths; every Documentation= of a
+# unit is a file or man page the packages ship; the maintainer scripts enable and start
+# memtided and leave the zram swap unit alone; the build ran the unit tests, and skips them
+# under DEB_BUILD_OPTIONS=nocheck.
 set -u
 BUILD=${BUILD:-build}
-echo "1..7"
+echo "1..10"
 n=0 failed=0
 check() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
-skip_rest() { while [ $n -lt 7 ]; do n=$((n + 1)); echo "ok $n # SKIP $*"; done; exit 0; }
+skip_rest() { while [ $n -lt 10 ]; do n=$((n + 1)); echo "ok $n # SKIP $*"; done; exit 0; }
 command -v dpkg-buildpackage >/dev/null && command -v lintian >/dev/null &&
 	[ -e /usr/share/perl5/Debian/Debhelper/Dh_Lib.pm ] ||
 	skip_rest "debhelper, dpkg-dev or lintian missing (scripts/deps.sh installs them)"
@@ -59,7 +63,7 @@ contents "$x/memtide.files" usr/sbin/memtided usr/bin/memtidectl \
 	etc/memtide/memtided.conf usr/share/man/man8/memtided.8.gz \
 	usr/share/man/man1/memtidectl.1.gz usr/share/man/man5/memtided.conf.5.gz \
 	usr/share/bash-completion/completions/memtidectl usr/share/doc/memtide/copyright \
-	usr/share/doc/memtide/operations.md.gz usr/share/memtide/prometheus/memtide-alerts.yml \
+	usr/share/doc/memtide/operations.md usr/share/memtide/prometheus/memtide-alerts.yml \
 	usr/share/memtide/grafana/memtide-dashboard.json usr/lib/memtide/memtide-ept.so \
 	usr/lib/tmpfiles.d/memtide.conf &&
 	! grep -E 'memtide-(agent|sim|trace)' "$x/memtide.files" &&
@@ -80,7 +84,7 @@ contents "$x/memtide-lab.files" usr/bin/memtide-sim usr/bin/memtide-trace \
 	usr/share/man/man1/memtide-sim.1.gz usr/share/man/man1/memtide-trace.1.gz
 check $? "memtide-lab: memtide-sim and memtide-trace with their man pages"
 
-v1=$("$x/memtide/usr/sbin/memtided" --version) && v2=$("$x/memtide/usr/bin/memtidectl" --version) &&
+v1=$("$x/memtide/usr/sbin/memtided" --version | head -1) && v2=$("$x/memtide/usr/bin/memtidectl" --version) &&
 	"$x/memtide-agent/usr/sbin/memtide-agent" --version >/dev/null &&
 	[ "$v1" = "memtided $version" ] && echo "$v2" | grep -q "$version" &&
 	! file "$x/memtide/usr/sbin/memtided" | grep -q 'not stripped'
@@ -91,5 +95,42 @@ grep -qx 'ExecStart=/usr/sbin/memtided --foreground --syslog' "$x/memtide/lib/sy
 	grep -qx 'MEMTIDECTL=/usr/bin/memtidectl' "$x/memtide/etc/libvirt/hooks/qemu.d/memtide" &&
 	! grep -rq '@[A-Z]*@' "$x/memtide/lib" "$x/memtide/etc" "$x/memtide-agent/lib" &&
 	dpkg-deb -I "$out/memtide_${version}_amd64.deb" postinst | grep -q 'deb-systemd-helper'
-check $? "the units and the hook name the packaged paths; postinst enables the unit"
+check $? "the units and the hook name the packaged paths"
+
+# Every Documentation= of every packaged unit: a man page or a file the packages ship.
+bad=
+for u in "$x"/memtide*/lib/systemd/system/*.service; do
+	for d in $(sed -n 's/^Documentation=//p' "$u"); do
+		case $d in
+		man:*)
+			page=${d#man:} sec=${page##*(} sec=${sec%)} page=${page%(*}
+			ls "$x"/memtide*/usr/share/man/man$sec/$page.$sec.gz >/dev/null 2>&1 || bad="$bad $d" ;;
+		file:*) ls "$x"/memtide*"${d#file:}" >/dev/null 2>&1 || bad="$bad $d" ;;
+		*) bad="$bad $d" ;;
+		esac
+	done
+done
+[ -z "$bad" ]
+check $? "every unit's Documentation= is a man page or file the packages ship${bad:+ (not shipped:$bad)}"
+
+# memtided: enabled, started, restarted after an upgrade.  The zram swap: none of debhelper's
+# deb-systemd-invoke lines (start, restart, stop) names it, and it is enabled only where an
+# earlier install had it enabled (dh_installsystemd --no-enable --no-start --no-stop-on-upgrade); removal turns it off
+# only through its own stop, which refuses while pages are in it.
+pi=$(dpkg-deb -I "$out/memtide_${version}_amd64.deb" postinst)
+pr=$(dpkg-deb -I "$out/memtide_${version}_amd64.deb" prerm)
+echo "$pi" | grep -q "deb-systemd-helper enable 'memtided.service'" &&
+	echo "$pi" | grep -q "deb-systemd-invoke \$_dh_action 'memtided.service'" &&
+	! { echo "$pi"; echo "$pr"; } | grep -q "deb-systemd-invoke .*'memtide-zram-swap.service'" &&
+	echo "$pi" | grep -q "deb-systemd-helper debian-installed 'memtide-zram-swap.service'" &&
+	echo "$pr" | grep -q '/usr/lib/memtide/memtide-zram-swap stop; then'
+check $? "postinst enables and starts memtided; the zram swap is neither enabled nor started, nor stopped on upgrade"
+
+# The build ran the unit tests; nocheck skips them.
+ran=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out/build.log" | tail -1)
+with=$(make -s -n -f debian/rules override_dh_auto_test 2>/dev/null)
+without=$(DEB_BUILD_OPTIONS=nocheck make -s -n -f debian/rules override_dh_auto_test 2>/dev/null)
+[ -n "$ran" ] && [ "${ran%% *}" -gt 0 ] && echo "$ran" | grep -q ' 0 failed$' &&
+	echo "$with" | grep -q check-unit && ! echo "$without" | grep -q check-unit
+check $? "dh_auto_test ran the unit tests in the package build (${ran:-none}); DEB_BUILD_OPTIONS=nocheck skips them"
 exit $failed

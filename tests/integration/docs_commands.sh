@@ -99,9 +99,21 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 memtidectl resume test >/dev/null
+trypid=
 while IFS=$'\t' read -r where cmd; do
 	cmd=${cmd//DOMAIN/test}
+	# A try-out's own directory (/tmp/try in the docs) is this test's.
+	cmd=${cmd//\/tmp\/try/$DIR/try}
 	case $cmd in
+	"memtided --foreground"*) # a second memtided, left running for the commands after it
+		mkdir -p "$DIR/try"
+		bash -c "$cmd" </dev/null >"$DIR/try.log" 2>&1 &
+		trypid=$!
+		sock=$(sed -n 's/.*--socket \([^ ]*\).*/\1/p' <<<"$cmd")
+		for _ in $(seq 100); do memtidectl --socket "$sock" status >/dev/null 2>&1 && break; sleep 0.1; done
+		memtidectl --socket "$sock" status >"$DIR/out" 2>&1
+		rc=$?
+		cat "$DIR/try.log" >>"$DIR/out" ;;
 	"memtidectl top"*) # runs until q: three seconds of it, then the timeout's 124
 		timeout 3 bash -c "$cmd" </dev/null >"$DIR/out" 2>&1
 		rc=$?
@@ -116,6 +128,7 @@ while IFS=$'\t' read -r where cmd; do
 	esac
 	printf '%s\t%s\t%s\t%s\n' "$rc" "$where" "$cmd" "$(head -c 300 "$DIR/out" | tr '\n\t' '  ')"
 done
+[ -n "$trypid" ] && kill $trypid && wait $trypid
 kill $mpid
 wait $mpid
 EOF
@@ -147,8 +160,11 @@ while IFS=$'\t' read -r where cmd; do
 	"qemu-system-x86_64 ... "*) skip "$where: $cmd: a QEMU command line with '...' for the guest's own arguments (scenarios 08 and 16 start QEMU with these arguments)" ;;
 	"dev=\$(cat /sys/class/zram-control/hot_add)"* | "echo "*" >/sys/block/zram"* | "fallocate "*"/var/swap."* | "mkswap "* | "echo "*" >/sys/module/zswap/"*)
 		skip "$where: $cmd: sets up this host's swap (tests/e2e/lib_zram.sh does the same on a zram device of its own and removes it)" ;;
+	"/usr/lib/memtide/memtide-zram-swap "*)
+		skip "$where: $cmd: turns this host's swap off (tests/integration/zram_swap.sh runs the helper, stop --force too, on a zram device of its own)" ;;
 	"memtidectl domxml-patch "*" --ept"*) skip "$where: $cmd: libvirt's test driver has no TCG domain (tests/integration/domxml_ept.sh runs it against the real libvirtd)" ;;
-	memtidectl* | curl* | virsh* | "memtide-agent "*) printf '%s\t%s\n' "$where" "$cmd" >>"$dir/to-run" ;;
+	memtidectl* | curl* | virsh* | "memtide-agent "* | "memtided --foreground"* | "MEMTIDE_SOCKET="*)
+		printf '%s\t%s\n' "$where" "$cmd" >>"$dir/to-run" ;;
 	*) nok "$where: $cmd: no rule says how to check this command (tests/integration/docs_commands.sh)" ;;
 	esac
 done <"$dir/commands"

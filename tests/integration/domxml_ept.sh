@@ -46,11 +46,14 @@ V="virsh -q -c qemu:///system"
 for _ in $(seq 50); do $V version >/dev/null 2>&1 && break; sleep 0.2; done
 $V version >/dev/null 2>&1 || skip_rest "libvirtd does not answer"
 
-# QEMU runs as libvirt's user: the image, the console log and the table directory must be
-# reachable by it (the table directory is sticky and world-writable, as memtided makes it).
+# QEMU runs as libvirt's user (libvirt-qemu, in group kvm): the image, the console log and
+# the table directory must be reachable by it.  The table directory is root:kvm 1770, as
+# memtided and the tmpfiles entry make /run/memtide/ept (base/qemu_dir.h): QEMU writes its
+# table there through its group, and nobody else can.
 dir=$(mktemp -d /tmp/memtide-it-ept.XXXXXX)
 chmod 755 "$dir"
-mkdir -m 1777 "$dir/ept" "$dir/young"
+mkdir -m 1777 "$dir/young"
+mkdir -m 1770 "$dir/ept" && chgrp kvm "$dir/ept" && chmod 1770 "$dir/ept"
 cp "$BUILD/e2e/guest/vmlinux" "$BUILD/e2e/guest/initrd.cpio" "$dir/"
 chmod 644 "$dir/vmlinux" "$dir/initrd.cpio"
 # The plugin must be readable by QEMU's user: a copy, not the build tree's path.

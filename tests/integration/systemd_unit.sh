@@ -1,37 +1,44 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# systemd_unit.sh: memtided's and the agent's systemd units, and memtided's side of
-# Type=notify.
+# systemd_unit.sh: the systemd units memtide ships (memtided, memtide-zram-swap, the agent's),
+# and memtided's side of Type=notify.
 #
 # systemd does not run as PID 1 on these machines (`systemctl is-system-running` says
 # "offline"; systemd-nspawn --boot never comes up here), so these tests check the parts on
 # the host, each against the real thing it stands for; tests/packaging/systemd_guest.sh
 # (`make check-packaging`, run by CI) boots a guest whose PID 1 is systemd and runs the
 # packaged unit there:
-#   1-2  systemd-analyze verify: both units parse, name programs that exist and man pages
-#        that resolve (the built programs and docs/man stand in for the packaged ones)
-#   3-4  systemd-analyze security --offline: exposure 3.0 or better (the figure is printed)
-#   5    what memtided must reach is still granted by the unit: the capabilities
+#   1-3  systemd-analyze verify: the units parse, name programs that exist and man pages
+#        that resolve (the built programs, contrib/ and docs/man stand in for the packaged ones)
+#   4-6  systemd-analyze security --offline: memtided 2.6 or better, the zram swap 5.0 or
+#        better, the agent 3.0 or better (the figures are printed)
+#   7    the zram swap unit is ordered at shutdown (DefaultDependencies=no, Conflicts= and
+#        Before=shutdown.target, before memtided and libvirtd so that it stops after them),
+#        loads zram through modprobe@zram.service (its sandbox cannot load modules), and has
+#        no mount namespace (swapon records the device's path as its caller sees it: from a
+#        namespace of its own /proc/swaps says "/zram0", and systemd's swapoff at shutdown
+#        cannot find it)
+#   8    what memtided must reach is still granted by the unit: the capabilities
 #        (CAP_SYS_PTRACE for other users' /proc and ProtectProc=invisible, CAP_SYS_NICE for
 #        process_madvise, CAP_DAC_OVERRIDE for libvirt-qemu's sockets, CAP_SYS_ADMIN for the
 #        frames in QEMU's pagemap that the idle and damon sources read), AF_UNIX and AF_INET,
 #        /proc/meminfo (no ProcSubset=pid), the libvirt and QEMU socket folders, DAMON's sysfs
 #        and the idle page bitmap, its state and runtime directories
-#   6    the seccomp filter: every system call memtided made in a run (libvirt mode on
+#   9    the seccomp filter: every system call memtided made in a run (libvirt mode on
 #        libvirt's in-process test driver, a control request, a metrics scrape, SIGHUP, stop;
 #        traced with strace) is one the unit's SystemCallFilter= allows, its groups expanded
 #        by this systemd's own `systemd-analyze syscall-filter`
-#   7    the notify protocol (sd_notify(3), what systemd reads on $NOTIFY_SOCKET): READY=1
+#   10   the notify protocol (sd_notify(3), what systemd reads on $NOTIFY_SOCKET): READY=1
 #        only once the control socket answers, WATCHDOG=1 at least every half WatchdogSec,
 #        STOPPING=1 on SIGTERM; read from a datagram socket this test listens on
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
-echo "1..7"
+echo "1..10"
 n=0 failed=0
 check() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; failed=1; fi; }
 command -v systemd-analyze >/dev/null || {
-	for i in 1 2 3 4 5 6 7; do echo "ok $i # SKIP no systemd-analyze"; done
+	for i in $(seq 10); do echo "ok $i # SKIP no systemd-analyze"; done
 	exit 0
 }
 dir=$(mktemp -d /tmp/memtide-it-unit.XXXXXX)
@@ -46,14 +53,15 @@ trap cleanup EXIT
 : >"$dir/empty.conf" # built-in defaults, whatever /etc/memtide holds
 
 # The units as install.sh writes them, pointing at the built programs.
-for u in memtided memtide-agent; do
+UNITS="memtided memtide-zram-swap memtide-agent"
+for u in $UNITS; do
 	sed -e "s|@SBINDIR@|$BIN|g" -e "s|@BINDIR@|$BIN|g" -e "s|@DOCDIR@|$PWD/docs|g" \
-		"contrib/systemd/$u.service" >"$dir/$u.service"
+		-e "s|@LIBDIR@|$PWD/contrib|g" "contrib/systemd/$u.service" >"$dir/$u.service"
 done
 mkdir -p "$dir/man/man1" "$dir/man/man5" "$dir/man/man8"
 for p in docs/man/*.[158]; do ln -s "$PWD/$p" "$dir/man/man${p##*.}/"; done
 
-for u in memtided memtide-agent; do
+for u in $UNITS; do
 	out=$(cd "$dir" && MANPATH=$dir/man systemd-analyze verify "./$u.service" 2>&1)
 	rc=$?
 	[ -z "$out" ] || echo "$out" | sed 's/^/# /'
@@ -61,16 +69,27 @@ for u in memtided memtide-agent; do
 	check $? "systemd-analyze verify $u.service: clean"
 done
 
-for u in memtided memtide-agent; do
+for u in memtided:2.6 memtide-zram-swap:5.0 memtide-agent:3.0; do
+	goal=${u#*:} u=${u%:*}
 	out=$(cd "$dir" && systemd-analyze security --offline=yes "./$u.service" 2>&1)
 	level=$(echo "$out" | sed -n 's/.*Overall exposure level for .*: \([0-9.]*\) .*/\1/p')
-	[ -n "$level" ] && awk -v l="$level" 'BEGIN { exit !(l <= 3.0) }'
+	[ -n "$level" ] && awk -v l="$level" -v g="$goal" 'BEGIN { exit !(l <= g) }'
 	rc=$?
 	[ $rc = 0 ] || echo "$out" | grep '✗' | sed 's/^/# /'
-	check $rc "systemd-analyze security --offline $u.service: exposure ${level:-?} (goal 3.0 or better)"
+	check $rc "systemd-analyze security --offline $u.service: exposure ${level:-?} (goal $goal or better)"
 done
 
-# 5: the grants memtided needs.
+# 7: the zram swap's place at boot and shutdown.
+Z=contrib/systemd/memtide-zram-swap.service
+zkey() { grep -E "^$1=" "$Z" | sed "s/^$1=//" | tr '\n' ' '; }
+[ "$(zkey DefaultDependencies)" = "no " ] && zkey Conflicts | grep -qw shutdown.target &&
+	zkey Before | grep -qw shutdown.target && zkey Before | grep -qw memtided.service &&
+	zkey Before | grep -qw libvirtd.service && zkey Wants | grep -qw modprobe@zram.service &&
+	zkey After | grep -qw modprobe@zram.service &&
+	! grep -E '^(ProtectSystem|ProtectHome|PrivateTmp|PrivateDevices|PrivateMounts|PrivateIPC|ProtectKernelTunables|ProtectKernelModules|ProtectKernelLogs|ProtectControlGroups|ProtectProc|ProcSubset|ReadWritePaths|ReadOnlyPaths|InaccessiblePaths|BindPaths|TemporaryFileSystem|RootDirectory|MountFlags)=' "$Z"
+check $? "the zram swap unit: DefaultDependencies=no, Conflicts= and Before=shutdown.target, Before=memtided and libvirtd, zram loaded by modprobe@zram.service, no mount namespace"
+
+# 8: the grants memtided needs.
 U=contrib/systemd/memtided.service
 key() { grep -E "^$1=" "$U" | sed "s/^$1=//" | tr '\n' ' '; }
 ok=0
@@ -89,7 +108,7 @@ done
 	key SystemCallFilter | grep -qw process_madvise || { echo "# state/runtime dir, notify, /proc or syscalls"; ok=1; }
 check $ok "the unit still grants what memtided reaches (capabilities, sockets, /proc, DAMON, state dir)"
 
-# 6: every system call memtided makes is allowed.
+# 9: every system call memtided makes is allowed.
 if command -v strace >/dev/null && [ -x "$BIN/memtided" ]; then
 	PORT=$((20000 + $$ % 20000))
 	strace -f -qq -o "$dir/trace" "$BIN/memtided" --uri test:///default --foreground \
@@ -127,7 +146,7 @@ else
 	echo "ok $n # SKIP no strace (scripts/deps.sh installs it)"
 fi
 
-# 7: the notify protocol.
+# 10: the notify protocol.
 python3 - "$dir/notify.sock" "$dir/notify.log" <<'PY' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

@@ -219,6 +219,12 @@ static void test_claim(void **state)
 	assert_int_equal(f.h->controller_pid, getpid());
 	mtd_ept_file_request_window(&ef, 200);
 	assert_int_equal(f.h->mode, MTD_EPT_MODE_WINDOWS);
+	assert_int_equal(f.h->window_not_before_ms, 0); /* at once */
+	uint64_t seq = f.h->req_seq;
+	mtd_ept_file_request_window_at(&ef, 400, 123456);
+	assert_int_equal(f.h->req_seq, seq + 1);
+	assert_int_equal(f.h->window_ms, 400);
+	assert_int_equal(f.h->window_not_before_ms, 123456); /* a moment of the interval */
 	mtd_ept_file_close(&ef); /* gives the claim up and switches instrumentation off */
 	assert_int_equal(f.h->controller_pid, 0);
 	assert_int_equal(f.h->mode, MTD_EPT_MODE_OFF);
@@ -287,7 +293,7 @@ static void test_source_rounds_and_detail(void **state)
 
 	fake_plugin_open(&f, 256ULL << 20, 0);
 	assert_int_equal(
-	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, &src, msg, sizeof(msg)), 0);
+	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, 5000, &src, msg, sizeof(msg)), 0);
 	assert_int_equal(f.h->req_seq, 1); /* the first window at once */
 	assert_int_equal(mtd_source_describe(&src, line, sizeof(line)), 0);
 	assert_int_equal(windows_in(line), 0);
@@ -301,6 +307,9 @@ static void test_source_rounds_and_detail(void **state)
 	f.h->windows = 1;
 	assert_int_equal(src.ops->age(src.ctx, g, 1000), 0);
 	assert_int_equal(f.h->req_seq, 2);
+	/* the next window at a random moment of the 5 s interval, with room to end in it */
+	uint64_t at1 = f.h->window_not_before_ms;
+	assert_true(at1 >= 1000 && at1 < 1000 + 5000 - 200 - 300);
 	struct young_set y = {0};
 	assert_int_equal(vmm_young_runs(g, 1, collect, &y), 0);
 	assert_int_equal(y.pages, 8);
@@ -311,6 +320,9 @@ static void test_source_rounds_and_detail(void **state)
 	/* the A bits were cleared: a round with no access finds nothing young */
 	f.h->windows = 2;
 	assert_int_equal(src.ops->age(src.ctx, g, 2000), 0);
+	uint64_t at2 = f.h->window_not_before_ms;
+	assert_true(at2 >= 2000 && at2 < 2000 + 4500);
+	assert_true(at2 - 2000 != at1 - 1000); /* not in step with the rounds */
 	y = (struct young_set){0};
 	assert_int_equal(vmm_young_runs(g, 1, collect, &y), 0);
 	assert_int_equal(y.pages, 0);

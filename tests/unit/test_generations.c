@@ -4,11 +4,15 @@
  * vmm/generations.c, vmm/age.c).
  *
  * The centre piece is a random run checked against a shadow model: the model keeps every
- * page's true generation, tier and eviction seq in plain 64-bit fields (no encoding, no
- * stale labels, no sweep), applies the MGLRU rules as written in docs/design.md, and after
- * every operation the library's per-generation counts must equal the model's, and
- * vmm_check_invariants must pass.  That catches a wrong fold, a stale label read as the
- * wrong generation, or a count that drifts.
+ * page's round (the seq of the generation it was put in), tier and eviction seq in plain
+ * 64-bit fields (no labels, no sweep, no merges: a page is in the youngest live generation
+ * at or after its round, which is what merging a generation into its younger neighbour
+ * means), applies the MGLRU rules as written in docs/design.md, and after every operation
+ * the library's per-generation counts must equal the model's, vmm_check_invariants must
+ * pass, and no page may read less than 1/2.2 of its idle time outside the oldest
+ * generation.  That catches a wrong merge, a label read as the wrong generation, a label
+ * freed while a byte still carries it, or a count that drifts.  The layout's rule itself is
+ * checked on its own (test_layout_rule, test_reach_table).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -136,28 +140,123 @@ static void test_rules(void **state)
 	assert_int_equal(st.gen[0].pages, 1024 - 10 + 2);
 	assert_int_equal(vmm_check_invariants(g), 0);
 
-	/* Fifth round with nr_gens 4: the two oldest fold, seqs 1..4 -> min_seq 2. */
+	/* Fourth round with nr_gens 4, all in use: seq 2 is empty (its pages went on to seq 3)
+	 * and goes, which loses nothing (rule 1). */
 	assert_int_equal(vmm_age_begin(g, 4000), 0);
 	vmm_guest_get_stats(g, &st);
 	assert_int_equal(st.nr_gens, 4);
-	assert_int_equal(st.min_seq, 1);
+	assert_int_equal(st.gen[0].seq, 0);
+	assert_int_equal(st.gen[1].seq, 1);
+	assert_int_equal(st.gen[2].seq, 3);
+	assert_int_equal(st.gen[3].seq, 4);
+	/* Fifth: none empty but the youngest.  Seq 1 into seq 3 spans idle ages 2 s..4 s (seq 0
+	 * and 1 were born at 1000), a factor 2 <= 2.2; seq 3 into seq 4 spans 1 s..4 s: too
+	 * wide.  So seq 1's 5 pages join seq 3 (rule 2). */
 	assert_int_equal(vmm_age_begin(g, 5000), 0);
 	vmm_guest_get_stats(g, &st);
-	assert_int_equal(st.min_seq, 2);
+	assert_int_equal(st.min_seq, 0);
 	assert_int_equal(st.max_seq, 5);
-	/* seq 0 (1014 + 2 cold pages... moved) and seq 1 (5 pages) folded into seq 2. */
-	assert_int_equal(st.gen[0].pages, 1024 - 10 + 2 + 5);
+	assert_int_equal(st.gen[0].pages, 1024 - 10 + 2);
+	assert_int_equal(st.gen[1].seq, 3);
+	assert_int_equal(st.gen[1].pages, 5 + 3);
+	assert_int_equal(st.gen[1].birth_ms, 3000); /* the younger one's birth */
+	assert_int_equal(st.gen[2].seq, 4);
 	assert_int_equal(vmm_check_invariants(g), 0);
 	vmm_guest_free(g);
+}
+
+/* gens_widen off: the old rule, the oldest always folds into the next, so the generations
+ * are the last nr_gens rounds and the oldest holds everything before. */
+static void test_rules_fold_oldest(void **state)
+{
+	struct vmm_range ram = {0, 4 * MiB};
+	struct vmm_guest_config cfg;
+	struct vmm_guest *g = NULL;
+	struct vmm_guest_stats st;
+
+	(void)state;
+	vmm_guest_config_default(&cfg);
+	assert_true(cfg.gens_widen);
+	cfg.ram = &ram;
+	cfg.nr_ram = 1;
+	cfg.gens_widen = false;
+	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	for (uint64_t r = 1; r <= 10; r++) {
+		assert_int_equal(vmm_age_begin(g, r * 1000), 0);
+		assert_int_equal(vmm_mark_young(g, r * VMM_PAGE_SIZE, 1, false), 0);
+	}
+	vmm_guest_get_stats(g, &st);
+	assert_int_equal(st.nr_gens, 4);
+	assert_int_equal(st.min_seq, 7);
+	assert_int_equal(st.max_seq, 10);
+	for (unsigned k = 0; k < 4; k++)
+		assert_int_equal(st.gen[k].birth_ms, (7 + k) * 1000);
+	assert_int_equal(st.gen[0].pages, 1024 - 3); /* seq 0..7 folded: all but 8, 9, 10 */
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+}
+
+/* The rule on its own (vmm_gens_pick_merge): an empty generation goes first; else the pair
+ * whose merged generation is narrowest in idle ages, within 2.2; else the oldest folds. */
+static void test_layout_rule(void **state)
+{
+	/* births in ms of five generations; ages at now = 100 */
+	uint64_t b[5] = {0, 50, 80, 90, 95}, pages[5] = {9, 9, 9, 9, 9};
+
+	(void)state;
+	/* Merging i into i + 1 spans ages (100 - b[i + 1]) .. (100 - b[i - 1]):
+	 * i = 1: 20..100 (5x), i = 2: 10..50 (5x), i = 3: 5..20 (4x): none within 2.2. */
+	assert_int_equal(vmm_gens_pick_merge(b, pages, 5, 100), 0);
+	pages[2] = 0; /* an empty one goes whatever its span */
+	assert_int_equal(vmm_gens_pick_merge(b, pages, 5, 100), 2);
+	/* i = 1: 40..100 (2.5x), i = 2: 30..60 (2x), i = 3: 10..40 (4x) */
+	uint64_t c[5] = {0, 40, 60, 70, 90};
+	assert_int_equal(vmm_gens_pick_merge(c, NULL, 5, 100), 2);
+	/* i = 1: 80..100 (1.25x), i = 2: 60..90 (1.5x), i = 3: 50..80 (1.6x): the narrowest */
+	uint64_t e[5] = {0, 10, 20, 40, 50};
+	assert_int_equal(vmm_gens_pick_merge(e, NULL, 5, 100), 1);
+	/* Two generations: nothing to choose, the oldest folds. */
+	assert_int_equal(vmm_gens_pick_merge(e, NULL, 2, 100), 0);
+	/* The previous round born now (two rounds at once): nothing merges into it. */
+	uint64_t f[4] = {0, 50, 70, 100}; /* i = 1: 30..100 (3.3x), i = 2: into age 0 */
+	assert_int_equal(vmm_gens_pick_merge(f, NULL, 4, 100), 0);
+}
+
+/* The least age of the oldest generation once it first folds, for regular rounds, equals
+ * the table behind vmm_gens_reach_ms: the rule run again for 200,000 rounds. */
+static void test_reach_table(void **state)
+{
+	(void)state;
+	for (unsigned n = VMM_MIN_NR_GENS; n <= VMM_MAX_NR_GENS; n++) {
+		uint64_t birth[VMM_MAX_NR_GENS + 1] = {0};
+		unsigned live = 1;
+		uint64_t least = UINT64_MAX;
+		bool folded = false;
+		for (uint64_t now = 1; now <= 200000; now++) {
+			if (live >= n) {
+				unsigned i = vmm_gens_pick_merge(birth, NULL, live, now);
+				folded |= i == 0;
+				memmove(&birth[i], &birth[i + 1], (live - i - 1) * sizeof(*birth));
+				live--;
+			}
+			birth[live++] = now;
+			if (folded && now - birth[0] < least)
+				least = now - birth[0];
+		}
+		assert_int_equal(vmm_gens_reach_ms(n, 1), least);
+	}
+	/* 16 generations at memtided's 5 s: more than an hour. */
+	assert_true(vmm_gens_reach_ms(VMM_MAX_NR_GENS, 5000) >= 3600 * 1000);
 }
 
 /* ---- the shadow model ----------------------------------------------------------------- */
 
 struct mpage {
 	bool evicted;
-	uint64_t seq; /* resident: true generation (may be below min_seq after a fold) */
+	uint64_t seq; /* resident: the round it was put in (its generation may have merged on) */
 	unsigned tier;
 	uint64_t evseq; /* evicted: max_seq at eviction */
+	bool seen;      /* seq is the round it was last seen used (not a hint's move) */
 };
 
 struct model {
@@ -167,6 +266,7 @@ struct model {
 	uint64_t npages;
 	struct mpage *p;
 	unsigned nr_tiers;
+	uint64_t birth_of_round[4096]; /* each round's start, for the idle ages */
 };
 
 static struct mpage *mpage_of(struct model *m, uint64_t gpa)
@@ -181,9 +281,23 @@ static struct mpage *mpage_of(struct model *m, uint64_t gpa)
 	return NULL;
 }
 
+/* The generation a page is in: the oldest live one at or after its round. */
 static uint64_t eff_seq(const struct mpage *p, const struct vmm_guest_stats *st)
 {
-	return p->seq < st->min_seq ? st->min_seq : p->seq;
+	for (unsigned k = 0; k < st->nr_gens; k++)
+		if (st->gen[k].seq >= p->seq)
+			return st->gen[k].seq;
+	fail_msg("page of round %llu past the youngest generation", (unsigned long long)p->seq);
+	return 0;
+}
+
+static unsigned gen_index(const struct vmm_guest_stats *st, uint64_t seq)
+{
+	for (unsigned k = 0; k < st->nr_gens; k++)
+		if (st->gen[k].seq == seq)
+			return k;
+	fail_msg("no generation %llu", (unsigned long long)seq);
+	return 0;
 }
 
 /* The library's counts per generation equal the model's, and its own check passes. */
@@ -199,9 +313,16 @@ static void model_check(struct model *m)
 			evicted++;
 			continue;
 		}
-		uint64_t s = eff_seq(&m->p[i], &st);
-		assert_true(s <= st.max_seq);
-		count[s - st.min_seq]++;
+		unsigned k = gen_index(&st, eff_seq(&m->p[i], &st));
+		count[k]++;
+		/* Outside the oldest generation a page reads at least 1/2.2 of its idle time
+		 * (ages at the youngest's birth, the last round's start). */
+		if (k > 0 && m->p[i].seen && m->p[i].seq < 4096) {
+			uint64_t now = st.gen[st.nr_gens - 1].birth_ms;
+			uint64_t idle = now - m->birth_of_round[m->p[i].seq];
+			uint64_t reads = now - st.gen[k].birth_ms;
+			assert_true(idle * 5 <= reads * 11);
+		}
 	}
 	assert_int_equal(st.evicted_pages, evicted);
 	for (unsigned k = 0; k < st.nr_gens; k++)
@@ -277,7 +398,7 @@ static void op_refault(struct model *m, uint64_t *s)
 	uint64_t d = st.max_seq - p->evseq;
 	assert_int_equal(rf.distance_gens, d < VMM_MAX_NR_GENS - 1 ? d : VMM_MAX_NR_GENS - 1);
 	assert_int_equal(rf.tier, p->tier);
-	*p = (struct mpage){.seq = st.max_seq, .tier = p->tier};
+	*p = (struct mpage){.seq = st.max_seq, .tier = p->tier, .seen = true};
 }
 
 /* One random operation, applied to the library and the model alike. */
@@ -292,14 +413,15 @@ static void random_op(struct model *m, uint64_t *s, uint64_t *now_ms)
 	if (op < 10) {
 		*now_ms += 1 + rnd(s) % 2000;
 		assert_int_equal(vmm_age_begin(m->g, *now_ms), 0);
+		vmm_guest_get_stats(m->g, &st);
+		if (st.max_seq < 4096)
+			m->birth_of_round[st.max_seq] = *now_ms;
 	} else if (op < 40) {
 		assert_int_equal(vmm_mark_young(m->g, gpa, n, rnd(s) & 1), 0);
 		for (uint64_t k = 0; k < n; k++) {
+			/* seen young, resident or evicted (a refault): the youngest generation */
 			struct mpage *p = mpage_of(m, gpa + (k << VMM_PAGE_SHIFT));
-			if (p->evicted) /* seen young while evicted: a refault */
-				*p = (struct mpage){.seq = st.max_seq, .tier = p->tier};
-			else
-				p->seq = st.max_seq;
+			*p = (struct mpage){.seq = st.max_seq, .tier = p->tier, .seen = true};
 		}
 	} else if (op < 55) {
 		assert_int_equal(vmm_hint_access(m->g, gpa, n), 0);
@@ -307,8 +429,9 @@ static void random_op(struct model *m, uint64_t *s, uint64_t *now_ms)
 			struct mpage *p = mpage_of(m, gpa + (k << VMM_PAGE_SHIFT));
 			if (p->evicted)
 				continue;
-			uint64_t sq = eff_seq(p, &st);
-			p->seq = sq < st.max_seq ? sq + 1 : sq;
+			unsigned gi = gen_index(&st, eff_seq(p, &st));
+			p->seq = st.gen[gi + 1 < st.nr_gens ? gi + 1 : gi].seq; /* up one */
+			p->seen = false;
 			if (p->tier + 1 < m->nr_tiers)
 				p->tier++;
 		}
@@ -328,7 +451,7 @@ static void random_op(struct model *m, uint64_t *s, uint64_t *now_ms)
 		for (uint64_t k = 0; k < n; k++) {
 			struct mpage *p = mpage_of(m, gpa + (k << VMM_PAGE_SHIFT));
 			if (p->evicted)
-				*p = (struct mpage){.seq = st.max_seq};
+				*p = (struct mpage){.seq = st.max_seq, .seen = true};
 		}
 	} else {
 		assert_int_equal(vmm_give_back(m->g, gpa, n), 0);
@@ -349,6 +472,7 @@ static void run_model(unsigned nr_gens, unsigned nr_tiers, uint64_t seed, int op
 	uint64_t s = seed, now_ms = 0;
 
 	m.g = guest(ram, 2, nr_gens, nr_tiers);
+	m.birth_of_round[0] = 0; /* the first round sets generation 0's birth: checked below */
 	for (size_t i = 0; i < 2; i++)
 		m.npages += (ram[i].end - ram[i].start) >> VMM_PAGE_SHIFT;
 	m.p = calloc(m.npages, sizeof(*m.p));
@@ -364,10 +488,13 @@ static void run_model(unsigned nr_gens, unsigned nr_tiers, uint64_t seed, int op
 static void test_random_against_model(void **state)
 {
 	(void)state;
-	/* nr_gens 2 (the least), 4 (default), 16 (the most: folds alias mod 16). */
+	/* nr_gens 2 (the least), 4 (default), 16 (the most: merges in the middle, labels
+	 * retired and reused); long runs so that merges and label reuse happen many times. */
 	run_model(2, 1, 0x1234567, 1500);
 	run_model(4, 1, 0xfeedbeef, 1500);
 	run_model(16, 1, 0xabcdef01, 1500);
+	run_model(16, 1, 0x5eed5eed, 6000);
+	run_model(8, 1, 0x0badcafe, 6000);
 }
 
 /* With tiers (tier protection may act), only the library's own invariants are checked. */
@@ -566,6 +693,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_config_and_layout),
 	    cmocka_unit_test(test_rules),
+	    cmocka_unit_test(test_rules_fold_oldest),
+	    cmocka_unit_test(test_layout_rule),
+	    cmocka_unit_test(test_reach_table),
 	    cmocka_unit_test(test_random_against_model),
 	    cmocka_unit_test(test_random_invariants_with_tiers),
 	    cmocka_unit_test(test_age_walk),

@@ -47,8 +47,17 @@ static void test_parse_good(void **state)
 			       &r, err, sizeof(err)),
 			 0);
 	assert_int_equal(r.cmd, MTD_CTL_POLICY_SET);
-	assert_string_equal(r.key, "min");
-	assert_string_equal(r.value, "1G");
+	assert_int_equal(r.npairs, 1);
+	assert_string_equal(r.pairs[0].key, "min");
+	assert_string_equal(r.pairs[0].value, "1G");
+	/* several keys at once, all or none (the daemon applies them together) */
+	assert_int_equal(parse("{\"cmd\":\"policy-set\",\"name\":\"w\",\"set\":{\"min\":\"3G\","
+			       "\"max\":\"4G\"}}",
+			       &r, err, sizeof(err)),
+			 0);
+	assert_int_equal(r.npairs, 2);
+	assert_string_equal(r.pairs[0].key, "min");
+	assert_string_equal(r.pairs[1].value, "4G");
 	assert_int_equal(
 	    parse("{\"cmd\":\"hook\",\"domain\":\"w\",\"op\":\"started\"}", &r, err, sizeof(err)),
 	    0);
@@ -72,6 +81,14 @@ static const struct {
     {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"key\":\"min\",\"value\":\"1G\\u0000\"}", 0, "NUL"},
     {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"key\":\"min\",\"value\":\"1G\\u001b[2J\"}", 0,
      "control character (0x1b)"},
+    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"set\":{\"min\\u0000x\":\"1G\"}}", 0, "NUL"},
+    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"set\":{\"min\":\"1G\\u0000\"}}", 0, "NUL"},
+    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"set\":{\"min\":\"\\u001b[2J\"}}", 0,
+     "control character (0x1b)"},
+    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"set\":{\"min\":\"1G\",\"min\":\"2G\"}}", 0,
+     "duplicate"},
+    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"set\":{}}", 0, "'set' must be an object"},
+    {"{\"cmd\":\"policy-set\",\"name\":\"w\",\"set\":{\"min\":1}}", 0, "must be a string"},
     {"{\"cmd\":\"vm\",\"name\":\"a\\nb\"}", 0, "control character (0x0a)"},
     {"{\"cmd\":\"vm\",\"name\":\"a\\u007fb\"}", 0, "control character (0x7f)"},
     {"{\"cmd\":\"hook\",\"domain\":\"w\",\"op\":\"started\",\"subop\":\"\\t\"}", 0,

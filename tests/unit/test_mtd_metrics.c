@@ -11,6 +11,11 @@
  *   - each family has one HELP and one TYPE, before its samples, and its samples together;
  *   - counters, and only counters, end in _total; every other name carries a base unit
  *     (_bytes, _seconds, _ratio, _per_second, _info) or is a named 0/1 or count gauge;
+ *   - a rate is a counter (rate() makes it per second), never a gauge "per second": the
+ *     one gauge so named is a policy setting, the refault target;
+ *   - a summary (the agent's round trips) has its quantiles, _sum and _count;
+ *   - a figure memtided does not know yet has no sample rather than a 0 (the VM with no
+ *     data: no host RSS, resident size, guest MemAvailable or PSI, tick gap, round trip);
  *   - no non-base unit (per minute, percent, pages, ms) in any name;
  *   - no series (name and label set) twice: the empty VM's working set by age used to
  *     repeat one series four times;
@@ -87,6 +92,11 @@ static const char *const boolean_gauges[] = {
     "memtide_vm_free_page_reporting",
 };
 
+/* Gauges named "per second" that are settings, not measurements (no counter can hold them). */
+static const char *const setting_gauges[] = {
+    "memtide_vm_refault_target_ratio_per_second",
+};
+
 static bool in(const char *name, const char *const *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -134,8 +144,16 @@ static void check_format(const char *text, struct parsed *p)
 		if (sscanf(line, "# TYPE %95s %15s", name, type) == 2) {
 			if (!help_seen || strcmp(name, cur) != 0 || cur_type[0])
 				fail_msg("TYPE of %s not right after its one HELP", name);
-			if (strcmp(type, "gauge") != 0 && strcmp(type, "counter") != 0)
+			if (strcmp(type, "gauge") != 0 && strcmp(type, "counter") != 0 &&
+			    strcmp(type, "summary") != 0)
 				fail_msg("%s: type %s", name, type);
+			if (!strcmp(type, "summary") && !ends(name, "_seconds"))
+				fail_msg("%s: a summary with no base unit in its name", name);
+			if (!strcmp(type, "gauge") && ends(name, "_per_second") &&
+			    !in(name, setting_gauges,
+				sizeof(setting_gauges) / sizeof(setting_gauges[0])))
+				fail_msg("%s: a rate exported as a gauge (make it a counter)",
+					 name);
 			snprintf(cur_type, sizeof(cur_type), "%s", type);
 			assert_true(p->nr_families < MAX_SERIES);
 			snprintf(p->family[p->nr_families], sizeof(p->family[0]), "%s", name);
@@ -170,8 +188,17 @@ static void check_format(const char *text, struct parsed *p)
 		double v = strtod(sp + 1, &end);
 		if (errno || *end || end == sp + 1)
 			fail_msg("%s: value '%s' is not a number", line, sp + 1);
-		size_t nlen = strcspn(line, "{");
-		if (nlen != strlen(cur) || strncmp(line, cur, nlen) != 0 || !cur_type[0])
+		size_t nlen = strcspn(line, "{"), clen = strlen(cur);
+		bool own = nlen == clen && strncmp(line, cur, nlen) == 0;
+		/* a summary's samples: NAME{...,quantile=...}, NAME_sum, NAME_count */
+		if (!own && !strcmp(cur_type, "summary") && strncmp(line, cur, clen) == 0 &&
+		    (!strncmp(line + clen, "_sum", nlen - clen) ||
+		     !strncmp(line + clen, "_count", nlen - clen)) &&
+		    (nlen - clen == 4 || nlen - clen == 6))
+			own = true;
+		else if (own && !strcmp(cur_type, "summary") && !strstr(line, "quantile=\""))
+			own = false;
+		if (!own || !cur_type[0])
 			fail_msg("sample %s outside its family (current: %s)", line, cur);
 		for (unsigned i = 0; i < p->nr_series; i++)
 			if (!strcmp(p->series[i], line))
@@ -237,8 +264,19 @@ static void test_rendering_follows_the_rules(void **state)
 	for (unsigned i = 0; i < 4; i++)
 		st->gen_pages[i] = 1000 * (i + 1);
 	st->refault_rate_per_min = 0.006; /* 0.0001 per second */
-	st->guest_psi_some_avg10 = 12.5;  /* percent: 0.125 as a ratio */
+	st->resident_bytes = 1300 * MiB;
+	st->guest_psi_some_avg10 = 12.5; /* percent: 0.125 as a ratio */
+	st->guest_psi_known = true;
+	st->guest_mem_available_bytes = 600 * MiB;
+	st->host_rss_bytes = 1100 * MiB;
+	st->tick_gap_ms = 2000;
 	st->agent_connected = true;
+	st->agent_rtt_tracked = true;
+	st->agent_rtt_samples = 40;
+	st->agent_rtt_p50_us = 800;
+	st->agent_rtt_p99_us = 4000;
+	st->agent_rtt_count = 90;
+	st->agent_rtt_sum_us = 90000;
 	st->returned_bytes = 512 * MiB;
 	st->untouched_bytes = 692 * MiB;
 	st->counters.inflations = 7;
@@ -282,8 +320,37 @@ static void test_rendering_follows_the_rules(void **state)
 	/* Honest figures: what memtide returned, apart from what the guest never used. */
 	assert_true(value_of(p, "memtide_vm_returned_bytes{domain=\"full\"}") == 512.0 * MiB);
 	assert_true(value_of(p, "memtide_vm_untouched_bytes{domain=\"full\"}") == 692.0 * MiB);
-	double r = value_of(p, "memtide_vm_refault_ratio_per_second{domain=\"full\"}");
-	assert_true(r > 0.99e-4 && r < 1.01e-4);
+	assert_true(value_of(p, "memtide_vm_resident_bytes{domain=\"full\"}") == 1300.0 * MiB);
+	assert_true(value_of(p, "memtide_vm_host_rss_bytes{domain=\"full\"}") == 1100.0 * MiB);
+	assert_true(value_of(p, "memtide_vm_guest_memory_available_bytes{domain=\"full\"}") ==
+		    600.0 * MiB);
+	assert_true(value_of(p, "memtide_vm_tick_gap_seconds{domain=\"full\"}") == 2.0);
+	/* The round trips: a summary. */
+	assert_true(value_of(p, "memtide_vm_agent_rtt_seconds{domain=\"full\",quantile=\"0.5\"}") ==
+		    0.0008);
+	assert_true(
+	    value_of(p, "memtide_vm_agent_rtt_seconds{domain=\"full\",quantile=\"0.99\"}") ==
+	    0.004);
+	assert_true(value_of(p, "memtide_vm_agent_rtt_seconds_sum{domain=\"full\"}") == 0.09);
+	assert_true(value_of(p, "memtide_vm_agent_rtt_seconds_count{domain=\"full\"}") == 90);
+	/* What memtided does not know has no sample: the empty VM has none of these. */
+	const char *unknown[] = {"memtide_vm_host_rss_bytes",
+				 "memtide_vm_untouched_bytes",
+				 "memtide_vm_resident_bytes",
+				 "memtide_vm_guest_memory_available_bytes",
+				 "memtide_vm_guest_psi_memory_some_avg10_ratio",
+				 "memtide_vm_tick_gap_seconds",
+				 "memtide_vm_agent_rtt_seconds"};
+	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+		char prefix[128];
+
+		snprintf(prefix, sizeof(prefix), "%s{domain=\"empty\"", unknown[i]);
+		if (count_prefix(p, prefix))
+			fail_msg("%s: a sample for a VM that has no such figure yet", unknown[i]);
+		snprintf(prefix, sizeof(prefix), "%s{domain=\"full\"", unknown[i]);
+		if (!count_prefix(p, prefix))
+			fail_msg("%s: no sample for the VM that has it", unknown[i]);
+	}
 	assert_true(value_of(p, "memtide_vm_guest_psi_memory_some_avg10_ratio{domain=\"full\"}") ==
 		    0.125);
 	assert_true(value_of(p, "memtide_vm_generation_bytes{domain=\"full\",gen=\"0\"}") ==

@@ -338,6 +338,140 @@ static void test_config_file(void **state)
 	unlink(path);
 }
 
+/* A key or a section given twice is an error naming both lines, in a file and in a text; so
+ * is an indented line, which libinih would read as more of the value above it.  Line numbers
+ * hold past a line longer than libinih reads at once. */
+static void test_config_twice(void **state)
+{
+	struct mtd_config c, keep;
+	char err[256], longc[400];
+	(void)state;
+
+	memset(longc, 'x', sizeof(longc));
+	longc[0] = ';';
+	longc[sizeof(longc) - 2] = '\n';
+	longc[sizeof(longc) - 1] = '\0';
+	mtd_config_default(&c);
+	keep = c;
+	struct {
+		const char *head, *text, *says;
+	} bad[] = {
+	    {"", "[daemon]\ninterval = 2s\nsource = sim\ninterval = 3s\n",
+	     ":4: 'interval' in [daemon] is given twice, here and at line 2"},
+	    {"", "[daemon]\ninterval = 2s\n[host]\nlow_mark = 1G\n[daemon]\nsource = sim\n",
+	     ":5: section [daemon] is given twice, here and at line 1"},
+	    {"", "[daemon]\nuri = test:///default\n  interval = 3s\n",
+	     ":3: an indented line continues 'uri' of line 2"},
+	    {longc, "[daemon]\ninterval = 2s\ninterval = 2s\n",
+	     ":4: 'interval' in [daemon] is given twice, here and at line 3"},
+	    {longc, "[daemon]\nbogus = 1\n", ":3: unknown key 'bogus'"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[800];
+
+		snprintf(text, sizeof(text), "%s%s", bad[i].head, bad[i].text);
+		for (int as_text = 0; as_text < 2; as_text++) {
+			int rc;
+
+			err[0] = '\0';
+			if (as_text) {
+				rc = mtd_config_load_text(&c, "t.conf", text, err, sizeof(err));
+			} else {
+				char *path = write_tmp(text);
+
+				rc = mtd_config_load(&c, path, false, err, sizeof(err));
+				unlink(path);
+			}
+			assert_int_equal(rc, -EINVAL);
+			if (!strstr(err, bad[i].says))
+				fail_msg("%zu: '%s' does not say '%s'", i, err, bad[i].says);
+			assert_memory_equal(&c, &keep, sizeof(c));
+		}
+	}
+	/* One key in two sections is two keys. */
+	assert_int_equal(mtd_config_load_text(&c, "t.conf",
+					      "[daemon]\ninterval = 2s\n[host]\ninterval = 3s\n",
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(c.nr_file_keys, 2);
+}
+
+/* What a reload says: the keys changed, set or dropped, live ones apart from the ones only a
+ * restart puts in force. */
+static void test_config_changed(void **state)
+{
+	struct mtd_config a, b;
+	char err[256], live[300], restart[300];
+	(void)state;
+
+	mtd_config_default(&a);
+	mtd_config_default(&b);
+	assert_int_equal(mtd_config_load_text(&a, "a",
+					      "[daemon]\ninterval = 2s\nsource = sim\n"
+					      "[defaults]\nheadroom = 64M\npriority = 5\n"
+					      "[metrics]\nlisten = off\n",
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(
+	    mtd_config_load_text(&b, "b",
+				 "[daemon]\ninterval = 3s\nsource = sim\n"
+				 "[defaults]\nheadroom = 128M\npriority = 5\nmin = 1G\n"
+				 "[host]\nlow_mark = 2G\ninterval = 3s\n",
+				 err, sizeof(err)),
+	    0);
+	mtd_config_changed(a.file_keys, a.nr_file_keys, b.file_keys, b.nr_file_keys, true, live,
+			   sizeof(live));
+	mtd_config_changed(a.file_keys, a.nr_file_keys, b.file_keys, b.nr_file_keys, false, restart,
+			   sizeof(restart));
+	assert_string_equal(live, "[defaults] headroom, [defaults] min, [host] low_mark");
+	assert_string_equal(restart, "[daemon] interval, [host] interval, [metrics] listen");
+	mtd_config_changed(b.file_keys, b.nr_file_keys, b.file_keys, b.nr_file_keys, false, restart,
+			   sizeof(restart));
+	assert_string_equal(restart, "");
+}
+
+/* A state directory of its own moves ept_dir, vsock_dir and run_dir under it, unless the
+ * file names them; a vsock_dir too long for a socket path turns the service off. */
+static void test_config_follow_state_dir(void **state)
+{
+	struct mtd_config c;
+	char err[256], said[600], longdir[200];
+	(void)state;
+
+	mtd_config_default(&c);
+	assert_int_equal(mtd_config_follow_state_dir(&c, said, sizeof(said)), 0);
+	assert_string_equal(c.ept_dir, "/run/memtide/ept");
+	assert_string_equal(c.run_dir, "/run/memtide");
+
+	mtd_config_default(&c);
+	assert_int_equal(
+	    mtd_config_load_text(&c, "t", "[daemon]\nstate_dir = /tmp/try\n", err, sizeof(err)), 0);
+	assert_int_equal(mtd_config_follow_state_dir(&c, said, sizeof(said)), 1);
+	assert_string_equal(c.ept_dir, "/tmp/try/ept");
+	assert_string_equal(c.vsock_dir, "/tmp/try/vsock");
+	assert_string_equal(c.run_dir, "/tmp/try");
+	assert_non_null(strstr(said, "nothing of the host's /run/memtide is touched"));
+
+	mtd_config_default(&c);
+	assert_int_equal(mtd_config_load_text(&c, "t",
+					      "[daemon]\nstate_dir = /tmp/try\n"
+					      "vsock_dir = /run/memtide/vsock\n",
+					      err, sizeof(err)),
+			 0);
+	assert_int_equal(mtd_config_follow_state_dir(&c, said, sizeof(said)), 1);
+	assert_string_equal(c.vsock_dir, "/run/memtide/vsock"); /* the file said so */
+	assert_string_equal(c.ept_dir, "/tmp/try/ept");
+
+	mtd_config_default(&c);
+	memset(longdir, 'd', sizeof(longdir));
+	longdir[0] = '/';
+	longdir[150] = '\0';
+	snprintf(c.state_dir, sizeof(c.state_dir), "%s", longdir);
+	assert_int_equal(mtd_config_follow_state_dir(&c, said, sizeof(said)), 1);
+	assert_string_equal(c.vsock_dir, "none");
+	assert_non_null(strstr(said, "too long for a socket path"));
+}
+
 /* [metrics] listen: loopback by default; v4, bracketed v6, and off. */
 static void test_metrics_listen(void **state)
 {
@@ -407,6 +541,9 @@ int main(void)
 	    cmocka_unit_test(test_policy_xml_round_trip),
 	    cmocka_unit_test(test_policy_xml_hostile),
 	    cmocka_unit_test(test_config_file),
+	    cmocka_unit_test(test_config_twice),
+	    cmocka_unit_test(test_config_changed),
+	    cmocka_unit_test(test_config_follow_state_dir),
 	    cmocka_unit_test(test_metrics_listen),
 	    cmocka_unit_test(test_daemon_isolation_keys),
 	    cmocka_unit_test(test_policy_default_whole),

@@ -229,19 +229,26 @@ static uint64_t step_reuse(struct vmm_reclaim_ctl *ctl, uint64_t *hist, uint64_t
 	return vmm_reclaim_update(ctl, refaults, 10000, STEP_MS);
 }
 
-/* memtided's layout at its 5 s interval: thresholds 10..70 s, starting at the longest. */
-static void memtided_layout(struct vmm_reclaim_config *cfg, struct vmm_reclaim_ctl *ctl)
+/* memtided's layout at its 5 s interval: 16 generations reach past the hour, so the
+ * thresholds are libvmm's own, 10 s .. 1 h from 2 min.  weigh: see "Weighing". */
+static void memtided_layout(struct vmm_reclaim_config *cfg, struct vmm_reclaim_ctl *ctl, bool weigh)
 {
 	vmm_reclaim_config_default(cfg);
-	cfg->max_age_ms = cfg->initial_age_ms = vmm_gens_reach_ms(VMM_MAX_NR_GENS, STEP_MS);
-	assert_int_equal(cfg->max_age_ms, 70000);
+	assert_true(cfg->weigh);
+	vmm_reclaim_config_fit(cfg, VMM_MAX_NR_GENS, STEP_MS);
+	assert_int_equal(cfg->max_age_ms, 3600 * 1000);
+	assert_int_equal(cfg->initial_age_ms, 120 * 1000);
+	cfg->weigh = weigh;
 	assert_int_equal(vmm_reclaim_init(ctl, cfg), 0);
 }
+
+/* Pages idle for 2 h: past the longest age. */
+#define PAST_LONGEST_MS (2 * 3600 * 1000)
 
 /*
  * Holding (vmm/reclaim_ctl.c): the controller takes nothing by age until the reuses vouch
  * for a threshold, i.e. it has watched the guest trust_factor times as long; it then goes
- * straight down to the floor.  memtided's layout: thresholds 10..70 s.
+ * straight down to the floor.  memtided's layout: thresholds 10 s .. 1 h.
  */
 static void test_holds_until_reuses_vouch(void **state)
 {
@@ -250,7 +257,7 @@ static void test_holds_until_reuses_vouch(void **state)
 	uint64_t hist[VMM_REUSE_BUCKETS] = {0};
 	(void)state;
 
-	memtided_layout(&cfg, &ctl);
+	memtided_layout(&cfg, &ctl, false);
 	/* A hot set reused every 5 s: the reuses name a floor of 5.7 s (the bucket above 5 s),
 	 * under the 10 s minimum, so the threshold applied is 10 s: vouched for once the guest
 	 * has been watched for 4 x 10 s (not 4 x 5.7 s: a reuse after 10 s of idleness cannot
@@ -270,14 +277,75 @@ static void test_holds_until_reuses_vouch(void **state)
 	assert_false(ctl.hold);
 	assert_string_equal(vmm_reclaim_hold_name(ctl.hold_why), "none");
 
-	/* Pages idle for 100 s, past the longest age, come back at 5x the target: no age
-	 * the generations tell apart keeps it, so take nothing. */
+	/* Pages idle for 2 h, past the longest age, come back at 5x the target: no age the
+	 * generations tell apart keeps it, so without weighing take nothing. */
 	for (int i = 0; i < 12; i++)
-		step_reuse(&ctl, hist, 5000, 1000, 0), step_reuse(&ctl, hist, 100000, 17, 0);
+		step_reuse(&ctl, hist, 5000, 1000, 0),
+		    step_reuse(&ctl, hist, PAST_LONGEST_MS, 17, 0);
 	assert_true(ctl.hold);
 	assert_int_equal(ctl.hold_why, VMM_HOLD_TOO_OLD);
-	assert_int_equal(ctl.age_ms, 70000);
+	assert_int_equal(ctl.age_ms, 3600 * 1000);
 	assert_string_equal(vmm_reclaim_hold_name(ctl.hold_why), "reused-past-longest-age");
+}
+
+/* One interval with first comebacks apart (vmm_reclaim_observe_first). */
+static void step_first(struct vmm_reclaim_ctl *ctl, uint64_t *hist, uint64_t *first,
+		       uint64_t idle_ms, uint64_t reuses, uint64_t firsts, uint64_t refaults)
+{
+	hist[vmm_reuse_bucket_of(idle_ms)] += reuses;
+	first[vmm_reuse_bucket_of(idle_ms)] += firsts;
+	vmm_reclaim_observe_reuse(ctl, hist);
+	vmm_reclaim_observe_first(ctl, first, true);
+	vmm_reclaim_update(ctl, refaults, 10000, STEP_MS);
+}
+
+/*
+ * Weighing (vmm/reclaim_ctl.c): pages idle past the longest age come back at 5x the target,
+ * but all of them are pages that came back before (a sampled hot set showing long gaps):
+ * the controller takes the pages that never came back, at the floor their own first
+ * comebacks name.  When first comebacks too run past the longest age faster than the
+ * target, it takes a measured step (mode "step", counted by vmm_decide) and holds as soon
+ * as the refaults run past the target.  Without weighing (the test above) it holds.
+ */
+static void test_weighs_what_came_back(void **state)
+{
+	struct vmm_reclaim_config cfg;
+	struct vmm_reclaim_ctl ctl;
+	uint64_t hist[VMM_REUSE_BUCKETS] = {0}, first[VMM_REUSE_BUCKETS] = {0};
+	(void)state;
+
+	memtided_layout(&cfg, &ctl, true);
+	/* The hot set's first comebacks after 20 s, then reuses every 20 s and at 2 h. */
+	step_first(&ctl, hist, first, 20000, 1000, 1000, 0);
+	for (int i = 0; i < 60; i++) {
+		step_first(&ctl, hist, first, 20000, 1000, 0, 0);
+		step_first(&ctl, hist, first, PAST_LONGEST_MS, 17, 0, 0);
+	}
+	assert_int_equal(ctl.floor_all_ms, UINT64_MAX); /* all reuses: past the longest */
+	assert_false(ctl.hold);
+	assert_int_equal(ctl.mode, VMM_TAKE_UNREUSED);
+	assert_string_equal(vmm_reclaim_mode_name(ctl.mode), "unreused");
+	/* The first comebacks at 20 s have decayed out of the 5 min window's allowance... or
+	 * not: either way the floor is theirs, at most the bucket past 20 s. */
+	assert_true(ctl.floor_first_ms <= vmm_reuse_bucket_ms(vmm_reuse_bucket_of(20000) + 1));
+	assert_int_equal(ctl.floor_ms, ctl.floor_first_ms);
+	assert_int_equal(ctl.age_ms, ctl.floor_ms < cfg.min_age_ms ? cfg.min_age_ms : ctl.floor_ms);
+	assert_true(vmm_reclaim_reuse_rate(&ctl, cfg.max_age_ms, false) > 0.002 * 10000 * 5);
+	assert_true(vmm_reclaim_reuse_rate(&ctl, cfg.max_age_ms, true) == 0.0);
+
+	/* Pages never seen back before now come back past 2 h at 5x the target too. */
+	for (int i = 0; i < 24; i++)
+		step_first(&ctl, hist, first, PAST_LONGEST_MS, 17, 17, 0);
+	assert_false(ctl.hold);
+	assert_int_equal(ctl.mode, VMM_TAKE_STEP);
+	assert_int_equal(ctl.floor_first_ms, UINT64_MAX);
+	/* The step's refaults run at 3x the target: it holds. */
+	int n = 0;
+	while (!ctl.hold && n++ < 60)
+		step_first(&ctl, hist, first, PAST_LONGEST_MS, 17, 17, 10000 * 6 / 1000 / 12 + 4);
+	assert_true(ctl.hold);
+	assert_int_equal(ctl.hold_why, VMM_HOLD_REFAULTS);
+	assert_int_equal(ctl.mode, VMM_TAKE_STEP);
 }
 
 /* The guest's own reclaim reads every page it swaps out, and host-side bits see a use: 32k
@@ -291,17 +359,17 @@ static void test_skipped_growth_is_not_reuse(void **state)
 	uint64_t hist[VMM_REUSE_BUCKETS] = {0}, hist2[VMM_REUSE_BUCKETS] = {0};
 	(void)state;
 
-	memtided_layout(&cfg, &fed);
-	memtided_layout(&cfg, &skipped);
+	memtided_layout(&cfg, &fed, false);
+	memtided_layout(&cfg, &skipped, false);
 	for (int i = 0; i < 20; i++) {
 		step_reuse(&fed, hist, 5000, 1000, 0);
 		step_reuse(&skipped, hist2, 5000, 1000, 0);
 	}
 	assert_false(fed.hold);
 	assert_false(skipped.hold);
-	/* One round of the guest's reclaim: 32,768 pages read, idle 100 s. */
-	hist[vmm_reuse_bucket_of(100000)] += 32768;
-	hist2[vmm_reuse_bucket_of(100000)] += 32768;
+	/* One round of the guest's reclaim: 32,768 pages read, idle 2 h. */
+	hist[vmm_reuse_bucket_of(PAST_LONGEST_MS)] += 32768;
+	hist2[vmm_reuse_bucket_of(PAST_LONGEST_MS)] += 32768;
 	vmm_reclaim_observe_reuse(&fed, hist);
 	vmm_reclaim_update(&fed, 0, 10000, STEP_MS);
 	vmm_reclaim_skip_reuse(&skipped, hist2);
@@ -310,10 +378,10 @@ static void test_skipped_growth_is_not_reuse(void **state)
 	assert_int_equal(fed.hold_why, VMM_HOLD_TOO_OLD);
 	assert_false(skipped.hold);
 	assert_int_equal(skipped.age_ms, cfg.min_age_ms);
-	/* Reuses after the skip count as before: the same pages back at 100 s hold it. */
+	/* Reuses after the skip count as before: the same pages back at 2 h hold it. */
 	for (int i = 0; i < 12; i++)
 		step_reuse(&skipped, hist2, 5000, 1000, 0),
-		    step_reuse(&skipped, hist2, 100000, 17, 0);
+		    step_reuse(&skipped, hist2, PAST_LONGEST_MS, 17, 0);
 	assert_true(skipped.hold);
 	assert_int_equal(skipped.hold_why, VMM_HOLD_TOO_OLD);
 }
@@ -327,7 +395,7 @@ static void test_holds_idle_and_refaulting(void **state)
 	uint64_t hist[VMM_REUSE_BUCKETS] = {0};
 	(void)state;
 
-	memtided_layout(&cfg, &ctl);
+	memtided_layout(&cfg, &ctl, true);
 	for (uint64_t t = STEP_MS; t < cfg.reuse_tau_ms; t += STEP_MS) {
 		step_reuse(&ctl, hist, 5000, 0, 0);
 		assert_int_equal(ctl.hold_why, VMM_HOLD_LEARNING);
@@ -338,9 +406,11 @@ static void test_holds_idle_and_refaulting(void **state)
 	/* No reuse floor (the agent's amounts): 100x the target at the longest age holds. */
 	cfg.reuse_tau_ms = 0;
 	assert_int_equal(vmm_reclaim_init(&ctl, &cfg), 0);
-	for (int i = 0; i < 24; i++)
+	int rounds = 0;
+	while (ctl.age_ms < cfg.max_age_ms && rounds++ < 120)
 		vmm_reclaim_update(&ctl, 10000 / 60, 10000, STEP_MS); /* 0.2 of resident / min */
-	assert_int_equal(ctl.age_ms, 70000);
+	print_message("reclaim: 100x the target: 2 min -> 1 h in %d intervals\n", rounds);
+	assert_int_equal(ctl.age_ms, 3600 * 1000);
 	assert_true(ctl.hold);
 	assert_int_equal(ctl.hold_why, VMM_HOLD_REFAULTS);
 	/* Nothing refaults any more: the average falls under the target, the hold ends. */
@@ -360,6 +430,7 @@ int main(void)
 	    cmocka_unit_test(test_config_errors),
 	    cmocka_unit_test(test_bursts_read_as_their_rate),
 	    cmocka_unit_test(test_holds_until_reuses_vouch),
+	    cmocka_unit_test(test_weighs_what_came_back),
 	    cmocka_unit_test(test_holds_idle_and_refaulting),
 	    cmocka_unit_test(test_skipped_growth_is_not_reuse),
 	};

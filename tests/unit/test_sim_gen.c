@@ -196,6 +196,42 @@ static void test_step(void **state)
 	sim_trace_free(&t);
 }
 
+/* kv: the server's pages every epoch; the store written once, in order, over the first 30 s;
+ * then reads of a tenth of it only, each hot page about kv_reads_per_s a second. */
+static void test_kv(void **state)
+{
+	struct sim_gen_opts o;
+	struct sim_trace t;
+
+	(void)state;
+	sim_gen_opts_default(&o, SIM_GEN_KV);
+	assert_int_equal(o.epoch_ms, 100);
+	o.ram_pages = RAM;
+	o.epochs = 900; /* 90 s */
+	assert_int_equal(sim_gen(&o, &t), 0);
+	uint64_t base = RAM / 50, store = RAM * 2 / 5;
+	uint32_t *c = counts(&t, 0, 300); /* the load */
+	for (uint64_t p = base; p < base + store; p++)
+		assert_int_equal(c[p], 1); /* each value written once */
+	free(c);
+	c = counts(&t, 300, 900); /* 60 s of reads */
+	uint64_t read = 0, total = 0;
+	for (uint64_t p = base; p < base + store; p++) {
+		read += c[p] > 0;
+		total += c[p];
+		assert_true(c[p] < 200);
+	}
+	/* a tenth of the store, each read ~60 times a minute (a Poisson count per epoch: a
+	 * page read twice in one epoch counts once) */
+	assert_true(read > store / 12 && read < store / 8);
+	assert_true((double)total / (double)read > 45 && (double)total / (double)read < 65);
+	free(c);
+	assert_non_null(strstr(t.source, "kv@1/s"));
+	sim_trace_free(&t);
+	o.kv_reads_per_s = 0;
+	assert_int_equal(sim_gen(&o, &t), -EINVAL);
+}
+
 static void test_bad_options(void **state)
 {
 	struct sim_gen_opts o;
@@ -217,10 +253,10 @@ static void test_bad_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_zipf),        cmocka_unit_test(test_grow),
-	    cmocka_unit_test(test_phases),      cmocka_unit_test(test_scan),
-	    cmocka_unit_test(test_sparse),      cmocka_unit_test(test_step),
-	    cmocka_unit_test(test_bad_options),
+	    cmocka_unit_test(test_zipf),   cmocka_unit_test(test_grow),
+	    cmocka_unit_test(test_phases), cmocka_unit_test(test_scan),
+	    cmocka_unit_test(test_sparse), cmocka_unit_test(test_step),
+	    cmocka_unit_test(test_kv),     cmocka_unit_test(test_bad_options),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
  *
  * The parts, in the order a page meets them (docs/design.md tells the whole story):
  *
+ *   0. Sampled sources                 how long a source that sees a window of each round
+ *                                      should look, from how many pages it sees again.
  *   1. Page-table formats and walker   x86 EPT and arm64 stage-2 behind one ops table; the
  *                                      walker test-and-clears accessed bits over a GPA range.
  *   2. Simulated hardware              real EPT / stage-2 tables in memory, driven by access
@@ -17,9 +19,10 @@
  *                                      memtide-sim, and memtided's simulated source).
  *   3. Bloom filter                    remembers which leaf tables were dense with young
  *                                      entries, so the next walk can skip the rest.
- *   4. Generations                     every 4 KiB page sits in one of 2..16 generations; the
- *                                      aging hand makes young pages youngest, the eviction
- *                                      hand takes the oldest first, in GPA runs.
+ *   4. Generations                     every 4 KiB page sits in one of 2..16 generations,
+ *                                      which widen with age (16 tell apart one round from
+ *                                      an hour); the aging hand makes young pages youngest,
+ *                                      the eviction hand takes the oldest first, in GPA runs.
  *   5. Refaults                        an evicted page touched again: its distance and tier.
  *   6. PID control                     a general PID, MGLRU's tier protection, and the reclaim
  *                                      controller that sets the cold age threshold so the
@@ -371,11 +374,23 @@ struct vmm_guest_config {
 	 * (memtided's agent source: what its guest says it does not use).  Generation 0 then
 	 * keeps a birth of 0 (as old as can be) instead of the first round's.  Default off. */
 	bool unseen_is_unused;
+	/* When all nr_gens generations are in use, a new round merges the pair that loses least
+	 * (an empty one, else the narrowest in idle ages within a factor of 2.2), so older
+	 * generations widen and 16 reach an hour (vmm/generations.c, "The layout").  Off: the
+	 * oldest always folds into the next, and 16 reach 14 rounds.  Default on. */
+	bool gens_widen;
+	/* A page the aging hand finds used again after it had aged (a reuse, Part 8) climbs a
+	 * tier, so tier 0 holds the pages never seen to come back (written once, or not yet
+	 * reused), and the reuses of tier-0 pages are counted apart (reuse_first_hist): the
+	 * reclaim controller can then take what never came back while it holds back what did
+	 * (vmm/reclaim_ctl.c, "Weighing").  Linux raises tiers on file descriptor accesses
+	 * only; memtided turns this on for page-level sources.  Default off. */
+	bool reuse_raises_tier;
 };
 
 /* nr_gens 4, nr_tiers 4, lookaround_max 63, the bloom filter's defaults,
  * use_nonleaf_accessed on, dirty_ages_up off, lookaround_feeds_bloom on, unseen_is_unused
- * off; no layout. */
+ * off, gens_widen on, reuse_raises_tier off; no layout. */
 void vmm_guest_config_default(struct vmm_guest_config *cfg);
 
 struct vmm_guest;
@@ -459,6 +474,10 @@ struct vmm_evict_req {
 	size_t max_runs;
 	/* Optional: page tables to check for young pages before evicting (look-around). */
 	const struct vmm_pt *pt;
+	/* The pages that came back before (tier 1 and up, with the guest's reuse_raises_tier)
+	 * go only from generations at least this old: 0, as min_age_ms; UINT64_MAX: they stay
+	 * (vmm_decision.reused_age_ms). */
+	uint64_t reused_min_age_ms;
 };
 
 struct vmm_evict_result {
@@ -521,8 +540,8 @@ struct vmm_gen_info {
 
 /* Reuses by idle age (vmm/reuse.c): bucket k counts pages the aging hand found used again
  * after an idle age in [vmm_reuse_bucket_ms(k), vmm_reuse_bucket_ms(k + 1)): half-octaves
- * from 1 s, the first bucket also holding shorter ages, the last (about 49 min) longer. */
-#define VMM_REUSE_BUCKETS 24
+ * from 1 s, the first bucket also holding shorter ages, the last (about 97 min) longer. */
+#define VMM_REUSE_BUCKETS 26
 
 struct vmm_guest_stats {
 	uint64_t min_seq, max_seq;
@@ -537,8 +556,15 @@ struct vmm_guest_stats {
 	uint64_t refaults_by_tier[VMM_MAX_NR_TIERS];
 	uint64_t refault_distance_hist[VMM_MAX_NR_GENS]; /* last bucket: that many or more */
 	uint64_t reuse_hist[VMM_REUSE_BUCKETS]; /* cumulative reuses by idle age, see above */
-	bool tier_protected[VMM_MAX_NR_TIERS];  /* what the next vmm_evict would keep back */
-	uint64_t metadata_bytes;                /* everything libvmm allocated for this guest */
+	/* the same, of pages in tier 0 when they came back: with reuse_raises_tier, the first
+	 * comeback of each page */
+	uint64_t reuse_first_hist[VMM_REUSE_BUCKETS];
+	bool tier_protected[VMM_MAX_NR_TIERS]; /* what the next vmm_evict would keep back */
+	uint64_t metadata_bytes;               /* everything libvmm allocated for this guest */
+	/* The last aging round: pages the round before it found used (its youngest generation
+	 * when this one opened), and how many of them this one found used again (a sampled
+	 * source's catch: vmm_sample_update) */
+	uint64_t young_prev, young_again;
 };
 
 /* The resident pages in the ngens youngest generations (ngens 2: what the guest used in
@@ -612,6 +638,12 @@ struct vmm_reclaim_config {
 				    * reuse floor (see vmm/reclaim_ctl.c) */
 	unsigned trust_factor;     /* the floor at T counts only after watching the guest for
 				    * trust_factor x T; 0: at once (see vmm/reclaim_ctl.c) */
+	bool weigh;                /* where pages idle past the longest age come back, take
+				    * those that never came back, or a measured step, instead of
+				    * holding (see vmm/reclaim_ctl.c, "Weighing"); default on */
+	bool probe;                /* between once and trust_factor times the floor watched,
+				    * take a growing probe of pages that never came back (see
+				    * vmm/reclaim_ctl.c, "Probing"; needs weigh) */
 	struct vmm_pid_config pid; /* acts on log2 of the threshold; see vmm/reclaim_ctl.c */
 };
 
@@ -623,6 +655,17 @@ enum vmm_reclaim_hold {
 	VMM_HOLD_REFAULTS, /* at the longest age, refaults still above the target */
 };
 
+/* What the threshold applies to while the controller does not hold: vmm_reclaim_ctl.mode
+ * (vmm/reclaim_ctl.c, "Weighing"). */
+enum vmm_reclaim_mode {
+	VMM_TAKE_BY_AGE,   /* every page idle past the threshold: the reuses vouch for it */
+	VMM_TAKE_UNREUSED, /* pages idle past it that never came back; those that did go only
+			    * past reused_age_ms, or stay */
+	VMM_TAKE_STEP,     /* even pages that never came back return past the longest age:
+			    * as many of them as their measured return rate lets the budget
+			    * carry (vmm_decide counts them), watching the refaults */
+};
+
 struct vmm_reclaim_ctl {
 	struct vmm_reclaim_config cfg;
 	struct vmm_pid pid;
@@ -631,31 +674,56 @@ struct vmm_reclaim_ctl {
 	double rate_per_min;      /* what the controller acts on: the moving average */
 	bool primed;              /* the average has its first value */
 	/* the reuse floor: reuses per idle-age bucket in a decaying window of reuse_tau_ms */
-	uint64_t reuse_now[VMM_REUSE_BUCKETS];  /* last vmm_reclaim_observe_reuse */
-	uint64_t reuse_last[VMM_REUSE_BUCKETS]; /* what the window already holds */
-	double reuse_win[VMM_REUSE_BUCKETS];    /* decayed reuse counts */
-	double reuse_win_ms;                    /* the same decay applied to elapsed time */
-	uint64_t floor_ms;   /* the shortest threshold the reuses say keeps the target (0: none) */
-	uint64_t watched_ms; /* time fed to vmm_reclaim_update since init */
-	double reuses_seen;  /* reuses (not refaults) in the window */
+	uint64_t reuse_now[VMM_REUSE_BUCKETS];        /* last vmm_reclaim_observe_reuse */
+	uint64_t reuse_last[VMM_REUSE_BUCKETS];       /* what the window already holds */
+	double reuse_win[VMM_REUSE_BUCKETS];          /* decayed reuse counts */
+	double reuse_win_ms;                          /* the same decay applied to elapsed time */
+	uint64_t reuse_first_now[VMM_REUSE_BUCKETS];  /* the same, of first comebacks */
+	uint64_t reuse_first_last[VMM_REUSE_BUCKETS]; /* (vmm_guest_stats.reuse_first_hist) */
+	double reuse_first_win[VMM_REUSE_BUCKETS];
+	bool first_fed;    /* vmm_reclaim_observe_first was called: else every reuse is a first */
+	uint64_t floor_ms; /* the shortest threshold the reuses say keeps the target (0: none) */
+	uint64_t floor_all_ms;    /* that floor over every reuse; UINT64_MAX: past the longest
+				  * age (without weighing, floor_ms) */
+	uint64_t floor_first_ms;  /* over first comebacks (with weighing, floor_ms) */
+	uint64_t reused_floor_ms; /* over the later reuses of pages that came back, with what
+				   * first comebacks leave of the allowance; 0: as floor_ms;
+				   * UINT64_MAX: they stay (past the longest age, or not vouched
+				   * for yet) */
+	uint64_t reused_age_ms;   /* the threshold for pages that came back (>= age_ms;
+				   * UINT64_MAX: they stay) */
+	uint64_t watched_ms;      /* time fed to vmm_reclaim_update since init */
+	double reuses_seen;       /* reuses (not refaults) in the window */
 	/* Take nothing for now: the reuses do not yet vouch for any threshold the generations
 	 * can tell apart, or even the longest refaults above the target.  A caller that evicts
 	 * by age (host pageout, the lab) evicts nothing while it is set; hold_why says why. */
 	bool hold;
 	enum vmm_reclaim_hold hold_why;
+	enum vmm_reclaim_mode mode; /* what the threshold applies to when not holding */
+	/* Watched once as long as the floor, not yet trust_factor times: take at most
+	 * probe_pages a round of pages that never came back (vmm/reclaim_ctl.c, "Probing") */
+	bool probing;
+	uint64_t probe_pages;
 };
 
-/* The longest idle age nr_gens generations, one born every round_ms, tell apart: nr_gens - 2
- * rounds (the two oldest fold together under the younger one's birth).  memtided bounds its
- * cold age by it, and memtide-sim lays out memtided's generations with it. */
+/* The longest idle age nr_gens generations, one born every round_ms, tell apart once they
+ * have watched the guest that long: the least age of the oldest generation's birth under
+ * the layout's rule (vmm/generations.c, "The layout"; with gens_widen).  16 generations:
+ * 766 rounds (64 min at 5 s); 4: 3 rounds.  memtided bounds its cold age by it, and
+ * memtide-sim lays out memtided's generations with it. */
 uint64_t vmm_gens_reach_ms(unsigned nr_gens, uint64_t round_ms);
 
-/* A short phrase for hold_why ("learning", ...). */
+/* A short phrase for hold_why ("learning", ...) and for mode ("by-age", "unreused",
+ * "step"). */
 const char *vmm_reclaim_hold_name(enum vmm_reclaim_hold why);
+const char *vmm_reclaim_mode_name(enum vmm_reclaim_mode mode);
+/* Reuses per minute, in the controller's window, of pages idle age_ms or longer: every
+ * reuse, or first comebacks only.  O(VMM_REUSE_BUCKETS). */
+double vmm_reclaim_reuse_rate(const struct vmm_reclaim_ctl *ctl, uint64_t age_ms, bool first_only);
 
 /* target 0.002/min, thresholds 10 s .. 1 h starting at 2 min, rate averaged over 60 s,
- * reuse window 5 min, trust factor 4, kp 0.25, ki 0.01/s, kd 0 (measured in
- * tests/unit/test_reclaim_ctl.c and memtide-sim's sim_defaults). */
+ * reuse window 5 min, trust factor 4, weighing on, probing off, kp 0.25, ki 0.01/s, kd 0
+ * (measured in tests/unit/test_reclaim_ctl.c and memtide-sim's sim_defaults). */
 void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg);
 /* Returns 0 or -EINVAL (target not > 0, min_age_ms 0 or above max_age_ms, initial_age_ms
  * outside [min, max]).  The pid's out_min/out_max are set here from the age limits. */
@@ -675,6 +743,10 @@ void vmm_reclaim_observe_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist
  * take the read for a use (memtided: while the agent reclaims for it).  The next update adds
  * none of that growth to its window.  O(VMM_REUSE_BUCKETS). */
 void vmm_reclaim_skip_reuse(struct vmm_reclaim_ctl *ctl, const uint64_t *hist);
+/* The first comebacks (vmm_guest_stats.reuse_first_hist), read with the histogram above
+ * (observe: reuse says whether it is the guest's use or to be skipped).  Without it every
+ * reuse counts as a first comeback, as with reuse_raises_tier off.  O(VMM_REUSE_BUCKETS). */
+void vmm_reclaim_observe_first(struct vmm_reclaim_ctl *ctl, const uint64_t *first_hist, bool reuse);
 
 /* memtided's limits for a guest aged one round every round_ms with nr_gens generations: the
  * longest threshold is what they tell apart (vmm_gens_reach_ms), the shortest no longer, and
@@ -696,7 +768,8 @@ void vmm_reclaim_config_fit(struct vmm_reclaim_config *cfg, unsigned nr_gens, ui
 enum vmm_decide_gate {
 	VMM_DECIDE_WATCHING, /* watched for less than the cold age: no page is known that idle
 			      * (first: a zeroed decision takes nothing) */
-	VMM_DECIDE_TAKE,     /* take_pages pages idle cold_age_ms or longer may go */
+	VMM_DECIDE_TAKE,     /* take_pages pages idle cold_age_ms or longer may go (those
+			      * that came back: reused_age_ms) */
 	VMM_DECIDE_HOLD,     /* the controller holds (vmm_reclaim_ctl.hold_why says why) */
 	VMM_DECIDE_FLOOR,    /* the guest is down to its floor */
 };
@@ -713,29 +786,82 @@ struct vmm_decide_in {
 	bool hold_overridden;    /* take even while the controller holds (a host squeeze) */
 	uint64_t floor_pages;    /* keep at least this many pages resident */
 	uint64_t max_step_pages; /* take at most this many a round (0: no limit) */
+	uint64_t now_ms;         /* the round's time, for the generations' ages (0: the last
+				  * aging round's start) */
 };
 
 struct vmm_decision {
 	uint64_t cold_age_ms; /* the threshold in force */
 	enum vmm_decide_gate gate;
-	uint64_t take_pages;   /* gate VMM_DECIDE_TAKE: at most this many (else 0) */
-	bool fixed_age_capped; /* fixed_age_ms is past the controller's max_age_ms, which is
+	uint64_t take_pages;        /* gate VMM_DECIDE_TAKE: at most this many (else 0) */
+	bool fixed_age;             /* cold_age_ms is the operator's (vmm_decide_in.fixed_age_ms) */
+	bool fixed_age_capped;      /* fixed_age_ms is past the controller's max_age_ms, which is
 				  * used instead: the generations cannot tell older ages apart */
-	bool holds_all_takers; /* the controller holds because even the longest age it can
+	bool holds_all_takers;      /* the controller holds because even the longest age it can
 				* tell apart refaults past the budget (not while it is only
-				* learning), and no fixed age overrides it: nothing may go by age
-				* through any actuator - the balloon and the guest's reclaim too,
-				* not host pageout alone (memtided's refault_hold) */
+				* learning; while it weighs, too: only host pageout can leave
+				* the pages that came back), and no fixed age overrides it:
+				* nothing may go by age through any actuator - the balloon and
+				* the guest's reclaim too, not host pageout alone (memtided's
+				* refault_hold) */
+	enum vmm_reclaim_mode mode; /* the controller's (VMM_TAKE_BY_AGE under a fixed age) */
+	uint64_t reused_age_ms;     /* vmm_evict_req.reused_min_age_ms for this round: pages that
+				     * came back go past it (UINT64_MAX: they stay) */
+	uint64_t estimate_age_ms;   /* the one age for takers that cannot tell pages that came
+				     * back apart (the balloon, the guest's reclaim): the longer
+				     * of the two thresholds, or cold_age_ms while they stay */
+	/* VMM_TAKE_STEP: pages idle past cold_age_ms (resident, at this round), and how often
+	 * one of them comes back, per minute (first comebacks over them); the budget carries
+	 * step_pages of them out at once, evicted ones included */
+	uint64_t step_idle_pages;
+	double step_return_per_min;
+	uint64_t step_pages;
 };
 
 /* A short phrase for a gate ("take", "watching", "hold", "floor"). */
 const char *vmm_decide_gate_name(enum vmm_decide_gate gate);
 
-/* One round: reads g's reuse histogram (vmm_guest_get_stats), feeds the controller, and
- * fills *out.  Evicts nothing: the caller runs vmm_evict with out->cold_age_ms for at most
- * out->take_pages.  Returns 0, or -EINVAL for a NULL argument.  O(nr_gens + buckets). */
+/* One round: reads g's reuse histograms (vmm_guest_get_stats), feeds the controller, and
+ * fills *out.  Evicts nothing: the caller runs vmm_evict with out->cold_age_ms and
+ * out->reused_age_ms for at most out->take_pages.  Returns 0, or -EINVAL for a NULL
+ * argument.  O(nr_gens x buckets). */
 int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	       const struct vmm_decide_in *in, struct vmm_decision *out);
+
+/* What the round decided and why, in one line for an operator (memtided's `vm show`, the
+ * lab's trace): "taking pages idle past 2m10s (the reuses vouch for it)", "taking only pages
+ * that never came back, idle past 1m30s: pages idle past 1h come back at 12/min, all of them
+ * pages seen back before", ...  Writes at most len bytes, NUL-terminated; returns buf. */
+char *vmm_decision_explain(const struct vmm_reclaim_ctl *ctl, const struct vmm_decision *d,
+			   char *buf, size_t len);
+
+/* ======================================================================================
+ * Part 0: sampled sources - how long the window should be (vmm/sample.c)
+ * ====================================================================================== */
+
+struct vmm_sample_config {
+	uint64_t base_ms;   /* the shortest window (memtided: the policy's ept_window) */
+	uint64_t max_ms;    /* the longest (a fifth of the interval: the slowdown's bound) */
+	double low, high;   /* widen under this caught share, narrow over that (0.5, 0.85) */
+	uint64_t min_pages; /* a round with fewer pages seen before changes nothing (256) */
+};
+
+struct vmm_sample {
+	struct vmm_sample_config cfg;
+	uint64_t window_ms; /* the next window */
+	double caught;      /* the last estimate of the share caught (-1: none yet) */
+};
+
+/* base_ms, and a longest window of a fifth of interval_ms (at least base_ms). */
+void vmm_sample_config_default(struct vmm_sample_config *cfg, uint64_t base_ms,
+			       uint64_t interval_ms);
+/* The window starts at max_ms.  Returns 0 or -EINVAL (base 0, max under base, low over high
+ * or out of 0..1). */
+int vmm_sample_init(struct vmm_sample *s, const struct vmm_sample_config *cfg);
+/* One round: seen_before = the pages the previous round found used, seen_again = how many
+ * of them this round found used again (vmm_guest_stats.young_prev, young_again).  Returns
+ * the next window's length.  O(1). */
+uint64_t vmm_sample_update(struct vmm_sample *s, uint64_t seen_before, uint64_t seen_again);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,8 @@
  * the plugin polls the header where a vCPU passes regularly at no cost when idle-of-work:
  * on every interrupt or system-call return (an exec callback on iretq and sysretq, which a
  * busy Linux guest executes at least HZ times a second, on its timer interrupt).  A window
- * therefore starts within a timer tick of the request and ends within a tick of window_ms
+ * therefore starts within a timer tick of the request (or of the moment the controller
+ * asked it not to start before, window_not_before_ms) and ends within a tick of window_ms
  * (a window that ends while every vCPU sleeps ends at the next interrupt: a sleeping guest
  * touches nothing meanwhile).
  *
@@ -230,7 +231,8 @@ static void poll_header(void)
 	if (!P.on)
 		want = mode == MTD_EPT_MODE_ALWAYS ||
 		       (mode == MTD_EPT_MODE_WINDOWS &&
-			__atomic_load_n(&h->req_seq, __ATOMIC_ACQUIRE) != h->started_seq);
+			__atomic_load_n(&h->req_seq, __ATOMIC_ACQUIRE) != h->started_seq &&
+			now >= __atomic_load_n(&h->window_not_before_ms, __ATOMIC_ACQUIRE));
 	else
 		want = mode == MTD_EPT_MODE_ALWAYS ||
 		       (mode == MTD_EPT_MODE_WINDOWS && now < P.window_end_ms);

@@ -59,8 +59,11 @@ if ! e2e_lv_up "$E2E_DIR/hook"; then
 	exit 1
 fi
 
-# The agent's working set, as the scenario was measured (e2e_memtided_conf says why).
-printf '[defaults]\nsource = %s\n' "${E2E_SOURCE:-agent}" >"$E2E_DIR/memtided.conf"
+# The agent's working set, as the scenario was measured (e2e_memtided_conf says why).  The
+# host's vsock_dir, where lib_libvirt.sh's domains put their vsock socket (a state
+# directory of its own would otherwise move it there).
+printf '[daemon]\nvsock_dir = /run/memtide/vsock\n[defaults]\nsource = %s\n' "${E2E_SOURCE:-agent}" \
+	>"$E2E_DIR/memtided.conf"
 e2e_start "$BUILD/bin/memtided" --interval 2 --foreground --no-metrics --socket "$SOCK" \
 	--state-dir "$E2E_DIR/state" --config "$E2E_DIR/memtided.conf" --log-level info \
 	2>"$E2E_DIR/memtided.log"

@@ -54,6 +54,14 @@
  *                          keeps allocating and freeing memory, as a build or a batch job
  *                          does.  Prints "WL-FILLED" after the cold data, "WL-RATE <s>
  *                          <pages/s>" once a second and "WL-DONE" at the end.
+ *   periodic MIB SECONDS P1 [P2 ...]
+ *                          for each period Pi (seconds), map MIB and write every page once;
+ *                          print where each set lies ("WL-PAGES p<Pi> <gpa hex> <pages>")
+ *                          and "WL-PAGES-END"; then for SECONDS seconds touch every page of
+ *                          set i once every Pi seconds, the pages' moments spread evenly over
+ *                          the period (page j at j x Pi / n, plus whole periods), printing
+ *                          "WL-RATE <s> <pages/s>" once a second and "WL-DONE" at the end: what
+ *                          a sampling source sees of pages used every 1, 5 or 30 s.
  * Layout: one mmap per region, 4 KiB pages, one word per page written per touch (a touch is what
  * makes the page young; its content is not the point).  Exit status 0 unless a check failed or a
  * mapping could not be made.
@@ -507,6 +515,65 @@ static int churn(unsigned long hot_mib, unsigned long cold_mib, unsigned long ch
 	return 0;
 }
 
+#define PERIODIC_SETS 4
+
+static int periodic(unsigned long mib, unsigned long seconds, int nsets, char **periods)
+{
+	unsigned long n = mib * MIB_BYTES / PAGE_BYTES, touched = 0;
+	unsigned char *set[PERIODIC_SETS];
+	double period[PERIODIC_SETS];
+	unsigned long next[PERIODIC_SETS] = {0}; /* touches done in each set */
+	uint64_t *pfn = calloc(n, 8);
+	char kind[32];
+
+	if (!pfn || nsets < 1 || nsets > PERIODIC_SETS || n == 0) {
+		free(pfn);
+		return 1;
+	}
+	for (int i = 0; i < nsets; i++) {
+		period[i] = strtod(periods[i], NULL);
+		set[i] = map_mib(mib);
+		if (!set[i] || !(period[i] > 0)) {
+			free(pfn);
+			return 1;
+		}
+		touch_all(set[i], mib * MIB_BYTES);
+	}
+	for (int i = 0; i < nsets; i++) {
+		if (read_pfns(set[i], n, pfn) < 0) {
+			printf("WL-ERROR pagemap\n");
+			free(pfn);
+			return 1;
+		}
+		snprintf(kind, sizeof(kind), "p%g", period[i]);
+		print_gpas(kind, pfn, n, 1, 0);
+	}
+	printf("WL-PAGES-END\n");
+	fflush(stdout);
+	free(pfn);
+	double t0 = now_s(), next_rate = t0 + 1;
+	for (;;) {
+		double t = now_s() - t0;
+		if (t >= (double)seconds)
+			break;
+		/* every touch due by now: touch k of set i is page k % n at k x Pi / n */
+		for (int i = 0; i < nsets; i++) {
+			unsigned long due = (unsigned long)(t * (double)n / period[i]);
+			for (; next[i] < due; next[i]++, touched++)
+				set[i][(next[i] % n) * PAGE_BYTES + (next[i] / n % 64) * 8]++;
+		}
+		if (t0 + t >= next_rate) {
+			printf("WL-RATE %.0f %lu\n", t, touched);
+			fflush(stdout);
+			touched = 0;
+			next_rate += 1;
+		}
+		usleep(2000);
+	}
+	printf("WL-DONE\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -528,11 +595,16 @@ int main(int argc, char **argv)
 			     strtoul(argv[6], NULL, 0));
 	if (argc == 4 && !strcmp(argv[1], "hold"))
 		return hold(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
+	if (argc >= 5 && argc <= 4 + PERIODIC_SETS && !strcmp(argv[1], "periodic"))
+		return periodic(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0), argc - 4,
+				argv + 4);
 	if (argc == 4 && !strcmp(argv[1], "integrity"))
 		return integrity(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
-	fprintf(stderr, "usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
-			"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
-			"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER] | "
-			"churn HOT COLD CHURN PERIOD_S SECONDS | hold COLD SECONDS\n");
+	fprintf(stderr,
+		"usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
+		"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
+		"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER] | "
+		"churn HOT COLD CHURN PERIOD_S SECONDS | periodic MIB SECONDS P1 [P2 ...] | "
+		"hold COLD SECONDS\n");
 	return 2;
 }
