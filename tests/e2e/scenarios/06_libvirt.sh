@@ -19,6 +19,9 @@
 # was (it used to hand the domain its full size: on a host of many VMs, the overcommit
 # memtide exists to prevent).
 . "$(dirname "$0")/../lib.sh"
+# On the KVM host stand the return check (60% of the cold within 60 s) holds only when the
+# machine is quiet (300 MiB in one run, 190 in another), and the scenario is not in make
+# check-kvm: the nested guest's own reclaim is the bound, as in scenario 2 (docs/e2e.md).
 . "$(dirname "$0")/../lib_libvirt.sh"
 e2e_init 06_libvirt
 TOTAL=6
