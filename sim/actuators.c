@@ -255,8 +255,11 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 				 SIM_PAGE_SIZE;
 		mtd_steady_reclaim_sent(&a->steady, t->now_ms, a->cfg.interval_ms,
 					a->cfg.interval_ms);
+		/* answered at once: never slow */
 		mtd_steady_reply(&a->steady, &a->cfg, out.reclaim_bytes, freed,
-				 freed >= out.reclaim_bytes ? "done" : "partial");
+				 freed >= out.reclaim_bytes ? PROTO_RECLAIM_DONE
+							    : PROTO_RECLAIM_PARTIAL,
+				 0, (uint32_t)a->cfg.interval_ms);
 		mtd_steady_reclaim_answered(&a->steady, t->now_ms, a->cfg.interval_ms);
 	}
 	uint64_t from = prev ? prev : in_ram;

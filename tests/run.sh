@@ -151,8 +151,11 @@ for suite in "${suites[@]}"; do
 		run_one stand selftest 600 bash tests/kvm/selftest.sh ;;
 	kvm)
 		run_one kvm selftest 600 bash tests/kvm/selftest.sh
+		# A line's first word: an e2e scenario's name, or a script's path in this tree.
 		for s in $(awk '$1 !~ /^#/ { print $1 }' tests/kvm/scenarios.txt); do
-			run_one kvm "$s" 1500 tests/kvm/stand.sh run "tests/e2e/scenarios/$s.sh"
+			script=tests/e2e/scenarios/$s.sh
+			[[ $s == */* ]] && script=$s
+			run_one kvm "$(basename "$s" .sh)" 1500 tests/kvm/stand.sh run "$script"
 		done ;;
 	packaging)
 		for t in tests/packaging/*.sh; do

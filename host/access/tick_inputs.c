@@ -55,8 +55,15 @@ static void note_reclaim_reply(struct mtd_vm_decide *s, const struct mtd_inputs_
 	if (!r || seq == s->reclaim_seen)
 		return;
 	s->reclaim_seen = seq;
-	mtd_steady_reply(&s->steady, e->ctl, r->requested_bytes, r->freed_bytes,
-			 proto_reclaim_result_name(r->result));
+	uint32_t deadline = mtd_agent_link_reply_deadline(e->agent);
+	mtd_steady_reply(&s->steady, e->ctl, r->requested_bytes, r->freed_bytes, r->result,
+			 r->elapsed_ms, deadline);
+	/* Once per run of them: the operator sees why memtided keeps asking a guest that
+	 * answers with little. */
+	if (s->steady.slow_replies == 1)
+		mtd_info("%s: the guest reclaims slowly: %" PRIu64 " of %" PRIu64
+			 " MiB freed in the %u ms it was given: asked again, not held as futile",
+			 e->vm, r->freed_bytes / MiB, r->requested_bytes / MiB, deadline);
 	e->draft->counters.reclaimed_bytes += r->freed_bytes;
 	mtd_steady_reclaim_answered(&s->steady, now_ms, e->ctl->interval_ms);
 	mtd_audit(e->audit, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
@@ -102,7 +109,9 @@ static void read_agent(struct mtd_vm_decide *s, const struct mtd_inputs_env *e, 
 	 * a request used to count as busy for 2 x agent_silence, and by then the guest's
 	 * pressure, seen through the balloon, spoke first, so the silence was never said
 	 * (scenario 5, once in CI).  A false "silent" only holds inflation. */
-	t->agent_fresh = mtd_agent_link_ready(e->agent) && heard &&
+	t->agent_up = mtd_agent_link_ready(e->agent);
+	t->agent_heard_ms = heard;
+	t->agent_fresh = t->agent_up && heard &&
 			 (t->now_ms - heard <= c->agent_silence_ms ||
 			  mtd_agent_link_reclaiming(e->agent, t->now_ms, c->agent_silence_ms));
 	const struct proto_stats *as = mtd_agent_link_stats(e->agent, &seq);

@@ -139,6 +139,9 @@ void mtd_balloon_attached(struct mtd_balloon *b);
 void mtd_balloon_query_fpr(struct mtd_balloon *b, struct mtd_vm_status *draft);
 /* The QEMU process behind the actuator.  0 or -errno (-ENOTSUP: the actuator cannot say). */
 int mtd_balloon_pid(const struct mtd_balloon *b, int *pid);
+/* Does QEMU run the guest on KVM (QMP query-kvm: present and enabled)?  0 with *on, or
+ * -ENOTSUP (no monitor) / -errno (the query failed). */
+int mtd_balloon_on_kvm(const struct mtd_balloon *b, bool *on);
 /* Read the balloon's actual and its driver's stats (unless the peer is down and not due a
  * probe), the guest RAM resident on the host (draft->host_rss_bytes, every 10 s), and
  * whether the actuator reconnected.  set_bytes: the target memtided set (for the log). */

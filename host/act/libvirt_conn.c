@@ -324,6 +324,16 @@ int mtd_libvirt_parse_domain_xml(const char *xml, struct mtd_domain_info *info)
 			"[starts-with(@value,'vhost-user-vsock-pci')]/@value)",
 			vs, sizeof(vs));
 	info->has_vsock = vs[0] != '\0';
+	/* The kernel's vsock (vhost_vsock): its CID tells its agent's connections from the other
+	 * guests' on memtided's AF_VSOCK listener.  A domain not running has no address under
+	 * auto='yes' (libvirt picks one at start): 0, as for none. */
+	char cid[16] = "";
+	(void)xpath_str(
+	    ctx, "string(/domain/devices/vsock[not(@model) or @model='virtio']/cid/@address)", cid,
+	    sizeof(cid));
+	char *end = NULL;
+	unsigned long long c = cid[0] >= '0' && cid[0] <= '9' ? strtoull(cid, &end, 0) : 0;
+	info->vsock_cid = end && !*end && c >= 3 && c < 0xffffffffull ? (uint32_t)c : 0;
 	xmlXPathFreeContext(ctx);
 	xmlFreeDoc(doc);
 	return 0;

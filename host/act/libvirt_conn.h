@@ -57,6 +57,9 @@ struct mtd_domain_info {
 	bool fpr_attr;        /* freePageReporting='on' in the XML */
 	char agent_path[256]; /* host side of the memtide agent channel, "" : none */
 	bool has_vsock;       /* a vhost-user-vsock-pci device in <qemu:commandline> */
+	uint32_t vsock_cid;   /* the kernel's <vsock model='virtio'>: its guest CID (the live
+			       * XML's address, libvirt's pick under auto='yes'); 0: none, or
+			       * not a guest's CID */
 };
 
 /*

@@ -210,8 +210,9 @@ struct mtd_vm_status {
 	uint64_t agent_rtt_sum_us;  /* ... and their round trips added up */
 	bool agent_rtt_tracked;     /* the VM has an agent link, whose pings are counted */
 	bool vsock;                 /* the VM has memtided's vhost-user-vsock device */
-	bool vsock_connected;       /* memtided's vhost-user session with QEMU is up */
-	unsigned vsock_restarts;    /* device restarts memtided asked QEMU for (QMP stop/cont) */
+	uint32_t vsock_cid;      /* its CID on the kernel's vsock, memtided listening (0: none) */
+	bool vsock_connected;    /* memtided's vhost-user session with QEMU is up */
+	unsigned vsock_restarts; /* device restarts memtided asked QEMU for (QMP stop/cont) */
 	/* Guest RAM as QEMU's vhost-user memory table gives it: guest-physical -> QEMU virtual
 	 * address, the layout host-side eviction works on; checked against QMP and QEMU's maps
 	 * (ram_layout_check: 1 they agree, 0 they do not, -1 not checked yet). */

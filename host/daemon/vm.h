@@ -59,6 +59,7 @@ struct mtd_vm_host {
 	const struct mtd_config *cfg;
 	struct mtd_turns *turns;     /* the loops' aging rounds take turns (turns.h) */
 	struct mtd_vsock *vsock;     /* the vhost-user-vsock back end (NULL: none) */
+	struct mtd_kvsock *kvsock;   /* the AF_VSOCK listener, kernel vsock (NULL: none) */
 	const char *boot_id;         /* this boot's: state files of another boot are void */
 	atomic_bool *state_failing;  /* saving VM state fails (told once, not per VM) */
 	struct mtd_swap_share *swap; /* host swap, one budget for every VM's pageout */
@@ -106,6 +107,9 @@ struct mtd_vm {
 	char agent_path[256];       /* unix socket of the agent channel ("" : none) */
 	bool agent_expected;
 	bool vsock_expected;        /* the VM has memtided's vhost-user-vsock device */
+	bool kvsock_expected;       /* the VM has the kernel's vsock device (vhost-vsock-pci) */
+	uint32_t kvsock_cid;        /* its guest CID from the domain XML (0: read QEMU's
+				     * command line at attach: plain-QEMU mode) */
 	struct mtd_saved_vm *saved; /* a state file to resume from (taken on the first tick) */
 	bool forget;                /* on stop: remove the state file (the domain is gone) */
 	atomic_bool gone;           /* the domain went away, maybe while a detach was under way: the

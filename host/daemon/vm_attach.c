@@ -30,6 +30,8 @@
 #include "act/swap_share.h"
 #include "base/log.h"
 #include "daemon/vm.h"
+#include "vsock/guest_cid.h"
+#include "vsock/kvsock.h"
 #include "vsock/vsock_service.h"
 
 #define MiB ((uint64_t)1 << 20)
@@ -93,6 +95,9 @@ static int choose_source(struct mtd_vm *vm)
 	env.qemu_pid = pid;
 	env.qmp = vm->balloon.ops->qmp;
 	env.qmp_ctx = vm->balloon.ctx;
+	bool kvm = false;
+	if (mtd_balloon_on_kvm(&vm->balloon, &kvm) == 0)
+		env.on_kvm = kvm;
 	env.agent = vm->agent;
 	env.interval_ms = cfg->ctl.interval_ms;
 	env.agent_silence_ms = cfg->ctl.agent_silence_ms;
@@ -134,6 +139,46 @@ static int open_balloon(struct mtd_vm *vm)
 	return 0;
 }
 
+/* The kernel's vsock: the VM's CID (the domain XML's, or QEMU's command line's), claimed
+ * on memtided's AF_VSOCK listener.  Whatever fails is said and leaves the VM without that
+ * channel (a virtio-serial one still works): the VM is managed all the same. */
+static void claim_kernel_vsock(struct mtd_vm *vm)
+{
+	uint32_t cid = vm->kvsock_cid;
+	int pid = 0, rc = 0;
+
+	if (!cid) {
+		rc = mtd_balloon_pid(&vm->balloon, &pid);
+		if (rc == 0)
+			rc = mtd_guest_cid_of_pid("/proc", pid, &cid);
+		if (rc < 0) {
+			mtd_err("%s: vsock: no guest CID: %s (the agent connects over the kernel's "
+				"vsock from the CID on QEMU's -device vhost-vsock-pci,guest-cid=N; "
+				"QEMU pid %d)",
+				vm->name,
+				rc == -ENOENT   ? "QEMU has no kernel vsock device"
+				: rc == -E2BIG  ? "QEMU has two kernel vsock devices"
+				: rc == -EINVAL ? "its guest-cid is missing or not a guest's CID"
+						: strerror(-rc),
+				pid);
+			return;
+		}
+	}
+	if (!vm->host->kvsock) {
+		mtd_err("%s: vsock: the VM has the kernel's vsock device (CID %u) but memtided "
+			"does not listen on AF_VSOCK ([daemon] kernel_vsock, or it could not "
+			"start): its agent cannot reach memtided that way",
+			vm->name, cid);
+		return;
+	}
+	rc = mtd_kvsock_claim(vm->host->kvsock, vm->name, cid, vm->wake_fd, &vm->vsock.kclaim);
+	if (rc < 0 && rc != -EEXIST) /* -EEXIST is logged by the claim, with the other VM */
+		mtd_err("%s: vsock: cannot claim CID %u: %s", vm->name, cid, strerror(-rc));
+	else if (rc == 0)
+		mtd_info("%s: vsock: the agent's connections from CID %u are this VM's", vm->name,
+			 cid);
+}
+
 static int open_agent(struct mtd_vm *vm)
 {
 	const struct mtd_config *cfg = vm->host->cfg;
@@ -145,7 +190,9 @@ static int open_agent(struct mtd_vm *vm)
 			return rc;
 		vm->draft.ram_layout_check = -1;
 	}
-	if (vm->agent_path[0] || vm->vsock.claim) {
+	if (vm->kvsock_expected)
+		claim_kernel_vsock(vm);
+	if (vm->agent_path[0] || vm->vsock.claim || vm->vsock.kclaim) {
 		char label[MTD_NAME_MAX + 8];
 
 		rc = mtd_agent_link_new(vm->agent_path, cfg->ctl.interval_ms, &vm->agent);
@@ -155,6 +202,9 @@ static int open_agent(struct mtd_vm *vm)
 		if (vm->vsock.claim)
 			mtd_agent_link_set_fd_source(vm->agent, mtd_vsock_take_fd, vm->vsock.claim,
 						     label);
+		else if (vm->vsock.kclaim)
+			mtd_agent_link_set_fd_source(vm->agent, mtd_kvsock_take_fd,
+						     vm->vsock.kclaim, label);
 		mtd_agent_link_set_ping(vm->agent, cfg->agent_ping_ms);
 		mtd_agent_link_set_ram(vm->agent, vm->balloon.domain_bytes);
 	}
@@ -276,9 +326,10 @@ int mtd_vm_attach(struct mtd_vm *vm)
 	    "%s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u headroom %" PRIu64 " MiB",
 	    vm->name, vm->balloon.domain_bytes / MiB, vm->balloon.ops->name,
 	    vm->source.ops ? vm->source.ops->name : "none",
-	    vm->agent_path[0] ? vm->agent_path
-	    : vm->vsock.claim ? "vsock"
-			      : "none",
+	    vm->agent_path[0]  ? vm->agent_path
+	    : vm->vsock.claim  ? "vsock"
+	    : vm->vsock.kclaim ? "vsock (kernel)"
+			       : "none",
 	    vm->policy.enabled ? "enabled" : "disabled", vm->policy.min_bytes / MiB,
 	    vm->policy.max_bytes / MiB, vm->policy.priority, vm->policy.headroom_bytes / MiB);
 	return 0;

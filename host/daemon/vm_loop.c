@@ -52,6 +52,7 @@
 #include "daemon/state.h"
 #include "daemon/vm.h"
 #include "decide/tick_decide.h"
+#include "vsock/kvsock.h"
 #include "vsock/vsock_service.h"
 
 #define MiB              ((uint64_t)1 << 20)
@@ -343,6 +344,8 @@ out:
 	vm->agent = NULL;
 	mtd_vsock_release(vm->vsock.claim);
 	vm->vsock.claim = NULL;
+	mtd_kvsock_release(vm->vsock.kclaim);
+	vm->vsock.kclaim = NULL;
 	rcu_unregister_thread();
 	/* Last: once queued, the main thread may join and free vm. */
 	if (atomic_load(&vm->detaching) && vm->host->reap(vm->host->ctx, vm->name, vm->serial) < 0)

@@ -56,9 +56,11 @@ struct mtd_tick {
 	bool qemu_restarted;          /* a new QEMU process: everything tied to the old one goes */
 	const struct proto_stats *as; /* agent stats, when the agent is fresh */
 	bool agent_fresh;
-	bool agent_caps_known; /* the agent said hello: agent_caps is its word */
-	uint32_t agent_caps;   /* enum proto_cap bits */
-	uint64_t need_bytes;   /* the agent's need, and an out-of-schedule tick's */
+	bool agent_up;           /* the agent's link is connected (its handshake done) */
+	uint64_t agent_heard_ms; /* when the agent last spoke (0: never) */
+	bool agent_caps_known;   /* the agent said hello: agent_caps is its word */
+	uint32_t agent_caps;     /* enum proto_cap bits */
+	uint64_t need_bytes;     /* the agent's need, and an out-of-schedule tick's */
 
 	/* 2 age */
 	bool have_source;        /* a source is in use */

@@ -157,6 +157,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_str(o, "agent_untrusted", st->agent_untrusted);
 	put_u64(o, "agent_figures_clamped", st->agent_clamped);
 	json_object_object_add(o, "vsock", json_object_new_boolean(st->vsock));
+	if (st->vsock_cid)
+		put_u64(o, "vsock_cid", st->vsock_cid);
 	if (st->agent_caps_known) {
 		char names[160], means[400];
 		struct json_object *caps = json_object_new_array();

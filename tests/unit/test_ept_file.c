@@ -524,6 +524,51 @@ static void test_paged_out_zaps(void **state)
 	fake_close(&f);
 }
 
+/* A QEMU that runs its guest on KVM loads the plugin all the same, and the plugin writes a
+ * sound table, but it never sees an access: every page would read idle.  memtided asks QEMU
+ * (query-kvm) and does not take the ept source then, saying why; with TCG the same table is
+ * taken. */
+static void test_not_on_kvm(void **state)
+{
+	struct fake f;
+	struct mtd_source src;
+	struct mtd_access_env env;
+	struct mtd_access_choice ch;
+	(void)state;
+
+	fake_plugin_open(&f, 256ULL << 20, 0);
+	mtd_access_env_default(&env);
+	env.vm_name = "vm1";
+	env.ept_dir = dir;
+	env.qemu_pid = getpid();
+	env.guest_bytes = 256ULL << 20;
+	env.interval_ms = 1000;
+	env.ept_window_ms = 200;
+	env.idle_bitmap = "/nonexistent";
+	env.damon_admin = "/nonexistent";
+
+	env.on_kvm = 1;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_not_equal(ch.chosen, "ept");
+	bool said = false;
+	for (unsigned i = 0; i < ch.nr_notes; i++)
+		said = said || (!strcmp(ch.notes[i].name, "ept") &&
+				strstr(ch.notes[i].why, "runs on KVM") &&
+				strstr(ch.notes[i].why, "every page idle"));
+	assert_true(said);
+	mtd_source_destroy(&src);
+
+	env.on_kvm = 0;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_equal(ch.chosen, "ept");
+	mtd_source_destroy(&src);
+	env.on_kvm = -1; /* unknown (no monitor): as before, the table decides */
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_equal(ch.chosen, "ept");
+	mtd_source_destroy(&src);
+	fake_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -537,6 +582,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_window_never_ran, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_file_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_paged_out_zaps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_not_on_kvm, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
