@@ -675,7 +675,7 @@ static int advise_refused(struct mtd_pageout *po, const struct iovec *iov,
 			  struct mtd_pageout_result *res)
 {
 	uint64_t lo = (uintptr_t)iov->iov_base, hi = lo + iov->iov_len;
-	struct mtd_vma v[REFUSED_VMAS];
+	struct mtd_vma v[REFUSED_VMAS] = {{0}};
 	int n = maps_over(po, lo, hi, v, REFUSED_VMAS);
 
 	res->refused_spans++;

@@ -418,7 +418,7 @@ static void test_put_back_after_merge(void **state)
 	struct vmm_guest_config cfg;
 	struct vmm_guest *g = NULL;
 	struct vmm_run runs[64] = {{0}};
-	uint64_t seqs[64], gpa_of[4] = {0};
+	uint64_t seqs[64] = {0}, gpa_of[4] = {0};
 	struct vmm_evict_result res;
 	struct vmm_guest_stats st;
 
