@@ -129,18 +129,63 @@ void agent_log(int level, const char *fmt, ...) __attribute__((format(printf, 2,
 /* ======================================================================================
  * Growth watch (agent_watch.c): a need hint before the guest runs out
  * ====================================================================================== */
+/* The guest's use as the growth rules read it, and the lowest of each read so far. */
+struct agent_use {
+	uint64_t used; /* MemTotal - MemAvailable */
+	uint64_t held; /* AnonPages + Shmem + swap in use: what processes hold (0: unknown) */
+};
+struct agent_growth {
+	struct agent_use low;
+};
+/*
+ * The guest's use as the growth rules read it.  used: MemTotal - MemAvailable (0 if less).
+ * held: what the guest's processes hold, anonymous and shmem pages in RAM and in swap
+ * (AnonPages + Shmem + SwapTotal - SwapFree); 0 when the kernel shows neither.  A growth is
+ * a rise of both.  MemAvailable alone also falls while free pages are away from the free
+ * lists: free page reporting takes up to 64 MiB of them at a time while the host discards
+ * them, and compaction isolates some.  On the KVM host stand, where the host answers a
+ * report slowly, that read as 18-33 MiB of growth within 100 ms, and the watch sent needs
+ * (memtided gave the guest its memory back and held for 60 s) and the guard stopped
+ * requests, with nothing in the guest growing; held does not move then.  Swap-out moves
+ * pages from RAM to swap and leaves held level, as reclaim into zram leaves used level.
+ */
+static inline struct agent_use agent_use_of(const struct proto_stats *st)
+{
+	struct agent_use u = {
+	    .used = st->mem_total_bytes > st->mem_available_bytes
+			? st->mem_total_bytes - st->mem_available_bytes
+			: 0,
+	    .held = st->anon_bytes + st->shmem_bytes,
+	};
+	if (u.held && st->swap_total_bytes > st->swap_free_bytes)
+		u.held += st->swap_total_bytes - st->swap_free_bytes;
+	return u;
+}
+/* How far u rose above b: the lesser of the two rises (only used's, when held is unknown). */
+static inline uint64_t agent_use_rise(struct agent_use b, struct agent_use u)
+{
+	uint64_t r = u.used > b.used ? u.used - b.used : 0;
+
+	if (u.held && b.held) {
+		uint64_t h = u.held > b.held ? u.held - b.held : 0;
+		r = h < r ? h : r;
+	}
+	return r;
+}
 struct agent_watch {
 	bool primed;
-	uint64_t last_ms, last_used; /* last_used: MemTotal - MemAvailable */
-	uint64_t quiet_until_ms;     /* no new need before this (one horizon after the last) */
-	uint64_t quiet_used_max;     /* ... unless in use grows past this: the last need's use */
+	uint64_t last_ms;
+	struct agent_use last;   /* the use at the last step (agent_use_of) */
+	uint64_t quiet_until_ms; /* no new need before this (one horizon after the last) */
+	uint64_t quiet_used_max; /* ... unless in use grows past this: the last need's use */
 };
-/* One watch step with MemTotal and MemAvailable read at now_ms: the bytes to ask for in a
- * need hint (rounded up to MiB), or 0. */
+/* One watch step with the guest's /proc/meminfo read at now_ms: the bytes to ask for in a
+ * need hint (rounded up to MiB), or 0.  The growth is the rise of both used and held
+ * (agent_use_of). */
 uint64_t agent_watch_step(struct agent_watch *w, const struct agent_config *c, uint64_t now_ms,
-			  uint64_t total_bytes, uint64_t avail_bytes);
-/* MemTotal and MemAvailable from /proc/meminfo (under sys_root).  0 or -errno. */
-int agent_watch_read(const struct agent_config *c, uint64_t *total_bytes, uint64_t *avail_bytes);
+			  const struct proto_stats *st);
+/* /proc/meminfo (under sys_root), as the watch reads it.  0 or -errno. */
+int agent_watch_read(const struct agent_config *c, struct proto_stats *st);
 
 /* ======================================================================================
  * Collectors (agent_procfs.c)
@@ -294,22 +339,15 @@ struct agent_growth_guard {
 	const struct agent_config *c;
 	pthread_t reclaimer;
 	struct agent_ticker tick;
-	_Atomic uint64_t grew; /* > 0: how far the use rose above its lowest */
-	uint64_t used_low;     /* the lowest use read since the guard started */
+	_Atomic uint64_t grew;    /* > 0: how far the use rose above its lowest */
+	struct agent_growth base; /* the lowest use read since the guard started */
 };
 int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_config *c);
 uint64_t agent_growth_guard_grew(struct agent_growth_guard *g);
 void agent_growth_guard_stop(struct agent_growth_guard *g);
-/* The guest's use as the growth rules read it: MemTotal - MemAvailable (0 if less). */
-static inline uint64_t agent_used_bytes(const struct proto_stats *st)
-{
-	return st->mem_total_bytes > st->mem_available_bytes
-		   ? st->mem_total_bytes - st->mem_available_bytes
-		   : 0;
-}
-/* The rule, pure: lower *used_low to used; the rise when it is AGENT_GROWTH_STOP_BYTES or
- * more, else 0. */
-uint64_t agent_growth_step(uint64_t *used_low, uint64_t used);
+/* The rule, pure: lower g's lowest to u (each figure apart; set both to UINT64_MAX to start);
+ * the rise above them when it is AGENT_GROWTH_STOP_BYTES or more, else 0. */
+uint64_t agent_growth_step(struct agent_growth *g, struct agent_use u);
 /*
  * Carry out a reclaim request (see docs/protocol.md "reclaim"): methods best first, each in
  * chunks, stopping at the request's size, its deadline, or the floor; compaction last when

@@ -761,12 +761,14 @@ void agent_free(struct agent *a)
  * fast enough to run out within the horizon, send the host a need for the projected growth. */
 static void run_watch(struct agent *a, uint64_t now_ms)
 {
-	uint64_t total, avail, need;
+	struct proto_stats st;
+	uint64_t avail, need;
 	struct proto_msg m;
 
-	if (agent_watch_read(&a->cfg, &total, &avail) < 0)
+	if (agent_watch_read(&a->cfg, &st) < 0)
 		return;
-	need = agent_watch_step(&a->watch, &a->cfg, now_ms, total, avail);
+	avail = st.mem_available_bytes;
+	need = agent_watch_step(&a->watch, &a->cfg, now_ms, &st);
 	if (!need || !(a->host_caps & PROTO_CAP_HOST_HINT))
 		return;
 	if (!proto_rate_take(&a->watch_rate, now_ms)) {

@@ -185,11 +185,11 @@ static uint64_t mem_free(const struct agent_config *c)
 
 struct run {
 	const struct agent_config *c;
-	uint64_t target;      /* bytes to free, after the floor cut */
-	uint64_t start_free;  /* mem_free() at the start: MemFree plus what the balloon holds */
-	uint64_t deadline_ms; /* CLOCK_MONOTONIC */
-	uint64_t used_low;    /* the lowest MemTotal - MemAvailable read during the request */
-	uint64_t grew;        /* > 0: how far the guest's use rose above used_low; stopped */
+	uint64_t target;          /* bytes to free, after the floor cut */
+	uint64_t start_free;      /* mem_free() at the start: MemFree plus what the balloon holds */
+	uint64_t deadline_ms;     /* CLOCK_MONOTONIC */
+	struct agent_growth base; /* the lowest use read during the request (agent_use_of) */
+	uint64_t grew;            /* > 0: how far the guest's use rose above it; stopped */
 	struct agent_growth_guard *guard; /* NULL when no guard thread runs */
 	struct proto_reclaim_reply *rep;
 	int tried, failed;
@@ -212,7 +212,7 @@ static bool guest_grows(struct run *r)
 		r->grew = agent_growth_guard_grew(r->guard);
 	if (r->grew || !meminfo_now(r->c, &st))
 		return r->grew > 0;
-	r->grew = agent_growth_step(&r->used_low, agent_used_bytes(&st));
+	r->grew = agent_growth_step(&r->base, agent_use_of(&st));
 	return r->grew > 0;
 }
 
@@ -394,7 +394,7 @@ static void reclaim_steps(const struct agent_config *c, const struct proto_recla
 	 * than the balloon would end "done" before reclaiming anything (memtided's balloon
 	 * waited on exactly that: "freed 217 of 128 MiB (done)" from a 216 MiB balloon). */
 	r.start_free = mem_free(c);
-	r.used_low = UINT64_MAX;
+	r.base.low = (struct agent_use){UINT64_MAX, UINT64_MAX};
 	r.deadline_ms = t0 + req->deadline_ms;
 	struct agent_growth_guard guard;
 	int grc = r.target > 0 ? agent_growth_guard_start(&guard, c) : -ECANCELED;

@@ -12,8 +12,9 @@
  * request swapped out 7-9 MiB after the growth began, at the request's own pace, where
  * growths that met none swapped 0-4 MiB.
  *
- * So while a request runs, a guard thread reads the guest's use (MemTotal - MemAvailable)
- * every GUARD_PERIOD_MS and, when it rises AGENT_GROWTH_STOP_BYTES above the lowest it read,
+ * So while a request runs, a guard thread reads the guest's use (MemTotal - MemAvailable, and
+ * what its processes hold: agent_use_of says why both) every GUARD_PERIOD_MS and, when both
+ * rise AGENT_GROWTH_STOP_BYTES above the lowest they read,
  * marks the request grown and sends the reclaiming thread a signal.  memory.reclaim checks
  * for a pending signal before each reclaim pass and returns EINTR: on the guests' 6.1 a pass
  * is what is left of the write, so the signal ends a write that has fallen short and is
@@ -38,11 +39,14 @@
 
 #define GUARD_PERIOD_MS 20 /* a /proc/meminfo read: tens of microseconds under TCG */
 
-uint64_t agent_growth_step(uint64_t *used_low, uint64_t used)
+uint64_t agent_growth_step(struct agent_growth *g, struct agent_use u)
 {
-	if (used < *used_low)
-		*used_low = used;
-	return used - *used_low >= AGENT_GROWTH_STOP_BYTES ? used - *used_low : 0;
+	if (u.used < g->low.used)
+		g->low.used = u.used;
+	if (u.held < g->low.held)
+		g->low.held = u.held;
+	uint64_t rise = agent_use_rise(g->low, u);
+	return rise >= AGENT_GROWTH_STOP_BYTES ? rise : 0;
 }
 
 static void on_sigurg(int sig)
@@ -72,7 +76,7 @@ static void guard_tick(void *arg)
 	struct proto_stats st;
 
 	if (!grew && agent_read_meminfo(g->c, &st) == 0)
-		grew = agent_growth_step(&g->used_low, agent_used_bytes(&st));
+		grew = agent_growth_step(&g->base, agent_use_of(&st));
 	if (grew) {
 		atomic_store(&g->grew, grew);
 		/* Again every period until the request ends: a signal that lands between two
@@ -94,9 +98,9 @@ int agent_growth_guard_start(struct agent_growth_guard *g, const struct agent_co
 	/* The base is read here, before the request starts: read first by the thread, it missed
 	 * a growth that came before the thread ran (a unit test on a loaded host). */
 	struct proto_stats st;
-	g->used_low = UINT64_MAX;
+	g->base.low = (struct agent_use){UINT64_MAX, UINT64_MAX};
 	if (agent_read_meminfo(c, &st) == 0)
-		(void)agent_growth_step(&g->used_low, agent_used_bytes(&st));
+		(void)agent_growth_step(&g->base, agent_use_of(&st));
 	return agent_ticker_start(&g->tick, GUARD_PERIOD_MS, guard_tick, g);
 }
 

@@ -16,6 +16,7 @@ set -eu
 
 PKGS="build-essential pkg-config make git
 libjson-c-dev liburcu-dev libinih-dev libmicrohttpd-dev libvirt-dev libcmocka-dev libzstd-dev zstd libxml2-dev
+libfuse3-dev
 clang-14 libfuzzer-14-dev libclang-rt-14-dev clang-format clang-tidy cppcheck
 qemu-system-x86 qemu-utils libvirt-daemon-system libvirt-clients
 busybox-static socat kmod cpio xz-utils

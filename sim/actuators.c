@@ -87,6 +87,23 @@ static uint64_t scaled(uint64_t bytes, double scale, uint64_t least)
 	return b > least ? b : least;
 }
 
+int sim_act_ctl_config(const struct sim_ctx *ctx, struct mtd_ctl_config *cfg)
+{
+	double scale = (double)(ctx->t->ram_pages * SIM_PAGE_SIZE) /
+		       ((double)ctx->p->mt_guest_mib * (double)MIB);
+	char err[160];
+
+	mtd_ctl_config_default(cfg);
+	cfg->interval_ms = ctx->p->mt_interval_ms;
+	/* Steps of 1 MiB at least, as memtided accepts them (mtd_ctl_config_validate). */
+	cfg->max_inflate_step_bytes = scaled(cfg->max_inflate_step_bytes, scale, MIB);
+	cfg->deflate_min_bytes = scaled(cfg->deflate_min_bytes, scale, MIB);
+	cfg->mem_available_low_bytes = scaled(cfg->mem_available_low_bytes, scale, SIM_PAGE_SIZE);
+	cfg->min_change_bytes = scaled(cfg->min_change_bytes, scale, SIM_PAGE_SIZE);
+	cfg->major_faults_high_per_s *= scale;
+	return mtd_ctl_config_finish(cfg, err, sizeof(err)) != 0 ? -EINVAL : 0;
+}
+
 int sim_act_new(struct sim_ctx *ctx, enum sim_return mode, struct sim_act **out)
 {
 	struct sim_act *a = calloc(1, sizeof(*a));
@@ -102,25 +119,15 @@ int sim_act_new(struct sim_ctx *ctx, enum sim_return mode, struct sim_act **out)
 	a->domain_bytes = ctx->t->ram_pages * SIM_PAGE_SIZE;
 	a->balloon_pages = ctx->t->ram_pages;
 	double scale = (double)a->domain_bytes / ((double)ctx->p->mt_guest_mib * (double)MIB);
-	mtd_ctl_config_default(&a->cfg);
-	a->cfg.interval_ms = ctx->p->mt_interval_ms;
-	/* Steps of 1 MiB at least, as memtided accepts them (mtd_ctl_config_validate). */
-	a->cfg.max_inflate_step_bytes = scaled(a->cfg.max_inflate_step_bytes, scale, MIB);
-	a->cfg.deflate_min_bytes = scaled(a->cfg.deflate_min_bytes, scale, MIB);
-	a->cfg.mem_available_low_bytes =
-	    scaled(a->cfg.mem_available_low_bytes, scale, SIM_PAGE_SIZE);
-	a->cfg.min_change_bytes = scaled(a->cfg.min_change_bytes, scale, SIM_PAGE_SIZE);
-	a->cfg.major_faults_high_per_s *= scale;
+	if (sim_act_ctl_config(ctx, &a->cfg) != 0) {
+		sim_act_free(a);
+		return -EINVAL;
+	}
 	mtd_policy_default(&a->pol);
 	a->pol.min_bytes = scaled(a->pol.min_bytes, scale, SIM_PAGE_SIZE);
 	a->pol.headroom_bytes = scaled(a->pol.headroom_bytes, scale, SIM_PAGE_SIZE);
 	a->pol.target_refault_per_min = ctx->p->mt_target;
 	a->pol.return_via = mode == SIM_RETURN_BALLOON ? MTD_RETURN_BALLOON : MTD_RETURN_RECLAIM;
-	char err[160];
-	if (mtd_ctl_config_finish(&a->cfg, err, sizeof(err)) != 0) {
-		sim_act_free(a);
-		return -EINVAL;
-	}
 	*out = a;
 	return 0;
 }
@@ -248,8 +255,11 @@ int sim_act_control(struct sim_act *a, struct sim_ctx *ctx, struct vmm_guest *g,
 				 SIM_PAGE_SIZE;
 		mtd_steady_reclaim_sent(&a->steady, t->now_ms, a->cfg.interval_ms,
 					a->cfg.interval_ms);
+		/* answered at once: never slow */
 		mtd_steady_reply(&a->steady, &a->cfg, out.reclaim_bytes, freed,
-				 freed >= out.reclaim_bytes ? "done" : "partial");
+				 freed >= out.reclaim_bytes ? PROTO_RECLAIM_DONE
+							    : PROTO_RECLAIM_PARTIAL,
+				 0, (uint32_t)a->cfg.interval_ms);
 		mtd_steady_reclaim_answered(&a->steady, t->now_ms, a->cfg.interval_ms);
 	}
 	uint64_t from = prev ? prev : in_ram;

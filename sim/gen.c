@@ -68,6 +68,7 @@ void sim_gen_opts_default(struct sim_gen_opts *o, enum sim_gen_kind k)
 	o->epoch_ms = 1000;
 	o->seed = 42;
 	o->kv_reads_per_s = 1.0;
+	o->kv_load_ms = 30000;
 	if (k == SIM_GEN_KV) { /* 10 minutes in 100 ms epochs */
 		o->epochs = 6000;
 		o->epoch_ms = 100;
@@ -167,19 +168,17 @@ static uint64_t grow_w(uint64_t ram, uint64_t e)
 
 /* The kv generator's layout: the server's own pages, then the store; hot[] marks the
  * store's hot tenth. */
-#define KV_LOAD_MS 30000
-
 static int kv_epoch(const struct sim_gen_opts *o, uint64_t e, struct acc *a, uint64_t *rng,
 		    const uint8_t *hot)
 {
 	uint64_t ram = o->ram_pages, server = ram / 100, base = ram / 50, store = ram * 2 / 5;
-	uint64_t t = e * o->epoch_ms, load_epochs = KV_LOAD_MS / o->epoch_ms;
+	uint64_t t = e * o->epoch_ms, load_epochs = o->kv_load_ms / o->epoch_ms;
 	/* A Poisson count of reads per epoch: the page is read at least once in it with
 	 * probability 1 - exp(-rate x epoch). */
 	double p_read = 1.0 - exp(-o->kv_reads_per_s * (double)o->epoch_ms / 1000.0);
 	int rc = acc_range(a, 0, server, e == 0);
 
-	if (!rc && t < KV_LOAD_MS) { /* the load: the store written in order */
+	if (!rc && t < o->kv_load_ms) { /* the load: the store written in order */
 		uint64_t per = (store + load_epochs - 1) / (load_epochs ? load_epochs : 1);
 		uint64_t from = base + e * per,
 			 to = from + per < base + store ? from + per : base + store;
@@ -287,7 +286,8 @@ int sim_gen(struct sim_gen_opts *o, struct sim_trace *t)
 	    !o->epochs || !o->epoch_ms || (unsigned)o->kind >= SIM_GEN__COUNT)
 		return -EINVAL;
 	if (o->kind == SIM_GEN_KV &&
-	    (!(o->kv_reads_per_s > 0.0) || o->kv_reads_per_s > 1000.0 || o->ram_pages < 1024))
+	    (!(o->kv_reads_per_s > 0.0) || o->kv_reads_per_s > 1000.0 || o->ram_pages < 1024 ||
+	     o->kv_load_ms < o->epoch_ms || o->kv_load_ms > 3600000))
 		return -EINVAL;
 	rc = sim_trace_init(t, &ram, 1);
 	if (rc)
@@ -301,8 +301,9 @@ int sim_gen(struct sim_gen_opts *o, struct sim_trace *t)
 		if (!hot)
 			rc = -ENOMEM;
 		for (uint64_t p = 0; p < store && !rc; p++)
-			hot[p] = sim_rand(&rng) % 10 == 0;
-		snprintf(t->source, sizeof(t->source), "gen:kv@%g/s", o->kv_reads_per_s);
+			hot[p] = o->kv_hot_first ? p < store / 10 : sim_rand(&rng) % 10 == 0;
+		snprintf(t->source, sizeof(t->source), "gen:kv@%g/s%s", o->kv_reads_per_s,
+			 o->kv_hot_first ? ",hot-first" : "");
 	}
 	for (uint64_t e = 0; e < o->epochs && !rc; e++) {
 		a.n = a.nf = 0;

@@ -103,9 +103,18 @@ static const struct pdesc pdescs[] = {
     {"mt-probe", P_BOOL, F(mt_probe), 0, 1,
      "between once and mt-trust times its floor watched, take a doubling probe of pages "
      "that never came back, watching the refaults (0: hold while learning)"},
+    {"mt-first-window-ms", P_U64, F(mt_first_window_ms), 0, 3.6e6,
+     "first comebacks (pages that never came back before) are counted over this recent "
+     "span, not the reuse window: each page comes back first once (0: the reuse window)"},
     {"mt-reuse-tiers", P_BOOL, F(mt_reuse_tiers), 0, 1,
      "a page found used again climbs a tier, so pages that came back are told from those "
      "that never did (memtided: page-level sources)"},
+    {"mt-refault-tiers", P_BOOL, F(mt_refault_tiers), 0, 1,
+     "a page that refaults comes back a tier up, so one the source cannot see used stops "
+     "being the first pick (memtided: the ept source, blind to fetches and page walks)"},
+    {"mt-fill-wait", P_BOOL, F(mt_fill_wait), 0, 1,
+     "pageout takes nothing while the guest's memory grows fast (a load: what it wrote is "
+     "idle until it reads it), as memtided's host pageout (on with --memtided)"},
 };
 #undef F
 
@@ -148,7 +157,10 @@ static void mt_defaults(struct sim_params *p)
 	p->mt_gens_widen = true;
 	p->mt_weigh = rc.weigh;
 	p->mt_probe = rc.probe;
+	p->mt_first_window_ms = rc.first_window_ms;
 	p->mt_reuse_tiers = true;
+	p->mt_refault_tiers = false; /* the sim's default source sees every access */
+	p->mt_fill_wait = false;
 }
 
 void sim_params_memtided_layout(struct sim_params *p)
@@ -162,6 +174,7 @@ void sim_params_memtided_layout(struct sim_params *p)
 	vmm_reclaim_config_fit(&rc, VMM_MAX_NR_GENS, p->mt_interval_ms);
 	p->mt_nr_gens = VMM_MAX_NR_GENS;
 	p->mt_aging_div = 0;
+	p->mt_fill_wait = true;
 	p->mt_min_age_ms = rc.min_age_ms;
 	p->mt_max_age_ms = rc.max_age_ms;
 	p->mt_initial_age_ms = rc.initial_age_ms;

@@ -57,6 +57,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decide/controller.h"
+#include "decide/steady.h"
 #include "sim.h"
 
 #define MT_RUNS 1024
@@ -82,6 +84,11 @@ struct mt {
 	struct vmm_sample
 	    sample; /* the window, as memtided's ept source sets it (mt-sample-adapt) */
 	uint64_t window_from_ms; /* where the round's window opens (mt-sample-phase) */
+	/* mt-fill-wait: memtided's rule that host pageout waits while the guest's RAM grows
+	 * fast (host/act/tick_act.c), on the same function and settings */
+	struct mtd_ctl_config fill_cfg;
+	struct mtd_steady fill;
+	bool filling;
 };
 
 static void mt_fini(void *state)
@@ -124,6 +131,7 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	gc.nr_gens = p->mt_nr_gens;
 	gc.gens_widen = p->mt_gens_widen;
 	gc.reuse_raises_tier = p->mt_reuse_tiers;
+	gc.refault_raises_tier = p->mt_refault_tiers;
 	err = vmm_guest_new(&gc, &m->g);
 	if (err)
 		goto fail;
@@ -145,6 +153,7 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 	rc.trust_factor = p->mt_trust;
 	rc.weigh = p->mt_weigh;
 	rc.probe = p->mt_probe;
+	rc.first_window_ms = p->mt_first_window_ms;
 	rc.pid.kp = p->mt_kp;
 	rc.pid.ki = p->mt_ki;
 	rc.pid.kd = p->mt_kd;
@@ -170,6 +179,8 @@ static int mt_init(struct sim_ctx *ctx, void **state)
 		if (err)
 			goto fail;
 	}
+	if (p->mt_fill_wait && (err = sim_act_ctl_config(ctx, &m->fill_cfg)) != 0)
+		goto fail;
 	m->last_aging_ms = t0;
 	m->last_ctl_ms = t0;
 	m->next_ctl_ms = t0 + p->mt_interval_ms;
@@ -439,12 +450,17 @@ static int mt_epoch(struct sim_ctx *ctx, void *state, size_t e)
 		rc = mt_decide(m, ctx, t1, m->refaults_in_interval);
 		if (rc)
 			return rc;
+		/* The guest's RAM on the host, as memtided reads it: growing fast, it loads. */
+		m->filling = ctx->p->mt_fill_wait &&
+			     mtd_steady_growing(&m->fill, &m->fill_cfg, true,
+						ctx->resident_pages * SIM_PAGE_SIZE, t1);
 		mt_interval_done(m, ctx, t1);
 	}
 	if (!mt_aging_due(m, ctx, t1))
 		return 0;
-	rc = mt_age(m, ctx, t1);                  /* Step 4 */
-	if (rc || m->dec.gate != VMM_DECIDE_TAKE) /* watching, holding: take nothing */
+	rc = mt_age(m, ctx, t1); /* Step 4 */
+	/* watching, holding, the guest still filling its memory: take nothing */
+	if (rc || m->dec.gate != VMM_DECIDE_TAKE || m->filling)
 		return rc;
 	return mt_evict(m, ctx, t1); /* Step 5 */
 }

@@ -127,6 +127,9 @@ struct sim_gen_opts {
 	uint64_t epoch_ms;  /* epoch length */
 	uint64_t seed;
 	double kv_reads_per_s; /* SIM_GEN_KV: reads of each hot page a second (1) */
+	uint64_t kv_load_ms;   /* SIM_GEN_KV: the load's length (30 s) */
+	bool kv_hot_first;     /* SIM_GEN_KV: the hot tenth is the first written (kvserve's
+				* layout), not a tenth at random */
 	/* Derived shape, filled by sim_gen and read by tests and sim_react: */
 	uint64_t step_at_ms; /* SIM_GEN_STEP: when the working set grows */
 };
@@ -213,24 +216,27 @@ struct sim_params {
 	double mt_target;        /* target refault fraction per minute (reclaim ctl) */
 	uint64_t mt_min_age_ms, mt_max_age_ms, mt_initial_age_ms;
 	double mt_kp, mt_ki, mt_kd;
-	unsigned mt_aging_div;      /* generations per cold age threshold */
-	bool mt_smooth;             /* libvmm averages the refault rate (default on) */
-	uint64_t mt_smooth_tau_ms;  /* that average's time constant */
-	uint64_t mt_reuse_tau_ms;   /* reuse floor's window (0: no floor) */
-	unsigned mt_trust;          /* the floor at T counts after watching trust x T */
-	uint64_t mt_max_step_pages; /* most pages a round takes (vmm_decide_in.max_step_pages) */
-	bool mt_take_free;          /* the guest's freed pages go to the host at once */
-	bool mt_free_hint;          /* libvmm is told so (vmm_hint_free), as memtided tells it */
-	unsigned mt_return;         /* enum sim_return: how memory goes back (pageout) */
-	bool mt_agent;              /* balloon, reclaim: the guest runs memtide-agent */
-	uint64_t mt_guest_mib;      /* the guest a trace stands for: memtided's bytes scale */
-	uint64_t mt_sample_ms;      /* the source sees this much of each aging interval (0: all) */
-	bool mt_sample_adapt;       /* ... and widens it as memtided's ept source (vmm_sample) */
-	bool mt_sample_phase;       /* ... and opens it at a random moment of the interval */
-	bool mt_gens_widen;         /* vmm_guest_config.gens_widen */
-	bool mt_weigh;              /* vmm_reclaim_config.weigh */
-	bool mt_probe;              /* vmm_reclaim_config.probe */
-	bool mt_reuse_tiers;        /* vmm_guest_config.reuse_raises_tier */
+	unsigned mt_aging_div;       /* generations per cold age threshold */
+	bool mt_smooth;              /* libvmm averages the refault rate (default on) */
+	uint64_t mt_smooth_tau_ms;   /* that average's time constant */
+	uint64_t mt_reuse_tau_ms;    /* reuse floor's window (0: no floor) */
+	unsigned mt_trust;           /* the floor at T counts after watching trust x T */
+	uint64_t mt_max_step_pages;  /* most pages a round takes (vmm_decide_in.max_step_pages) */
+	bool mt_take_free;           /* the guest's freed pages go to the host at once */
+	bool mt_free_hint;           /* libvmm is told so (vmm_hint_free), as memtided tells it */
+	unsigned mt_return;          /* enum sim_return: how memory goes back (pageout) */
+	bool mt_agent;               /* balloon, reclaim: the guest runs memtide-agent */
+	uint64_t mt_guest_mib;       /* the guest a trace stands for: memtided's bytes scale */
+	uint64_t mt_sample_ms;       /* the source sees this much of each aging interval (0: all) */
+	bool mt_sample_adapt;        /* ... and widens it as memtided's ept source (vmm_sample) */
+	bool mt_sample_phase;        /* ... and opens it at a random moment of the interval */
+	bool mt_gens_widen;          /* vmm_guest_config.gens_widen */
+	bool mt_weigh;               /* vmm_reclaim_config.weigh */
+	bool mt_probe;               /* vmm_reclaim_config.probe */
+	uint64_t mt_first_window_ms; /* vmm_reclaim_config.first_window_ms */
+	bool mt_reuse_tiers;         /* vmm_guest_config.reuse_raises_tier */
+	bool mt_refault_tiers;       /* vmm_guest_config.refault_raises_tier */
+	bool mt_fill_wait; /* pageout waits while the guest's RAM grows fast, as memtided's */
 	/* idle: the single idle-age threshold memtide is compared with */
 	uint64_t idle_age_ms;
 	double idle_reused_x; /* per-page rule: a reused page's threshold, x idle_age_ms (1) */
@@ -331,6 +337,7 @@ enum sim_return {
 };
 const char *sim_return_name(enum sim_return r);
 struct sim_act;
+struct mtd_ctl_config;
 /* One control interval's figures, as memtided's tick has them. */
 struct sim_act_tick {
 	uint64_t now_ms, dt_ms;
@@ -340,6 +347,10 @@ struct sim_act_tick {
 	uint64_t cold_age_ms;
 	bool refault_hold; /* the controller holds past learning (memtided's reclaim_holds_all) */
 };
+/* memtided's controller settings for a guest of the trace's shape: its byte figures scaled
+ * by the trace's RAM over --mt-guest-mib (the file comment of sim/actuators.c).  Returns 0
+ * or -EINVAL (settings memtided would refuse). */
+int sim_act_ctl_config(const struct sim_ctx *ctx, struct mtd_ctl_config *cfg);
 /* Returns 0, -ENOMEM, -EINVAL (settings memtided would refuse). */
 int sim_act_new(struct sim_ctx *ctx, enum sim_return mode, struct sim_act **out);
 void sim_act_free(struct sim_act *a);

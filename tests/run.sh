@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # run.sh: memtide's test runner, behind `make check`.
 #
-# Runs the test suites named on the command line (default: all of them, in this order):
+# Runs the test suites named on the command line (default: unit, integration, fuzz, e2e):
 #   unit         every $BUILD/tests/unit/test_* program (cmocka, TAP output)
 #   integration  every tests/integration/*.sh script
 #   fuzz         every $BUILD/fuzz/fuzz_* target, FUZZ_SECONDS (default 5) each
@@ -10,11 +10,13 @@
 #   soak         (not in the default list) the long versions of the scenarios that have one
 #                (E2E_SOAK=1), as `make soak` runs them
 #   packaging    every tests/packaging/*.sh script: what needs promtool (Debian's prometheus
-#                package, too heavy for every make check) and the package under a real
+#                package, too heavy for every make check), the packages built and checked
+#                with lintian (deb.sh, ~100 s) and the package under a real
 #                systemd (a guest boot, three dpkg runs and a shutdown, ~6 minutes under
 #                TCG); `make check-packaging`, run by CI
-#   stand        the KVM host stand's self-test (tests/kvm/selftest.sh: KVM and nested paging
-#                in the stand, a KVM guest's speed against TCG's; ~2 minutes)
+#   stand        (not in the default list) the KVM host stand's self-test alone
+#                (tests/kvm/selftest.sh: KVM and nested paging in the stand, a KVM guest's
+#                speed against TCG's; ~1.5 minutes); `make check-kvm` runs it first
 #   kvm          (not in the default list; `make check-kvm`) the self-test, then the e2e
 #                scenarios listed in tests/kvm/scenarios.txt, each run in the stand with a KVM
 #                guest (tests/kvm/stand.sh run), figures in $BUILD/e2e/kvm_SCENARIO.json
@@ -28,7 +30,7 @@ BUILD=${BUILD:-build}
 LOGS=$BUILD/test-logs
 mkdir -p "$LOGS"
 suites=("$@")
-[ ${#suites[@]} -eq 0 ] && suites=(unit integration fuzz e2e stand)
+[ ${#suites[@]} -eq 0 ] && suites=(unit integration fuzz e2e)
 export CMOCKA_MESSAGE_OUTPUT=TAP
 export BUILD
 # Programs under test find their siblings here.
@@ -150,8 +152,11 @@ for suite in "${suites[@]}"; do
 		run_one stand selftest 600 bash tests/kvm/selftest.sh ;;
 	kvm)
 		run_one kvm selftest 600 bash tests/kvm/selftest.sh
+		# A line's first word: an e2e scenario's name, or a script's path in this tree.
 		for s in $(awk '$1 !~ /^#/ { print $1 }' tests/kvm/scenarios.txt); do
-			run_one kvm "$s" 1500 tests/kvm/stand.sh run "tests/e2e/scenarios/$s.sh"
+			script=tests/e2e/scenarios/$s.sh
+			[[ $s == */* ]] && script=$s
+			run_one kvm "$(basename "$s" .sh)" 1500 tests/kvm/stand.sh run "$script"
 		done ;;
 	packaging)
 		for t in tests/packaging/*.sh; do

@@ -131,6 +131,7 @@ int vmm_decide(const struct vmm_guest *g, struct vmm_reclaim_ctl *ctl,
 	else
 		vmm_reclaim_observe_reuse(ctl, gs.reuse_hist);
 	vmm_reclaim_observe_first(ctl, gs.reuse_first_hist, !in->reuse_is_echo);
+	ctl->first_once = gs.reuse_raises_tier; /* each page comes back first once */
 	uint64_t age = vmm_reclaim_update(ctl, in->refaults, in->resident_pages, in->dt_ms); /* 2 */
 	out->cold_age_ms = threshold(ctl, age, in->fixed_age_ms, &out->fixed_age_capped);
 	out->fixed_age = in->fixed_age_ms != 0;

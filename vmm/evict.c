@@ -25,7 +25,8 @@
  *   3. every other page of the generation leaves it (evicted state, stamped with max_seq
  *      for the refault distance) and joins the current run, or starts a new one.
  * When the oldest generation is empty, min_seq advances (vmm_gen_trim); the hand goes on
- * with the next one, if old enough.  The runs of one generation are sorted and coalesced at
+ * with the next one, if old enough.  A caller that may put pages back (run_seq) keeps the
+ * emptied generations until the next aging round, so that they can take them.  The runs of one generation are sorted and coalesced at
  * the end, so runs[] is ascending within a generation.
  *
  * Cost: O(nr_chunks) per generation visited to find its pieces (per-piece counts make an
@@ -50,6 +51,7 @@ struct evictor {
 	unsigned slot;         /* the generation being evicted */
 	bool take_reused;      /* its pages that came back may go too */
 	bool stop;             /* max_pages or max_runs reached */
+	size_t gen_first_run;  /* its first run (with run_seq, no run spans two generations) */
 };
 
 static void lookaround_young(void *arg, const struct vmm_young *batch, size_t n)
@@ -115,7 +117,7 @@ static bool run_add(struct evictor *ev, uint64_t pfn)
 	struct vmm_evict_result *res = ev->res;
 	uint64_t gpa = pfn << VMM_PAGE_SHIFT;
 
-	if (res->nr_runs) {
+	if (res->nr_runs && (!ev->req->run_seq || res->nr_runs > ev->gen_first_run)) {
 		struct vmm_run *last = &ev->req->runs[res->nr_runs - 1];
 		if (last->gpa + (last->npages << VMM_PAGE_SHIFT) == gpa) {
 			last->npages++;
@@ -233,13 +235,17 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
 	ev.protect_from = vmm_tp_protected_from(&g->tp);
 	ev.stop = req->max_pages == 0 || req->max_runs == 0;
 
-	/* One generation per iteration, oldest first: at most nr_gens. */
-	vmm_gen_trim(g);
+	/* One generation per iteration, oldest first: at most nr_gens.  Emptied generations a
+	 * caller may put pages back into (run_seq) stay until the next aging round, also
+	 * across the calls of one round. */
+	if (!req->run_seq)
+		vmm_gen_trim(g);
 	for (unsigned pos = 0;
 	     !ev.stop && pos < g->nr_live && gen_eligible(g, g->order[pos], req);) {
 		size_t first_run = res->nr_runs;
 		uint64_t birth = g->gen[g->order[pos]].birth_ms;
 		ev.slot = g->order[pos];
+		ev.gen_first_run = first_run;
 		ev.take_reused =
 		    !req->reused_min_age_ms || (req->reused_min_age_ms != UINT64_MAX &&
 						req->now_ms - birth >= req->reused_min_age_ms);
@@ -247,12 +253,16 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
 			evict_pass(&ev, true);
 		evict_pass(&ev, false);
 		runs_sort_merge(&ev, first_run);
+		for (size_t i = first_run; req->run_seq && i < res->nr_runs; i++)
+			req->run_seq[i] = g->gen[ev.slot].seq;
 		if (ev.stop)
 			break; /* stopped inside it */
-		if (pos == 0 && g->gen[ev.slot].pages == 0)
+		/* An emptied oldest generation goes at once, unless the caller may put pages back
+		 * into it (run_seq): then it stays until the next aging round trims it. */
+		if (pos == 0 && g->gen[ev.slot].pages == 0 && !req->run_seq)
 			vmm_gen_trim(g); /* the next one is the oldest now */
 		else
-			pos++; /* only pages the weighing keeps are left */
+			pos++; /* only pages the weighing keeps are left, or none */
 	}
 	return 0;
 }

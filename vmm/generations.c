@@ -362,7 +362,7 @@ static inline void young_page(struct vmm_guest *g, struct young_ctx *c, const st
 		 * were not told about.  A refault. */
 		if (accessed) {
 			vmm_refault_record(g, b);
-			vmm_gen_insert(g, idx, ci, pb_tier(b));
+			vmm_gen_insert(g, idx, ci, vmm_refault_tier(g, b));
 		}
 		return;
 	}
@@ -535,6 +535,31 @@ static void restore_piece(struct vmm_guest *g, const struct guest_range *r, uint
 	}
 }
 
+/* Not evicted after all: back into slot *arg with the tier the page left with, its eviction
+ * uncounted (vmm.h). */
+static void put_back_piece(struct vmm_guest *g, const struct guest_range *r, uint64_t pfn,
+			   uint64_t n, void *arg)
+{
+	unsigned slot = *(const unsigned *)arg;
+
+	for (uint64_t end = pfn + n; pfn < end; pfn++) {
+		uint64_t idx = r->first_page + pfn - r->start_pfn;
+		uint64_t ci = guest_chunk_of(r, pfn);
+		uint8_t b = g->pages[idx];
+		if (!(b & PB_EVICTED))
+			continue;
+		unsigned tier = pb_tier(b);
+		g->evicted_pages--;
+		g->gen[slot].pages++;
+		g->chunks[ci].cnt[slot]++;
+		g->pages[idx] = pb_resident(g->gen[slot].label, tier);
+		if (g->evicted_total)
+			g->evicted_total--;
+		if (g->tp.t[tier].evicted)
+			g->tp.t[tier].evicted--;
+	}
+}
+
 /* Handed back, not used: resident again in the oldest generation, marked free (vmm.h). */
 static void give_back_piece(struct vmm_guest *g, const struct guest_range *r, uint64_t pfn,
 			    uint64_t n, void *arg)
@@ -582,6 +607,27 @@ int vmm_hint_free(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
 int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages)
 {
 	return apply(g, gpa, npages, restore_piece);
+}
+
+int vmm_put_back(struct vmm_guest *g, uint64_t gpa, uint64_t npages, uint64_t seq)
+{
+	if (!g)
+		return -EINVAL;
+	if (!guest_counts_ok(g))
+		return -EUCLEAN;
+	int rc = vmm_guest_check_span(g, gpa, npages);
+	if (rc < 0)
+		return rc;
+	/* Generations only merge into the next younger one (which keeps its seq) or drop off
+	 * the old end empty: the first live seq at or after seq holds what seq held. */
+	unsigned slot = guest_youngest(g);
+	for (unsigned i = 0; i < g->nr_live; i++)
+		if (g->gen[g->order[i]].seq >= seq) {
+			slot = g->order[i];
+			break;
+		}
+	each_piece(g, gpa, npages, put_back_piece, &slot);
+	return 0;
 }
 
 int vmm_give_back(struct vmm_guest *g, uint64_t gpa, uint64_t npages)

@@ -48,6 +48,7 @@ void vmm_guest_config_default(struct vmm_guest_config *cfg)
 	cfg->unseen_is_unused = false;
 	cfg->gens_widen = true;
 	cfg->reuse_raises_tier = false;
+	cfg->refault_raises_tier = false;
 }
 
 /* Ranges must be non-empty, 4 KiB aligned, ascending and disjoint. */
@@ -93,6 +94,7 @@ int vmm_guest_new(const struct vmm_guest_config *cfg, struct vmm_guest **out)
 	g->unseen_is_unused = cfg->unseen_is_unused;
 	g->gens_widen = cfg->gens_widen;
 	g->reuse_raises_tier = cfg->reuse_raises_tier;
+	g->refault_raises_tier = cfg->refault_raises_tier;
 	vmm_tp_init(&g->tp, cfg->nr_tiers);
 	/* One generation, seq 0, in slot 0 with label 0; every other label free. */
 	memset(g->label_slot, LABEL_FREE, sizeof(g->label_slot));
@@ -221,6 +223,7 @@ void vmm_guest_get_stats(const struct vmm_guest *g, struct vmm_guest_stats *st)
 	memcpy(st->refault_distance_hist, g->refault_distance_hist,
 	       sizeof(st->refault_distance_hist));
 	vmm_reuse_hists(g, st->reuse_hist, st->reuse_first_hist);
+	st->reuse_raises_tier = g->reuse_raises_tier;
 	unsigned from = vmm_tp_protected_from(&g->tp);
 	for (unsigned t = from; t < g->nr_tiers; t++)
 		st->tier_protected[t] = true;

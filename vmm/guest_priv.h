@@ -153,6 +153,7 @@ struct vmm_guest {
 	bool unseen_is_unused;                /* config: see vmm_guest_config */
 	bool gens_widen;                      /* config: see vmm_guest_config */
 	bool reuse_raises_tier;               /* config: see vmm_guest_config */
+	bool refault_raises_tier;             /* config: see vmm_guest_config */
 	uint64_t min_seq;                     /* oldest generation's seq */
 	uint64_t max_seq;                     /* youngest generation's seq: rounds so far */
 	unsigned nr_live;                     /* generations in order[], 1..nr_gens */
@@ -310,6 +311,8 @@ void vmm_gen_young_span(struct vmm_guest *g, uint64_t gpa, uint64_t npages, bool
 /* Record the refault of the evicted page byte b: distance, tier, tier control.  Returns
  * the distance reported (capped).  Does not change the page. */
 uint64_t vmm_refault_record(struct vmm_guest *g, uint8_t b);
+/* The tier the evicted page byte b comes back in: its own, one up with refault_raises_tier. */
+unsigned vmm_refault_tier(const struct vmm_guest *g, uint8_t b);
 
 /* ---- reuses (reuse.c) -------------------------------------------------------------------- */
 

@@ -124,6 +124,24 @@
  *   rate keeps the target; a rate over it holds (refaults) and the probe starts again
  *   small.  The pages that came back stay.  What a wrong probe costs is what it took before
  *   the refaults showed.
+ * First comebacks are once (cfg.first_window_ms, with reuse_raises_tier): a page comes back
+ *   "first" once, then climbs a tier, so a burst of first comebacks says how many pages
+ *   that never came back were coming back then, not how many still are.  A key-value
+ *   server loaded while memtided watches shows one such burst: its hot values' first reads
+ *   after the load come back from about the load's length (45-64 s on scenario 19's guest),
+ *   and after it nothing that never came back comes back.  Counted over the 5 min reuse
+ *   window, the burst held the floor at 45-64 s, vouched for only after watching four times
+ *   as long: the store went ~300 s after its load on the guest (tests/unit/test_decide.c,
+ *   test_first_comebacks_once: 210 s; memtide-sim bench, sim_sampled's hot-first trace:
+ *   200 s).  So the floors read the first comebacks at their rate over the last
+ *   first_window_ms (a minute: a ring of the last VMM_FIRST_ROUNDS rounds, scaled to the
+ *   reuse window's time base), and every reuse as the later reuses of pages that came back
+ *   (the reuse window less its first comebacks) plus those; a minute after the burst it no
+ *   longer counts (the unit test: 90 s, the lab: 80 s).  Refaults still count as first
+ *   comebacks at the threshold that let them go, so a threshold that costs comebacks shows
+ *   at once; later reuses keep the 5 min window (pages that came back may have a period of
+ *   minutes).  memtide-sim bench's sim_defaults: no trace went past its budget that was
+ *   within it (docs/results.md).
  *   The balloon and the guest's reclaim cannot tell the two populations apart: they read
  *   the estimate at the longer threshold, and hold while the pages that came back stay for
  *   good or the controller steps (vmm_decision.estimate_age_ms, holds_all_takers).
@@ -155,6 +173,7 @@ void vmm_reclaim_config_default(struct vmm_reclaim_config *cfg)
 	cfg->reuse_tau_ms = 5 * 60 * 1000;
 	cfg->trust_factor = 4;
 	cfg->weigh = true;
+	cfg->first_window_ms = 60 * 1000;
 	cfg->probe = false; /* measured: reclaim_ctl.c, "Probing" */
 	cfg->pid = (struct vmm_pid_config){
 	    .kp = 0.25, .ki = 0.01, .kd = 0.0, .d_smoothing = 0.2,
@@ -268,13 +287,40 @@ void vmm_reclaim_observe_first(struct vmm_reclaim_ctl *ctl, const uint64_t *firs
 	ctl->first_fed = true;
 }
 
+/* The windows the floors read, in the reuse window's time base: every reuse (all) and the
+ * first comebacks (first).  With first comebacks once a page (first_once) and a
+ * first_window_ms, the first comebacks are their recent rate (the file comment, "First
+ * comebacks are once"), and every reuse is the later reuses of pages that came back (the
+ * reuse window less its first comebacks) plus those. */
+static void windows(const struct vmm_reclaim_ctl *ctl, double *all, double *first)
+{
+	bool recent = ctl->first_fed && ctl->first_once && ctl->cfg.first_window_ms &&
+		      ctl->first_recent_ms > 0.0;
+	double scale = recent ? ctl->reuse_win_ms / ctl->first_recent_ms : 0.0;
+
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++) {
+		if (!ctl->first_fed) {
+			all[k] = first[k] = ctl->reuse_win[k];
+		} else if (!recent) {
+			all[k] = ctl->reuse_win[k];
+			first[k] = ctl->reuse_first_win[k];
+		} else {
+			double later = ctl->reuse_win[k] - ctl->reuse_first_win[k];
+			first[k] = ctl->first_recent[k] * scale;
+			all[k] = (later > 0.0 ? later : 0.0) + first[k];
+		}
+	}
+}
+
 double vmm_reclaim_reuse_rate(const struct vmm_reclaim_ctl *ctl, uint64_t age_ms, bool first_only)
 {
-	const double *win = first_only && ctl->first_fed ? ctl->reuse_first_win : ctl->reuse_win;
+	double all[VMM_REUSE_BUCKETS], first[VMM_REUSE_BUCKETS];
+	const double *win = first_only ? first : all;
 	double n = 0.0;
 
 	if (ctl->reuse_win_ms <= 0.0)
 		return 0.0;
+	windows(ctl, all, first);
 	for (unsigned k = vmm_reuse_bucket_of(age_ms); k < VMM_REUSE_BUCKETS; k++)
 		n += win[k];
 	return n * 60000.0 / ctl->reuse_win_ms;
@@ -317,8 +363,8 @@ static uint64_t floor_of(const struct vmm_reclaim_config *c, const double *win, 
 	return vmm_reuse_bucket_ms(k);
 }
 
-/* Fold the interval's growth of one histogram into its window. */
-static uint64_t fold(uint64_t *now, uint64_t *last, double *win, double decay)
+/* Fold the interval's growth of one histogram into its window (and into grew, if given). */
+static uint64_t fold(uint64_t *now, uint64_t *last, double *win, double decay, double *grew_out)
 {
 	uint64_t seen = 0;
 
@@ -327,8 +373,33 @@ static uint64_t fold(uint64_t *now, uint64_t *last, double *win, double decay)
 		last[k] = now[k];
 		win[k] = win[k] * decay + (double)grew;
 		seen += grew;
+		if (grew_out)
+			grew_out[k] = (double)grew;
 	}
 	return seen;
+}
+
+/* The round's first comebacks join the ring, and the recent sums are taken again over the
+ * newest rounds that span first_window_ms (all the ring holds, if less). */
+static void first_recent_push(struct vmm_reclaim_ctl *ctl, const double *grew, uint64_t dt_ms)
+{
+	unsigned i = ctl->first_next;
+	double ms = 0.0;
+
+	for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++)
+		ctl->first_ring[i][k] = (float)grew[k];
+	ctl->first_ring_ms[i] = dt_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)dt_ms;
+	ctl->first_next = (i + 1) % VMM_FIRST_ROUNDS;
+	if (ctl->first_rounds < VMM_FIRST_ROUNDS)
+		ctl->first_rounds++;
+	memset(ctl->first_recent, 0, sizeof(ctl->first_recent));
+	for (unsigned n = 0; n < ctl->first_rounds && ms < (double)ctl->cfg.first_window_ms; n++) {
+		unsigned j = (ctl->first_next + VMM_FIRST_ROUNDS - 1 - n) % VMM_FIRST_ROUNDS;
+		for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++)
+			ctl->first_recent[k] += (double)ctl->first_ring[j][k];
+		ms += (double)ctl->first_ring_ms[j];
+	}
+	ctl->first_recent_ms = ms;
 }
 
 /* Has the guest been watched long enough to vouch for a floor (the file comment,
@@ -370,23 +441,28 @@ static enum vmm_reclaim_hold reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t r
 {
 	const struct vmm_reclaim_config *c = &ctl->cfg;
 	double decay = exp(-(double)dt_ms / (double)c->reuse_tau_ms);
-	uint64_t seen = fold(ctl->reuse_now, ctl->reuse_last, ctl->reuse_win, decay);
-	double *first = ctl->first_fed ? ctl->reuse_first_win : ctl->reuse_win;
+	uint64_t seen = fold(ctl->reuse_now, ctl->reuse_last, ctl->reuse_win, decay, NULL);
+	double all[VMM_REUSE_BUCKETS], first[VMM_REUSE_BUCKETS], grew[VMM_REUSE_BUCKETS];
 	double known[VMM_REUSE_BUCKETS];
+	unsigned at = vmm_reuse_bucket_of(ctl->age_ms);
 
-	fold(ctl->reuse_first_now, ctl->reuse_first_last, ctl->reuse_first_win, decay);
+	fold(ctl->reuse_first_now, ctl->reuse_first_last, ctl->reuse_first_win, decay, grew);
 	/* Refaults are counted at the threshold that let them go, as first comebacks too:
 	 * the threshold applies to the pages that never came back. */
-	ctl->reuse_win[vmm_reuse_bucket_of(ctl->age_ms)] += (double)refault_pages;
-	if (ctl->first_fed)
-		ctl->reuse_first_win[vmm_reuse_bucket_of(ctl->age_ms)] += (double)refault_pages;
+	ctl->reuse_win[at] += (double)refault_pages;
+	if (ctl->first_fed) {
+		ctl->reuse_first_win[at] += (double)refault_pages;
+		grew[at] += (double)refault_pages;
+		first_recent_push(ctl, grew, dt_ms);
+	}
 	ctl->reuse_win_ms = ctl->reuse_win_ms * decay + (double)dt_ms;
+	windows(ctl, all, first);
 	ctl->reuses_seen = ctl->reuses_seen * decay + (double)seen;
 	*informed = ctl->reuses_seen >= 1.0;
 
 	/* The allowance is the target's count over the window. */
 	double allowed = target * (double)resident_pages * ctl->reuse_win_ms / 60000.0;
-	ctl->floor_all_ms = floor_of(c, ctl->reuse_win, allowed);
+	ctl->floor_all_ms = floor_of(c, all, allowed);
 	ctl->floor_first_ms = floor_of(c, first, allowed);
 	ctl->mode = VMM_TAKE_BY_AGE;
 	ctl->reused_floor_ms = 0; /* one threshold for all */
@@ -405,9 +481,7 @@ static enum vmm_reclaim_hold reuse_floor(struct vmm_reclaim_ctl *ctl, uint64_t r
 			double left =
 			    allowed - cost_from(first, vmm_reuse_bucket_of(ctl->floor_first_ms));
 			for (unsigned k = 0; k < VMM_REUSE_BUCKETS; k++)
-				known[k] = ctl->reuse_win[k] > first[k]
-					       ? ctl->reuse_win[k] - first[k]
-					       : 0.0;
+				known[k] = all[k] > first[k] ? all[k] - first[k] : 0.0;
 			uint64_t r = floor_of(c, known, left > 0.0 ? left : 0.0);
 			/* Not yet vouched for: the pages that came back stay until it is. */
 			ctl->mode = VMM_TAKE_UNREUSED;

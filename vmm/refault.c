@@ -19,7 +19,10 @@
  * that comes back after a long absence says nothing about the tier policy of today.
  *
  * libvmm learns of a refault in two ways: the caller reports the fault (vmm_refault), or
- * the aging hand finds an evicted page present and young again (generations.c).
+ * the aging hand finds an evicted page present and young again (generations.c).  Either
+ * way the page comes back in the tier it left, or one up with refault_raises_tier: a source
+ * blind to some accesses (vmm.h says which) would otherwise see a page used only that way
+ * go out again as soon as it has aged, evict -> refault for ever.
  * Cost: O(1) per refault.
  */
 #include <errno.h>
@@ -29,6 +32,13 @@
 /* ======================================================================================
  * Part 5: refaults
  * ====================================================================================== */
+
+unsigned vmm_refault_tier(const struct vmm_guest *g, uint8_t b)
+{
+	unsigned tier = pb_tier(b);
+
+	return g->refault_raises_tier && tier + 1 < g->nr_tiers ? tier + 1 : tier;
+}
 
 uint64_t vmm_refault_record(struct vmm_guest *g, uint8_t b)
 {
@@ -66,7 +76,8 @@ int vmm_refault(struct vmm_guest *g, uint64_t gpa, struct vmm_refault *out)
 		return 0;
 	out->distance_gens = vmm_refault_record(g, b);
 	out->tier = pb_tier(b);
-	/* Back in the youngest generation, in the tier it left from: it just proved used. */
-	vmm_gen_insert(g, idx, guest_chunk_of(r, pfn), pb_tier(b));
+	/* Back in the youngest generation, in the tier it left from (one up with
+	 * refault_raises_tier): it just proved used. */
+	vmm_gen_insert(g, idx, guest_chunk_of(r, pfn), vmm_refault_tier(g, b));
 	return 0;
 }

@@ -436,9 +436,14 @@ static bool nonleaf_enter(struct walker *w, uint64_t *slot, uint64_t e)
 		w->st->subtrees_skipped_nonleaf++;
 		return false;
 	}
-	/* Acquire: the subtree's loads must not move before this clear (the tree writes a
-	 * leaf first, then its upper A with release). */
+	/* The clear, then a full fence before the subtree's loads: the tree stores a leaf's
+	 * A and then loads this entry, this walk stores the clear and then loads the leaf (the
+	 * store-buffering pattern), so without a fence on each side both may read the other's
+	 * old value on a weakly ordered host, leaving a young leaf under a clear A
+	 * (host/access/ept_table.h, mtd_ept_mark_leaf, has the tree's side).  Once per subtree
+	 * entered. */
 	__atomic_fetch_and(slot, ~EPT_A, __ATOMIC_ACQUIRE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return true;
 }
 

@@ -25,7 +25,10 @@ struct mtd_memcg_hand;
 struct mtd_access_env {
 	const char *vm_name;
 	uint64_t guest_bytes;
-	int qemu_pid;                 /* 0: unknown (then only ept's pid check is skipped) */
+	int qemu_pid;   /* 0: unknown (then only ept's pid check is skipped) */
+	int on_kvm;     /* QEMU runs the guest on KVM: 1, 0, or -1 unknown */
+	mtd_qmp_fn qmp; /* QEMU's monitor (NULL: none): the checked RAM map */
+	void *qmp_ctx;
 	struct mtd_agent_link *agent; /* NULL: no agent channel */
 	uint64_t interval_ms, agent_silence_ms;
 	enum mtd_access_pref pref;    /* policy `source` */

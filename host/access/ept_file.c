@@ -36,6 +36,19 @@ static bool pid_alive(int pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+/* The user QEMU process pid runs as (its /proc entry's owner). */
+static bool qemu_uid(int pid, uint32_t *uid)
+{
+	char p[32];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "/proc/%d", pid);
+	if (pid <= 0 || stat(p, &st) < 0)
+		return false;
+	*uid = st.st_uid;
+	return true;
+}
+
 /* vmm_pt's table callback: the 512 entries at file offset pa, or NULL outside the tables. */
 static uint64_t *ept_table_at(void *ctx, uint64_t pa)
 {
@@ -90,6 +103,22 @@ int mtd_ept_file_open(const char *path, int expect_pid, struct mtd_ept_file *f, 
 		rc = fail(why, whylen, -EINVAL, "%s: table offsets do not match its span", path);
 		goto bad;
 	}
+	uint32_t quid;
+	if (!qemu_uid(h.qemu_pid, &quid) || st.st_uid != quid || (st.st_mode & 022)) {
+		char msg[96];
+		snprintf(msg, sizeof(msg),
+			 "owned by uid %u mode %03o, QEMU (pid %d) runs as uid %d",
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), h.qemu_pid,
+			 pid_alive(h.qemu_pid) && qemu_uid(h.qemu_pid, &quid) ? (int)quid : -1);
+		if (pid_alive(h.qemu_pid)) {
+			rc =
+			    fail(why, whylen, -EPERM,
+				 "the table file is not QEMU's own (%s, writable by it alone): not "
+				 "read",
+				 msg);
+			goto bad;
+		}
+	}
 	if (!pid_alive(h.qemu_pid)) {
 		rc = fail(why, whylen, -ESRCH, "%s is left over from a QEMU that is gone", path);
 		goto bad;
@@ -108,6 +137,10 @@ int mtd_ept_file_open(const char *path, int expect_pid, struct mtd_ept_file *f, 
 		goto bad;
 	}
 	f->map_bytes = bytes;
+	f->qemu_pid = h.qemu_pid;
+	f->uid = st.st_uid;
+	f->ino = st.st_ino;
+	f->dev = st.st_dev;
 	f->span_bytes = h.span_bytes;
 	f->root_off = root;
 	f->pt_off = pt;
@@ -126,9 +159,41 @@ bad:
 	return rc;
 }
 
+int mtd_ept_file_check(const struct mtd_ept_file *f, char *why, size_t whylen)
+{
+	struct stat st, at;
+
+	if (!f->map)
+		return fail(why, whylen, -EINVAL, "%s is not open", f->path);
+	if (fstat(f->fd, &st) < 0)
+		return fail(why, whylen, -EIO, "%s cannot be read", f->path);
+	if (stat(f->path, &at) < 0 || at.st_ino != f->ino || at.st_dev != f->dev ||
+	    st.st_nlink == 0)
+		return fail(why, whylen, -ESTALE,
+			    "%s was removed or replaced (a new QEMU?): the source must be opened "
+			    "again",
+			    f->path);
+	if (st.st_uid != f->uid || (st.st_mode & 022))
+		return fail(why, whylen, -EPERM, "%s changed owner or mode: not read", f->path);
+	if ((uint64_t)st.st_size < f->map_bytes)
+		return fail(why, whylen, -EIO,
+			    "%s was cut short under its mapping (re-created by a new QEMU, or "
+			    "truncated): not read",
+			    f->path);
+	/* Read only now that the file is known to be long enough. */
+	if (__atomic_load_n(&f->h->qemu_pid, __ATOMIC_ACQUIRE) != f->qemu_pid)
+		return fail(why, whylen, -ESTALE, "%s now belongs to another QEMU", f->path);
+	if (!pid_alive(f->qemu_pid))
+		return fail(why, whylen, -ESRCH, "%s: its QEMU is gone", f->path);
+	return 0;
+}
+
 void mtd_ept_file_close(struct mtd_ept_file *f)
 {
-	if (f->h && f->claimed_by) {
+	char why[8];
+	int c = f->h ? mtd_ept_file_check(f, why, sizeof(why)) : -EINVAL;
+	/* Only our own file, whole: never another QEMU's header, never past a cut-short end */
+	if (f->h && f->claimed_by && (c == 0 || c == -ESRCH)) {
 		__atomic_store_n(&f->h->mode, MTD_EPT_MODE_OFF, __ATOMIC_RELEASE);
 		int32_t me = f->claimed_by;
 		__atomic_compare_exchange_n(&f->h->controller_pid, &me, 0, false, __ATOMIC_ACQ_REL,
@@ -226,7 +291,7 @@ void mtd_ept_file_set_mode(struct mtd_ept_file *f, enum mtd_ept_mode mode)
 
 bool mtd_ept_file_alive(const struct mtd_ept_file *f)
 {
-	return f->h && pid_alive(f->h->qemu_pid);
+	return f->h && pid_alive(f->qemu_pid);
 }
 
 int64_t mtd_ept_file_zap(struct mtd_ept_file *f, uint64_t gpa, uint64_t npages)

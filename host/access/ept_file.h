@@ -10,9 +10,11 @@
  * in QEMU, which a guest may have compromised) can make a walk report nonsense for that VM,
  * never read or write outside the mapping.
  *
- * Interface for host-side eviction (pageout_hand.h): mtd_ept_file_zap clears leaves, as KVM's MMU
- * notifier zaps EPT entries when the host takes a page; the guest's next access makes the
- * leaf present again, which libvmm's next aging walk counts as a refault.
+ * Interface for host-side eviction (pageout_hand.h, through the source's evicted op):
+ * mtd_ept_file_zap clears the leaves of pages paged out, as KVM's MMU notifier zaps EPT
+ * entries when the host takes a page; the guest's next access inside a window makes the leaf
+ * present again.  The refault itself is counted from pagemap (pageout_hand.h, step 2a),
+ * which sees every access, not only those in a window.
  */
 #ifndef MEMTIDE_HOST_EPT_FILE_H
 #define MEMTIDE_HOST_EPT_FILE_H
@@ -33,16 +35,31 @@ struct mtd_ept_file {
 	int claimed_by;           /* our pid while we hold the controller claim, else 0 */
 	/* our copies of what was checked at open: the header stays writable by QEMU */
 	uint64_t span_bytes, root_off, pt_off;
+	int32_t qemu_pid;
+	uint32_t uid; /* the file's owner: QEMU's user */
+	uint64_t ino, dev;
 	char path[256];
 };
 
 /*
- * Open and map path.  expect_pid > 0: the file must belong to that QEMU process.  0, or
- * -errno with one sentence in why: -ENOENT (no file: QEMU runs without the plugin), -EINVAL
- * (not a table file, bad header or sizes), -ESRCH (its QEMU is gone, or another QEMU's).
+ * Open and map path.  expect_pid > 0: the file must belong to that QEMU process.  The file
+ * must be owned by the user QEMU runs as and writable by nobody else (the plugin makes it
+ * 0600): memtided runs as root and believes what the tables say, so a table another local
+ * user made (the directory is group kvm's) is never read.  0, or -errno with one sentence in
+ * why: -ENOENT (no file: QEMU runs without the plugin), -EINVAL (not a table file, bad header
+ * or sizes), -ESRCH (its QEMU is gone, or another QEMU's), -EPERM (owner or mode).
  */
 int mtd_ept_file_open(const char *path, int expect_pid, struct mtd_ept_file *f, char *why,
 		      size_t whylen);
+/*
+ * Is the file still the one that was opened, as it was: the same inode at the path, owned by
+ * the same user, writable by nobody else, no shorter than the mapping, its header naming the
+ * same live QEMU?  Before every use of the mapping: a file cut short under it would end
+ * memtided with SIGBUS (a QEMU restarted under the same name truncates and re-creates it;
+ * its owner can truncate it at will).  0, or -errno with a sentence in why: -ESTALE (replaced
+ * or re-created), -EIO (cut short), -EPERM (owner or mode changed), -ESRCH (QEMU gone).
+ */
+int mtd_ept_file_check(const struct mtd_ept_file *f, char *why, size_t whylen);
 /* Give up the claim (mode OFF), unmap, close.  Safe on a zeroed or failed-open struct. */
 void mtd_ept_file_close(struct mtd_ept_file *f);
 

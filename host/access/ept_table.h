@@ -38,6 +38,7 @@
 #ifndef MEMTIDE_HOST_EPT_TABLE_H
 #define MEMTIDE_HOST_EPT_TABLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define MTD_EPT_MAGIC        "MTDEPT01" /* 8 bytes, no NUL */
@@ -117,6 +118,39 @@ static inline void mtd_ept_layout(uint64_t span, uint64_t *root, uint64_t *pdpt,
 	*pd = *pdpt + n_pdpt * MTD_EPT_PAGE;
 	*pt = *pd + n_pd * MTD_EPT_PAGE;
 	*file_bytes = *pt + n_pt * MTD_EPT_PAGE;
+}
+
+/*
+ * The MMU's part, as the plugin does it on a guest access: set A (and D on a store) in the
+ * leaf of gpa, then the upper entries on the way up.  leaf_want is the leaf's whole value
+ * (the page mapped to itself, MTD_EPT_LEAF, A, D); up[i] the upper entries (PD, PDPT, PML4)
+ * with the value each must hold (table offset | MTD_EPT_TABLE | MTD_EPT_A).  Returns true
+ * when a bit was newly set.
+ *
+ * The order matters to a walker that skips subtrees whose upper A is clear (docs/walker.md,
+ * "Non-leaf accessed bits"): it clears an upper A, then reads the subtree.  The leaf first:
+ * an upper A set after the leaf is either seen by that walk together with the leaf, or set
+ * after the clear and kept for the next one.  But an upper A already set is not written
+ * again, only read, and "store the leaf, then load the upper entry" against the walker's
+ * "store the upper entry, then load the leaf" is the store-buffering pattern: without a
+ * full fence on both sides, each may read the other's old value (the walker misses the new
+ * leaf A, this side sees the upper A the walker is clearing and skips it), leaving a young
+ * leaf under a clear upper A, unseen until its neighbours are next touched.  x86's locked
+ * RMW is a full fence already; on a weakly ordered host (arm64) it is not, hence the
+ * explicit one here and in libvmm's walker (vmm/walk.c, nonleaf_enter).  Both are on rare
+ * paths: here only when a bit is newly set, there once per subtree entered.
+ */
+static inline bool mtd_ept_mark_leaf(uint64_t *leaf, uint64_t leaf_want, uint64_t *const up[3],
+				     const uint64_t up_want[3])
+{
+	if ((__atomic_load_n(leaf, __ATOMIC_RELAXED) & leaf_want) == leaf_want)
+		return false; /* the common case: the page was already seen this round */
+	__atomic_fetch_or(leaf, leaf_want, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (int i = 0; i < 3; i++)
+		if ((__atomic_load_n(up[i], __ATOMIC_RELAXED) & up_want[i]) != up_want[i])
+			__atomic_fetch_or(up[i], up_want[i], __ATOMIC_RELEASE);
+	return true;
 }
 
 /*

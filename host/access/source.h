@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "act/ram_layout.h"
+
 struct vmm_guest;
 struct vmm_range;
 struct vmm_run;
@@ -45,14 +47,27 @@ struct mtd_source_ops {
 	/* The source says which pages were used (access bits), not only how much memory: only
 	 * then do the reuses libvmm counts by idle age mean anything (vmm/reuse.c). */
 	bool per_page;
+	/* The source sees loads and stores only (the ept plugin: neither instruction fetches
+	 * nor the guest's own page-table walks).  A page used only that way looks idle, goes
+	 * out and refaults: libvmm brings refaulting pages back a tier up so they stop being
+	 * the first pick (vmm_guest_config.refault_raises_tier). */
+	bool loads_stores_only;
 	/*
-	 * One aging round at now_ms: must call vmm_age_begin or vmm_age_walk on g exactly once,
-	 * then report young pages.  Returns 0, -EAGAIN when the source had nothing new this
-	 * round (libvmm was still aged: idle time passes), or -errno.
+	 * One aging round at now_ms: reads what the round needs first, then calls
+	 * vmm_age_begin or vmm_age_walk on g exactly once and reports young pages.  Returns 0,
+	 * -EAGAIN when the source had nothing new this round (libvmm was still aged: idle time
+	 * passes), or -errno when the round could not be read: then libvmm is untouched (the
+	 * generations do not advance: a round that read nothing is no evidence that nothing
+	 * was touched), and tick_age.c holds the controller until a round succeeds.
+	 * -ENODATA: nothing was sampled (the ept plugin ran no window: a paused VM).
 	 */
 	int (*age)(void *ctx, struct vmm_guest *g, uint64_t now_ms);
-	/* The host took these runs back (balloon inflation chose them).  May be NULL. */
+	/* The host took these runs back (balloon inflation chose them: bookkeeping, the guest
+	 * picked its own pages; and host-side eviction, when paged_out is NULL).  May be NULL. */
 	void (*evicted)(void *ctx, const struct vmm_run *runs, size_t n);
+	/* Host-side eviction paged these very pages out (the ept source zaps their leaves, as
+	 * KVM's MMU notifier would).  May be NULL: evicted is called instead. */
+	void (*paged_out)(void *ctx, const struct vmm_run *runs, size_t n);
 	/* Is the source's information current (the agent spoke recently; the sim always)? */
 	bool (*fresh)(void *ctx, uint64_t now_ms);
 	/* One line about the source's state now (for the status's source_detail, refreshed at
@@ -120,20 +135,34 @@ int mtd_source_agent_new(struct mtd_agent_link *link, uint64_t guest_bytes, uint
 int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uint64_t window_ms,
 		       uint64_t interval_ms, struct mtd_source *out, char *why, size_t whylen);
 
+/* What the host-side sources (idle, damon) are handed: QEMU's process and monitor (its
+ * checked RAM map, guest_ram.h) and the kernel's files. */
+struct mtd_host_source_env {
+	int qemu_pid;
+	mtd_qmp_fn qmp; /* NULL: no monitor: refused */
+	void *qmp_ctx;
+	const char *proc_dir;    /* "/proc" */
+	const char *idle_bitmap; /* "/sys/kernel/mm/page_idle/bitmap" */
+	const char *damon_admin; /* "/sys/kernel/mm/damon/admin" */
+	const char *run_dir;     /* "/run/memtide": DAMON's ownership record */
+};
+
 /*
- * The idle source over QEMU process qemu_pid's guest-RAM frames (proc_dir/PID/{maps,
- * pagemap,cmdline}) and the page_idle bitmap file.  0, or -errno with why (-ENOENT: the
- * kernel has no idle page tracking).
+ * The idle source over QEMU's guest-RAM frames (env's proc_dir/PID/pagemap, through its
+ * checked map) and the page_idle bitmap file.  0, or -errno with why (-ENOENT: the kernel
+ * has no idle page tracking; -EOPNOTSUPP: RAM it cannot see, on hugetlbfs).
  */
-int mtd_source_idle_new(const char *proc_dir, const char *bitmap, int qemu_pid,
-			uint64_t guest_bytes, struct mtd_source *out, char *why, size_t whylen);
+int mtd_source_idle_new(const struct mtd_host_source_env *env, struct mtd_source *out, char *why,
+			size_t whylen);
 /*
- * The damon source: DAMON (paddr) under admin (/sys/kernel/mm/damon/admin), its ownership
- * record in run_dir.  0, or -errno with why (-ENOENT: no DAMON sysfs; -EBUSY: another
- * tool's kdamond, or memtided's one kdamond serves another VM; -EOPNOTSUPP: no paddr).
+ * The damon source: DAMON (paddr) under env's damon_admin, its ownership record in run_dir.
+ * 0, or -errno with why (-ENOENT: no DAMON sysfs; -EBUSY: another tool's kdamond, or
+ * memtided's one kdamond serves another VM; -EOPNOTSUPP: no paddr, no region reports
+ * (update_schemes_tried_regions), or RAM it cannot see; -E2BIG: guest RAM's frames scattered
+ * over more ranges than DAMON is given).
  */
-int mtd_source_damon_new(const char *admin, const char *run_dir, const char *proc_dir, int qemu_pid,
-			 uint64_t guest_bytes, struct mtd_source *out, char *why, size_t whylen);
+int mtd_source_damon_new(const struct mtd_host_source_env *env, struct mtd_source *out, char *why,
+			 size_t whylen);
 /* Could the damon source start now?  0, or -errno with why; no side effect but removing
  * a crashed memtided's kdamond. */
 int mtd_damon_probe(const char *admin, const char *run_dir, char *why, size_t whylen);

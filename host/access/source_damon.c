@@ -12,20 +12,19 @@
  * memory of one temperature.  A DAMOS scheme with action "stat" and an access pattern that
  * matches everything lets memtided read every region through tried_regions.
  *
- * One round (age): 1. vmm_age_begin; 2. ask for the regions (update_schemes_tried_regions)
- * and read them; 3. a region is young when it was accessed in the last aggregation
+ * One round (age): 1. ask for the regions (update_schemes_tried_regions) and read them; only
+ * then 2. vmm_age_begin (a round whose regions could not be read leaves libvmm untouched:
+ * source.h); 3. a region is young when it was accessed in the last aggregation
  * (nr_accesses > 0) or its age (aggregations since its access count last changed) is less
  * than the aggregations run since the last round; every guest page whose frame lies in a
- * young region is marked young (a reverse map, frames sorted, binary search); 4. re-read
- * QEMU's pagemap (frames move: the host's khugepaged collapses guest RAM into huge pages,
- * pages fault in) and, when the set of frame ranges changed, give DAMON the new target
- * regions (commit).
- * The regions are read before the frames are re-read, for two reasons.  They describe the
- * frames DAMON watched since the last round, and the reverse map from then is the one that
- * names their pages.  And a region DAMON creates at a commit has no history yet (age 0):
- * read at once, every such region would look just accessed, and a collapse of 10 MiB of cold
- * guest RAM would read as 10 MiB of use.  Read a round later, it has a round of samples.
- *
+ * young region is marked young (a reverse map, frames sorted, binary search), and the pages
+ * on the shared zero page are marked free (guest_ram.h); 4. re-read QEMU's pagemap (frames
+ * move: the host's khugepaged collapses guest RAM into huge pages, pages fault in) and, when
+ * the set of frame ranges changed, give DAMON the new target regions (commit).  A commit
+ * that fails voids the next round (its regions would be the old frames'), which tries it
+ * again.  DAMON reports regions through update_schemes_tried_regions since Linux 6.2: the
+ * source probes it once at setup and is refused on a kernel without it, rather than failing
+ * every round.
  * Resolution: DAMON samples one page per region, so a region holding a hot host huge page
  * and a cold one reads accessed whole.  DAMON splits and merges regions between a minimum
  * and a maximum count, and never merges two into one larger than the watched size over the
@@ -35,7 +34,14 @@
  * 0.80-0.85 (regions at twice the frame ranges) to 0.97-0.996.  Up to MAX_SPLIT regions
  * (cut at 4, 8 ... MiB beyond): the sampling cost grows with the count (0.02 CPU/s of
  * kdamond for a 512 MiB guest).  What exact regions cannot see is an access through a TLB
- * entry the CPU kept: docs/design.md, Part 0.
+ * entry the CPU kept: docs/design.md, Part 0.  Guest RAM whose frames scatter over more
+ * than MAX_REGIONS ranges is refused (at setup; a round that finds it fails): DAMON watches
+ * whole physical ranges, so fewer targets would have to span frames of other processes, and
+ * their accesses would be read as the guest's (a THP-backed guest above about 8 GiB).
+ *
+ * What DAMON cannot see: a frame it cannot get as an LRU folio it never samples, so
+ * hugetlbfs-backed RAM would read all cold (refused, guest_ram.c), as would the shared zero
+ * page (left out).
  *
  * Sharing DAMON politely: DAMON's sysfs adds kdamonds only while none runs (writing
  * nr_kdamonds is refused with EBUSY then, and when none runs it rebuilds every kdamond
@@ -57,15 +63,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access/guest_layout.h"
+#include "access/guest_ram.h"
 #include "access/source.h"
 
 /* Paths here are the admin directory (at most 255 bytes) plus fixed names and numbers:
  * every buffer is sized for that; GCC cannot see the bound through the chained snprintfs. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-#define PM_PFN_MASK ((1ULL << 55) - 1)
-#define PM_PRESENT  (1ULL << 63)
 #define SAMPLE_US   5000   /* DAMON's default */
 #define AGGR_US     100000 /* DAMON's default */
 #define MAX_REGIONS 4096
@@ -87,13 +91,14 @@ struct damon_src {
 	char kd[300];    /* ADMIN/kdamonds/0 */
 	char owner[300]; /* RUN_DIR/damon.owner */
 	char admin[256];
-	int pagemap_fd;
-	uint64_t hva, ram, lowmem, pages;
-	struct vmm_range ram_ranges[2];
-	size_t nr_ram;
+	struct mtd_guest_ram gram;
+	uint64_t ram;    /* bytes */
 	struct rev *rev; /* present pages by frame */
 	uint64_t nr_rev;
-	uint64_t *pm;
+	uint64_t *pfn1;   /* per page: frame + 1 (guest_ram.h) */
+	uint8_t *zero;    /* per page: on the zero page */
+	bool uncommitted; /* the last commit failed: the regions are not the frames' */
+	char last_err[120];
 	uint64_t (*targets)[2]; /* frame ranges given to DAMON, bytes */
 	size_t nr_targets;
 	uint64_t last_round_ms;
@@ -229,29 +234,24 @@ static int cmp_rev(const void *a, const void *b)
 	return x->pfn < y->pfn ? -1 : x->pfn > y->pfn;
 }
 
-/* Step 2: frames of every present page, sorted; returns 1 when the ranges changed. */
+/* Step 4: frames of every present page, sorted; returns 1 when the ranges changed, -E2BIG
+ * (nothing changed) when they would take more than MAX_REGIONS target ranges. */
 static int read_frames(struct damon_src *s)
 {
-	const uint64_t chunk = 4096;
 	uint64_t(*t)[2] = NULL;
 	size_t nt = 0;
+	int rc = mtd_guest_ram_frames(&s->gram, s->pfn1, s->zero);
 
+	if (rc < 0)
+		return rc;
 	s->nr_rev = 0;
-	for (uint64_t p = 0; p < s->pages; p += chunk) {
-		uint64_t n = s->pages - p < chunk ? s->pages - p : chunk;
-		ssize_t got = pread(s->pagemap_fd, s->pm, n * 8,
-				    (off_t)(((s->hva >> VMM_PAGE_SHIFT) + p) * 8));
-		if (got < 0)
-			return -errno;
-		for (uint64_t i = 0; i < n && i * 8 < (uint64_t)got; i++)
-			if ((s->pm[i] & PM_PRESENT) && (s->pm[i] & PM_PFN_MASK))
-				s->rev[s->nr_rev++] =
-				    (struct rev){.pfn = s->pm[i] & PM_PFN_MASK, .page = p + i};
-	}
+	for (uint64_t p = 0; p < s->gram.pages; p++)
+		if (s->pfn1[p])
+			s->rev[s->nr_rev++] = (struct rev){.pfn = s->pfn1[p] - 1, .page = p};
 	qsort(s->rev, s->nr_rev, sizeof(*s->rev), cmp_rev);
 	/* Contiguous frames make one target range, cut at every `cut`-aligned frame so that
-	 * DAMON's regions start on host huge-page boundaries (see Resolution above); at most
-	 * MAX_REGIONS (gaps merged). */
+	 * DAMON's regions start on host huge-page boundaries (see Resolution above); never
+	 * across a gap: the frames between belong to someone else. */
 	uint64_t cut = VMM_SIZE_2M;
 	while (s->ram / cut > MAX_SPLIT)
 		cut *= 2;
@@ -262,13 +262,16 @@ static int read_frames(struct damon_src *s)
 		uint64_t a = s->rev[i].pfn << VMM_PAGE_SHIFT;
 		if (nt && t[nt - 1][1] > a)
 			continue; /* a frame mapped twice */
-		/* contiguous within a cut, or out of regions: extend the last (gaps merged) */
-		if (nt && ((t[nt - 1][1] == a && a % cut != 0) || nt == MAX_REGIONS))
+		if (nt && t[nt - 1][1] == a && a % cut != 0) {
 			t[nt - 1][1] = a + VMM_PAGE_SIZE;
-		else {
-			t[nt][0] = a;
-			t[nt++][1] = a + VMM_PAGE_SIZE;
+			continue;
 		}
+		if (nt == MAX_REGIONS) {
+			free(t);
+			return -E2BIG;
+		}
+		t[nt][0] = a;
+		t[nt++][1] = a + VMM_PAGE_SIZE;
 	}
 	int changed = nt != s->nr_targets || (nt && memcmp(t, s->targets, nt * sizeof(*t)) != 0);
 	free(s->targets);
@@ -368,13 +371,7 @@ static int setup(struct damon_src *s)
 
 /* ---- one round ---------------------------------------------------------------------------- */
 
-static uint64_t gpa_of(const struct damon_src *s, uint64_t page)
-{
-	uint64_t off = page << VMM_PAGE_SHIFT;
-	return s->lowmem && off >= s->lowmem ? off - s->lowmem + (1ULL << 32) : off;
-}
-
-/* Step 4 for one young region [start, end) of physical bytes. */
+/* Step 3 for one young region [start, end) of physical bytes. */
 static void mark_region(struct damon_src *s, struct vmm_guest *g, uint64_t start, uint64_t end)
 {
 	uint64_t lo = 0, hi = s->nr_rev;
@@ -387,10 +384,10 @@ static void mark_region(struct damon_src *s, struct vmm_guest *g, uint64_t start
 			hi = mid;
 	}
 	for (uint64_t i = lo; i < s->nr_rev && s->rev[i].pfn < end >> VMM_PAGE_SHIFT; i++)
-		(void)vmm_mark_young(g, gpa_of(s, s->rev[i].page), 1, false);
+		(void)vmm_mark_young(g, mtd_guest_ram_gpa(&s->gram, s->rev[i].page), 1, false);
 }
 
-/* Step 2: the regions DAMON watched since the last round, into s->regions. */
+/* Step 1: the regions DAMON watched since the last round, into s->regions. */
 static int read_regions(struct damon_src *s)
 {
 	char tr[480];
@@ -462,28 +459,45 @@ static int damon_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 				: AGGR_US / 1000;
 	int rc;
 
+	if (s->uncommitted) {
+		/* DAMON watches frames the guest left (the last commit failed, or the frames
+		 * scattered past MAX_REGIONS ranges): its regions say nothing of the pages on the
+		 * new ones, which would read cold.  Commit, and read the regions next round. */
+		rc = read_frames(s);
+		if (rc >= 0 && write_targets(s) == 0 && put(s->kd, "state", "commit") == 0)
+			s->uncommitted = false;
+		snprintf(s->last_err, sizeof(s->last_err), "%s",
+			 rc == -E2BIG
+			     ? "guest RAM's frames scatter over more ranges than DAMON "
+			       "is given: no round until they gather again"
+			     : "DAMON is given the guest's new frames: this round is void");
+		return rc == -E2BIG ? -E2BIG : -ESTALE;
+	}
 	/* Step 1 */
+	rc = read_regions(s);
+	if (rc < 0) {
+		snprintf(s->last_err, sizeof(s->last_err), "DAMON's regions could not be read: %s",
+			 strerror(-rc));
+		return rc;
+	}
+	uint64_t aggrs = aggregations_since(s, since_ms);
+	/* Step 2 */
 	rc = vmm_age_begin(g, now_ms);
 	if (rc < 0)
 		return rc;
 	s->last_round_ms = now_ms;
-	/* Step 2 */
-	rc = read_regions(s);
-	if (rc < 0)
-		return rc;
+	s->last_err[0] = '\0';
 	/* Step 3 */
-	uint64_t aggrs = aggregations_since(s, since_ms);
 	for (size_t i = 0; i < s->nr_regions; i++) {
 		const struct region *r = &s->regions[i];
 		if (r->end > r->start && (r->nr_accesses > 0 || r->age < aggrs))
 			mark_region(s, g, r->start, r->end);
 	}
+	mtd_guest_ram_hint_zero(&s->gram, s->zero, g);
 	/* Step 4 */
 	rc = read_frames(s);
-	if (rc < 0)
-		return rc;
-	if (rc == 1 && (write_targets(s) < 0 || put(s->kd, "state", "commit") < 0))
-		return -EIO;
+	if (rc < 0 || (rc == 1 && (write_targets(s) < 0 || put(s->kd, "state", "commit") < 0)))
+		s->uncommitted = true;
 	return 0;
 }
 
@@ -507,10 +521,10 @@ static void damon_destroy(void *ctx)
 		unlink(s->owner);
 		atomic_store(&damon_taken, false);
 	}
-	if (s->pagemap_fd >= 0)
-		close(s->pagemap_fd);
+	mtd_guest_ram_close(&s->gram);
 	free(s->rev);
-	free(s->pm);
+	free(s->pfn1);
+	free(s->zero);
 	free(s->targets);
 	free(s->regions);
 	free(s);
@@ -520,10 +534,12 @@ static void damon_destroy(void *ctx)
  * no window of the round to widen (vmm/sample.c is for the ept source). */
 static int damon_describe(void *ctx, char *buf, size_t len)
 {
-	(void)ctx;
+	const struct damon_src *s = ctx;
+
 	snprintf(buf, len,
 		 "DAMON's regions, sampled all through each aggregation; no sampling "
-		 "window");
+		 "window%s%s",
+		 s->last_err[0] ? "; " : "", s->last_err);
 	return 0;
 }
 
@@ -563,20 +579,38 @@ void mtd_damon_cleanup(const char *admin, const char *run_dir)
 	(void)damon_free(admin, owner, why, sizeof(why));
 }
 
-int mtd_source_damon_new(const char *admin, const char *run_dir, const char *proc_dir, int qemu_pid,
-			 uint64_t guest_bytes, struct mtd_source *out, char *why, size_t whylen)
+/* Does this kernel's DAMON report its regions?  update_schemes_tried_regions came with
+ * Linux 6.2; before it, every round would fail.  Asked once of the running kdamond. */
+static int probe_regions(struct damon_src *s, char *why, size_t whylen)
+{
+	char tr[480];
+	int rc = put(s->kd, "state", "update_schemes_tried_regions");
+
+	snprintf(tr, sizeof(tr), "%s/contexts/0/schemes/0/tried_regions", s->kd);
+	if (rc == 0 && access(tr, R_OK | X_OK) != 0)
+		rc = -errno;
+	if (rc < 0)
+		snprintf(why, whylen,
+			 "this kernel's DAMON cannot report its regions (update_schemes_tried_"
+			 "regions: %s; Linux 6.2 has it)",
+			 strerror(-rc));
+	return rc < 0 ? -EOPNOTSUPP : 0;
+}
+
+int mtd_source_damon_new(const struct mtd_host_source_env *env, struct mtd_source *out, char *why,
+			 size_t whylen)
 {
 	struct damon_src *s;
 	char path[300], ops[64];
 	int rc;
 
-	snprintf(path, sizeof(path), "%s/kdamonds", admin);
+	snprintf(path, sizeof(path), "%s/kdamonds", env->damon_admin);
 	if (access(path, F_OK) != 0) {
 		snprintf(why, whylen, "this kernel has no DAMON sysfs interface (%s missing)",
-			 admin);
+			 env->damon_admin);
 		return -ENOENT;
 	}
-	if (qemu_pid <= 0) {
+	if (env->qemu_pid <= 0) {
 		snprintf(why, whylen, "QEMU's pid is not known");
 		return -ESRCH;
 	}
@@ -590,40 +624,37 @@ int mtd_source_damon_new(const char *admin, const char *run_dir, const char *pro
 		atomic_store(&damon_taken, false);
 		return -ENOMEM;
 	}
-	s->pagemap_fd = -1;
-	snprintf(s->admin, sizeof(s->admin), "%s", admin);
-	snprintf(s->kd, sizeof(s->kd), "%s/kdamonds/0", admin);
-	snprintf(s->owner, sizeof(s->owner), "%s/damon.owner", run_dir);
-	rc = damon_free(admin, s->owner, why, whylen);
+	s->gram.pagemap_fd = -1;
+	snprintf(s->admin, sizeof(s->admin), "%s", env->damon_admin);
+	snprintf(s->kd, sizeof(s->kd), "%s/kdamonds/0", env->damon_admin);
+	snprintf(s->owner, sizeof(s->owner), "%s/damon.owner", env->run_dir);
+	rc = damon_free(env->damon_admin, s->owner, why, whylen);
 	if (rc < 0)
 		goto fail;
-	rc = mtd_guest_layout(proc_dir, qemu_pid, guest_bytes, s->ram_ranges, &s->lowmem);
-	if (rc < 0) {
-		snprintf(why, whylen, "guest RAM has no layout");
+	rc = mtd_guest_ram_open(env->qmp, env->qmp_ctx, env->qemu_pid, env->proc_dir, "DAMON",
+				&s->gram, why, whylen);
+	if (rc < 0)
 		goto fail;
-	}
-	s->nr_ram = (size_t)rc;
-	s->ram = guest_bytes & ~(VMM_SIZE_2M - 1);
-	s->pages = s->ram >> VMM_PAGE_SHIFT;
-	rc = mtd_guest_ram_hva(proc_dir, qemu_pid, s->ram, &s->hva);
-	if (rc < 0) {
-		snprintf(why, whylen, "no mapping of guest RAM in QEMU's maps");
-		goto fail;
-	}
-	snprintf(path, sizeof(path), "%s/%d/pagemap", proc_dir, qemu_pid);
-	s->pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
-	s->rev = calloc(s->pages, sizeof(*s->rev));
-	s->pm = calloc(4096, sizeof(*s->pm));
-	if (s->pagemap_fd < 0 || !s->rev || !s->pm) {
-		rc = s->pagemap_fd < 0 ? -errno : -ENOMEM;
-		snprintf(why, whylen, "cannot read %s", path);
+	s->ram = s->gram.pages << VMM_PAGE_SHIFT;
+	s->rev = calloc(s->gram.pages, sizeof(*s->rev));
+	s->pfn1 = calloc(s->gram.pages, sizeof(*s->pfn1));
+	s->zero = calloc(s->gram.pages, 1);
+	if (!s->rev || !s->pfn1 || !s->zero) {
+		rc = -ENOMEM;
+		snprintf(why, whylen, "out of memory");
 		goto fail;
 	}
 	rc = read_frames(s);
-	if (rc >= 0 && s->nr_rev == 0) {
+	if (rc == -E2BIG)
+		snprintf(why, whylen,
+			 "guest RAM's frames scatter over more than %d ranges: DAMON would "
+			 "have to watch other processes' memory with them",
+			 MAX_REGIONS);
+	else if (rc >= 0 && s->nr_rev == 0) {
 		rc = -EPERM;
 		snprintf(why, whylen, "QEMU's pagemap shows no frames (needs CAP_SYS_ADMIN)");
-	}
+	} else if (rc < 0)
+		snprintf(why, whylen, "cannot read QEMU's pagemap: %s", strerror(-rc));
 	if (rc < 0)
 		goto fail;
 	/* The owner record first: a crash from here on leaves a kdamond we will recognise. */
@@ -645,8 +676,11 @@ int mtd_source_damon_new(const char *admin, const char *run_dir, const char *pro
 			 strerror(-rc));
 		goto fail;
 	}
+	rc = probe_regions(s, why, whylen);
+	if (rc < 0)
+		goto fail;
 	*out = (struct mtd_source){
-	    .ops = &damon_ops, .ctx = s, .ram = s->ram_ranges, .nr_ram = s->nr_ram};
+	    .ops = &damon_ops, .ctx = s, .ram = s->gram.ranges, .nr_ram = s->gram.nr_ranges};
 	return 0;
 fail:
 	if (!s->on)

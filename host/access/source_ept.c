@@ -21,10 +21,23 @@
  * the walk skips subtrees nobody touched (VMM_PT_NONLEAF_ACCESSED; docs/walker.md has the
  * measurement).
  *
+ * A round ages only what was sampled: when the plugin never started the window asked for
+ * (a paused VM, a vCPU that never reaches an interrupt return, a QEMU that stopped polling)
+ * the walk would read "nothing touched" for the whole guest, so the round is no round
+ * (-ENODATA: libvmm untouched, the controller holds; tick_age.c), and the request stands
+ * for when the guest runs again.  Before every use of the table the file is checked
+ * (mtd_ept_file_check): a file cut short or re-created under the mapping is never read.
+ *
  * Eviction: under return=balloon/reclaim the guest picks which pages it gives up, so the
- * runs libvmm's eviction hand names are bookkeeping, and nothing is zapped here (.evicted
- * is NULL): a guest access to such a page counts as a refault, an over-count that makes
- * memtided take less.  Host-side eviction makes the runs real with mtd_ept_file_zap.
+ * runs libvmm's eviction hand names are bookkeeping (the hand calls evicted only for host
+ * pageout).  Host-side eviction's pages are zapped here (mtd_ept_file_zap), as KVM's MMU
+ * notifier zaps the EPT entries of a page the host takes: the leaf is made present again by
+ * the guest's next access in a window, and the refault is counted from pagemap.
+ *
+ * What the plugin cannot see: instruction fetches and the guest's own page-table walks
+ * (TCG's softmmu does both without a memory callback), and device DMA.  Code and page-table
+ * pages used only that way look idle here; host-side eviction keeps them once they came
+ * back (docs/design.md, Part 0, has the measurement).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +57,15 @@ struct ept_src {
 	uint64_t interval_ms;       /* the rounds' interval: where a window may start */
 	uint64_t rng;               /* the windows' phases */
 	struct vmm_walk_stats last; /* the last round's walk */
+	uint64_t asked_seq;         /* the req_seq of the window asked for last */
+	char last_err[160];         /* why the last round was void ("": it was not) */
 };
+
+static void ask_window(struct ept_src *s, uint64_t window_ms, uint64_t not_before_ms)
+{
+	mtd_ept_file_request_window_at(&s->f, window_ms, not_before_ms);
+	s->asked_seq = __atomic_load_n(&s->f.h->req_seq, __ATOMIC_ACQUIRE);
+}
 
 /* The next window's start: a random moment of the interval that leaves it time to end
  * before the next round (a poll of the plugin takes up to a guest timer tick, its switch
@@ -66,8 +87,20 @@ static int ept_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 	struct ept_src *s = ctx;
 
 	struct vmm_guest_stats gs;
+	int rc = mtd_ept_file_check(&s->f, s->last_err, sizeof(s->last_err));
+	if (rc < 0)
+		return rc;
+	/* The window asked for never started: nothing was sampled (the request stands). */
+	if (__atomic_load_n(&s->f.h->started_seq, __ATOMIC_ACQUIRE) < s->asked_seq) {
+		snprintf(
+		    s->last_err, sizeof(s->last_err),
+		    "the plugin ran no sampling window since the last round (a paused guest?): "
+		    "nothing aged");
+		return -ENODATA;
+	}
+	s->last_err[0] = '\0';
 	/* Step 1 */
-	int rc = vmm_age_walk(g, &s->f.pt, now_ms, &s->last);
+	rc = vmm_age_walk(g, &s->f.pt, now_ms, &s->last);
 	/* Step 2 */
 	if (rc == 0) {
 		vmm_guest_get_stats(g, &gs);
@@ -75,7 +108,7 @@ static int ept_age(void *ctx, struct vmm_guest *g, uint64_t now_ms)
 	}
 	/* Step 3: the next window, whatever the walk found (a QEMU that is gone just never
 	 * answers; fresh() says so). */
-	mtd_ept_file_request_window_at(&s->f, s->sample.window_ms, window_phase(s, now_ms));
+	ask_window(s, s->sample.window_ms, window_phase(s, now_ms));
 	return rc;
 }
 
@@ -85,6 +118,18 @@ static bool ept_fresh(void *ctx, uint64_t now_ms)
 
 	(void)now_ms;
 	return mtd_ept_file_alive(&s->f);
+}
+
+/* Host-side eviction took these pages: their leaves go, as KVM zaps EPT entries. */
+static void ept_paged_out(void *ctx, const struct vmm_run *runs, size_t n)
+{
+	struct ept_src *s = ctx;
+	char why[8];
+
+	if (mtd_ept_file_check(&s->f, why, sizeof(why)) < 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		(void)mtd_ept_file_zap(&s->f, runs[i].gpa, runs[i].npages);
 }
 
 /* The status line, current at every publish (the window counts move every round): what
@@ -100,6 +145,11 @@ static int ept_describe(void *ctx, char *buf, size_t len)
 
 	if (!h)
 		return -EINVAL;
+	char bad[160];
+	if (mtd_ept_file_check(&s->f, bad, sizeof(bad)) < 0) {
+		snprintf(buf, len, "%s", bad); /* the mapping is not read */
+		return 0;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 	uint64_t beat = __atomic_load_n(&h->heartbeat_ms, __ATOMIC_RELAXED);
@@ -112,13 +162,13 @@ static int ept_describe(void *ctx, char *buf, size_t len)
 			 s->sample.caught * 100.0);
 	snprintf(buf, len,
 		 "window %llu ms (%llu..%llu%s); %llu windows, %llu ms instrumented; last walk "
-		 "read %llu entries, %llu young pages%s",
+		 "read %llu entries, %llu young pages%s%s%s",
 		 (unsigned long long)s->sample.window_ms, (unsigned long long)s->sample.cfg.base_ms,
 		 (unsigned long long)s->sample.cfg.max_ms, caught,
 		 (unsigned long long)__atomic_load_n(&h->windows, __ATOMIC_RELAXED),
 		 (unsigned long long)__atomic_load_n(&h->on_ms_total, __ATOMIC_RELAXED),
 		 (unsigned long long)s->last.entries_read, (unsigned long long)s->last.young_pages,
-		 stale);
+		 stale, s->last_err[0] ? "; " : "", s->last_err);
 	return 0;
 }
 
@@ -135,8 +185,10 @@ static void ept_destroy(void *ctx)
 static const struct mtd_source_ops ept_ops = {
     .name = "ept",
     .per_page = true,
+    .loads_stores_only = true,
     .age = ept_age,
-    .evicted = NULL,
+    .evicted = NULL, /* the balloon's runs are bookkeeping: the guest picked its pages */
+    .paged_out = ept_paged_out,
     .fresh = ept_fresh,
     .describe = ept_describe,
     .destroy = ept_destroy,
@@ -176,7 +228,7 @@ int mtd_source_ept_new(const char *path, int qemu_pid, uint64_t guest_bytes, uin
 	s->interval_ms = interval_ms;
 	s->rng = (uint64_t)qemu_pid * 0x9e3779b97f4a7c15ULL ^ 0x5eed5a3bULL; /* any non-zero */
 	/* The first window now: the first round then has something to harvest. */
-	mtd_ept_file_request_window(&s->f, window_ms);
+	ask_window(s, window_ms, 0);
 	*out = (struct mtd_source){.ops = &ept_ops, .ctx = s, .ram = s->ram, .nr_ram = s->nr_ram};
 	return 0;
 }

@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * tick_age.c - stage 2 of a VM's tick: the access-bit source's turn (tick_age.h).
+ *
+ * A round that fails (source.h: -errno, libvmm untouched) is no round: the generations did
+ * not advance, and the source's figures are not fresh until a round succeeds again, so the
+ * controller holds and host-side eviction pauses.  Counting it as a round in which nothing
+ * was touched made the whole guest look one interval colder each time (a DAMON without
+ * update_schemes_tried_regions did it every round, and pageout evicted hot memory until the
+ * refaults stopped it).  -ENODATA is the same for a quieter reason (the ept plugin ran no
+ * sampling window: a paused VM): said at info level, not as a warning.
  */
 #include "access/tick_age.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "act/memcg_hand.h"
@@ -26,6 +35,38 @@ static void read_cgroup(const struct mtd_age_env *e, struct mtd_tick *t)
 	t->cg_stall = r.stall;
 }
 
+/* The failing starts, goes on or ends: said once each way. */
+static void note_round(const struct mtd_age_env *e, int rc, uint64_t now_ms)
+{
+	struct mtd_age_state *st = e->state;
+	const char *name = e->source->ops->name;
+	bool failed = rc != 0 && rc != -EAGAIN;
+
+	if (!st)
+		return;
+	if (!failed) {
+		if (st->failed_rc)
+			mtd_notice("%s: source %s: aging again after %u failed rounds (%" PRIu64
+				   " s)",
+				   e->vm, name, st->failed_rounds, (now_ms - st->failed_ms) / 1000);
+		st->failed_rc = 0;
+		st->failed_rounds = 0;
+		return;
+	}
+	if (!st->failed_rc || st->failed_rc != rc) {
+		char why[200] = "";
+		(void)mtd_source_describe(e->source, why, sizeof(why));
+		mtd_log(rc == -ENODATA ? MTD_LOG_INFO : MTD_LOG_WARNING,
+			"%s: source %s: aging round failed (%s)%s%s; the generations stay as they "
+			"were and nothing is taken until a round succeeds",
+			e->vm, name, strerror(-rc), why[0] ? ": " : "", why);
+		if (!st->failed_rc)
+			st->failed_ms = now_ms;
+	}
+	st->failed_rc = rc;
+	st->failed_rounds++;
+}
+
 /* One aging round.  Its CPU work waits its turn behind the other VMs' (turns.h): an
  * overloaded host stretches every VM's interval alike.  No call to QEMU or libvirt
  * inside. */
@@ -41,8 +82,7 @@ static void age(const struct mtd_age_env *e, struct mtd_tick *t)
 	mtd_hand_mark_free(e->hand, e->guest);
 	t->age_rc = src->ops->age(src->ctx, e->guest, t->now_ms);
 	mtd_turns_give(e->turns, turn);
-	if (t->age_rc != 0 && t->age_rc != -EAGAIN)
-		mtd_debug("%s: source %s: %s", e->vm, src->ops->name, strerror(-t->age_rc));
+	note_round(e, t->age_rc, t->now_ms);
 	vmm_guest_get_stats(e->guest, &t->gs);
 	t->have_gs = true;
 }
@@ -66,6 +106,13 @@ void mtd_tick_age(const struct mtd_age_env *e, struct mtd_tick *t)
 	if (!e->agent_expected && src->ops && src->ops->fresh) {
 		t->source_fresh_known = true;
 		t->source_fresh = src->ops->fresh(src->ctx, t->now_ms);
+	}
+	/* A failed round's figures are stale whoever else speaks for the guest: the agent's
+	 * freshness says nothing of libvmm's generations, which host-side eviction reads. */
+	if (e->state && e->state->failed_rc && src->ops) {
+		t->source_fresh_known = true;
+		t->source_fresh = false;
+		t->age_failed = true;
 	}
 	bool by_age = true;
 	t->estimate = !src->ops            ? NULL

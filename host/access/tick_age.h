@@ -9,6 +9,7 @@
 #define MEMTIDE_HOST_TICK_AGE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "access/source.h"
 #include "decide/tick.h"
@@ -17,6 +18,15 @@ struct mtd_memcg_hand;
 struct mtd_pageout_hand;
 struct mtd_turns;
 struct vmm_guest;
+
+/* What a failed aging round leaves behind, until a round succeeds again: the source's figures
+ * are not fresh meanwhile (the controller holds, host-side eviction pauses), and the
+ * operator is told once when it starts and once when it ends. */
+struct mtd_age_state {
+	int failed_rc;      /* the last round's error (0: the last round was good) */
+	uint64_t failed_ms; /* when the failing began */
+	unsigned failed_rounds;
+};
 
 struct mtd_age_env {
 	const char *vm;
@@ -27,6 +37,7 @@ struct mtd_age_env {
 	struct mtd_turns *turns;      /* the CPU part of a round waits its turn (turns.h) */
 	bool simulated;               /* [daemon] source = sim: not the guest's own accesses */
 	bool agent_expected;          /* the agent's freshness counts, not the source's */
+	struct mtd_age_state *state;  /* the VM's, kept across ticks */
 };
 
 /* Stage 2. */

@@ -55,8 +55,15 @@ static void note_reclaim_reply(struct mtd_vm_decide *s, const struct mtd_inputs_
 	if (!r || seq == s->reclaim_seen)
 		return;
 	s->reclaim_seen = seq;
-	mtd_steady_reply(&s->steady, e->ctl, r->requested_bytes, r->freed_bytes,
-			 proto_reclaim_result_name(r->result));
+	uint32_t deadline = mtd_agent_link_reply_deadline(e->agent);
+	mtd_steady_reply(&s->steady, e->ctl, r->requested_bytes, r->freed_bytes, r->result,
+			 r->elapsed_ms, deadline);
+	/* Once per run of them: the operator sees why memtided keeps asking a guest that
+	 * answers with little. */
+	if (s->steady.slow_replies == 1)
+		mtd_info("%s: the guest reclaims slowly: %" PRIu64 " of %" PRIu64
+			 " MiB freed in the %u ms it was given: asked again, not held as futile",
+			 e->vm, r->freed_bytes / MiB, r->requested_bytes / MiB, deadline);
 	e->draft->counters.reclaimed_bytes += r->freed_bytes;
 	mtd_steady_reclaim_answered(&s->steady, now_ms, e->ctl->interval_ms);
 	mtd_audit(e->audit, now_ms, "reclaimed", r->requested_bytes, r->freed_bytes,
@@ -67,7 +74,8 @@ static void note_reclaim_reply(struct mtd_vm_decide *s, const struct mtd_inputs_
 }
 
 /* What the balloon's news voids of the decision: a new QEMU is a new guest at its full
- * size (its estimate, its kernel's share of RAM and the runs taken were the old one's); a
+ * size (its estimate, its kernel's share of RAM, its fault counts and the runs taken were
+ * the old one's); a
  * balloon holding more than was set is where the controller starts from. */
 static void after_news(struct mtd_vm_decide *s, struct mtd_vm_act *a, const struct mtd_balloon *b,
 		       enum mtd_balloon_news news)
@@ -77,6 +85,11 @@ static void after_news(struct mtd_vm_decide *s, struct mtd_vm_act *a, const stru
 		a->nr_taken = 0;
 		s->rounds = 0; /* the estimate was the old guest's: two rounds before a new one */
 		s->reserved_bytes = 0;
+		/* libvmm's guest is made again for the new process (vm_attach.c): its refault
+		 * count starts at 0, and the last decision was over the old one's pages. */
+		s->last_refaults = 0;
+		s->have_fault_base = false;
+		memset(&s->decision, 0, sizeof(s->decision));
 	} else if (news == MTD_BALLOON_GREW) {
 		s->ctl.target_bytes = s->ctl.balloon_bytes = b->actual;
 		s->rounds = 0;
@@ -96,7 +109,9 @@ static void read_agent(struct mtd_vm_decide *s, const struct mtd_inputs_env *e, 
 	 * a request used to count as busy for 2 x agent_silence, and by then the guest's
 	 * pressure, seen through the balloon, spoke first, so the silence was never said
 	 * (scenario 5, once in CI).  A false "silent" only holds inflation. */
-	t->agent_fresh = mtd_agent_link_ready(e->agent) && heard &&
+	t->agent_up = mtd_agent_link_ready(e->agent);
+	t->agent_heard_ms = heard;
+	t->agent_fresh = t->agent_up && heard &&
 			 (t->now_ms - heard <= c->agent_silence_ms ||
 			  mtd_agent_link_reclaiming(e->agent, t->now_ms, c->agent_silence_ms));
 	const struct proto_stats *as = mtd_agent_link_stats(e->agent, &seq);
@@ -123,6 +138,7 @@ void mtd_tick_inputs(struct mtd_vm_decide *s, struct mtd_vm_act *a, const struct
 
 	after_news(s, a, b, news);
 	t->guest_took_back = news == MTD_BALLOON_TOOK_BACK;
+	t->qemu_restarted = news == MTD_BALLOON_RESTARTED;
 	t->bstats_fresh = mtd_balloon_stats_fresh(b, t->now_ms, e->ctl->agent_silence_ms);
 	if (e->agent) {
 		/* The agent's figures are bounded by the VM's RAM (agent_bounds.h); QEMU may have

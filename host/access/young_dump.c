@@ -57,6 +57,12 @@ static void dump_evicted(void *ctx, const struct vmm_run *runs, size_t n)
 	d->inner.ops->evicted(d->inner.ctx, runs, n);
 }
 
+static void dump_paged_out(void *ctx, const struct vmm_run *runs, size_t n)
+{
+	struct dump *d = ctx;
+	d->inner.ops->paged_out(d->inner.ctx, runs, n);
+}
+
 static bool dump_fresh(void *ctx, uint64_t now_ms)
 {
 	struct dump *d = ctx;
@@ -95,6 +101,7 @@ int mtd_source_young_dump(struct mtd_source *src, const char *dir, const char *v
 	d->ops = *src->ops;
 	d->ops.age = dump_age;
 	d->ops.evicted = src->ops->evicted ? dump_evicted : NULL;
+	d->ops.paged_out = src->ops->paged_out ? dump_paged_out : NULL;
 	d->ops.fresh = src->ops->fresh ? dump_fresh : NULL;
 	d->ops.describe = src->ops->describe ? dump_describe : NULL;
 	d->ops.estimate = src->ops->estimate ? dump_estimate : NULL;

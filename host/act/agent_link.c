@@ -68,9 +68,12 @@ struct mtd_agent_link {
 	uint64_t need_bytes;
 	uint32_t reclaim_outstanding; /* id of the request in flight, 0: none */
 	uint32_t reclaim_late;        /* id of the last request given up on, 0: none */
+	uint32_t late_first;          /* the oldest one given up on and not answered yet */
+	uint32_t late_deadline_ms;    /* their deadline */
 	uint64_t reclaim_sent_ms;
 	uint32_t reclaim_deadline_ms;
 	struct proto_reclaim_reply reclaim_reply;
+	uint32_t reply_deadline_ms; /* the deadline of the request reclaim_reply answers */
 	uint64_t reclaim_seq;
 	struct mtd_agent_link_counters ctr;
 
@@ -191,6 +194,7 @@ static void link_down(struct mtd_agent_link *l, uint64_t now_ms, const char *why
 	l->state = LINK_DOWN;
 	l->reclaim_outstanding = 0;
 	l->reclaim_late = 0;
+	l->late_first = 0;
 	l->ping_id = 0;
 	proto_reader_reset(&l->rd);
 	proto_writer_reset(&l->wr);
@@ -297,6 +301,11 @@ const struct proto_reclaim_reply *mtd_agent_link_reclaim_reply(const struct mtd_
 {
 	*seq = l->reclaim_seq;
 	return l->reclaim_seq ? &l->reclaim_reply : NULL;
+}
+
+uint32_t mtd_agent_link_reply_deadline(const struct mtd_agent_link *l)
+{
+	return l->reclaim_seq ? l->reply_deadline_ms : 0;
 }
 
 void mtd_agent_link_counters(const struct mtd_agent_link *l, struct mtd_agent_link_counters *c)
@@ -544,13 +553,22 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 
 	/* A reply to the request given up on last is still the guest's measured answer (a
 	 * reclaim under heavy swap can overrun its deadline by seconds under TCG): taken, late,
-	 * as long as no newer request went out since. */
-	if (!l->reclaim_outstanding && l->reclaim_late &&
-	    m->u.reclaim_reply.re == l->reclaim_late) {
-		mtd_info("agent %s: the reply to reclaim %u came after its deadline", l->path,
-			 l->reclaim_late);
-		l->reclaim_late = 0;
+	 * also when a newer request went out since.  The agent answers in order, and while it
+	 * reclaims its ticker still reports, which lets memtided ask again: on the KVM host
+	 * stand and a loaded TCG host the late reply then came with the newer request in
+	 * flight, was refused as answering no open request, and counted against the agent's
+	 * error budget, a slow guest's honest answer punished as a protocol error. */
+	uint32_t re = m->u.reclaim_reply.re;
+	/* Requests given up on are answered in order, each once: any from the oldest one not
+	 * answered yet to the newest given up on (a chain of them when the agent stayed busy:
+	 * on the stand three requests went late in a row). */
+	if (l->reclaim_late && re >= l->late_first && re <= l->reclaim_late) {
+		mtd_info("agent %s: the reply to reclaim %u came after its deadline", l->path, re);
+		l->late_first = re + 1;
+		if (re == l->reclaim_late)
+			l->reclaim_late = l->late_first = 0;
 		l->reclaim_reply = m->u.reclaim_reply;
+		l->reply_deadline_ms = l->late_deadline_ms;
 		note_clamped(
 		    l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)),
 		    why);
@@ -562,10 +580,12 @@ static enum proto_status on_reclaim_reply(struct mtd_agent_link *l, const struct
 		return PROTO_E_STATE;
 	}
 	l->reclaim_reply = m->u.reclaim_reply;
+	l->reply_deadline_ms = l->reclaim_deadline_ms;
 	note_clamped(l, mtd_agent_bound_reply(&l->reclaim_reply, l->ram_bytes, why, sizeof(why)),
 		     why);
 	l->reclaim_seq++;
 	l->reclaim_outstanding = 0;
+	l->reclaim_late = l->late_first = 0; /* answered in order: no older reply can follow */
 	return PROTO_OK;
 }
 
@@ -767,7 +787,10 @@ void mtd_agent_link_service(struct mtd_agent_link *l, uint64_t now_ms)
 	    now_ms > l->reclaim_sent_ms + l->reclaim_deadline_ms + REPLY_LATE_MS) {
 		mtd_warn("agent %s: no reply to reclaim %u within its deadline", l->path,
 			 l->reclaim_outstanding);
+		if (!l->reclaim_late)
+			l->late_first = l->reclaim_outstanding;
 		l->reclaim_late = l->reclaim_outstanding;
+		l->late_deadline_ms = l->reclaim_deadline_ms;
 		l->reclaim_outstanding = 0;
 	}
 	maybe_ping(l, now_ms);
@@ -811,7 +834,6 @@ int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_t
 	if (rc < 0)
 		return rc;
 	l->reclaim_outstanding = m.id;
-	l->reclaim_late = 0;
 	l->reclaim_sent_ms = now_ms;
 	l->reclaim_deadline_ms = deadline_ms;
 	int f = proto_writer_flush(&l->wr, l->fd);

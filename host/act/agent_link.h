@@ -109,6 +109,9 @@ int mtd_agent_link_reclaim(struct mtd_agent_link *l, uint64_t bytes, bool anon_t
 /* The newest reclaim reply, and a counter that moves with each. */
 const struct proto_reclaim_reply *mtd_agent_link_reclaim_reply(const struct mtd_agent_link *l,
 							       uint64_t *seq);
+/* The deadline memtided gave the request that reply answers (0: no reply yet): a reply
+ * whose elapsed_ms reached it ran out of time (decide/steady.h, slow). */
+uint32_t mtd_agent_link_reply_deadline(const struct mtd_agent_link *l);
 
 /* The VM's RAM: no figure the agent gives of its guest's memory may exceed it
  * (agent_bounds.h); 0 while not known.  Set before each service: QEMU may change. */

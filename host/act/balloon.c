@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <json-c/json.h>
+
 #include "base/audit.h"
 #include "base/log.h"
 #include "base/mtd.h"
@@ -111,6 +113,21 @@ int mtd_balloon_pid(const struct mtd_balloon *b, int *pid)
 	if (!b->ops->qemu_pid)
 		return -ENOTSUP;
 	return b->ops->qemu_pid(b->ctx, pid);
+}
+
+int mtd_balloon_on_kvm(const struct mtd_balloon *b, bool *on)
+{
+	struct json_object *ret = NULL, *en;
+	char err[160];
+
+	if (!b->ops->qmp)
+		return -ENOTSUP;
+	int rc = b->ops->qmp(b->ctx, "query-kvm", NULL, &ret, err, sizeof(err));
+	if (rc < 0)
+		return rc;
+	*on = ret && json_object_object_get_ex(ret, "enabled", &en) && json_object_get_boolean(en);
+	json_object_put(ret);
+	return 0;
 }
 
 int mtd_process_instance(int pid, char *buf, size_t len)

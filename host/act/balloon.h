@@ -40,6 +40,17 @@ struct mtd_balloon_stats {
 };
 
 /*
+ * QEMU's whole-memory operations: a migration (to another host, or to a file: libvirt's
+ * save), a snapshot (snapshot-save or -load) or a guest-memory dump.  Each reads or writes
+ * every page of guest RAM, so pages in host swap come back without the guest touching them
+ * (host-side eviction pauses for them and does not count those as refaults).
+ */
+struct mtd_memjob {
+	bool active;   /* one is under way now */
+	char what[32]; /* "migration", "snapshot", "memory dump" (when active) */
+};
+
+/*
  * The balloon and what the hypervisor knows about the guest: libvirt (libvirt_conn.c) or a
  * plain QMP socket (qmp.c).  Called from the VM's loop thread only.  All return 0 or -errno.
  */
@@ -59,6 +70,10 @@ struct mtd_balloon_ops {
 	 * mtd_qmp_execute.  NULL when the actuator has no monitor. */
 	int (*qmp)(void *ctx, const char *cmd, struct json_object *args, struct json_object **ret,
 		   char *err, size_t errlen);
+	/* QEMU's whole-memory operations now (optional, NULL: not known).  0 or -errno; a
+	 * monitor that does not answer is an error (a synchronous savevm or dump holds QEMU's
+	 * main loop). */
+	int (*memjob)(void *ctx, struct mtd_memjob *out);
 	/* Connections made so far (optional, NULL: the actuator never reconnects by itself):
 	 * when it moves, the actuator lost its connection and made a new one. */
 	unsigned (*connects)(void *ctx);
@@ -124,6 +139,9 @@ void mtd_balloon_attached(struct mtd_balloon *b);
 void mtd_balloon_query_fpr(struct mtd_balloon *b, struct mtd_vm_status *draft);
 /* The QEMU process behind the actuator.  0 or -errno (-ENOTSUP: the actuator cannot say). */
 int mtd_balloon_pid(const struct mtd_balloon *b, int *pid);
+/* Does QEMU run the guest on KVM (QMP query-kvm: present and enabled)?  0 with *on, or
+ * -ENOTSUP (no monitor) / -errno (the query failed). */
+int mtd_balloon_on_kvm(const struct mtd_balloon *b, bool *on);
 /* Read the balloon's actual and its driver's stats (unless the peer is down and not due a
  * probe), the guest RAM resident on the host (draft->host_rss_bytes, every 10 s), and
  * whether the actuator reconnected.  set_bytes: the target memtided set (for the log). */

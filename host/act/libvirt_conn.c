@@ -324,6 +324,16 @@ int mtd_libvirt_parse_domain_xml(const char *xml, struct mtd_domain_info *info)
 			"[starts-with(@value,'vhost-user-vsock-pci')]/@value)",
 			vs, sizeof(vs));
 	info->has_vsock = vs[0] != '\0';
+	/* The kernel's vsock (vhost_vsock): its CID tells its agent's connections from the other
+	 * guests' on memtided's AF_VSOCK listener.  A domain not running has no address under
+	 * auto='yes' (libvirt picks one at start): 0, as for none. */
+	char cid[16] = "";
+	(void)xpath_str(
+	    ctx, "string(/domain/devices/vsock[not(@model) or @model='virtio']/cid/@address)", cid,
+	    sizeof(cid));
+	char *end = NULL;
+	unsigned long long c = cid[0] >= '0' && cid[0] <= '9' ? strtoull(cid, &end, 0) : 0;
+	info->vsock_cid = end && !*end && c >= 3 && c < 0xffffffffull ? (uint32_t)c : 0;
 	xmlXPathFreeContext(ctx);
 	xmlFreeDoc(doc);
 	return 0;
@@ -387,13 +397,13 @@ enum lv_call {
 	LV_SET_TARGET,
 	LV_READ,
 	LV_FPR,
+	LV_JOB,
 };
 
 static const char *const lv_call_names[] = {
-    [LV_OPEN] = "virDomainGetMaxMemory",
-    [LV_SET_TARGET] = "virDomainSetMemoryFlags",
-    [LV_READ] = "virDomainMemoryStats",
-    [LV_FPR] = "virDomainQemuMonitorCommand",
+    [LV_OPEN] = "virDomainGetMaxMemory", [LV_SET_TARGET] = "virDomainSetMemoryFlags",
+    [LV_READ] = "virDomainMemoryStats",  [LV_FPR] = "virDomainQemuMonitorCommand",
+    [LV_JOB] = "virDomainGetJobStats",
 };
 
 struct lv_job {
@@ -405,7 +415,8 @@ struct lv_job {
 	uint64_t domain_bytes;                                      /* LV_OPEN */
 	virDomainMemoryStatStruct stats[VIR_DOMAIN_MEMORY_STAT_NR]; /* LV_READ */
 	int nr_stats;
-	bool fpr_on; /* LV_FPR */
+	bool fpr_on;          /* LV_FPR */
+	int job_type, job_op; /* LV_JOB */
 	char err[200];
 };
 
@@ -507,6 +518,19 @@ static int lv_job_run(struct mtd_bjob *base)
 		return 0;
 	case LV_FPR:
 		return lv_fpr_now(j->dom, &j->fpr_on);
+	case LV_JOB: {
+		virTypedParameterPtr params = NULL;
+		int nparams = 0;
+		if (virDomainGetJobStats(j->dom, &j->job_type, &params, &nparams, 0) < 0) {
+			lv_err(j->err, sizeof(j->err), "reading the domain's job");
+			return -EIO;
+		}
+		if (virTypedParamsGetInt(params, nparams, VIR_DOMAIN_JOB_OPERATION, &j->job_op) !=
+		    1)
+			j->job_op = -1;
+		virTypedParamsFree(params, nparams);
+		return 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -666,6 +690,56 @@ static int lvb_fpr(void *ctx, bool *on)
 	return rc == -ETIMEDOUT || rc == -EBUSY ? rc : rc < 0 ? -ENOTSUP : 0;
 }
 
+void mtd_libvirt_memjob(int type, int operation, struct mtd_memjob *out)
+{
+	const char *what = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (type == VIR_DOMAIN_JOB_NONE || type == VIR_DOMAIN_JOB_COMPLETED ||
+	    type == VIR_DOMAIN_JOB_FAILED || type == VIR_DOMAIN_JOB_CANCELLED)
+		return;
+	switch (operation) {
+	case VIR_DOMAIN_JOB_OPERATION_SAVE:
+	case VIR_DOMAIN_JOB_OPERATION_RESTORE:
+	case VIR_DOMAIN_JOB_OPERATION_MIGRATION_IN:
+	case VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT:
+		what = "migration";
+		break;
+	case VIR_DOMAIN_JOB_OPERATION_SNAPSHOT:
+	case VIR_DOMAIN_JOB_OPERATION_SNAPSHOT_REVERT:
+		what = "snapshot";
+		break;
+	case VIR_DOMAIN_JOB_OPERATION_DUMP:
+		what = "memory dump";
+		break;
+	case -1: /* a libvirt that does not say: any job may be one */
+		what = "libvirt job";
+		break;
+	default: /* backup, a snapshot's deletion: disks only */
+		return;
+	}
+	out->active = true;
+	snprintf(out->what, sizeof(out->what), "%s", what);
+}
+
+static int lvb_memjob(void *ctx, struct mtd_memjob *out)
+{
+	struct lv_balloon *b = ctx;
+	struct lv_job *j = calloc(1, sizeof(*j)), *done;
+	char err[200];
+	int rc;
+
+	if (!j)
+		return -ENOMEM;
+	j->call = LV_JOB;
+	rc = lv_call(b, j, &done, err, sizeof(err));
+	if (rc == 0)
+		mtd_libvirt_memjob(done->job_type, done->job_op, out);
+	if (done)
+		mtd_bjob_put(b->bcall, &done->base);
+	return rc;
+}
+
 /* libvirt's QEMU driver keeps the pid in /run/libvirt/qemu/NAME.pid (system instance). */
 static int lvb_qemu_pid(void *ctx, int *pid)
 {
@@ -736,6 +810,7 @@ const struct mtd_balloon_ops mtd_libvirt_balloon_ops = {
     .fpr = lvb_fpr,
     .qemu_pid = lvb_qemu_pid,
     .qmp = lvb_qmp,
+    .memjob = lvb_memjob,
     .destroy = lvb_destroy,
 };
 

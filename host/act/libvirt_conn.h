@@ -57,6 +57,9 @@ struct mtd_domain_info {
 	bool fpr_attr;        /* freePageReporting='on' in the XML */
 	char agent_path[256]; /* host side of the memtide agent channel, "" : none */
 	bool has_vsock;       /* a vhost-user-vsock-pci device in <qemu:commandline> */
+	uint32_t vsock_cid;   /* the kernel's <vsock model='virtio'>: its guest CID (the live
+			       * XML's address, libvirt's pick under auto='yes'); 0: none, or
+			       * not a guest's CID */
 };
 
 /*
@@ -77,6 +80,10 @@ extern const struct mtd_balloon_ops mtd_libvirt_balloon_ops;
  * worker thread of the VM's own (bounded_call.h); once *hurry (the VM is stopping; may be
  * NULL) reads true, by 1 s.  A call that outlives its bound is -ETIMEDOUT, and the next
  * one -EBUSY until it returns. */
+/* A libvirt job (virDomainGetJobStats: its type, and its VIR_DOMAIN_JOB_OPERATION, -1 when
+ * not given) as QEMU's whole-memory operations (balloon.h): save, restore, migration,
+ * snapshot and its revert, dump.  Pure. */
+void mtd_libvirt_memjob(int type, int operation, struct mtd_memjob *out);
 void *mtd_libvirt_balloon_new(struct _virDomain *dom, unsigned stats_period_s, int timeout_ms,
 			      const atomic_bool *hurry);
 

@@ -457,7 +457,7 @@ static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)
 		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
 		return false;
 	}
-	if (!mtd_swap_room(&h->swap, h->cfg.swap_reserve_bytes, h->full_free_bytes, why,
+	if (!mtd_swap_room_why(&h->swap, h->cfg.swap_reserve_bytes, h->full_free_bytes, why,
 			   sizeof(why))) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
 		return false;
@@ -511,7 +511,7 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 	}
 	char ignored[8];
 	uint64_t room =
-	    mtd_swap_room(&h->swap, h->cfg.swap_reserve_bytes, 0, ignored, sizeof(ignored));
+	    mtd_swap_room_why(&h->swap, h->cfg.swap_reserve_bytes, 0, ignored, sizeof(ignored));
 	uint64_t limit = d->take_pages * PAGE < room ? d->take_pages * PAGE : room;
 	bool after_aging = false;
 	if (h->mglru) {

@@ -11,7 +11,11 @@
  *                     PG_SWAPPED   evicted, and in host swap (pagemap bit 62)
  *                     PG_EMPTY     evicted while it held nothing on the host (never touched,
  *                                  or discarded by QEMU after the guest freed it)
+ *                     PG_HELD      resident: the kernel kept it at its last try (shared,
+ *                                  KSM, pinned, locked); not tried again before
+ *                                  mtd_pageout_retry_held
  *                     PG_CAND      transient, inside mtd_pageout_runs only
+ *                     PG_REFUSED   transient: a candidate whose mapping the kernel refused
  *   blk_swapped[b]  pages in PG_SWAPPED per 2 MiB block b of QEMU's address space (blocks
  *                   are HVA-aligned, as khugepaged sees them; the first and last may reach
  *                   outside the region)
@@ -51,19 +55,28 @@
 #define SYS_process_madvise 440
 #endif
 
-#define PAGE_SHIFT  12
-#define PAGE_BYTES  ((uint64_t)1 << PAGE_SHIFT)
-#define BLOCK_SHIFT 21
-#define BLOCK_PAGES 512
-#define PM_PRESENT  (1ULL << 63)
-#define PM_SWAPPED  (1ULL << 62)
-#define PM_PFN_MASK ((1ULL << 55) - 1)
-#define IOV_BATCH   1024        /* UIO_MAXIOV */
-#define PM_CHUNK    (64 * 1024) /* pagemap entries read at once: 512 KiB */
+#define PAGE_SHIFT       12
+#define PAGE_BYTES       ((uint64_t)1 << PAGE_SHIFT)
+#define BLOCK_SHIFT      21
+#define BLOCK_PAGES      512
+#define PM_PRESENT       (1ULL << 63)
+#define PM_SWAPPED       (1ULL << 62)
+#define PM_PFN_MASK      ((1ULL << 55) - 1)
+#define IOV_BATCH        1024 /* UIO_MAXIOV */
+/* Bytes a process_madvise call is given: the kernel takes at most MAX_RW_COUNT (INT_MAX
+ * rounded down to a page) and drops the rest of the vector without a word. */
+#define ADVISE_MAX_BYTES ((uint64_t)1 << 30)
+#define PM_CHUNK         (64 * 1024) /* pagemap entries read at once: 512 KiB */
 #define SCAN_BLOCKS                                                                                \
 	(PM_CHUNK / BLOCK_PAGES) /* blocks coalesced into one scan read: all of po->pm */
 
-enum { PG_RESIDENT = 0, PG_SWAPPED = 1, PG_EMPTY = 2, PG_CAND = 3 };
+enum { PG_RESIDENT = 0, PG_SWAPPED = 1, PG_EMPTY = 2, PG_CAND = 3, PG_HELD = 4, PG_REFUSED = 5 };
+
+/* Not evicted: resident in libvmm's eyes. */
+static inline bool pg_resident(uint8_t s)
+{
+	return s == PG_RESIDENT || s == PG_HELD;
+}
 
 struct po_region {
 	struct mtd_ram_region r;
@@ -76,6 +89,7 @@ struct po_region {
 
 struct mtd_pageout {
 	int pid;
+	char proc_root[64];
 	int pidfd;
 	int pagemap_fd;
 	size_t nr;
@@ -98,6 +112,7 @@ const char *mtd_pageout_kept_name(enum mtd_pageout_kept k)
 	    [MTD_PO_KEPT_THP] = "huge page",
 	    [MTD_PO_KEPT_SWAP_FULL] = "swap full",
 	    [MTD_PO_KEPT_OUTSIDE] = "outside the map",
+	    [MTD_PO_KEPT_REFUSED] = "refused by the kernel",
 	};
 	return (unsigned)k < MTD_PO_KEPT_NR ? names[k] : "?";
 }
@@ -201,6 +216,10 @@ static void set_state(struct mtd_pageout *po, struct po_region *pr, uint64_t idx
 		po->stats.empty_pages--;
 	if (old == PG_CAND)
 		pr->blk_cand[b]--;
+	if (old == PG_HELD)
+		po->stats.held_pages--;
+	if (s == PG_HELD)
+		po->stats.held_pages++;
 	if (s == PG_SWAPPED) {
 		pr->blk_swapped[b]++;
 		po->stats.swapped_pages++;
@@ -277,12 +296,14 @@ static int load_regions(struct mtd_pageout *po, const struct mtd_ram_layout *l,
 static void recount(struct mtd_pageout *po)
 {
 	po->stats.swapped_pages = po->stats.empty_pages = po->stats.evictable_pages = 0;
+	po->stats.held_pages = 0;
 	for (size_t i = 0; i < po->nr; i++) {
 		struct po_region *pr = &po->reg[i];
 		po->stats.evictable_pages += pr->pages;
 		for (uint64_t p = 0; p < pr->pages; p++) {
 			po->stats.swapped_pages += pr->st[p] == PG_SWAPPED;
 			po->stats.empty_pages += pr->st[p] == PG_EMPTY;
+			po->stats.held_pages += pr->st[p] == PG_HELD;
 		}
 	}
 }
@@ -296,7 +317,7 @@ static int adopt(struct mtd_pageout *po, struct po_region *pr)
 		if (rc < 0)
 			return rc;
 		for (size_t i = 0; i < n; i++) {
-			if ((po->pm[i] & PM_SWAPPED) && pr->st[p + i] == PG_RESIDENT) {
+			if ((po->pm[i] & PM_SWAPPED) && pg_resident(pr->st[p + i])) {
 				set_state(po, pr, p + i, PG_SWAPPED);
 				po->stats.adopted_pages++;
 			}
@@ -321,6 +342,7 @@ static int open_map(int pid, const struct mtd_ram_layout *l, const char *proc_ro
 		return -ENOMEM;
 	}
 	po->pid = pid;
+	snprintf(po->proc_root, sizeof(po->proc_root), "%s", proc_root ? proc_root : "/proc");
 	po->pidfd = -1;
 	po->pagemap_fd = -1;
 	po->pm = malloc(PM_CHUNK * sizeof(uint64_t));
@@ -517,8 +539,8 @@ static size_t make_spans(struct mtd_pageout *po, const struct vmm_run *runs, siz
 	return n;
 }
 
-/* Step 1: what each page holds now; resident ones become candidates. */
-static int classify_spans(struct mtd_pageout *po, struct span *sp, size_t n,
+/* Step 1: what each page holds now; resident ones become candidates, held ones are kept. */
+static int classify_spans(struct mtd_pageout *po, struct span *sp, size_t n, struct kept_acc *k,
 			  struct mtd_pageout_result *res)
 {
 	for (size_t s = 0; s < n; s++) {
@@ -531,7 +553,8 @@ static int classify_spans(struct mtd_pageout *po, struct span *sp, size_t n,
 				return rc;
 			for (size_t i = 0; i < c; i++) {
 				uint64_t e = po->pm[i];
-				if (pr->st[idx0 + i] != PG_RESIDENT) {
+				uint8_t st = pr->st[idx0 + i];
+				if (!pg_resident(st)) {
 					res->already_pages++;
 				} else if (e & PM_SWAPPED) {
 					set_state(po, pr, idx0 + i, PG_SWAPPED);
@@ -539,6 +562,9 @@ static int classify_spans(struct mtd_pageout *po, struct span *sp, size_t n,
 				} else if (!(e & PM_PRESENT)) {
 					set_state(po, pr, idx0 + i, PG_EMPTY);
 					res->empty_pages++;
+				} else if (st == PG_HELD) {
+					kept_add(k, pr->r.gpa + ((idx0 + i) << PAGE_SHIFT), 1,
+						 MTD_PO_KEPT_RESIDENT);
 				} else {
 					set_state(po, pr, idx0 + i, PG_CAND);
 				}
@@ -602,29 +628,133 @@ static void limit_candidates(struct mtd_pageout *po, struct span *sp, size_t n,
 			sp[s].pr->blk_take[blk_of(sp[s].pr, i)] = 0;
 }
 
-/* One process_madvise call.  Errors that end the whole pageout are returned; others (ENOMEM:
- * part of the range unmapped meanwhile) leave pages resident, which the check after finds. */
-static int advise_flush(struct mtd_pageout *po, struct iovec *iov, size_t *ni,
-			struct mtd_pageout_result *res)
+/* The candidates in QEMU's [lo, hi) become refused (the kernel would not page them out). */
+static void mark_refused(struct mtd_pageout *po, uint64_t lo, uint64_t hi)
 {
-	long rc;
+	for (size_t r = 0; r < po->nr; r++) {
+		struct po_region *pr = &po->reg[r];
+		uint64_t a = lo > pr->r.hva ? lo : pr->r.hva;
+		uint64_t e = hi < pr->r.hva + pr->r.bytes ? hi : pr->r.hva + pr->r.bytes;
+		for (; a < e; a += PAGE_BYTES) {
+			uint64_t idx = (a - pr->r.hva) >> PAGE_SHIFT;
+			if (pr->st[idx] == PG_CAND)
+				set_state(po, pr, idx, PG_REFUSED);
+		}
+	}
+}
 
-	if (!*ni)
-		return 0;
-	res->syscalls++;
-	rc = syscall(SYS_process_madvise, po->pidfd, iov, *ni, MADV_PAGEOUT, 0);
-	*ni = 0;
-	if (rc < 0 && (errno == ESRCH || errno == EPERM || errno == EBADF))
+/* QEMU's mappings over [lo, hi), from /proc/PID/maps.  Count, or -errno. */
+static int maps_over(const struct mtd_pageout *po, uint64_t lo, uint64_t hi, struct mtd_vma *v,
+		     size_t max)
+{
+	char path[96];
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap + 1);
+	int fd, n;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/%d/maps", po->proc_root, po->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(buf);
 		return -errno;
+	}
+	for (;;) {
+		if (len == cap) {
+			char *nb = cap < (8u << 20) ? realloc(buf, cap * 2 + 1) : NULL;
+			if (!nb) {
+				close(fd);
+				free(buf);
+				return -EFBIG;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	close(fd);
+	buf[len] = '\0';
+	n = mtd_ram_parse_smaps(buf, lo, hi, v, max);
+	free(buf);
+	return n;
+}
+
+static bool advise_fatal(int err)
+{
+	return err == ESRCH || err == EPERM || err == EBADF;
+}
+
+/*
+ * The kernel refused a span (a vector stops at the first one it refuses): try it again one
+ * mapping at a time, so that one locked mapping (mlock, -overcommit mem-lock) does not keep
+ * the others in; the candidates of the mappings it refuses again are marked refused.
+ * 0, or the -errno that ends the pageout.
+ */
+#define REFUSED_VMAS 64
+static int advise_refused(struct mtd_pageout *po, const struct iovec *iov,
+			  struct mtd_pageout_result *res)
+{
+	uint64_t lo = (uintptr_t)iov->iov_base, hi = lo + iov->iov_len;
+	struct mtd_vma v[REFUSED_VMAS] = {{0}};
+	int n = maps_over(po, lo, hi, v, REFUSED_VMAS);
+
+	res->refused_spans++;
+	if (n < 0) { /* cannot tell the mappings apart: the whole span stays in */
+		mark_refused(po, lo, hi);
+		return 0;
+	}
+	for (int i = 0; i < n; i++) {
+		uint64_t a = v[i].start > lo ? v[i].start : lo;
+		uint64_t e = v[i].end < hi ? v[i].end : hi;
+		struct iovec one = {.iov_base = (void *)(uintptr_t)a, .iov_len = (size_t)(e - a)};
+		res->syscalls++;
+		if (syscall(SYS_process_madvise, po->pidfd, &one, 1, MADV_PAGEOUT, 0) >= 0)
+			continue;
+		if (advise_fatal(errno))
+			return -errno;
+		mark_refused(po, a, e);
+	}
 	return 0;
 }
 
-/* Step 3: process_madvise over the candidates, contiguous pages coalesced, 1024 spans a
- * call. */
+/* One batch of spans: process_madvise, and past every span the kernel refused. */
+static int advise_flush(struct mtd_pageout *po, struct iovec *iov, size_t *ni, uint64_t *bytes,
+			struct mtd_pageout_result *res)
+{
+	size_t first = 0, n = *ni;
+	int rc = 0;
+
+	*ni = 0;
+	*bytes = 0;
+	while (first < n && rc == 0) {
+		res->syscalls++;
+		long done = syscall(SYS_process_madvise, po->pidfd, iov + first, n - first,
+				    MADV_PAGEOUT, 0);
+		if (done < 0 && advise_fatal(errno))
+			return -errno;
+		/* The spans it took whole; the one at done (if any) is the one it refused. */
+		uint64_t left = done > 0 ? (uint64_t)done : 0;
+		while (first < n && left >= iov[first].iov_len)
+			left -= iov[first++].iov_len;
+		if (first < n)
+			rc = advise_refused(po, &iov[first++], res);
+	}
+	return rc;
+}
+
+/* Step 3: process_madvise over the candidates, contiguous pages coalesced, 1024 spans or
+ * ADVISE_MAX_BYTES a call. */
 static int advise(struct mtd_pageout *po, struct span *sp, size_t n, struct mtd_pageout_result *res)
 {
 	struct iovec iov[IOV_BATCH];
 	size_t ni = 0;
+	uint64_t bytes = 0;
 	int rc;
 
 	for (size_t s = 0; s < n; s++) {
@@ -633,17 +763,25 @@ static int advise(struct mtd_pageout *po, struct span *sp, size_t n, struct mtd_
 			if (pr->st[i] != PG_CAND)
 				continue;
 			char *a = (char *)(uintptr_t)(pr->r.hva + (i << PAGE_SHIFT));
+			if (bytes + PAGE_BYTES > ADVISE_MAX_BYTES &&
+			    (rc = advise_flush(po, iov, &ni, &bytes, res)) < 0)
+				return rc;
+			bytes += PAGE_BYTES;
 			if (ni && (char *)iov[ni - 1].iov_base + iov[ni - 1].iov_len == a) {
 				iov[ni - 1].iov_len += PAGE_BYTES;
 				continue;
 			}
-			if (ni == IOV_BATCH && (rc = advise_flush(po, iov, &ni, res)) < 0)
-				return rc;
+			if (ni == IOV_BATCH) {
+				bytes -= PAGE_BYTES;
+				if ((rc = advise_flush(po, iov, &ni, &bytes, res)) < 0)
+					return rc;
+				bytes = PAGE_BYTES;
+			}
 			iov[ni].iov_base = a;
 			iov[ni++].iov_len = PAGE_BYTES;
 		}
 	}
-	return advise_flush(po, iov, &ni, res);
+	return advise_flush(po, iov, &ni, &bytes, res);
 }
 
 /* Step 4: what really went.  Candidates become swapped or are kept. */
@@ -657,7 +795,7 @@ static int verify(struct mtd_pageout *po, struct span *sp, size_t n, struct kept
 			uint64_t idx0 = sp[s].first + p;
 			bool any = false;
 			for (size_t i = 0; i < c && !any; i++)
-				any = pr->st[idx0 + i] == PG_CAND;
+				any = pr->st[idx0 + i] == PG_CAND || pr->st[idx0 + i] == PG_REFUSED;
 			if (!any)
 				continue;
 			int rc = read_pm(po, pr->r.hva + (idx0 << PAGE_SHIFT), c);
@@ -665,7 +803,8 @@ static int verify(struct mtd_pageout *po, struct span *sp, size_t n, struct kept
 				return rc;
 			for (size_t i = 0; i < c; i++) {
 				uint64_t e = po->pm[i], idx = idx0 + i;
-				if (pr->st[idx] != PG_CAND)
+				uint8_t st = pr->st[idx];
+				if (st != PG_CAND && st != PG_REFUSED)
 					continue;
 				if (e & PM_SWAPPED) {
 					set_state(po, pr, idx, PG_SWAPPED);
@@ -676,9 +815,11 @@ static int verify(struct mtd_pageout *po, struct span *sp, size_t n, struct kept
 						  PG_EMPTY); /* discarded by QEMU meanwhile */
 					res->empty_pages++;
 				} else {
-					set_state(po, pr, idx, PG_RESIDENT);
+					/* The kernel kept it: held until mtd_pageout_retry_held. */
+					set_state(po, pr, idx, PG_HELD);
 					kept_add(k, pr->r.gpa + (idx << PAGE_SHIFT), 1,
-						 MTD_PO_KEPT_RESIDENT);
+						 st == PG_REFUSED ? MTD_PO_KEPT_REFUSED
+								  : MTD_PO_KEPT_RESIDENT);
 				}
 			}
 		}
@@ -691,7 +832,7 @@ static void abandon(struct mtd_pageout *po, struct span *sp, size_t n, struct ke
 {
 	for (size_t s = 0; s < n; s++)
 		for (uint64_t i = sp[s].first; i < sp[s].first + sp[s].n; i++)
-			if (sp[s].pr->st[i] == PG_CAND) {
+			if (sp[s].pr->st[i] == PG_CAND || sp[s].pr->st[i] == PG_REFUSED) {
 				set_state(po, sp[s].pr, i, PG_RESIDENT);
 				kept_add(k, sp[s].pr->r.gpa + (i << PAGE_SHIFT), 1,
 					 MTD_PO_KEPT_RESIDENT);
@@ -716,7 +857,7 @@ int mtd_pageout_runs(struct mtd_pageout *po, const struct vmm_run *runs, size_t 
 		return -ENOMEM;
 	}
 	n = make_spans(po, runs, nr_runs, sp, max, &k);
-	rc = classify_spans(po, sp, n, res);
+	rc = classify_spans(po, sp, n, &k, res);
 	if (rc == 0) {
 		limit_candidates(po, sp, n, thp, budget_pages, &k);
 		rc = advise(po, sp, n, res);
@@ -730,6 +871,17 @@ int mtd_pageout_runs(struct mtd_pageout *po, const struct vmm_run *runs, size_t 
 	free(sp);
 	res->ns = mono_ns() - t0;
 	return rc;
+}
+
+uint64_t mtd_pageout_retry_held(struct mtd_pageout *po)
+{
+	uint64_t held = po->stats.held_pages;
+
+	for (size_t r = 0; r < po->nr && po->stats.held_pages; r++)
+		for (uint64_t p = 0; p < po->reg[r].pages; p++)
+			if (po->reg[r].st[p] == PG_HELD)
+				set_state(po, &po->reg[r], p, PG_RESIDENT);
+	return held;
 }
 
 /* ---- the refault scan ---------------------------------------------------------------- */
@@ -848,7 +1000,7 @@ static uint64_t empty_runs(const struct po_region *pr, uint64_t lo, uint64_t hi,
 	uint64_t found = 0, start = 0, n = 0;
 
 	for (uint64_t i = lo; i < hi; i++) {
-		bool empty = pr->st[i] == PG_RESIDENT && !(e[i - lo] & (PM_PRESENT | PM_SWAPPED));
+		bool empty = pg_resident(pr->st[i]) && !(e[i - lo] & (PM_PRESENT | PM_SWAPPED));
 		if (empty && n++ == 0)
 			start = i;
 		if (empty && i + 1 < hi)

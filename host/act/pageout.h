@@ -89,11 +89,13 @@ int mtd_pageout_set_layout(struct mtd_pageout *po, const struct mtd_ram_layout *
 
 /* Why a page was not paged out, for the kept callback and the counters. */
 enum mtd_pageout_kept {
-	MTD_PO_KEPT_RESIDENT = 0, /* still resident after MADV_PAGEOUT (shared, KSM, locked,
-				   * touched meanwhile, or swap refused it) */
+	MTD_PO_KEPT_RESIDENT = 0, /* still resident after MADV_PAGEOUT (shared, KSM, pinned,
+				   * touched meanwhile), or held since such a try */
 	MTD_PO_KEPT_THP,          /* its 2 MiB block would be rebuilt by khugepaged */
 	MTD_PO_KEPT_SWAP_FULL,    /* no room left in host swap (the budget) */
 	MTD_PO_KEPT_OUTSIDE,      /* not in an evictable region of the layout */
+	MTD_PO_KEPT_REFUSED,      /* the kernel refused MADV_PAGEOUT on its mapping (locked:
+				   * mlock after the map was read; EINVAL) */
 	MTD_PO_KEPT_NR,
 };
 const char *mtd_pageout_kept_name(enum mtd_pageout_kept k);
@@ -104,8 +106,9 @@ struct mtd_pageout_result {
 					     * discarded): evicted without a write */
 	uint64_t already_pages; /* were in swap already */
 	uint64_t kept_pages[MTD_PO_KEPT_NR];
-	uint64_t syscalls; /* process_madvise calls made */
-	uint64_t ns;       /* time in process_madvise and the checks */
+	uint64_t syscalls;      /* process_madvise calls made */
+	uint64_t refused_spans; /* spans the kernel refused (each tried again per mapping) */
+	uint64_t ns;            /* time in process_madvise and the checks */
 };
 
 /* Called for pages that stay resident: the caller gives them back to libvmm (vmm_restore). */
@@ -117,13 +120,24 @@ typedef void (*mtd_pageout_kept_fn)(void *arg, uint64_t gpa, uint64_t npages,
  * (the caller's share of free swap).  Every page of the runs ends up either out (swapped,
  * empty or already swapped: counted in res) or reported once through kept.
  * Cost: one pagemap read before and after (8 bytes per page), one process_madvise per 1024
- * contiguous spans, and the kernel's reclaim (compression, for zram).
+ * contiguous spans or 1 GiB, and the kernel's reclaim (compression, for zram).
+ * process_madvise's return is read: the kernel stops a vector at the first span it refuses
+ * (a locked mapping: EINVAL) and takes at most MAX_RW_COUNT (2 GiB - 4 KiB) a call, both
+ * measured on this host's 6.18; a refused span is tried again mapping by mapping
+ * (/proc/PID/maps), the pages of the mappings it refuses are kept (MTD_PO_KEPT_REFUSED),
+ * and the vector goes on after it.
+ * Pages the kernel kept (MTD_PO_KEPT_RESIDENT, MTD_PO_KEPT_REFUSED) are held: later calls
+ * report them kept at once, without asking the kernel again, until mtd_pageout_retry_held.
  * Returns 0, -ESRCH (QEMU is gone), -EPERM, or -errno; pages not yet handled when it fails
  * are reported through kept.
  */
 int mtd_pageout_runs(struct mtd_pageout *po, const struct vmm_run *runs, size_t nr_runs,
 		     const struct mtd_thp_settings *thp, uint64_t budget_pages,
 		     mtd_pageout_kept_fn kept, void *arg, struct mtd_pageout_result *res);
+
+/* Pages held since the kernel kept them may be tried again (the caller's pace: once per
+ * cold age).  Returns how many were held.  O(evictable pages) when some are. */
+uint64_t mtd_pageout_retry_held(struct mtd_pageout *po);
 
 /* What the refault scan found. */
 struct mtd_pageout_scan_result {
@@ -174,6 +188,7 @@ struct mtd_pageout_stats {
 	uint64_t collapsed_total; /* pages khugepaged read back, cumulative */
 	uint64_t kept_total[MTD_PO_KEPT_NR];
 	uint64_t evictable_pages; /* pages of the evictable regions */
+	uint64_t held_pages;      /* kept by the kernel at their last try, not asked again yet */
 	bool pfn_visible;         /* pagemap shows frame numbers (CAP_SYS_ADMIN): collapses
 				   * can be told from refaults */
 };

@@ -43,30 +43,38 @@ struct kept_list {
 	size_t n, cap;
 };
 
+/* Pages chosen but kept, with the generation each left (vmm_put_back), for the round. */
+struct back {
+	uint64_t gpa, npages, seq;
+};
+struct back_list {
+	struct back *b;
+	size_t n, cap;
+};
+
 struct mtd_pageout_hand {
 	struct mtd_pageout_config cfg;
-	char name[MTD_NAME_MAX];
 	mtd_qmp_fn qmp;
 	void *qmp_ctx;
-	int pid;
-	bool live;
-	char source_name[16];
 	const char *proc_root, *sys_root;
 
 	struct mtd_ram_layout *layout; /* NULL until first set up */
 	struct mtd_pageout *po;        /* NULL until set up, or after QEMU went away */
-	bool announced; /* "can be paged out" said: the map may first open for free pages only */
-	uint64_t next_setup_ms;   /* next (re)try of the setup, or of the full layout query */
-	uint64_t full_free_bytes; /* swap free when the last cold run did not fit, 0: none */
+	uint64_t next_setup_ms;        /* next (re)try of the setup, or of the full layout query */
+	uint64_t full_room_bytes;      /* room past the reserve when the last cold run did not fit,
+				   * 0: none */
 	struct mtd_thp_settings thp;
 	uint64_t thp_read_ms;
 	struct mtd_swap_stat swap;
-	bool swap_known;
-
-	enum mtd_pageout_state state;
-	char why[240];
-	enum mtd_pageout_state logged_state;
-	char logged_why[240];
+	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
+			 struct mtd_swap_grant *out);
+	void (*swap_done)(void *ctx, uint64_t granted_bytes);
+	void *swap_ctx;
+	uint64_t granted; /* taken from the host's share for this round's batch */
+	int (*memjob)(void *ctx, struct mtd_memjob *out);
+	void *memjob_ctx;
+	uint64_t job_reads; /* evicted pages QEMU read back itself, cumulative */
+	uint64_t scan_job_reads;
 
 	struct mtd_agent_giving giving; /* the agent's last reclaim answer (auto) */
 
@@ -77,7 +85,27 @@ struct mtd_pageout_hand {
 
 	struct vmm_guest *g; /* the callbacks' guest, during a call */
 	struct kept_list kept;
-	struct vmm_run *runs; /* EVICT_RUNS */
+	struct back_list back;
+	uint64_t kept_now;      /* pages of the batch kept */
+	size_t nr_runs_now;     /* runs of the batch */
+	uint64_t held_retry_ms; /* pages the kernel kept were last released for a new try */
+	struct vmm_run *runs;   /* EVICT_RUNS */
+	uint64_t *run_seq;      /* EVICT_RUNS: the generation each run left */
+
+	char name[MTD_NAME_MAX];
+	char source_name[16];
+	char why[240];
+	char pending_why[240]; /* the last refusal's sentence, until the next try */
+	char logged_why[240];
+	enum mtd_pageout_state state;
+	enum mtd_pageout_state logged_state;
+	int pid;
+	bool live;
+	bool announced; /* "can be paged out" said: the map may first open for free pages only */
+	bool swap_known;
+	bool job_now;     /* QEMU was reading all guest memory at the last look */
+	bool job_before;  /* ... at the look before it */
+	bool job_reading; /* the refault scan under way counts QEMU's reads apart */
 };
 
 const char *mtd_pageout_state_name(enum mtd_pageout_state s)
@@ -228,7 +256,10 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 	if (!h)
 		return -ENOMEM;
 	h->runs = calloc(EVICT_RUNS, sizeof(*h->runs));
-	if (!h->runs) {
+	h->run_seq = calloc(EVICT_RUNS, sizeof(*h->run_seq));
+	if (!h->runs || !h->run_seq) {
+		free(h->runs);
+		free(h->run_seq);
 		free(h);
 		return -ENOMEM;
 	}
@@ -242,6 +273,11 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 		 env->source_name ? env->source_name : "none");
 	h->proc_root = env->proc_root;
 	h->sys_root = env->sys_root;
+	h->swap_take = env->swap_take;
+	h->swap_done = env->swap_done;
+	h->swap_ctx = env->swap_ctx;
+	h->memjob = env->memjob;
+	h->memjob_ctx = env->memjob_ctx;
 	h->state = h->logged_state = MTD_PAGEOUT_OFF;
 	*out = h;
 	return 0;
@@ -263,7 +299,9 @@ void mtd_hand_free(struct mtd_pageout_hand *h)
 	mtd_pageout_close(h->po);
 	free(h->layout);
 	free(h->kept.r);
+	free(h->back.b);
 	free(h->runs);
+	free(h->run_seq);
 	free(h);
 }
 
@@ -295,6 +333,7 @@ static void refuse(struct mtd_pageout_hand *h, bool evicting, const char *fmt, .
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	snprintf(h->pending_why, sizeof(h->pending_why), "%s", why);
 	if (evicting)
 		set_state(h, MTD_PAGEOUT_REFUSED, "%s", why);
 	else
@@ -315,10 +354,28 @@ static void announce(struct mtd_pageout_hand *h)
 	h->announced = true;
 }
 
+/* A monitor that does not answer yet (QEMU starting, its main loop busy), or answers that
+ * it is not ready: the map may be read in a moment. */
+static bool may_pass(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -EIO || rc == -EAGAIN || rc == -EBUSY || rc == -ENOTCONN ||
+	       rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EPIPE;
+}
+
+/* A refusal that may pass: said so, and tried again at the next interval, not a requery
+ * later. */
+static void refuse_for_now(struct mtd_pageout_hand *h, bool evicting, uint64_t now_ms,
+			   uint64_t interval_ms, const char *why)
+{
+	h->next_setup_ms = now_ms + interval_ms;
+	refuse(h, evicting, "%s (QEMU may not be ready yet: tried again every %" PRIu64 " s)", why,
+	       (interval_ms + 999) / 1000);
+}
+
 /* Query the layout and open the actuator; on failure, refuse() says why.  True when the
  * map is open.  evicting: host-side eviction is in force (else the map is only read for
  * the pages that hold nothing, mtd_hand_mark_free). */
-static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
+static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, uint64_t interval_ms, bool evicting)
 {
 	char err[200] = "";
 	int rc;
@@ -328,8 +385,15 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
 			announce(h);
 		return true;
 	}
-	if (now_ms < h->next_setup_ms)
-		return false; /* refused recently: the state still says why */
+	if (now_ms < h->next_setup_ms) {
+		/* Refused recently: the state still says why, unless the map was only read for
+		 * its free pages until now (the refusal went to the debug log). */
+		if (evicting && h->state != MTD_PAGEOUT_REFUSED)
+			set_state(h, MTD_PAGEOUT_REFUSED, "%s",
+				  h->pending_why[0] ? h->pending_why
+						    : "the guest RAM map was not read yet");
+		return false;
+	}
 	h->next_setup_ms = now_ms + h->cfg.requery_ms;
 	if (!h->live) {
 		refuse(h, evicting,
@@ -348,12 +412,15 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, bool evicting)
 		return false;
 	}
 	rc = mtd_ram_layout_query(h->qmp, h->qmp_ctx, h->pid, h->proc_root, h->layout);
-	if (rc < 0 || !h->layout->sure) {
-		refuse(h, evicting, "%s", h->layout->why);
+	if (rc < 0 && may_pass(rc)) {
+		refuse_for_now(h, evicting, now_ms, interval_ms, h->layout->why);
 		return false;
 	}
-	if (!h->layout->evictable_bytes) {
-		refuse(h, evicting, "%s", h->layout->why);
+	if (rc < 0 || !h->layout->sure || !h->layout->evictable_bytes) {
+		refuse(h, evicting, "%s",
+		       h->layout->why[0]
+			   ? h->layout->why
+			   : "QEMU's guest RAM map shows no memory that can be paged out");
 		return false;
 	}
 	rc = mtd_pageout_open(h->pid, h->layout, h->proc_root, &h->po, err, sizeof(err));
@@ -426,6 +493,16 @@ static void on_refault(void *arg, uint64_t gpa)
 	struct mtd_pageout_hand *h = arg;
 	struct vmm_refault rf;
 
+	if (h->job_reading) {
+		/* QEMU read it for a migration, snapshot or dump: the guest did not use it.
+		 * Resident again, so back in libvmm, in the oldest generation (seq 0: the first
+		 * live one), and not a refault for the controller. */
+		if (vmm_put_back(h->g, gpa, 1, 0) < 0)
+			(void)vmm_restore(h->g, gpa, 1);
+		h->scan_job_reads++;
+		return;
+	}
+
 	/* libvmm records the distance and tier; a page it already saw come back (the source's
 	 * walk found it young first) is not counted twice. */
 	(void)vmm_refault(h->g, gpa, &rf);
@@ -435,6 +512,9 @@ static void on_restored(void *arg, uint64_t gpa, uint64_t npages)
 {
 	struct mtd_pageout_hand *h = arg;
 
+	/* QEMU reading an empty page for a migration maps it (the zero page): not a use. */
+	if (h->job_reading && vmm_put_back(h->g, gpa, npages, 0) == 0)
+		return;
 	(void)vmm_restore(h->g, gpa, npages);
 }
 
@@ -447,8 +527,17 @@ void mtd_hand_feedback(struct mtd_pageout_hand *h, struct vmm_guest *g, uint64_t
 	if (!h || !h->po || !g)
 		return;
 	h->g = g;
+	h->job_reading = h->job_now || h->job_before;
+	h->scan_job_reads = 0;
 	int rc = mtd_pageout_scan(h->po, &ops, h, &res);
 	h->g = NULL;
+	h->job_reads += h->scan_job_reads;
+	res.refaults -= h->scan_job_reads < res.refaults ? h->scan_job_reads : res.refaults;
+	if (h->scan_job_reads)
+		mtd_info("%s: %" PRIu64
+			 " MiB read back from host swap by QEMU itself (a migration, "
+			 "snapshot or dump), not counted as refaults",
+			 h->name, (h->scan_job_reads << VMM_PAGE_SHIFT) / MiB);
 	if (rc == -ESRCH) {
 		mtd_pageout_close(h->po);
 		h->po = NULL;
@@ -498,15 +587,74 @@ void mtd_hand_mark_free(struct mtd_pageout_hand *h, struct vmm_guest *g)
 		mtd_debug("%s: free page scan: %s", h->name, strerror((int)-n));
 }
 
+/* QEMU reading all of guest memory itself (a migration, a snapshot, a dump) reads every page
+ * in host swap back: eviction waits, and what comes back until the next look is counted
+ * apart (mtd_hand_feedback).  True, with the paused state, while one is under way or it
+ * cannot be told. */
+static bool memjob_pauses(struct mtd_pageout_hand *h)
+{
+	struct mtd_memjob j = {0};
+
+	if (!h->memjob)
+		return false;
+	int rc = h->memjob(h->memjob_ctx, &j);
+	h->job_before = h->job_now;
+	if (rc < 0) {
+		/* A synchronous savevm or dump holds QEMU's monitor: it looks like this. */
+		h->job_now = true;
+		set_state(h, MTD_PAGEOUT_PAUSED,
+			  "cannot tell whether QEMU is reading all of guest memory (a migration, "
+			  "snapshot or dump): %s",
+			  strerror(-rc));
+		return true;
+	}
+	h->job_now = j.active;
+	if (!j.active)
+		return false;
+	set_state(h, MTD_PAGEOUT_PAUSED,
+		  "QEMU is reading all of guest memory itself (%s): host-side eviction waits, "
+		  "and the pages it reads back from host swap are not counted as refaults",
+		  j.what[0] ? j.what : "?");
+	return true;
+}
+
 /* ---- Step 5b: eviction ------------------------------------------------------------- */
+
+/* Remember kept pages for vmm_put_back at the end of the round; they stay evicted in libvmm
+ * until then, so that the hand's next batch goes on to other cold pages.  Without memory
+ * for the list they are restored at once (young: safe, only less exact). */
+static void back_add(struct mtd_pageout_hand *h, uint64_t gpa, uint64_t npages, uint64_t seq)
+{
+	struct back_list *b = &h->back;
+
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 256;
+		struct back *nb = realloc(b->b, cap * sizeof(*nb));
+		if (!nb) {
+			(void)vmm_restore(h->g, gpa, npages);
+			return;
+		}
+		b->b = nb;
+		b->cap = cap;
+	}
+	b->b[b->n++] = (struct back){.gpa = gpa, .npages = npages, .seq = seq};
+}
 
 static void on_kept(void *arg, uint64_t gpa, uint64_t npages, enum mtd_pageout_kept why)
 {
 	struct mtd_pageout_hand *h = arg;
 	struct kept_list *k = &h->kept;
+	uint64_t end = gpa + (npages << VMM_PAGE_SHIFT);
 
 	(void)why;
-	(void)vmm_restore(h->g, gpa, npages);
+	h->kept_now += npages;
+	/* Each run came from one generation (vmm_evict_req.run_seq). */
+	for (size_t i = 0; i < h->nr_runs_now; i++) {
+		uint64_t rs = h->runs[i].gpa, re = rs + (h->runs[i].npages << VMM_PAGE_SHIFT);
+		uint64_t a = gpa > rs ? gpa : rs, e = end < re ? end : re;
+		if (a < e)
+			back_add(h, a, (e - a) >> VMM_PAGE_SHIFT, h->run_seq[i]);
+	}
 	if (k->n == k->cap) {
 		size_t cap = k->cap ? k->cap * 2 : 256;
 		struct vmm_run *r = realloc(k->r, cap * sizeof(*r));
@@ -516,6 +664,18 @@ static void on_kept(void *arg, uint64_t gpa, uint64_t npages, enum mtd_pageout_k
 		k->cap = cap;
 	}
 	k->r[k->n++] = (struct vmm_run){.gpa = gpa, .npages = npages};
+}
+
+/* The round's kept pages go back to the generations they left: not used, so not young;
+ * a generation since merged hands them to the next live one (vmm_put_back). */
+static void put_back(struct mtd_pageout_hand *h, struct vmm_guest *g)
+{
+	for (size_t i = 0; i < h->back.n; i++) {
+		const struct back *b = &h->back.b[i];
+		if (vmm_put_back(g, b->gpa, b->npages, b->seq) < 0)
+			(void)vmm_restore(g, b->gpa, b->npages);
+	}
+	h->back.n = 0;
 }
 
 static int cmp_run(const void *a, const void *b)
@@ -561,34 +721,84 @@ static void tell_source(struct mtd_pageout_hand *h, struct vmm_run *runs, size_t
 		in->evicted(in->evicted_ctx, out, no);
 }
 
-/* Paused: the host's swap has no room for the next cold run (or none at all past the
- * reserve).  Cold pages stay in guest RAM; nothing is lost. */
-static void say_full(struct mtd_pageout_hand *h)
+/* The grant goes back to the host's share once the batch is out (the swap figures now show
+ * its pages). */
+static void give_back(struct mtd_pageout_hand *h)
 {
-	char why[sizeof(h->why)];
-
-	(void)mtd_swap_room(&h->swap, h->cfg.swap_reserve_bytes, UINT64_MAX, why, sizeof(why));
-	set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
+	if (h->swap_done && h->granted)
+		h->swap_done(h->swap_ctx, h->granted);
+	h->granted = 0;
 }
 
-/* Room in swap for this VM now, in pages; 0 with a paused state when there is none. */
-static uint64_t swap_budget(struct mtd_pageout_hand *h)
+/* Paused: the host's swap has no room for the next cold run (or none at all past the
+ * reserve), or a zram pool at its memory limit would refuse the writes.  Cold pages stay in
+ * guest RAM; nothing is lost. */
+static void say_full(struct mtd_pageout_hand *h, const struct mtd_swap_grant *g)
 {
-	char why[sizeof(h->why)];
+	char others[96] = "";
 
-	h->swap_known = mtd_swap_read(h->proc_root, h->sys_root, &h->swap) == 0;
+	if (g->others_bytes)
+		snprintf(others, sizeof(others),
+			 "; %" PRIu64 " MiB of the room are granted to other VMs' pageout now",
+			 g->others_bytes / MiB);
+	if (g->binding >= 0 && (unsigned)g->binding < g->sw.nr_listed) {
+		const struct mtd_swap_device *d = &g->sw.dev[g->binding];
+		uint64_t left = d->limit_bytes > d->pool_bytes ? d->limit_bytes - d->pool_bytes : 0;
+		set_state(h, MTD_PAGEOUT_PAUSED,
+			  "host swap full: zram%u's pool uses %" PRIu64 " of its %" PRIu64
+			  " MiB memory limit (mem_limit; %" PRIu64 " MiB left, %" PRIu64
+			  " MiB kept in reserve%s), past which the kernel keeps pages in RAM "
+			  "behind swap entries: cold pages stay in guest RAM, nothing is lost",
+			  d->zram_nr, d->pool_bytes / MiB, d->limit_bytes / MiB, left / MiB,
+			  h->cfg.swap_reserve_bytes / MiB, others);
+		return;
+	}
+	set_state(h, MTD_PAGEOUT_PAUSED,
+		  "host swap full (%" PRIu64 " MiB free of %" PRIu64 " MiB, %" PRIu64
+		  " MiB kept in reserve%s): cold pages stay in guest RAM, nothing is lost",
+		  g->sw.free_bytes / MiB, g->sw.total_bytes / MiB, h->cfg.swap_reserve_bytes / MiB,
+		  others);
+}
+
+/* Room in swap for this VM now, in pages (a grant from the host's share, given back after
+ * the batch: h->granted); 0 with a paused state when there is none. */
+static uint64_t swap_budget(struct mtd_pageout_hand *h, uint64_t want_bytes)
+{
+	struct mtd_swap_grant g = {.binding = -1};
+	int rc;
+
+	if (h->swap_take) {
+		rc = h->swap_take(h->swap_ctx, want_bytes, h->cfg.swap_reserve_bytes, &g);
+	} else {
+		rc = mtd_swap_read(h->proc_root, h->sys_root, &g.sw);
+		if (rc == 0)
+			mtd_swap_grant_from(&g, h->cfg.swap_reserve_bytes, 0, want_bytes);
+	}
+	h->swap_known = rc == 0;
 	if (!h->swap_known) {
-		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
+		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures: %s",
+			  strerror(-rc));
 		return 0;
 	}
-	uint64_t room = mtd_swap_room(&h->swap, h->cfg.swap_reserve_bytes, h->full_free_bytes, why,
-				      sizeof(why));
-	if (!room) {
-		set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
+	h->swap = g.sw;
+	h->granted = g.bytes;
+	if (!h->swap.total_bytes) {
+		give_back(h);
+		set_state(h, MTD_PAGEOUT_PAUSED,
+			  "the host has no swap: set up zram (contrib/memtide-zram-swap, "
+			  "docs/operations.md \"Host swap\")");
 		return 0;
 	}
-	h->full_free_bytes = 0;
-	return room >> VMM_PAGE_SHIFT;
+	/* Full: nothing past the reserve (a zram pool's limit counts, swap_stat.h), or no more
+	 * room than when the last cold run did not fit (until swap frees up, trying again each
+	 * tick would only flap the state). */
+	if (!g.bytes || (h->full_room_bytes && g.room_bytes <= h->full_room_bytes)) {
+		give_back(h);
+		say_full(h, &g);
+		return 0;
+	}
+	h->full_room_bytes = 0;
+	return g.bytes >> VMM_PAGE_SHIFT;
 }
 
 void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct mtd_hand_input *in)
@@ -602,15 +812,16 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		/* Host-side eviction is off, but with a live source the map is still read: the
 		 * pages that hold nothing on the host (reported free, ballooned) are marked free
 		 * in libvmm (mtd_hand_mark_free), so the guest filling them again is no reuse. */
-		if (h->live && setup(h, in->now_ms, false))
+		if (h->live && setup(h, in->now_ms, in->interval_ms, false))
 			keep_layout(h, in->now_ms, false);
+		h->job_now = h->job_before = false; /* not looked at while off */
 		set_state(h, MTD_PAGEOUT_OFF, NULL);
 		return;
 	}
-	if (!setup(h, in->now_ms, true) || !g)
+	if (!setup(h, in->now_ms, in->interval_ms, true) || !g)
 		return;
 	keep_layout(h, in->now_ms, true);
-	if (!h->po)
+	if (!h->po || memjob_pauses(h))
 		return;
 	if (!in->may_take) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "the controller is not taking memory now (%s)",
@@ -642,9 +853,23 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			  in->hold_why ? in->hold_why : "-");
 		return;
 	}
+	/* Pages the kernel kept (shared, KSM, pinned, locked) are held by the actuator and
+	 * reported kept at once; once per cold age they are tried again, as a page that stays
+	 * cold that long would be. */
+	if (in->now_ms - h->held_retry_ms >= d->cold_age_ms) {
+		uint64_t held = mtd_pageout_retry_held(h->po);
+		h->held_retry_ms = in->now_ms;
+		if (held)
+			mtd_debug("%s: %" PRIu64 " MiB the kernel kept are tried again", h->name,
+				  (held << VMM_PAGE_SHIFT) / MiB);
+	}
+	if (!d->take_pages) {
+		set_state(h, MTD_PAGEOUT_ACTIVE, "%s", h->layout->why);
+		return;
+	}
 	/* The controller weighs (vmm/reclaim_ctl.c): pages that came back stay, the rest go,
 	 * or a measured part of them. */
-	budget = swap_budget(h);
+	budget = swap_budget(h, d->take_pages << VMM_PAGE_SHIFT);
 	if (!budget)
 		return;
 	if (in->now_ms - h->thp_read_ms >= THP_REREAD_MS) {
@@ -653,10 +878,13 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	}
 	set_state(h, MTD_PAGEOUT_ACTIVE, "%s", h->layout->why);
 
-	/* Every page past the cold age, down to the floor, one step at most (vmm_decide). */
-	uint64_t left = d->take_pages;
+	/* Every page past the cold age, down to the floor, one step at most (vmm_decide).
+	 * Pages kept stay evicted in libvmm until the round ends (put_back), so the next batch
+	 * takes other cold pages, and do not count against the step; the pages tried are
+	 * bounded all the same. */
+	uint64_t left = d->take_pages, tried = 0;
 	h->g = g;
-	while (left) {
+	while (left && tried < 4 * d->take_pages) {
 		struct vmm_evict_req req = {
 		    .max_pages = left,
 		    .min_age_ms = d->cold_age_ms,
@@ -665,19 +893,26 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 		    .max_runs = EVICT_RUNS,
 		    .pt = in->pt,
 		    .reused_min_age_ms = d->reused_age_ms,
+		    .run_seq = h->run_seq,
 		};
 		struct vmm_evict_result er;
 		struct mtd_pageout_result pr;
 		if (vmm_evict(g, &req, &er) < 0 || !er.evicted_pages)
 			break;
+		bool last = er.nr_runs < EVICT_RUNS && er.evicted_pages < req.max_pages;
 		h->kept.n = 0;
+		h->kept_now = 0;
+		h->nr_runs_now = er.nr_runs;
 		int rc = mtd_pageout_runs(h->po, h->runs, er.nr_runs, &h->thp,
 					  budget > sent ? budget - sent : 0, on_kept, h, &pr);
+		h->nr_runs_now = 0;
 		tell_source(h, h->runs, er.nr_runs, in);
 		sent += pr.swapped_pages;
 		evicted += pr.swapped_pages + pr.empty_pages + pr.already_pages;
 		ns += pr.ns;
-		left -= er.evicted_pages < left ? er.evicted_pages : left;
+		tried += er.evicted_pages;
+		uint64_t went = er.evicted_pages > h->kept_now ? er.evicted_pages - h->kept_now : 0;
+		left -= went < left ? went : left;
 		if (rc == -ESRCH) {
 			mtd_pageout_close(h->po);
 			h->po = NULL;
@@ -692,10 +927,12 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			full = true;
 			break; /* the next round reads the swap figures again */
 		}
-		if (er.nr_runs < EVICT_RUNS)
-			break;
+		if (last)
+			break; /* no more cold pages */
 	}
+	put_back(h, g);
 	h->g = NULL;
+	give_back(h);
 	/* What is left past the reserve is smaller than the cold runs (whole 2 MiB blocks where
 	 * the host backs them with a huge page): as full as an empty reserve, and said so
 	 * (host_pageout's 160 MiB swap once stopped at 143 MiB, 17 MiB free, 16 in reserve,
@@ -705,12 +942,17 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 	 * 180 s.  The figures are read again after this round's pages went out: the line says
 	 * what is free now, and the next rounds stay full until swap frees up past it. */
 	if (full) {
-		struct mtd_swap_stat now;
+		struct mtd_swap_grant now = {.binding = -1};
 
-		if (sent && mtd_swap_read(h->proc_root, h->sys_root, &now) == 0)
-			h->swap = now;
-		h->full_free_bytes = h->swap.free_bytes;
-		say_full(h);
+		now.sw = h->swap;
+		if (sent)
+			(void)mtd_swap_read(h->proc_root, h->sys_root, &now.sw);
+		h->swap = now.sw;
+		mtd_swap_grant_from(&now, h->cfg.swap_reserve_bytes, 0, 0);
+		if (mtd_swap_full_after(&now)) {
+			h->full_room_bytes = now.room_bytes;
+			say_full(h, &now);
+		}
 	}
 	if (sent) {
 		h->last_out_bytes = sent << VMM_PAGE_SHIFT;
@@ -748,8 +990,11 @@ void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st
 		mtd_pageout_get_stats(h->po, &ps);
 		p->swapped_bytes = ps.swapped_pages << VMM_PAGE_SHIFT;
 		p->out_total_bytes = ps.out_total << VMM_PAGE_SHIFT;
-		p->refaults_total = ps.refaults_total;
+		p->refaults_total =
+		    ps.refaults_total > h->job_reads ? ps.refaults_total - h->job_reads : 0;
+		p->job_reads_total = h->job_reads;
 		p->collapsed_total = ps.collapsed_total;
+		p->held_bytes = ps.held_pages << VMM_PAGE_SHIFT;
 		if (h->swap_known)
 			p->pool_bytes = mtd_swap_pool_share(&h->swap, p->swapped_bytes);
 	}
@@ -775,9 +1020,8 @@ uint64_t mtd_hand_reclaimable(const struct mtd_pageout_hand *h, uint64_t cold_re
 
 	if (!h || !h->po || h->state == MTD_PAGEOUT_REFUSED || !h->swap_known)
 		return 0;
-	room = h->swap.free_bytes > h->cfg.swap_reserve_bytes
-		   ? h->swap.free_bytes - h->cfg.swap_reserve_bytes
-		   : 0;
+	room = mtd_swap_room(&h->swap, NULL);
+	room = room > h->cfg.swap_reserve_bytes ? room - h->cfg.swap_reserve_bytes : 0;
 	if (cold_resident_bytes > room)
 		cold_resident_bytes = room;
 	/* Net of the pool: what the compressed copies cost so far, or half for a compressed

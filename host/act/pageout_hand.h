@@ -19,7 +19,9 @@
  *           (vmm_decide: watched for the cold age, the controller not holding, down to the
  *           policy's floor, at most max_step; sim/policy_memtide.c acts on the same call)
  *           from the generations past the cold age, within the room left in host swap; the
- *           pages that did not go (pageout.h says why) are restored.
+ *           pages that did not go (pageout.h says why) go back to the generation they left
+ *           (vmm_put_back: not used, so not young), their eviction uncounted; those the
+ *           kernel kept are tried again once a cold age has passed.
  *
  * What the host gets back is the guest RAM mapping's resident drop minus the compressed
  * pool's growth (swap_stat.h); both are published.  Nothing the guest needs is discarded:
@@ -36,7 +38,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "act/balloon.h"
 #include "act/ram_layout.h"
+#include "act/swap_stat.h"
 #include "base/mtd.h"
 #include "decide/return_via.h"
 
@@ -72,6 +76,19 @@ struct mtd_hand_env {
 	const char *source_name; /* for the refusal's sentence */
 	const char *proc_root;   /* NULL: /proc (tests point these elsewhere) */
 	const char *sys_root;    /* NULL: /sys */
+	/* The host's swap, one budget for every VM's hand (daemon/host.c): take grants up to
+	 * want bytes of the room past the reserve that no other hand holds (its figures in
+	 * out); done gives a grant back once its pages went out (the swap figures then show
+	 * them).  NULL: the hand reads the swap itself (its proc_root and sys_root), as the
+	 * only writer. */
+	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
+			 struct mtd_swap_grant *out);
+	void (*swap_done)(void *ctx, uint64_t granted_bytes);
+	void *swap_ctx;
+	/* QEMU's whole-memory operations (balloon.h, mtd_balloon_ops.memjob; NULL: not
+	 * known): asked each interval while host-side eviction is in force. */
+	int (*memjob)(void *ctx, struct mtd_memjob *out);
+	void *memjob_ctx;
 };
 
 struct mtd_pageout_hand;
@@ -82,7 +99,11 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 		 struct mtd_pageout_hand **out);
 void mtd_hand_free(struct mtd_pageout_hand *h);
 
-/* Step 2a: the refault scan (a no-op while nothing is evicted).  g may be NULL. */
+/* Step 2a: the refault scan (a no-op while nothing is evicted).  While QEMU reads all of
+ * guest memory itself (a migration, a snapshot, a dump: env.memjob), and at the first scan
+ * after one, pages that come back are its reads, not the guest's: they go back to the oldest
+ * generation, cold, and are counted apart (job_reads_total), not as refaults.  g may be
+ * NULL. */
 void mtd_hand_feedback(struct mtd_pageout_hand *h, struct vmm_guest *g, uint64_t now_ms);
 
 /* Step 2a, after the refault scan and before the source ages: the guest's free memory, as
@@ -116,7 +137,11 @@ struct mtd_hand_input {
 	void *evicted_ctx;
 };
 
-/* Step 5b: evict.  g may be NULL (no source: nothing to do). */
+/* Step 5b: evict.  g may be NULL (no source: nothing to do).  Paused while QEMU reads all
+ * of guest memory itself (env.memjob), or while that cannot be told.  At most what the swap can
+ * take before a write fails (swap_stat.h, mtd_swap_room: a zram pool's memory limit counts)
+ * past the reserve, less what other VMs' hands were granted and have not yet sent
+ * (env.swap_take); paused, with the reason, when that is nothing. */
 void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g,
 		   const struct mtd_hand_input *in);
 

@@ -519,6 +519,37 @@ static int qb_qmp(void *ctx, const char *cmd, struct json_object *args, struct j
 	return qb_check(b, mtd_qmp_execute(b->q, cmd, args, ret, err, errlen));
 }
 
+/* One query for mtd_qmp_parse_memjob: an error answer (a QEMU without the command) is no
+ * answer; a monitor that does not answer is the caller's error. */
+static int memjob_query(void *ctx, const char *cmd, struct json_object **ret)
+{
+	char err[160];
+	int rc = qb_qmp(ctx, cmd, NULL, ret, err, sizeof(err));
+
+	if (rc == -EREMOTEIO) {
+		*ret = NULL;
+		return 0;
+	}
+	return rc;
+}
+
+static int qb_memjob(void *ctx, struct mtd_memjob *out)
+{
+	struct json_object *m = NULL, *d = NULL, *j = NULL;
+	int rc = memjob_query(ctx, "query-migrate", &m);
+
+	if (rc == 0)
+		rc = memjob_query(ctx, "query-dump", &d);
+	if (rc == 0)
+		rc = memjob_query(ctx, "query-jobs", &j);
+	if (rc == 0)
+		mtd_qmp_parse_memjob(m, d, j, out);
+	json_object_put(m);
+	json_object_put(d);
+	json_object_put(j);
+	return rc;
+}
+
 static unsigned qb_connects(void *ctx)
 {
 	const struct qmp_balloon *b = ctx;
@@ -544,6 +575,7 @@ const struct mtd_balloon_ops mtd_qmp_balloon_ops = {
     .fpr = qb_fpr,
     .qemu_pid = qb_qemu_pid,
     .qmp = qb_qmp,
+    .memjob = qb_memjob,
     .connects = qb_connects,
     .destroy = qb_destroy,
 };

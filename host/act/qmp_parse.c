@@ -235,3 +235,57 @@ int mtd_qmp_parse_bool(struct json_object *ret, bool *out)
 	*out = json_object_get_boolean(ret);
 	return 0;
 }
+
+/* A migration's states from setup until it ends (QAPI MigrationStatus): "none", "completed",
+ * "failed" and "cancelled" are the ones where no page is being read. */
+static bool migrating(const char *st)
+{
+	return st && strcmp(st, "none") != 0 && strcmp(st, "completed") != 0 &&
+	       strcmp(st, "failed") != 0 && strcmp(st, "cancelled") != 0;
+}
+
+/* A job's states while it runs (QAPI JobStatus). */
+static bool job_running(const char *st)
+{
+	static const char *const live[] = {"created", "running", "paused", "ready",
+					   "standby", "waiting", "pending"};
+
+	for (size_t i = 0; st && i < sizeof(live) / sizeof(live[0]); i++)
+		if (strcmp(st, live[i]) == 0)
+			return true;
+	return false;
+}
+
+void mtd_qmp_parse_memjob(struct json_object *migrate, struct json_object *dump,
+			  struct json_object *jobs, struct mtd_memjob *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (json_object_is_type(migrate, json_type_object) &&
+	    migrating(mtd_qmp_str(migrate, "status"))) {
+		out->active = true;
+		snprintf(out->what, sizeof(out->what), "migration");
+		return;
+	}
+	if (json_object_is_type(dump, json_type_object)) {
+		const char *st = mtd_qmp_str(dump, "status");
+		if (st && strcmp(st, "active") == 0) {
+			out->active = true;
+			snprintf(out->what, sizeof(out->what), "memory dump");
+			return;
+		}
+	}
+	if (!json_object_is_type(jobs, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(jobs); i++) {
+		struct json_object *j = json_object_array_get_idx(jobs, i);
+		const char *type =
+		    json_object_is_type(j, json_type_object) ? mtd_qmp_str(j, "type") : NULL;
+		if (type &&
+		    (strcmp(type, "snapshot-save") == 0 || strcmp(type, "snapshot-load") == 0) &&
+		    job_running(mtd_qmp_str(j, "status"))) {
+			out->active = true;
+			snprintf(out->what, sizeof(out->what), "snapshot");
+			return;
+		}
+	}
+}

@@ -48,6 +48,10 @@ int mtd_qmp_parse_reply(const char *text, struct json_object **ret, char *err, s
  * component: "DIR/NAME" into path.  -ENODEV when none, -ENAMETOOLONG. */
 int mtd_qmp_find_balloon_entry(struct json_object *list, const char *dir, char *path, size_t len);
 /* Parse a qom-get guest-stats "return" value.  0 or -EPROTO. */
+/* Is QEMU reading all of guest memory itself?  From the answers to query-migrate,
+ * query-dump and query-jobs (each may be NULL: not asked, or QEMU has no such command). */
+void mtd_qmp_parse_memjob(struct json_object *migrate, struct json_object *dump,
+			  struct json_object *jobs, struct mtd_memjob *out);
 int mtd_qmp_parse_guest_stats(struct json_object *ret, struct mtd_balloon_stats *out);
 /* A boolean "return" value (qom-get free-page-reporting).  0 or -EPROTO. */
 int mtd_qmp_parse_bool(struct json_object *ret, bool *out);

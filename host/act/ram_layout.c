@@ -478,6 +478,22 @@ static unsigned parse_vmflags(const char *s)
 
 int mtd_ram_parse_smaps(const char *text, uint64_t lo, uint64_t hi, struct mtd_vma *out, size_t max)
 {
+	struct mtd_hva_span one = {.start = lo, .end = hi};
+
+	return mtd_ram_parse_smaps_in(text, &one, 1, out, max);
+}
+
+static bool in_spans(const struct mtd_vma *v, const struct mtd_hva_span *spans, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (v->end > spans[i].start && v->start < spans[i].end)
+			return true;
+	return false;
+}
+
+int mtd_ram_parse_smaps_in(const char *text, const struct mtd_hva_span *spans, size_t nr,
+			   struct mtd_vma *out, size_t max)
+{
 	const char *p = text, *l;
 	size_t len, n = 0;
 	struct mtd_vma cur;
@@ -493,7 +509,7 @@ int mtd_ram_parse_smaps(const char *text, uint64_t lo, uint64_t hi, struct mtd_v
 			/* A VMA header: hex digits then '-' (a field line is "Name:  value"). */
 			if (!parse_vma_header(l, len, &cur))
 				return -EPROTO;
-			keep = cur.end > lo && cur.start < hi;
+			keep = in_spans(&cur, spans, nr);
 			if (keep) {
 				if (n >= max)
 					return -E2BIG;
@@ -1092,6 +1108,7 @@ int mtd_ram_layout_query(mtd_qmp_fn qmp, void *qmp_ctx, int pid, const char *pro
 	struct mtd_memdevice *devs = calloc(MTD_RAM_MAX_REGIONS, sizeof(*devs));
 	uint64_t *first = calloc(256, sizeof(uint64_t)), *last = calloc(256, sizeof(uint64_t));
 	struct mtd_vma *vmas = calloc(MAX_VMAS, sizeof(*vmas));
+	struct mtd_hva_span *spans = calloc(256, sizeof(*spans));
 	struct json_object *ret = NULL;
 	char *text = NULL, err[200] = "", path[128];
 	struct mtd_ram_inputs in = {0};
@@ -1099,7 +1116,7 @@ int mtd_ram_layout_query(mtd_qmp_fn qmp, void *qmp_ctx, int pid, const char *pro
 	int rc, n;
 
 	memset(out, 0, sizeof(*out));
-	if (!flat || !blocks || !memdevs || !devs || !first || !last || !vmas) {
+	if (!flat || !blocks || !memdevs || !devs || !first || !last || !vmas || !spans) {
 		rc = -ENOMEM;
 		snprintf(out->why, sizeof(out->why), "out of memory");
 		goto out;
@@ -1163,7 +1180,7 @@ int mtd_ram_layout_query(mtd_qmp_fn qmp, void *qmp_ctx, int pid, const char *pro
 	in.nr_blocks = (size_t)n;
 	/* 3. QEMU's own translation of each guest-RAM range's first and last page. */
 	mtd_ram_guest_ranges(&in, is_ram);
-	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t nr_spans = 0;
 	for (size_t i = 0; i < in.nr_flat; i++) {
 		if (!is_ram[i])
 			continue;
@@ -1175,10 +1192,11 @@ int mtd_ram_layout_query(mtd_qmp_fn qmp, void *qmp_ctx, int pid, const char *pro
 			last[i] = first[i];
 		if (rc < 0)
 			goto fail;
-		if (first[i] && first[i] < lo)
-			lo = first[i];
-		if (first[i] && first[i] + (flat[i].end - flat[i].start) > hi)
-			hi = first[i] + (flat[i].end - flat[i].start);
+		/* The mappings under each range, not under the span from the lowest to the
+		 * highest: a DIMM far from the machine's RAM has all of QEMU between them. */
+		if (first[i])
+			spans[nr_spans++] = (struct mtd_hva_span){
+			    .start = first[i], .end = first[i] + (flat[i].end - flat[i].start)};
 	}
 	in.hva_first = first;
 	in.hva_last = last;
@@ -1189,12 +1207,17 @@ int mtd_ram_layout_query(mtd_qmp_fn qmp, void *qmp_ctx, int pid, const char *pro
 		snprintf(err, sizeof(err), "cannot read %s: %s", path, strerror(-rc));
 		goto fail;
 	}
-	n = mtd_ram_parse_smaps(text, lo, hi, vmas, MAX_VMAS);
+	n = mtd_ram_parse_smaps_in(text, spans, nr_spans, vmas, MAX_VMAS);
 	free(text);
 	text = NULL;
 	if (n < 0) {
 		rc = n;
-		snprintf(err, sizeof(err), "cannot parse %s", path);
+		if (n == -E2BIG)
+			snprintf(err, sizeof(err),
+				 "guest RAM lies in more than %d of QEMU's mappings (%s)", MAX_VMAS,
+				 path);
+		else
+			snprintf(err, sizeof(err), "cannot parse %s", path);
 		goto fail;
 	}
 	in.vmas = vmas;
@@ -1216,29 +1239,28 @@ out:
 	free(first);
 	free(last);
 	free(vmas);
+	free(spans);
 	return rc;
 }
 
 int mtd_ram_layout_recheck(const struct mtd_ram_layout *l, int pid, const char *proc_root)
 {
 	struct mtd_vma *vmas = calloc(MAX_VMAS, sizeof(*vmas));
+	struct mtd_hva_span spans[MTD_RAM_MAX_REGIONS];
 	char path[128], *text = NULL;
-	uint64_t lo = UINT64_MAX, hi = 0;
+	size_t nr_spans = 0;
 	int rc, n;
 
 	if (!vmas)
 		return -ENOMEM;
-	for (size_t i = 0; i < l->nr; i++) {
-		if (l->r[i].hva < lo)
-			lo = l->r[i].hva;
-		if (l->r[i].hva + l->r[i].bytes > hi)
-			hi = l->r[i].hva + l->r[i].bytes;
-	}
+	for (size_t i = 0; i < l->nr && i < MTD_RAM_MAX_REGIONS; i++)
+		spans[nr_spans++] =
+		    (struct mtd_hva_span){.start = l->r[i].hva, .end = l->r[i].hva + l->r[i].bytes};
 	snprintf(path, sizeof(path), "%s/%d/maps", proc_root ? proc_root : "/proc", pid);
 	rc = read_text(path, &text);
 	if (rc < 0)
 		goto out;
-	n = mtd_ram_parse_smaps(text, lo, hi, vmas, MAX_VMAS);
+	n = mtd_ram_parse_smaps_in(text, spans, nr_spans, vmas, MAX_VMAS);
 	if (n < 0) {
 		rc = n;
 		goto out;

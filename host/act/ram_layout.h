@@ -121,6 +121,15 @@ int mtd_ram_parse_memdevices(struct json_object *ret, struct mtd_memdevice *out,
  * -EPROTO. */
 int mtd_ram_parse_smaps(const char *text, uint64_t lo, uint64_t hi, struct mtd_vma *out,
 			size_t max);
+/* A span of QEMU's virtual addresses: [start, end). */
+struct mtd_hva_span {
+	uint64_t start, end;
+};
+/* The same, for the mappings that overlap any of nr spans: one per guest-RAM region, so
+ * that a DIMM mapped far from the machine's RAM does not bring every mapping between them
+ * (QEMU's libraries, heaps, thread stacks) into out. */
+int mtd_ram_parse_smaps_in(const char *text, const struct mtd_hva_span *spans, size_t nr,
+			   struct mtd_vma *out, size_t max);
 /* /proc/PID/fd link targets, one per line ("/dev/vfio/12"): does one of them pin guest
  * memory for DMA (VFIO group or device, iommufd)? */
 bool mtd_ram_fds_pin_memory(const char *links);

@@ -135,9 +135,11 @@ static void evict_host(struct mtd_vm_act *a, const struct mtd_vm_decide *s,
 	    /* Memory is taken only while the controller takes it: not under pressure, a need,
 	     * a hold, a silent source, on exit or opt-out. */
 	    .may_take = out->state == MTD_VM_ACTIVE && !s->observing && !a->rss_filling &&
+			!t->age_failed &&
 			(out->reason == MTD_CTL_STEADY || out->reason == MTD_CTL_INFLATE ||
 			 out->reason == MTD_CTL_REFAULT_HOLD),
-	    .why_not = s->observing     ? "observe-only"
+	    .why_not = t->age_failed    ? "the access source's last aging round failed"
+		       : s->observing   ? "observe-only"
 		       : a->rss_filling ? "the guest is filling memory (its RAM on the host grows)"
 					: mtd_ctl_reason_name(out->reason),
 	    .agent_asked = out->reclaim_bytes && e->agent,
@@ -149,7 +151,7 @@ static void evict_host(struct mtd_vm_act *a, const struct mtd_vm_decide *s,
 			    ? mtd_decide_hold_why(s, why, sizeof(why))
 			    : NULL,
 	    .now_ms = t->now_ms,
-	    .evicted = e->evicted,
+	    .evicted = e->paged_out,
 	    .evicted_ctx = e->evicted_ctx,
 	};
 

@@ -48,6 +48,8 @@ struct mtd_act_env {
 	struct vmm_guest *guest;      /* NULL: no source */
 	/* The source learns which pages left (it may zap them); may be NULL. */
 	void (*evicted)(void *ctx, const struct vmm_run *runs, size_t n);
+	/* The same, for the pages host-side eviction really paged out (source.h, paged_out). */
+	void (*paged_out)(void *ctx, const struct vmm_run *runs, size_t n);
 	void *evicted_ctx;
 	struct mtd_vm_status *draft;
 	const struct mtd_audit *audit;

@@ -124,6 +124,10 @@ struct mtd_vm_pageout {
 	uint64_t out_total_bytes;  /* sent to swap, cumulative */
 	uint64_t refaults_total;   /* pages read back from swap for the guest, cumulative */
 	uint64_t collapsed_total;  /* pages khugepaged read back into huge pages, cumulative */
+	uint64_t job_reads_total;  /* evicted pages QEMU read back itself (migration, snapshot,
+				    * memory dump), not counted as refaults, cumulative */
+	uint64_t held_bytes;       /* chosen, but the kernel kept them (shared, KSM, pinned,
+				    * locked): not asked again until a cold age has passed */
 	double swapin_pages_per_s; /* refaults over the last interval */
 	uint64_t free_bytes;       /* not evicted, yet holding nothing on the host: the guest's
 				    * free memory (libvmm counts its next use as no reuse) */
@@ -232,8 +236,9 @@ struct mtd_vm_status {
 	uint64_t agent_rtt_sum_us;  /* ... and their round trips added up */
 	bool agent_rtt_tracked;     /* the VM has an agent link, whose pings are counted */
 	bool vsock;                 /* the VM has memtided's vhost-user-vsock device */
-	bool vsock_connected;       /* memtided's vhost-user session with QEMU is up */
-	unsigned vsock_restarts;    /* device restarts memtided asked QEMU for (QMP stop/cont) */
+	uint32_t vsock_cid;      /* its CID on the kernel's vsock, memtided listening (0: none) */
+	bool vsock_connected;    /* memtided's vhost-user session with QEMU is up */
+	unsigned vsock_restarts; /* device restarts memtided asked QEMU for (QMP stop/cont) */
 	/* Guest RAM as QEMU's vhost-user memory table gives it: guest-physical -> QEMU virtual
 	 * address, the layout host-side eviction works on; checked against QMP and QEMU's maps
 	 * (ram_layout_check: 1 they agree, 0 they do not, -1 not checked yet). */

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "vsock/kvsock.h"
+
 #define DEFAULT_CONFIG "/etc/memtide/memtided.conf"
 
 void mtd_cmdline_usage(FILE *f)
@@ -36,6 +38,9 @@ void mtd_cmdline_usage(FILE *f)
 	    "  --agent PATH           plain-QEMU mode: the VM's agent channel socket\n"
 	    "  --agent vsock:PATH     plain-QEMU mode: the agent over vsock, memtided being the\n"
 	    "                         back end of QEMU's vhost-user-vsock-pci on socket PATH\n"
+	    "  --agent vsock          plain-QEMU mode: the agent over the kernel's vsock\n"
+	    "                         (vhost-vsock-pci): memtided listens on AF_VSOCK and knows\n"
+	    "                         the VM by the guest-cid= on QEMU's command line\n"
 	    "  --name NAME            plain-QEMU mode: the name shown for the VM (qemu,\n"
 	    "                         qemu2, ...)\n"
 	    "\n"
@@ -64,7 +69,8 @@ void mtd_cmdline_usage(FILE *f)
 	    "Flags override the config file.  Its sections and keys:\n"
 	    "  [daemon]     uri socket interval source log_level metrics_port stats_period\n"
 	    "               ept_dir young_dump_dir state_dir observe_only\n"
-	    "               call_timeout domains vsock_dir vsock_cid vsock_port agent_ping\n"
+	    "               call_timeout domains vsock_dir vsock_cid vsock_port kernel_vsock\n"
+	    "               agent_ping\n"
 	    "  [metrics]    listen\n"
 	    "  [controller] max_inflate_step deflate_min psi_some_avg10_high\n"
 	    "               mem_available_low major_faults_high agent_silence\n"
@@ -218,6 +224,7 @@ static int check_vms(struct mtd_cmdline *out, char *err, size_t errlen)
 		    check_sock_path("--agent vsock:PATH", v->agent + 6, err, errlen) < 0)
 			return -EINVAL;
 		if (v->agent && strncmp(v->agent, "vsock:", 6) != 0 &&
+		    strcmp(v->agent, MTD_KVSOCK_AGENT) != 0 &&
 		    check_sock_path("--agent", v->agent, err, errlen) < 0)
 			return -EINVAL;
 		if (!v->name) {

@@ -54,6 +54,7 @@ void mtd_config_default(struct mtd_config *cfg)
 	snprintf(cfg->vsock_dir, sizeof(cfg->vsock_dir), "%s", MTD_VSOCK_DIR);
 	cfg->vsock_cid = VSOCK_DEFAULT_CID;
 	cfg->vsock_port = VSOCK_DEFAULT_PORT;
+	cfg->kernel_vsock = -1;
 	cfg->agent_ping_ms = 10000;
 	mtd_pageout_config_default(&cfg->pageout);
 }
@@ -135,6 +136,16 @@ static int set_daemon(struct mtd_config *c, const char *k, const char *v, char *
 		if (mtd_parse_uint(v, UINT32_MAX - 1, &u) < 0 || u == 0)
 			return bad(err, errlen, k, "a port 1..4294967294", v);
 		c->vsock_port = u;
+		return 0;
+	}
+	if (!strcmp(k, "kernel_vsock")) {
+		bool on;
+		if (!strcmp(v, "auto"))
+			c->kernel_vsock = -1;
+		else if (mtd_parse_bool(v, &on) == 0)
+			c->kernel_vsock = on;
+		else
+			return bad(err, errlen, k, "auto, yes or no", v);
 		return 0;
 	}
 	if (!strcmp(k, "agent_ping"))

@@ -65,6 +65,9 @@ struct mtd_config {
 					  * (libvirt mode; "none": no vsock service) */
 	uint64_t vsock_cid;                /* [daemon] vsock_cid: the guests' CID (3) */
 	uint32_t vsock_port;               /* [daemon] vsock_port: the agent's port (5253) */
+	int kernel_vsock;                  /* [daemon] kernel_vsock: listen on AF_VSOCK for the
+					  * agents of VMs with the kernel's vsock device: 1 yes,
+					  * 0 no, -1 auto (when the host has /dev/vhost-vsock) */
 	uint64_t agent_ping_ms;            /* [daemon] agent_ping: ping the agent this often (10 s;
 					  * 0: never) */
 	struct mtd_policy defaults;        /* [defaults]: per-domain policy unless metadata says */

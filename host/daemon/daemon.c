@@ -22,6 +22,7 @@
  * domains that no longer run are removed.
  */
 #include "daemon/daemon.h"
+#include "vsock/kvsock.h"
 #include "vsock/vsock_service.h"
 
 #include <errno.h>
@@ -117,6 +118,7 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	    .reclaim_turns = &d->reclaim_turns,
 	    .boot_id = d->boot_id,
 	    .state_failing = &d->state_failing,
+	    .swap = &d->host.swap,
 	    .release_upto = vm_release_upto,
 	    .reap = vm_reap,
 	    .ctx = d,
@@ -364,7 +366,11 @@ static int attach_libvirt(struct mtd_daemon *d, const char *name)
 	}
 	snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", info.agent_path);
 	vm->vsock_expected = info.has_vsock && d->vsock;
-	vm->agent_expected = info.agent_path[0] != '\0' || vm->vsock_expected;
+	/* the kernel's <vsock>: its CID is in the live XML (libvirt fills in an auto one) */
+	vm->kvsock_expected = info.vsock_cid != 0;
+	vm->kvsock_cid = info.vsock_cid;
+	vm->agent_expected =
+	    info.agent_path[0] != '\0' || vm->vsock_expected || (vm->kvsock_expected && d->kvsock);
 	return start_vm(d, vm);
 }
 
@@ -393,7 +399,9 @@ static int attach_qmp_one(struct mtd_daemon *d, const char *name, const char *qm
 	}
 	/* --agent vsock:PATH: the agent comes through the vsock service, no socket of its own */
 	vm->vsock_expected = is_vsock_agent(agent_path);
-	if (!vm->vsock_expected)
+	/* --agent vsock: the kernel's vsock, the CID from QEMU's command line at attach */
+	vm->kvsock_expected = !strcmp(agent_path, MTD_KVSOCK_AGENT);
+	if (!vm->vsock_expected && !vm->kvsock_expected)
 		snprintf(vm->agent_path, sizeof(vm->agent_path), "%s", agent_path);
 	vm->agent_expected = agent_path[0] != '\0';
 	return start_vm(d, vm);
@@ -595,6 +603,43 @@ static int start_vsock(struct mtd_daemon *d)
 	return 0;
 }
 
+/* The AF_VSOCK listener for the agents of VMs with the kernel's vsock device.  Wanted when
+ * [daemon] kernel_vsock says yes, or a --agent vsock asks for it; by default (auto) when the
+ * host can give its guests kernel vsock at all (/dev/vhost-vsock).  0, or -errno when it was
+ * wanted by name and cannot run; auto goes on without it and says why. */
+static int start_kvsock(struct mtd_daemon *d)
+{
+	bool asked = d->cfg.kernel_vsock == 1 || !strcmp(d->agent_path, MTD_KVSOCK_AGENT);
+	int rc;
+
+	for (unsigned i = 0; i < d->nr_more_qmp; i++)
+		asked = asked || !strcmp(d->more_qmp[i].agent_path, MTD_KVSOCK_AGENT);
+	if (asked && d->cfg.kernel_vsock == 0) {
+		mtd_err("vsock: --agent vsock needs memtided to listen on AF_VSOCK, and [daemon] "
+			"kernel_vsock = no");
+		return -EINVAL;
+	}
+	if (!asked && (d->cfg.kernel_vsock == 0 || access(MTD_KVSOCK_DEV, F_OK) != 0))
+		return 0;
+	rc = mtd_kvsock_new(d->cfg.vsock_port, &d->kvsock);
+	if (rc == 0)
+		rc = mtd_kvsock_listen(d->kvsock);
+	if (rc < 0) {
+		mtd_log(asked ? MTD_LOG_ERR : MTD_LOG_WARNING,
+			"vsock: cannot listen on AF_VSOCK port %u: %s%s", d->cfg.vsock_port,
+			strerror(-rc),
+			asked ? "" : " (agents on the kernel's vsock cannot reach memtided)");
+		mtd_kvsock_free(d->kvsock);
+		d->kvsock = NULL;
+		return asked ? rc : 0;
+	}
+	d->vm_host.kvsock = d->kvsock;
+	mtd_notice("vsock: listening on AF_VSOCK port %u for agents on the kernel's vsock "
+		   "(each known by its VM's guest CID)",
+		   d->cfg.vsock_port);
+	return 0;
+}
+
 /* libvirt's news, on its event thread: work for the main thread, nothing more. */
 static void on_libvirt_news(void *ctx, enum mtd_libvirt_news what, const char *name)
 {
@@ -633,6 +678,8 @@ int mtd_daemon_start(struct mtd_daemon *d)
 		atomic_store(&d->state_failing, true);
 	}
 	rc = start_vsock(d);
+	if (rc == 0)
+		rc = start_kvsock(d);
 	if (rc < 0)
 		return rc;
 	if (d->mode == MTD_MODE_QMP) {
@@ -914,6 +961,9 @@ void mtd_daemon_stop(struct mtd_daemon *d)
 	mtd_vsock_stop(d->vsock);
 	d->vsock = NULL;
 	d->vm_host.vsock = NULL;
+	mtd_kvsock_free(d->kvsock);
+	d->kvsock = NULL;
+	d->vm_host.kvsock = NULL;
 	rcu_unregister_thread();
 	/* Every VM was handed to call_rcu: wait for the frees before the registry goes. */
 	rcu_barrier();

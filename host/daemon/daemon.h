@@ -33,6 +33,7 @@
 struct mtd_libvirt;
 struct mtd_vm;
 struct mtd_vsock;
+struct mtd_kvsock;
 
 enum mtd_mode {
 	MTD_MODE_LIBVIRT = 0, /* every running domain with a balloon */
@@ -80,6 +81,7 @@ struct mtd_daemon {
 	pthread_mutex_t lock;         /* serialises attach / detach / policy set */
 	struct mtd_libvirt *lv;       /* libvirt mode */
 	struct mtd_vsock *vsock;      /* the vhost-user-vsock back end (NULL: none) */
+	struct mtd_kvsock *kvsock;    /* the AF_VSOCK listener, kernel vsock (NULL: none) */
 
 	pthread_mutex_t work_lock; /* guards work_head / work_tail */
 	struct mtd_work *work_head, *work_tail;

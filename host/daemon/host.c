@@ -167,10 +167,12 @@ void mtd_host_status(struct mtd_host *h, struct mtd_host_status *out)
 void mtd_host_init(struct mtd_host *h, uint64_t release_rate_bytes_per_s)
 {
 	pthread_mutex_init(&h->lock, NULL);
+	mtd_swap_share_init(&h->swap, NULL, NULL);
 	h->status.release_rate_bytes_per_s = release_rate_bytes_per_s;
 }
 
 void mtd_host_destroy(struct mtd_host *h)
 {
+	mtd_swap_share_destroy(&h->swap);
 	pthread_mutex_destroy(&h->lock);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "act/swap_share.h"
 #include "base/mtd.h"
 #include "daemon/config.h"
 #include "daemon/registry.h"
@@ -21,6 +22,7 @@ struct mtd_host {
 	struct mtd_host_status status;     /* the figures front ends read */
 	struct mtd_release_budget release; /* memtidectl release's pace, shared by all VMs */
 	struct mtd_arbiter_state arb;      /* main thread only */
+	struct mtd_swap_share swap;        /* host swap, one budget for every VM's pageout */
 };
 
 void mtd_host_init(struct mtd_host *h, uint64_t release_rate_bytes_per_s);

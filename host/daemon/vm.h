@@ -32,7 +32,9 @@
 #include <urcu/rculfhash.h>
 
 #include "access/source.h"
+#include "access/tick_age.h"
 #include "act/balloon.h"
+#include "act/swap_share.h"
 #include "act/tick_act.h"
 #include "base/audit.h"
 #include "base/mtd.h"
@@ -59,8 +61,10 @@ struct mtd_vm_host {
 	struct mtd_turns *turns;         /* the loops' aging rounds take turns (turns.h) */
 	struct mtd_turns *reclaim_turns; /* host-side reclaim through cgroups: one VM at a time */
 	struct mtd_vsock *vsock;         /* the vhost-user-vsock back end (NULL: none) */
+	struct mtd_kvsock *kvsock;       /* the AF_VSOCK listener, kernel vsock (NULL: none) */
 	const char *boot_id;             /* this boot's: state files of another boot are void */
 	atomic_bool *state_failing;      /* saving VM state fails (told once, not per VM) */
+	struct mtd_swap_share *swap;     /* host swap, one budget for every VM's pageout */
 	/* How high a released VM's balloon target may go now, counted from the balloon's
 	 * actual size (the daemon's pace for all, release_pace.h; any thread). */
 	uint64_t (*release_upto)(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,
@@ -105,6 +109,9 @@ struct mtd_vm {
 	char agent_path[256];       /* unix socket of the agent channel ("" : none) */
 	bool agent_expected;
 	bool vsock_expected;        /* the VM has memtided's vhost-user-vsock device */
+	bool kvsock_expected;       /* the VM has the kernel's vsock device (vhost-vsock-pci) */
+	uint32_t kvsock_cid;        /* its guest CID from the domain XML (0: read QEMU's
+				     * command line at attach: plain-QEMU mode) */
 	struct mtd_saved_vm *saved; /* a state file to resume from (taken on the first tick) */
 	bool forget;                /* on stop: remove the state file (the domain is gone) */
 	atomic_bool gone;           /* the domain went away, maybe while a detach was under way: the
@@ -117,13 +124,14 @@ struct mtd_vm {
 	struct mtd_agent_link *agent;
 	struct mtd_source source;
 	struct vmm_guest *guest;
-	struct mtd_pageout_hand *hand; /* host-side eviction (pageout_hand.h) */
-	struct mtd_memcg_hand *memcg;  /* ...through the VM's cgroup (memcg_hand.h; NULL: none) */
-	struct mtd_vm_vsock vsock;     /* the vsock device's side (vm_vsock.h) */
-	struct mtd_vm_decide dec;      /* the decision's state (decide/tick_decide.h) */
-	struct mtd_vm_act act;         /* the act stage's (act/tick_act.h) */
-	struct mtd_audit audit;        /* mtd_vm_audit, for the stages */
-	uint64_t last_step_ms;         /* the last scheduled tick */
+	struct mtd_pageout_hand *hand;   /* host-side eviction (pageout_hand.h) */
+	struct mtd_memcg_hand *memcg;    /* ...through the VM's cgroup (memcg_hand.h; NULL: none) */
+	struct mtd_vm_vsock vsock;       /* the vsock device's side (vm_vsock.h) */
+	struct mtd_vm_decide dec;        /* the decision's state (decide/tick_decide.h) */
+	struct mtd_vm_act act;           /* the act stage's (act/tick_act.h) */
+	struct mtd_age_state age_state;  /* failed aging rounds (access/tick_age.h) */
+	struct mtd_audit audit;          /* mtd_vm_audit, for the stages */
+	uint64_t last_step_ms;           /* the last scheduled tick */
 	uint64_t first_tick_ms;      /* when the loop first ran: the oldest age it can vouch for */
 	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
 	unsigned late_in_row, ontime_in_row;
@@ -174,6 +182,11 @@ void mtd_vm_set_policy(struct mtd_vm *vm, const struct mtd_policy *p);
 /* The status's last error: what failed and why, within its field. */
 void mtd_vm_set_error(struct mtd_vm *vm, const char *what, const char *detail);
 
+/* The VM's QEMU was restarted (a new process behind the same monitor): the access source,
+ * libvmm's guest and reclaim controller and host-side eviction's hand are made again for
+ * the new process, as at attach.  0 or -errno (the VM then runs with no source: watched,
+ * never squeezed). */
+int mtd_vm_reattach_access(struct mtd_vm *vm);
 /* Attach (vm_attach.c, on the loop's thread): the balloon first (retried until it opens or
  * the loop is asked to stop: -ECANCELED), then the agent's channel, the access source,
  * libvmm's guest and reclaim controller, host-side eviction's hand.  0 or -errno. */

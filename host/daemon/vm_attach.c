@@ -16,6 +16,8 @@
  *   host-side eviction's hand (act/pageout_hand.h), which asks QEMU for its memory map only
  *            the first time pageout is in force;
  *   free page reporting, asked once (act/balloon.c says why it matters).
+ * A new QEMU behind the same monitor (mtd_vm_reattach_access) has its own pid, table file
+ * and frames: the source, libvmm's guest and controller and the hand are made again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -28,8 +30,11 @@
 #include "act/agent_link.h"
 #include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
+#include "act/swap_share.h"
 #include "base/log.h"
 #include "daemon/vm.h"
+#include "vsock/guest_cid.h"
+#include "vsock/kvsock.h"
 #include "vsock/vsock_service.h"
 
 #define MiB ((uint64_t)1 << 20)
@@ -64,6 +69,11 @@ static int attach_pageout(struct mtd_vm *vm)
 	    .qmp_ctx = vm->balloon.ctx,
 	    .live_source = mtd_source_live(&vm->source, vm->host->cfg->source == MTD_SOURCE_SIM),
 	    .source_name = vm->source.ops ? vm->source.ops->name : "none",
+	    .swap_take = vm->host->swap ? mtd_swap_share_take : NULL,
+	    .swap_done = vm->host->swap ? mtd_swap_share_done : NULL,
+	    .swap_ctx = vm->host->swap,
+	    .memjob = vm->balloon.ops->memjob,
+	    .memjob_ctx = vm->balloon.ctx,
 	};
 	int pid;
 
@@ -113,6 +123,11 @@ static int choose_source(struct mtd_vm *vm, const char *memcg_why)
 	env.vm_name = vm->name;
 	env.guest_bytes = vm->balloon.domain_bytes;
 	env.qemu_pid = pid;
+	env.qmp = vm->balloon.ops->qmp;
+	env.qmp_ctx = vm->balloon.ctx;
+	bool kvm = false;
+	if (mtd_balloon_on_kvm(&vm->balloon, &kvm) == 0)
+		env.on_kvm = kvm;
 	env.agent = vm->agent;
 	env.interval_ms = cfg->ctl.interval_ms;
 	env.agent_silence_ms = cfg->ctl.agent_silence_ms;
@@ -156,6 +171,46 @@ static int open_balloon(struct mtd_vm *vm)
 	return 0;
 }
 
+/* The kernel's vsock: the VM's CID (the domain XML's, or QEMU's command line's), claimed
+ * on memtided's AF_VSOCK listener.  Whatever fails is said and leaves the VM without that
+ * channel (a virtio-serial one still works): the VM is managed all the same. */
+static void claim_kernel_vsock(struct mtd_vm *vm)
+{
+	uint32_t cid = vm->kvsock_cid;
+	int pid = 0, rc = 0;
+
+	if (!cid) {
+		rc = mtd_balloon_pid(&vm->balloon, &pid);
+		if (rc == 0)
+			rc = mtd_guest_cid_of_pid("/proc", pid, &cid);
+		if (rc < 0) {
+			mtd_err("%s: vsock: no guest CID: %s (the agent connects over the kernel's "
+				"vsock from the CID on QEMU's -device vhost-vsock-pci,guest-cid=N; "
+				"QEMU pid %d)",
+				vm->name,
+				rc == -ENOENT   ? "QEMU has no kernel vsock device"
+				: rc == -E2BIG  ? "QEMU has two kernel vsock devices"
+				: rc == -EINVAL ? "its guest-cid is missing or not a guest's CID"
+						: strerror(-rc),
+				pid);
+			return;
+		}
+	}
+	if (!vm->host->kvsock) {
+		mtd_err("%s: vsock: the VM has the kernel's vsock device (CID %u) but memtided "
+			"does not listen on AF_VSOCK ([daemon] kernel_vsock, or it could not "
+			"start): its agent cannot reach memtided that way",
+			vm->name, cid);
+		return;
+	}
+	rc = mtd_kvsock_claim(vm->host->kvsock, vm->name, cid, vm->wake_fd, &vm->vsock.kclaim);
+	if (rc < 0 && rc != -EEXIST) /* -EEXIST is logged by the claim, with the other VM */
+		mtd_err("%s: vsock: cannot claim CID %u: %s", vm->name, cid, strerror(-rc));
+	else if (rc == 0)
+		mtd_info("%s: vsock: the agent's connections from CID %u are this VM's", vm->name,
+			 cid);
+}
+
 static int open_agent(struct mtd_vm *vm)
 {
 	const struct mtd_config *cfg = vm->host->cfg;
@@ -167,7 +222,9 @@ static int open_agent(struct mtd_vm *vm)
 			return rc;
 		vm->draft.ram_layout_check = -1;
 	}
-	if (vm->agent_path[0] || vm->vsock.claim) {
+	if (vm->kvsock_expected)
+		claim_kernel_vsock(vm);
+	if (vm->agent_path[0] || vm->vsock.claim || vm->vsock.kclaim) {
 		char label[MTD_NAME_MAX + 8];
 
 		rc = mtd_agent_link_new(vm->agent_path, cfg->ctl.interval_ms, &vm->agent);
@@ -177,6 +234,9 @@ static int open_agent(struct mtd_vm *vm)
 		if (vm->vsock.claim)
 			mtd_agent_link_set_fd_source(vm->agent, mtd_vsock_take_fd, vm->vsock.claim,
 						     label);
+		else if (vm->vsock.kclaim)
+			mtd_agent_link_set_fd_source(vm->agent, mtd_kvsock_take_fd,
+						     vm->vsock.kclaim, label);
 		mtd_agent_link_set_ping(vm->agent, cfg->agent_ping_ms);
 		mtd_agent_link_set_ram(vm->agent, vm->balloon.domain_bytes);
 	}
@@ -202,6 +262,9 @@ static int open_libvmm(struct mtd_vm *vm)
 		 * the controller can take the latter when the former come back late
 		 * (vmm/reclaim_ctl.c, "Weighing"). */
 		gc.reuse_raises_tier = vm->source.ops->per_page;
+		/* Code and page-table pages the ept plugin cannot see used would otherwise
+		 * cycle evict -> refault in tier 0 (vmm.h, refault_raises_tier). */
+		gc.refault_raises_tier = vm->source.ops->loads_stores_only;
 		rc = vmm_guest_new(&gc, &vm->guest);
 		if (rc < 0)
 			return rc;
@@ -222,9 +285,62 @@ static int open_libvmm(struct mtd_vm *vm)
 	return 0;
 }
 
+/* The source: the simulated one under [daemon] source = sim, else the policy's choice. */
+static int open_source(struct mtd_vm *vm)
+{
+	if (vm->host->cfg->source == MTD_SOURCE_SIM) {
+		snprintf(vm->draft.source, sizeof(vm->draft.source), "sim");
+		return mtd_source_sim_new(vm->balloon.domain_bytes, vm->host->cfg->sim_hot_percent,
+					  name_seed(vm->name), &vm->source);
+	}
+	char why[240] = "";
+	int rc = attach_memcg(vm, why, sizeof(why));
+	if (rc == 0) /* none at all: watched and kept safe, never inflated */
+		rc = choose_source(vm, why);
+	return rc;
+}
+
+int mtd_vm_reattach_access(struct mtd_vm *vm)
+{
+	int pid = 0, rc;
+
+	mtd_hand_free(vm->hand);
+	vm->hand = NULL;
+	mtd_memcg_hand_free(vm->memcg);
+	vm->memcg = NULL;
+	if (vm->guest)
+		vmm_guest_free(vm->guest);
+	vm->guest = NULL;
+	mtd_source_destroy(&vm->source);
+	memset(&vm->age_state, 0, sizeof(vm->age_state));
+	rc = open_source(vm);
+	if (rc == 0)
+		rc = open_libvmm(vm);
+	if (rc == 0)
+		rc = attach_pageout(vm);
+	if (mtd_balloon_pid(&vm->balloon, &pid) < 0)
+		pid = 0;
+	if (rc < 0) {
+		mtd_err("%s: QEMU restarted (pid %d): cannot attach to it again: %s; the VM is "
+			"watched and kept at its size",
+			vm->name, pid, strerror(-rc));
+		if (vm->guest)
+			vmm_guest_free(vm->guest);
+		vm->guest = NULL;
+		mtd_source_destroy(&vm->source);
+		snprintf(vm->draft.source, sizeof(vm->draft.source), "none");
+		snprintf(vm->draft.source_detail, sizeof(vm->draft.source_detail),
+			 "QEMU restarted: cannot attach to it again: %s", strerror(-rc));
+		return rc;
+	}
+	mtd_notice("%s: QEMU restarted (pid %d): source %s, libvmm's generations and host-side "
+		   "eviction start over on the new process",
+		   vm->name, pid, vm->source.ops ? vm->source.ops->name : "none");
+	return 0;
+}
+
 int mtd_vm_attach(struct mtd_vm *vm)
 {
-	const struct mtd_config *cfg = vm->host->cfg;
 	int rc;
 
 	rc = open_balloon(vm);
@@ -233,16 +349,7 @@ int mtd_vm_attach(struct mtd_vm *vm)
 	rc = open_agent(vm);
 	if (rc < 0)
 		return rc;
-	if (cfg->source == MTD_SOURCE_SIM) {
-		rc = mtd_source_sim_new(vm->balloon.domain_bytes, cfg->sim_hot_percent,
-					name_seed(vm->name), &vm->source);
-		snprintf(vm->draft.source, sizeof(vm->draft.source), "sim");
-	} else {
-		char why[240] = "";
-		rc = attach_memcg(vm, why, sizeof(why));
-		if (rc == 0) /* none at all: watched and kept safe, never inflated */
-			rc = choose_source(vm, why);
-	}
+	rc = open_source(vm);
 	if (rc < 0)
 		return rc;
 	rc = open_libvmm(vm);
@@ -257,9 +364,10 @@ int mtd_vm_attach(struct mtd_vm *vm)
 	    "%s min %" PRIu64 " MiB max %" PRIu64 " MiB priority %u headroom %" PRIu64 " MiB",
 	    vm->name, vm->balloon.domain_bytes / MiB, vm->balloon.ops->name,
 	    vm->source.ops ? vm->source.ops->name : "none",
-	    vm->agent_path[0] ? vm->agent_path
-	    : vm->vsock.claim ? "vsock"
-			      : "none",
+	    vm->agent_path[0]  ? vm->agent_path
+	    : vm->vsock.claim  ? "vsock"
+	    : vm->vsock.kclaim ? "vsock (kernel)"
+			       : "none",
 	    vm->policy.enabled ? "enabled" : "disabled", vm->policy.min_bytes / MiB,
 	    vm->policy.max_bytes / MiB, vm->policy.priority, vm->policy.headroom_bytes / MiB);
 	return 0;

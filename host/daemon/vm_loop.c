@@ -53,6 +53,7 @@
 #include "daemon/state.h"
 #include "daemon/vm.h"
 #include "decide/tick_decide.h"
+#include "vsock/kvsock.h"
 #include "vsock/vsock_service.h"
 
 #define MiB              ((uint64_t)1 << 20)
@@ -123,6 +124,13 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .audit = &vm->audit,
 	};
 	mtd_tick_inputs(&vm->dec, &vm->act, &in, t);
+	/* A new QEMU (plain QMP: the same socket, another process): the source, libvmm's guest
+	 * and host-side eviction's hand were the old process's (its pid, its table file, its
+	 * frames); they start over on the new one before this tick ages anything. */
+	if (t->qemu_restarted) {
+		(void)mtd_vm_reattach_access(vm);
+		vm->first_tick_ms = t->first_tick_ms = now_ms; /* no older age is vouched for */
+	}
 
 	struct mtd_age_env age = {
 	    .vm = vm->name,
@@ -133,6 +141,7 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .turns = vm->host->turns,
 	    .simulated = cfg->source == MTD_SOURCE_SIM,
 	    .agent_expected = vm->agent_expected,
+	    .state = &vm->age_state,
 	};
 	mtd_tick_age(&age, t);
 
@@ -149,6 +158,9 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .memcg = vm->memcg,
 	    .guest = vm->guest,
 	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
+	    .paged_out = !vm->source.ops             ? NULL
+			 : vm->source.ops->paged_out ? vm->source.ops->paged_out
+						     : vm->source.ops->evicted,
 	    .evicted_ctx = vm->source.ctx,
 	    .draft = &vm->draft,
 	    .audit = &vm->audit,
@@ -338,6 +350,8 @@ out:
 	vm->agent = NULL;
 	mtd_vsock_release(vm->vsock.claim);
 	vm->vsock.claim = NULL;
+	mtd_kvsock_release(vm->vsock.kclaim);
+	vm->vsock.kclaim = NULL;
 	rcu_unregister_thread();
 	/* Last: once queued, the main thread may join and free vm. */
 	if (atomic_load(&vm->detaching) && vm->host->reap(vm->host->ctx, vm->name, vm->serial) < 0)

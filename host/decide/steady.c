@@ -42,14 +42,20 @@ bool mtd_steady_growing(struct mtd_steady *s, const struct mtd_ctl_config *c, bo
 }
 
 void mtd_steady_reply(struct mtd_steady *s, const struct mtd_ctl_config *c, uint64_t asked_bytes,
-		      uint64_t freed_bytes, const char *result)
+		      uint64_t freed_bytes, enum proto_reclaim_result result, uint32_t elapsed_ms,
+		      uint32_t deadline_ms)
 {
-	s->futile =
-	    asked_bytes && freed_bytes < c->min_change_bytes && 2 * freed_bytes < asked_bytes;
+	const char *name = proto_reclaim_result_name(result);
+
+	s->slow = result == PROTO_RECLAIM_PARTIAL && deadline_ms && elapsed_ms >= deadline_ms &&
+		  freed_bytes >= MTD_STEADY_SLOW_MIN;
+	s->slow_replies = s->slow ? s->slow_replies + 1 : 0;
+	s->futile = !s->slow && asked_bytes && freed_bytes < c->min_change_bytes &&
+		    2 * freed_bytes < asked_bytes;
 	s->futile_fresh = s->futile;
 	s->futile_asked_bytes = asked_bytes;
 	s->futile_freed_bytes = freed_bytes;
-	snprintf(s->futile_result, sizeof(s->futile_result), "%s", result ? result : "?");
+	snprintf(s->futile_result, sizeof(s->futile_result), "%s", name ? name : "?");
 }
 
 bool mtd_steady_futile(struct mtd_steady *s, const struct mtd_ctl_config *c, uint64_t used_bytes,

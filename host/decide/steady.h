@@ -45,9 +45,14 @@
 #include <stdint.h>
 
 #include "decide/controller.h"
+#include "proto.h"
 
 #define MTD_STEADY_WSS_MAX  64 /* readings kept for the peak: a cold age at 1 s intervals */
 #define MTD_STEADY_RECLAIMS 8  /* reclaim windows kept for the echo */
+/* A reply that ran to its deadline having freed this much was slow, not futile: one of the
+ * agent's smallest memory.reclaim chunks (a guest that frees even that in a deadline is
+ * making progress; one scanning for nothing frees pages, not MiB) */
+#define MTD_STEADY_SLOW_MIN ((uint64_t)1 << 20)
 
 struct vmm_guest_stats;
 
@@ -62,6 +67,8 @@ struct mtd_steady {
 	uint64_t futile_used_bytes, futile_wss_bytes, futile_since_ms;
 	uint64_t futile_asked_bytes, futile_freed_bytes;
 	char futile_result[24];
+	bool slow;             /* the last answer was slow (mtd_steady_reply) */
+	uint64_t slow_replies; /* slow answers in a row */
 	/* the working set's recent readings, oldest first (peak) */
 	unsigned nr_wss;
 	struct {
@@ -85,9 +92,20 @@ struct mtd_steady {
 bool mtd_steady_growing(struct mtd_steady *s, const struct mtd_ctl_config *c, bool used_known,
 			uint64_t used_bytes, uint64_t now_ms);
 
-/* The guest answered a reclaim request: freed of asked, with the agent's result name. */
+/*
+ * The guest answered a reclaim request: freed of asked, with the agent's result, the time it
+ * took (elapsed_ms) and the deadline memtided gave it (deadline_ms).  A partial answer that
+ * ran to its deadline and freed at least MTD_STEADY_SLOW_MIN is slow, not futile: the guest
+ * was still freeing memory when its time ran out, and the next request finds more.  Seen on
+ * a KVM host whose guest reclaimed at 1-10 MiB/s (each swapped-out page a TLB-shootdown IPI
+ * to the other vCPU, 0.6-2 ms each in a nested guest): 2 s requests for 128 MiB freed 3-35
+ * MiB, the small ones were judged futile, and nothing more was asked for up to hold_max
+ * (scenario 2 got 36 MiB back in 60 s instead of 300).  A guest scanning for nothing (swap
+ * full, everything hot) frees next to nothing in the whole deadline: still futile.
+ */
 void mtd_steady_reply(struct mtd_steady *s, const struct mtd_ctl_config *c, uint64_t asked_bytes,
-		      uint64_t freed_bytes, const char *result);
+		      uint64_t freed_bytes, enum proto_reclaim_result result, uint32_t elapsed_ms,
+		      uint32_t deadline_ms);
 
 /*
  * Was the last request futile, with nothing changed since?  Futile: it freed less than

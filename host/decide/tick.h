@@ -53,11 +53,14 @@ struct mtd_tick {
 	bool majflt_known;            /* the driver's major faults per second */
 	double majflt_per_s;
 	bool guest_took_back;         /* actual rose above the target set, by the guest's doing */
+	bool qemu_restarted;          /* a new QEMU process: everything tied to the old one goes */
 	const struct proto_stats *as; /* agent stats, when the agent is fresh */
 	bool agent_fresh;
-	bool agent_caps_known; /* the agent said hello: agent_caps is its word */
-	uint32_t agent_caps;   /* enum proto_cap bits */
-	uint64_t need_bytes;   /* the agent's need, and an out-of-schedule tick's */
+	bool agent_up;           /* the agent's link is connected (its handshake done) */
+	uint64_t agent_heard_ms; /* when the agent last spoke (0: never) */
+	bool agent_caps_known;   /* the agent said hello: agent_caps is its word */
+	uint32_t agent_caps;     /* enum proto_cap bits */
+	uint64_t need_bytes;     /* the agent's need, and an out-of-schedule tick's */
 
 	/* 2 age */
 	bool have_source;        /* a source is in use */
@@ -69,6 +72,7 @@ struct mtd_tick {
 	bool estimate_by_age;      /* the guest's use beyond the working set is cold */
 	bool have_guest;           /* libvmm watches the guest */
 	int age_rc;                /* the source's aging round: 0, -EAGAIN, -errno */
+	bool age_failed;           /* the last round failed: libvmm's figures are stale */
 	struct vmm_guest_stats gs; /* libvmm's, after the round */
 	bool have_gs;
 	uint64_t swapped_bytes; /* what host-side eviction holds in swap now */

@@ -367,7 +367,9 @@ static void controller_input(struct mtd_vm_decide *s, const struct mtd_decide_en
 	};
 	if (s->released)
 		in->release_grant_bytes = release_grant(s, e, t);
-	if (e->agent_expected)
+	if (t->age_failed)
+		in->inputs_fresh = false; /* the generations are stale (tick_age.c) */
+	else if (e->agent_expected)
 		in->inputs_fresh = t->agent_fresh;
 	else if (t->source_fresh_known)
 		in->inputs_fresh = t->source_fresh;
@@ -426,6 +428,20 @@ static bool observe_now(struct mtd_vm_decide *s, const struct mtd_decide_env *e,
 	return observe;
 }
 
+const char *mtd_decide_silence_why(const struct mtd_tick *t, char *buf, size_t len)
+{
+	uint64_t heard = t->agent_heard_ms;
+
+	if (!heard || heard > t->now_ms)
+		snprintf(buf, len, "(its agent never spoke)");
+	else if (t->agent_up)
+		snprintf(buf, len, "for %" PRIu64 " s", (t->now_ms - heard) / 1000);
+	else
+		snprintf(buf, len, "for %" PRIu64 " s (its agent disconnected)",
+			 (t->now_ms - heard) / 1000);
+	return buf;
+}
+
 /* Transitions an operator wants to hear of; the first tick's "silent" (the agent has not
  * spoken yet) is not one. */
 static void say_transitions(struct mtd_vm_decide *s, const struct mtd_decide_env *e,
@@ -445,11 +461,11 @@ static void say_transitions(struct mtd_vm_decide *s, const struct mtd_decide_env
 			mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", e->vm,
 				   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
 		else if (out->reason == MTD_CTL_SILENT)
-			mtd_notice("%s: silent: nothing heard from the guest for %" PRIu64
-				   " s: holding at %" PRIu64 " MiB, no inflation until it "
-				   "reports again",
-				   e->vm, e->ctl->agent_silence_ms / 1000,
-				   out->balloon_bytes / MiB);
+			mtd_notice(
+			    "%s: silent: nothing heard from the guest %s: holding at %" PRIu64
+			    " MiB, no inflation until it reports again",
+			    e->vm, mtd_decide_silence_why(t, why, sizeof(why)),
+			    out->balloon_bytes / MiB);
 	}
 	if (out->backoff_hold_ms)
 		e->draft->counters.refused_steps++;

@@ -78,6 +78,11 @@ void mtd_tick_decide(struct mtd_vm_decide *s, const struct mtd_decide_env *e, st
 bool mtd_decide_holds(const struct mtd_vm_decide *s, const struct mtd_policy *p, bool per_page);
 /* Why it holds, in words for host pageout's state and the log. */
 const char *mtd_decide_hold_why(const struct mtd_vm_decide *s, char *buf, size_t len);
+/* How long the agent has been silent, in words for the "silent" line: the time since it last
+ * spoke (t->agent_heard_ms), and that its link is down when it is.  Never the configured
+ * agent_silence: a disconnect makes the agent stale at once (when QEMU exits it comes in the
+ * same tick), and the line once claimed 30 s of silence there. */
+const char *mtd_decide_silence_why(const struct mtd_tick *t, char *buf, size_t len);
 
 /* The operator's release (cmd > 0) or resume (cmd < 0): true when it changed something a
  * tick should act on now.  A resume holds inflation for hold_after_deflate first: the guest

@@ -23,6 +23,13 @@
  *      QEMU listens and waits for memtided at start (vsock_service.h says why); memtided
  *      finds the socket in DIR (its [daemon] vsock_dir).  A domain with a kernel <vsock>
  *      device is left alone (a guest has one vsock transport).
+ * Rules 3 and 4 are for a host without the kernel's vhost_vsock.  Where it has one
+ * (/dev/vhost-vsock: opts->kernel_vsock), the ordinary device instead:
+ *   3k. <vsock model='virtio'><cid auto='yes'/></vsock>: libvirt picks a CID no other guest
+ *      has at each start and writes it in the live XML, where memtided reads it to know the
+ *      agent's connections (kvsock.h).  auto='yes' rather than a fixed address: two domains
+ *      given one CID by hand cannot both start, and memtided would refuse the second's.
+ *      A domain with a <vsock> keeps it; one with memtide's vhost-user vsock is left alone.
  * Existing elements are edited in place and keep their other attributes and children; new
  * ones get indentation like their siblings so the diff an operator reads is tidy.
  */
@@ -268,6 +275,35 @@ static int patch_vsock_device(xmlNodePtr root, xmlNodePtr devices, const char *d
 	return 0;
 }
 
+/* Rule 3k: the kernel's vsock device. */
+static void patch_kernel_vsock(xmlNodePtr root, xmlNodePtr devices, struct notes *nt)
+{
+	xmlNodePtr cl = NULL;
+
+	if (child(devices, "vsock"))
+		return;
+	for (xmlNodePtr c = root->children; c; c = c->next)
+		if (c->type == XML_ELEMENT_NODE && c->ns &&
+		    !xmlStrcmp(c->ns->href, BAD_CAST MTD_QEMU_NS) &&
+		    !xmlStrcmp(c->name, BAD_CAST "commandline"))
+			cl = c;
+	if (has_vsock_arg(cl)) {
+		warn(nt, "warning: the domain has memtide's vhost-user vsock; the kernel's <vsock> "
+			 "not added (a guest has one vsock transport)");
+		return;
+	}
+	xmlNodePtr vs = xmlNewNode(NULL, BAD_CAST "vsock");
+	xmlNodePtr cid = xmlNewNode(NULL, BAD_CAST "cid");
+
+	xmlNewProp(vs, BAD_CAST "model", BAD_CAST "virtio");
+	xmlNewProp(cid, BAD_CAST "auto", BAD_CAST "yes");
+	mtd_xml_append_indented(devices, vs);
+	mtd_xml_append_indented(vs, cid);
+	note(nt, "added the agent's vsock: the kernel's vhost-vsock device (this host has "
+		 "/dev/vhost-vsock), its guest CID picked by libvirt at each start; memtided "
+		 "listens on AF_VSOCK and knows the VM by that CID");
+}
+
 static char *dump(xmlDocPtr doc)
 {
 	xmlChar *mem = NULL;
@@ -319,7 +355,9 @@ int mtd_domxml_patch_opts(const char *xml, const struct mtd_domxml_opts *opts, c
 	*before = dump(doc);
 	patch_balloon(devices, &nt);
 	patch_channel(devices, &nt);
-	if (opts->vsock) {
+	if (opts->vsock && opts->kernel_vsock) {
+		patch_kernel_vsock(root, devices, &nt);
+	} else if (opts->vsock) {
 		patch_memory_backing(root, &nt);
 		if (patch_vsock_device(root, devices, opts->vsock_dir, &nt, err, errlen) < 0) {
 			free(*before);

@@ -3,8 +3,10 @@
  * domxml.h - what `memtidectl domxml-patch` changes in a libvirt domain's XML so that
  * memtide can manage it: a virtio memballoon with free page reporting on and a stats period,
  * and the unix channel the guest agent talks through; with --vsock also the agent's vsock
- * (memtided as the back end of a vhost-user-vsock-pci device, which libvirt has no element
- * for: it goes through <qemu:commandline>) and the shared guest RAM vhost-user needs.
+ * (on a host with the kernel's vhost_vsock, libvirt's own <vsock> device, whose guests
+ * memtided tells apart by CID; elsewhere memtided as the back end of a vhost-user-vsock-pci
+ * device, which libvirt has no element for: it goes through <qemu:commandline>, with the
+ * shared guest RAM vhost-user needs).
  *
  * A pure text-to-text transform (libxml2, no libvirt, no I/O), so it is unit-tested on
  * sample domain XML; memtidectl does the libvirt part (read the inactive XML, show the diff,
@@ -22,8 +24,11 @@
 #define MTD_VSOCK_CHARDEV  "memtide-vsock"
 
 struct mtd_domxml_opts {
-	bool vsock;            /* add the vhost-user-vsock device and shared memfd RAM */
-	const char *vsock_dir; /* where QEMU makes the device's socket (memtided watches it) */
+	bool vsock;            /* add the agent's vsock (which one: kernel_vsock) */
+	bool kernel_vsock;     /* the host has the kernel's vhost-vsock (/dev/vhost-vsock): the
+				* kernel's <vsock> device; else memtided's vhost-user-vsock
+				* device and the shared memfd RAM it needs */
+	const char *vsock_dir; /* where QEMU makes the vhost-user socket (memtided watches it) */
 };
 
 /*

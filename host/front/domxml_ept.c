@@ -178,8 +178,9 @@ static int inspect(xmlNodePtr root, char *name, size_t namelen, uint64_t *ram, b
 	if (strcmp(type, "qemu") != 0) {
 		snprintf(err, errlen,
 			 "the ept plugin is for TCG guests (<domain type='qemu'>), this domain is "
-			 "type='%.20s': on KVM memtided reads the hardware EPT's accessed bits "
-			 "through idle page tracking or DAMON",
+			 "type='%.20s': under KVM the plugin sees no access (KVM runs the guest's "
+			 "code); memtided reads the hardware EPT's accessed bits through idle "
+			 "page tracking or DAMON where the host kernel has them",
 			 type);
 		return -EINVAL;
 	}

@@ -41,6 +41,7 @@
 #include "daemon/history.h"
 #include "front/domxml.h"
 #include "front/ept_cli.h"
+#include "vsock/kvsock.h"
 #include "vsock/vsock_service.h"
 
 #define VERSION        MTD_VERSION
@@ -92,10 +93,11 @@ static void usage(FILE *f)
 	    "                                add what memtide needs to a domain's definition\n"
 	    "                                (balloon with free page reporting and stats, agent\n"
 	    "                                channel), after showing the diff; --vsock adds the\n"
-	    "                                agent's vsock (vhost-user-vsock served by memtided,\n"
-	    "                                shared memfd guest RAM; the domain then starts only\n"
-	    "                                while memtided runs); --ept: the ept plugin for a\n"
-	    "                                TCG guest\n"
+	    "                                agent's vsock: the kernel's <vsock> where the host\n"
+	    "                                has /dev/vhost-vsock, else vhost-user-vsock served\n"
+	    "                                by memtided (shared memfd guest RAM; the domain then\n"
+	    "                                starts only while memtided runs); --ept: the ept\n"
+	    "                                plugin for a TCG guest\n"
 	    "  version                       memtidectl's and memtided's versions\n\n"
 	    "Options (before or after the command):\n"
 	    "  --socket PATH   memtided's control socket (default: $MEMTIDE_SOCKET, else\n"
@@ -444,6 +446,10 @@ static void print_channel(struct json_object *vm)
 		       " restart(s) asked of QEMU\n",
 		       get_b(dev, "connected") ? "connected to QEMU" : "NOT connected to QEMU",
 		       get_i(dev, "restarts"));
+	if (get_i(vm, "vsock_cid") > 0)
+		printf("  vsock: the kernel's, guest CID %" PRId64
+		       " (memtided listens on AF_VSOCK and takes this CID's connections)\n",
+		       get_i(vm, "vsock_cid"));
 	if (!json_object_object_get_ex(vm, "ram_layout", &lay))
 		return;
 	json_object_object_get_ex(lay, "regions", &regs);
@@ -1457,6 +1463,8 @@ static int cmd_domxml_patch(int argc, char **argv)
 
 	if (!uri || !*uri)
 		uri = "qemu:///system";
+	/* The kernel's vsock where the host has it, memtided's vhost-user one elsewhere */
+	opts.kernel_vsock = access(MTD_KVSOCK_DEV, F_OK) == 0;
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--yes") || !strcmp(argv[i], "-y"))

@@ -29,6 +29,8 @@ struct json_object *mtd_json_pageout(const struct mtd_vm_pageout *p)
 	put_u64(o, "out_total_bytes", p->out_total_bytes);
 	put_u64(o, "refaults_total", p->refaults_total);
 	put_u64(o, "collapsed_total", p->collapsed_total);
+	put_u64(o, "held_bytes", p->held_bytes);
+	put_u64(o, "job_reads_total", p->job_reads_total);
 	json_object_object_add(o, "swapin_pages_per_s",
 			       json_object_new_double(p->swapin_pages_per_s));
 	put_u64(o, "last_out_bytes", p->last_out_bytes);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * status_json.c - encode memtided's status snapshots (host/base/mtd.h) as JSON for the control
- * socket.  Pure functions of the snapshot: no locks, no I/O, so they are unit-tested
- * directly (tests/unit/test_status_json.c).
+ * socket.  Pure functions of the snapshot: no locks, no I/O.  What they write is read back
+ * through the control socket by tests/integration/host_ctl.sh and host_observe.sh.
  *
  * Integers stay integers (json-c int64: bytes up to 8 EiB, never rounded through double);
  * rates are doubles.  Names are stable: memtidectl and operators' scripts read them.
@@ -159,6 +159,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_str(o, "agent_untrusted", st->agent_untrusted);
 	put_u64(o, "agent_figures_clamped", st->agent_clamped);
 	json_object_object_add(o, "vsock", json_object_new_boolean(st->vsock));
+	if (st->vsock_cid)
+		put_u64(o, "vsock_cid", st->vsock_cid);
 	if (st->agent_caps_known) {
 		char names[160], means[400];
 		struct json_object *caps = json_object_new_array();

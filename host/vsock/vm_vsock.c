@@ -23,6 +23,7 @@
 #include "act/agent_link.h"
 #include "act/ram_layout.h"
 #include "base/log.h"
+#include "vsock/kvsock.h"
 #include "vsock/vhost_layout.h"
 #include "vsock/vsock_service.h"
 
@@ -150,6 +151,7 @@ void mtd_vm_channel_status(const struct mtd_vm_vsock *v, struct mtd_agent_link *
 			   struct mtd_vm_status *st)
 {
 	st->vsock = v->claim != NULL;
+	st->vsock_cid = mtd_kvsock_claim_cid(v->kclaim);
 	st->vsock_restarts = v->restarts;
 	if (!agent)
 		return;

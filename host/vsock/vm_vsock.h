@@ -13,11 +13,13 @@
 #include "base/mtd.h"
 
 struct mtd_vsock_claim;
+struct mtd_kvsock_claim;
 struct mtd_agent_link;
 
 struct mtd_vm_vsock {
 	struct mtd_vsock_claim *claim; /* our claim on the vsock service's endpoint (NULL: none) */
-	uint64_t restart_session;      /* the session a device restart was asked for */
+	struct mtd_kvsock_claim *kclaim; /* our claim on a kernel vsock CID (NULL: none) */
+	uint64_t restart_session;        /* the session a device restart was asked for */
 	unsigned restarts;
 	uint64_t layout_checked_gen; /* the memory table last checked against QMP */
 };

@@ -38,6 +38,11 @@
 #                     vsock_bridge (memtided's own back end code, tests/e2e/vsock_bridge.c)
 #                     serves the device; e2e_start kills it when memtided starts, and memtided
 #                     takes the device over as after a restart of its own.
+#   kvsock            the kernel's vsock (-device vhost-vsock-pci,guest-cid=$E2E_CID, 3 by
+#                     default): only on a host with /dev/vhost-vsock (the KVM host stand).
+#                     memtided's --agent is "vsock": it listens on AF_VSOCK and knows the VM
+#                     by the guest-cid on QEMU's command line.  No scripted host can reach
+#                     the agent there ($E2E_AGENT_SOCK is empty).
 # Either way $E2E_AGENT is what memtided's --agent takes (a socket, or vsock:SOCKET) and
 # $E2E_AGENT_SOCK the unix socket where a scripted host reaches the agent itself.
 #
@@ -187,7 +192,7 @@ e2e_start() {
 }
 
 # e2e_boot MIB RUN [APPEND] [EXTRA QEMU ARGS...]: the guest, started as an operator would.
-# E2E_GUEST_APPEND adds to every guest's command line (by hand: e.g.
+# E2E_SMP: the guest's vCPUs (2).  E2E_GUEST_APPEND adds to every guest's command line (by hand: e.g.
 # memtide.agent_args=--log_level=3 puts the agent's debug log on the guest's console).
 e2e_boot() {
 	local mib=$1 run=$2 append=${3:-}
@@ -199,6 +204,11 @@ e2e_boot() {
 	E2E_VSOCK=$E2E_DIR/vsock.sock
 	local channel
 	case $E2E_TRANSPORT in
+	kvsock)
+		E2E_AGENT=vsock
+		E2E_AGENT_SOCK=
+		channel=(-device "vhost-vsock-pci,guest-cid=${E2E_CID:-3}")
+		;;
 	vsock)
 		E2E_AGENT=vsock:$E2E_VSOCK
 		E2E_AGENT_SOCK=$E2E_DIR/agent-bridge.sock
@@ -231,7 +241,7 @@ e2e_boot() {
 	*) accel=(-accel tcg) ;;
 	esac
 	: >"$E2E_CONSOLE"
-	e2e_start qemu-system-x86_64 "${accel[@]}" -m "$mib" -smp 2 -nographic -no-reboot -nic none \
+	e2e_start qemu-system-x86_64 "${accel[@]}" -m "$mib" -smp "${E2E_SMP:-2}" -nographic -no-reboot -nic none \
 		-kernel "$E2E_KERNEL" -initrd "$E2E_INITRD" \
 		-append "console=ttyS0 quiet panic=-1 memtide.run=${run// /,} $append ${E2E_GUEST_APPEND:-}" \
 		-device virtio-balloon-pci,id=balloon0,free-page-reporting=on,deflate-on-oom=on \

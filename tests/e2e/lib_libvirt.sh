@@ -21,6 +21,11 @@
 #                            socket in the host's vsock_dir, /run/memtide/vsock, which the
 #                            scenario's memtided is given in its config): memtided must be running
 #                            (libvirt mode) before the domain starts, as QEMU waits for it.
+#                            With E2E_TRANSPORT=kvsock it is the kernel's <vsock> with a CID
+#                            libvirt picks (auto='yes'), as domxml-patch --vsock writes it on a
+#                            host with /dev/vhost-vsock.  With E2E_ACCEL=kvm the domain is
+#                            <domain type='kvm'> with the host's CPU (host-passthrough), as on
+#                            an operator's KVM host (the KVM host stand).
 # Cleanup destroys the domain by name through libvirt (libvirtd owns the QEMU process), then
 # kills the PID if it is still there, and removes the hook it installed.
 E2E_LV_DOMS=()
@@ -95,7 +100,11 @@ e2e_lv_boot() {
       <source mode='bind' path='$E2E_AGENT'/>
       <target type='virtio' name='org.memtide.agent.0'/>
     </channel>" extra= ns=
-	if [ "$E2E_TRANSPORT" = vsock ]; then
+	if [ "$E2E_TRANSPORT" = kvsock ]; then
+		channel="    <vsock model='virtio'>
+      <cid auto='yes'/>
+    </vsock>"
+	elif [ "$E2E_TRANSPORT" = vsock ]; then
 		channel=
 		ns=" xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'"
 		extra="  <memoryBacking>
@@ -109,12 +118,18 @@ e2e_lv_boot() {
     <qemu:arg value='vhost-user-vsock-pci,chardev=memtide-vsock'/>
   </qemu:commandline>"
 	fi
+	local type=qemu cpu=
+	if [ "$E2E_ACCEL" = kvm ]; then
+		type=kvm
+		cpu="  <cpu mode='host-passthrough'/>"
+	fi
 	cat >"$dir/$name.xml" <<XML
-<domain type='qemu'$ns>
+<domain type='$type'$ns>
   <name>$name</name>
   <memory unit='MiB'>$mib</memory>
   <currentMemory unit='MiB'>$mib</currentMemory>
   <vcpu>2</vcpu>
+$cpu
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$dir/vmlinux</kernel>

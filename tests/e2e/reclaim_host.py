@@ -5,7 +5,8 @@
 Connects to the agent's virtio-serial socket (QEMU's chardev, server side), does the
 handshake of docs/protocol.md, waits for two stats reports, then sends two reclaim requests
 (page cache only, then anon allowed; with compaction, as memtided asks, unless argv[2] is "nocompact") and collects stats for a few intervals
-after each.  Prints one JSON object of results on stdout; "RECLAIMED" on stderr when the
+after each.  "rate MIB" as argv[2]: one request for MIB, anon allowed, no compaction, 60 s
+deadline: the guest's own reclaim rate (tests/kvm/reclaim_rate.sh).  Prints one JSON object of results on stdout; "RECLAIMED" on stderr when the
 anon reply has arrived.  Exits 1 with a reason on stderr on any protocol surprise.
 """
 import json
@@ -95,6 +96,12 @@ def main():
     hello = link.wait(lambda m: m.get("type") == "hello", 60, stats)
     link.wait(lambda m: m.get("type") == "stats" and len(stats) >= 2, 30, stats)
 
+    if len(sys.argv) >= 4 and sys.argv[2] == "rate":
+        _, r = reclaim(link, stats, int(sys.argv[3]) * MiB, "any", False)
+        print(json.dumps({"result": r["result"], "freed_mib": r["freed_bytes"] / MiB,
+                          "elapsed_ms": r["elapsed_ms"], "message": r.get("message", ""),
+                          "steps_ms": "+".join(str(s["elapsed_ms"]) for s in r.get("steps", []))}))
+        return 0
     _, file_reply = reclaim(link, stats, 100 * MiB, "file", False)
     link.wait(lambda m: m.get("type") == "stats", 10, stats)
 

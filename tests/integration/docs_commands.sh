@@ -13,7 +13,7 @@
 # Blocks fenced as ```text hold output (log lines), not commands.
 #
 # Not run, each for its reason (printed as a SKIP line): `make demo` and `make check` (they
-# are CI itself, minutes long), `make deb` (tests/integration/deb.sh runs it), `apt install`
+# are CI itself, minutes long), `make deb` (tests/packaging/deb.sh runs it), `apt install`
 # of the package (it would install on this shared host; the file name is checked to be the
 # one make deb writes), `systemctl` (systemd does not run on these machines, and it would
 # change the host's services; tests/integration/systemd_unit.sh checks the units).
@@ -138,7 +138,7 @@ version=$(dpkg-parsechangelog -S Version 2>/dev/null)
 while IFS=$'\t' read -r where cmd; do
 	case $cmd in
 	"make demo"* | "make check"*) skip "$where: $cmd: minutes long, it is what CI runs" ;;
-	"make deb"*) skip "$where: $cmd: tests/integration/deb.sh runs it" ;;
+	"make deb"*) skip "$where: $cmd: tests/packaging/deb.sh runs it" ;;
 	"make install"*)
 		# Under make sanitize (BUILD=build/san) the objects are instrumented: link them so.
 		sanflag=
@@ -157,6 +157,15 @@ while IFS=$'\t' read -r where cmd; do
 			nok "$where: $cmd: make deb writes memtide_${version}_amd64.deb, not $f"
 		fi ;;
 	"systemctl "*) skip "$where: $cmd: systemd is not running here and it would change this host's services (systemd_unit.sh checks the units)" ;;
+	"qemu-system-x86_64 -accel kvm ... "*) skip "$where: $cmd: a KVM guest's command line ('...' for its own arguments): no KVM here (tests/kvm/kernel_vsock.sh starts QEMU so in the KVM host stand)" ;;
+	"memtided --qmp "*" --agent vsock"*)
+		# The kernel's vsock needs a KVM guest (tests/kvm/kernel_vsock.sh, in the stand);
+		# here: memtided takes the option as written.
+		if "$BUILD/bin/memtided" --help 2>&1 | grep -q -- '--agent vsock  '; then
+			skip "$where: $cmd: needs a KVM guest with vhost-vsock (tests/kvm/kernel_vsock.sh runs it in the KVM host stand); memtided --help has the option"
+		else
+			nok "$where: $cmd: memtided --help has no '--agent vsock'"
+		fi ;;
 	"qemu-system-x86_64 ... "*) skip "$where: $cmd: a QEMU command line with '...' for the guest's own arguments (scenarios 08 and 16 start QEMU with these arguments)" ;;
 	"dev=\$(cat /sys/class/zram-control/hot_add)"* | "echo "*" >/sys/block/zram"* | "fallocate "*"/var/swap."* | "mkswap "* | "echo "*" >/sys/module/zswap/"*)
 		skip "$where: $cmd: sets up this host's swap (tests/e2e/lib_zram.sh does the same on a zram device of its own and removes it)" ;;

@@ -27,7 +27,7 @@
 . "$(dirname "$0")/../e2e/lib_zram.sh"
 e2e_init host_pageout
 E2E_JSON= # no figures of its own
-echo "1..11"
+echo "1..12"
 PLUGIN=$PWD/$BUILD/lib/memtide/memtide-ept.so
 CTL=$BUILD/bin/memtidectl
 for f in "$BUILD/bin/memtided" "$CTL" "$PLUGIN"; do

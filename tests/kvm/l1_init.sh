@@ -47,6 +47,19 @@ ln -s /proc/self/fd /dev/fd
 ln -s /proc/self/fd/0 /dev/stdin
 ln -s /proc/self/fd/1 /dev/stdout
 ln -s /proc/self/fd/2 /dev/stderr
+# What udev does on a Debian KVM host (systemd's 50-udev-default.rules): KVM's devices are
+# root:kvm 0660, so that QEMU run by libvirt as libvirt-qemu (in group kvm) can open them.
+# devtmpfs makes them root's alone, and libvirt's guests then failed ("Could not access KVM
+# kernel module: Permission denied"; inside libvirt's own /dev namespace: "No such file").
+kvm_gid=$(awk -F: '$1 == "kvm" { print $3 }' /host/etc/group)
+for d in kvm vhost-net vhost-vsock; do
+	[ -n "$kvm_gid" ] && [ -c "/dev/$d" ] && chgrp "$kvm_gid" "/dev/$d" && chmod 0660 "/dev/$d"
+done
+# libvirt's per-domain /dev (qemu.conf namespaces = ["mount"], its default) came without
+# /dev/kvm inside this chroot (QEMU: "Could not access KVM kernel module: No such file or
+# directory"; a Debian host's libvirt builds it from the host's /dev).  Off in L1's copy of
+# qemu.conf (the overlay's upper layer: the machine's file is untouched).
+[ -f /host/etc/libvirt/qemu.conf ] && echo 'namespaces = [ ]' >>/host/etc/libvirt/qemu.conf
 mount -t proc proc /host/proc
 mount --rbind /sys /host/sys
 mount --rbind /dev /host/dev

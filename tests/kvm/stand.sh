@@ -69,7 +69,7 @@ if [ "$mode" = run ]; then
 fi
 run_dir=$(mktemp -d /tmp/memtide-stand.XXXXXX)
 logs=$PWD/$BUILD/kvm/runs/$name
-l1_pid= tail_pid=
+l1_pid= tail_pid= watch_pid=
 
 stop_l1() {
 	[ -n "$l1_pid" ] || return 0
@@ -85,6 +85,7 @@ stop_l1() {
 }
 
 cleanup() {
+	[ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null
 	stop_l1
 	[ -n "$tail_pid" ] && kill "$tail_pid" 2>/dev/null && wait "$tail_pid" 2>/dev/null
 	if [ -d "$run_dir" ]; then
@@ -159,8 +160,14 @@ if [[ $up != *STAND-UP* ]]; then
 	tail -20 "$run_dir/console.log" | sed 's/^/# /'
 	exit 1
 fi
-timeout "$STAND_TIMEOUT" tail --pid="$l1_pid" -f /dev/null
+# In the background, waited for: bash runs a trap only once the foreground command is done, so
+# a SIGTERM (tests/run.sh's own time-out, an operator's kill) would otherwise wait out
+# STAND_TIMEOUT, and a SIGKILL after it would leave L1 running.
+timeout "$STAND_TIMEOUT" tail --pid="$l1_pid" -f /dev/null &
+watch_pid=$!
+wait "$watch_pid"
 timed_out=$?
+watch_pid=
 t_end=$(date +%s.%N)
 if [ $timed_out -ne 0 ]; then
 	echo "not ok - stand: $name did not finish within $STAND_TIMEOUT s; L1 stopped"

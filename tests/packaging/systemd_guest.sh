@@ -44,7 +44,7 @@ command -v qemu-system-x86_64 >/dev/null || skip_all "no qemu-system-x86_64 (scr
 dir=$(mktemp -d /tmp/memtide-pkg-systemd.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 
-# The package: the one tests/integration/deb.sh built from this tree if it is newer than the
+# The package: the one tests/packaging/deb.sh built from this tree if it is newer than the
 # programs and every file of debian/ and contrib/, else built here.  The upgrade is the same package at a higher version (its
 # maintainer scripts run as for any upgrade: prerm upgrade, postinst configure OLD).
 deb=$(ls -t "$BUILD"/deb-test/memtide_*_*.deb 2>/dev/null | head -1)

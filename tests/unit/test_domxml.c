@@ -220,6 +220,58 @@ static void test_vsock_device_and_shared_ram(void **state)
 	free(changes);
 }
 
+/* On a host with the kernel's vhost_vsock (/dev/vhost-vsock) --vsock adds libvirt's own
+ * <vsock> with a CID libvirt picks, and neither the vhost-user device nor shared RAM. */
+static void test_kernel_vsock_where_the_host_has_it(void **state)
+{
+	struct mtd_domxml_opts o = {.vsock = true, .kernel_vsock = true, .vsock_dir = "/x"};
+	char *before, *after, *changes, *b2, *again, *c2, err[200];
+	(void)state;
+
+	int n = mtd_domxml_patch_opts(BARE, &o, &before, &after, &changes, err, sizeof(err));
+	assert_int_equal(n, 4); /* balloon, stats, channel, vsock */
+	assert_non_null(strstr(after, "<vsock model=\"virtio\">"));
+	assert_non_null(strstr(after, "<cid auto=\"yes\"/>"));
+	assert_null(strstr(after, "vhost-user-vsock-pci"));
+	assert_null(strstr(after, "memoryBacking"));
+	assert_non_null(strstr(changes, "/dev/vhost-vsock"));
+	/* Idempotent. */
+	assert_int_equal(mtd_domxml_patch_opts(after, &o, &b2, &again, &c2, err, sizeof(err)), 0);
+	assert_int_equal(count(again, "<vsock"), 1);
+	free(before);
+	free(after);
+	free(changes);
+	free(b2);
+	free(again);
+	free(c2);
+
+	/* A <vsock> of the operator's (a fixed CID) is kept as it is. */
+	const char *kv = "<domain type='kvm'><name>k</name><devices><vsock model='virtio'>"
+			 "<cid auto='no' address='7'/></vsock></devices></domain>";
+	n = mtd_domxml_patch_opts(kv, &o, &before, &after, &changes, err, sizeof(err));
+	assert_true(n > 0);
+	assert_non_null(strstr(after, "address=\"7\""));
+	assert_int_equal(count(after, "<vsock"), 1);
+	free(before);
+	free(after);
+	free(changes);
+
+	/* memtide's vhost-user vsock already there: one vsock transport per guest. */
+	struct mtd_domxml_opts vu = {.vsock = true, .vsock_dir = "/run/memtide/vsock"};
+	n = mtd_domxml_patch_opts(BARE, &vu, &before, &after, &changes, err, sizeof(err));
+	assert_true(n > 0);
+	free(before);
+	free(changes);
+	n = mtd_domxml_patch_opts(after, &o, &b2, &again, &c2, err, sizeof(err));
+	assert_int_equal(n, 0);
+	assert_null(strstr(again, "<vsock"));
+	assert_non_null(strstr(c2, "vhost-user vsock"));
+	free(after);
+	free(b2);
+	free(again);
+	free(c2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +281,7 @@ int main(void)
 	    cmocka_unit_test(test_model_none_becomes_virtio),
 	    cmocka_unit_test(test_malformed_refused),
 	    cmocka_unit_test(test_vsock_device_and_shared_ram),
+	    cmocka_unit_test(test_kernel_vsock_where_the_host_has_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,7 +36,6 @@
 #include "access/choose.h"
 #include "access/ept_file.h"
 #include "access/ept_table.h"
-#include "access/guest_layout.h"
 #include "access/source.h"
 #include "access/young_dump.h"
 
@@ -85,18 +84,27 @@ static void fake_plugin_open(struct fake *f, uint64_t ram, uint64_t lowmem)
 	memcpy(f->h->magic, MTD_EPT_MAGIC, 8);
 }
 
-/* The plugin's mark(): what an access during a window does to the table. */
+/* The plugin's mark(): what an access during a window does to the table (the plugin's own
+ * marking, ept_table.h). */
 static void fake_plugin_mark(struct fake *f, uint64_t gpa, bool store)
 {
 	uint64_t want =
 	    (gpa & MTD_EPT_PA_MASK) | MTD_EPT_LEAF | MTD_EPT_A | (store ? MTD_EPT_D : 0);
+	uint64_t *const up[3] = {&f->pd[gpa >> 21], &f->pdpt[gpa >> 30], &f->root[gpa >> 39]};
+	const uint64_t up_want[3] = {
+	    (f->h->pt_off + (gpa >> 21) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A,
+	    (f->h->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A,
+	    (f->h->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A,
+	};
+	(void)mtd_ept_mark_leaf(&f->pt[gpa >> 12], want, up, up_want);
+}
 
-	f->root[gpa >> 39] |=
-	    (f->h->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A;
-	f->pdpt[gpa >> 30] |=
-	    (f->h->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A;
-	f->pd[gpa >> 21] |= (f->h->pt_off + (gpa >> 21) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A;
-	f->pt[gpa >> 12] |= want;
+/* The plugin running the window asked for last (its poll_header: started, then done). */
+static void fake_plugin_window(struct fake *f)
+{
+	f->h->started_seq = f->h->req_seq;
+	f->h->done_seq = f->h->req_seq;
+	f->h->windows++;
 }
 
 static void fake_close(struct fake *f)
@@ -304,7 +312,7 @@ static void test_source_rounds_and_detail(void **state)
 
 	for (unsigned i = 0; i < 8; i++)
 		fake_plugin_mark(&f, (64ULL << 20) + i * 4096, i & 1);
-	f.h->windows = 1;
+	fake_plugin_window(&f);
 	assert_int_equal(src.ops->age(src.ctx, g, 1000), 0);
 	assert_int_equal(f.h->req_seq, 2);
 	/* the next window at a random moment of the 5 s interval, with room to end in it */
@@ -318,7 +326,7 @@ static void test_source_rounds_and_detail(void **state)
 	assert_int_equal(windows_in(line), 1);
 	assert_non_null(strstr(line, "8 young pages"));
 	/* the A bits were cleared: a round with no access finds nothing young */
-	f.h->windows = 2;
+	fake_plugin_window(&f);
 	assert_int_equal(src.ops->age(src.ctx, g, 2000), 0);
 	uint64_t at2 = f.h->window_not_before_ms;
 	assert_true(at2 >= 2000 && at2 < 2000 + 4500);
@@ -393,6 +401,174 @@ static void test_zap(void **state)
 	fake_close(&f);
 }
 
+/* A window the plugin never ran (a paused guest): the round ages nothing (libvmm untouched)
+ * and the request stands; once the plugin runs it, rounds go on. */
+static void test_window_never_ran(void **state)
+{
+	struct fake f;
+	struct mtd_source src;
+	struct vmm_guest_config gc;
+	struct vmm_guest *g;
+	struct vmm_guest_stats gs;
+	char msg[300], line[300];
+	(void)state;
+
+	fake_plugin_open(&f, 256ULL << 20, 0);
+	assert_int_equal(
+	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, 5000, &src, msg, sizeof(msg)), 0);
+	vmm_guest_config_default(&gc);
+	gc.ram = src.ram;
+	gc.nr_ram = src.nr_ram;
+	assert_int_equal(vmm_guest_new(&gc, &g), 0);
+	fake_plugin_window(&f);
+	fake_plugin_mark(&f, 1ULL << 20, false);
+	assert_int_equal(src.ops->age(src.ctx, g, 1000), 0);
+	vmm_guest_get_stats(g, &gs);
+	uint64_t seq = gs.max_seq, req = f.h->req_seq;
+	/* the guest is paused: no window starts */
+	assert_int_equal(src.ops->age(src.ctx, g, 6000), -ENODATA);
+	assert_int_equal(src.ops->age(src.ctx, g, 11000), -ENODATA);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.max_seq, seq);   /* no generation in which "nothing was touched" */
+	assert_int_equal(f.h->req_seq, req); /* the request stands */
+	struct young_set y = {0};
+	assert_int_equal(vmm_young_runs(g, 1, collect, &y), 0);
+	assert_int_equal(y.pages, 1); /* the page seen before is still the youngest */
+	assert_int_equal(mtd_source_describe(&src, line, sizeof(line)), 0);
+	assert_non_null(strstr(line, "ran no sampling window"));
+	/* it runs again */
+	fake_plugin_window(&f);
+	assert_int_equal(src.ops->age(src.ctx, g, 16000), 0);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.max_seq, seq + 1);
+	vmm_guest_free(g);
+	mtd_source_destroy(&src);
+	fake_close(&f);
+}
+
+/* The table must be QEMU's own (owner, mode), and is checked before every use: a file cut
+ * short under the mapping (a QEMU re-created it, or its owner truncated it) is not read,
+ * where reading it ended memtided with SIGBUS. */
+static void test_file_checks(void **state)
+{
+	struct fake f;
+	struct mtd_source src;
+	struct vmm_guest_config gc;
+	struct vmm_guest *g;
+	char msg[300], line[300];
+	(void)state;
+
+	/* another user's file naming our "QEMU": refused */
+	fake_plugin_open(&f, 256ULL << 20, 0);
+	if (getuid() == 0) {
+		assert_int_equal(chown(path, 65534, 65534), 0);
+		assert_int_equal(mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, 5000, &src,
+						    msg, sizeof(msg)),
+				 -EPERM);
+		assert_non_null(strstr(msg, "not QEMU's own"));
+		assert_int_equal(chown(path, 0, 0), 0);
+	}
+	/* writable by others: refused */
+	assert_int_equal(chmod(path, 0666), 0);
+	assert_int_equal(
+	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, 5000, &src, msg, sizeof(msg)),
+	    -EPERM);
+	assert_int_equal(chmod(path, 0600), 0);
+	assert_int_equal(
+	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, 5000, &src, msg, sizeof(msg)), 0);
+	vmm_guest_config_default(&gc);
+	gc.ram = src.ram;
+	gc.nr_ram = src.nr_ram;
+	assert_int_equal(vmm_guest_new(&gc, &g), 0);
+	fake_plugin_window(&f);
+	assert_int_equal(src.ops->age(src.ctx, g, 1000), 0);
+	/* cut short under the mapping */
+	assert_int_equal(truncate(path, 4096), 0);
+	assert_int_equal(src.ops->age(src.ctx, g, 6000), -EIO);
+	assert_int_equal(mtd_source_describe(&src, line, sizeof(line)), 0);
+	assert_non_null(strstr(line, "cut short"));
+	/* re-created by another QEMU under the same name: not this source's table any more */
+	fake_close(&f);
+	fake_plugin_open(&f, 256ULL << 20, 0);
+	f.h->qemu_pid = 1;
+	assert_int_equal(src.ops->age(src.ctx, g, 11000), -ESTALE);
+	vmm_guest_free(g);
+	mtd_source_destroy(&src);
+	assert_int_equal(f.h->mode, 0); /* the new QEMU's header left alone */
+	fake_close(&f);
+}
+
+/* Host-side eviction's pages lose their leaves (paged_out), as KVM zaps EPT entries; the
+ * balloon's bookkeeping runs do not (evicted is NULL: the guest picked its own pages). */
+static void test_paged_out_zaps(void **state)
+{
+	struct fake f;
+	struct mtd_source src;
+	char msg[300];
+	(void)state;
+
+	fake_plugin_open(&f, 256ULL << 20, 0);
+	for (unsigned i = 0; i < 4; i++)
+		fake_plugin_mark(&f, 0x200000 + i * 4096ULL, false);
+	assert_int_equal(
+	    mtd_source_ept_new(path, getpid(), 256ULL << 20, 200, 5000, &src, msg, sizeof(msg)), 0);
+	assert_null(src.ops->evicted);
+	assert_non_null(src.ops->paged_out);
+	struct vmm_run r = {.gpa = 0x201000, .npages = 2};
+	src.ops->paged_out(src.ctx, &r, 1);
+	assert_true(f.pt[0x200] & MTD_EPT_A);
+	assert_int_equal(f.pt[0x201], 0);
+	assert_int_equal(f.pt[0x202], 0);
+	assert_true(f.pt[0x203] & MTD_EPT_A);
+	mtd_source_destroy(&src);
+	fake_close(&f);
+}
+
+/* A QEMU that runs its guest on KVM loads the plugin all the same, and the plugin writes a
+ * sound table, but it never sees an access: every page would read idle.  memtided asks QEMU
+ * (query-kvm) and does not take the ept source then, saying why; with TCG the same table is
+ * taken. */
+static void test_not_on_kvm(void **state)
+{
+	struct fake f;
+	struct mtd_source src;
+	struct mtd_access_env env;
+	struct mtd_access_choice ch;
+	(void)state;
+
+	fake_plugin_open(&f, 256ULL << 20, 0);
+	mtd_access_env_default(&env);
+	env.vm_name = "vm1";
+	env.ept_dir = dir;
+	env.qemu_pid = getpid();
+	env.guest_bytes = 256ULL << 20;
+	env.interval_ms = 1000;
+	env.ept_window_ms = 200;
+	env.idle_bitmap = "/nonexistent";
+	env.damon_admin = "/nonexistent";
+
+	env.on_kvm = 1;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_not_equal(ch.chosen, "ept");
+	bool said = false;
+	for (unsigned i = 0; i < ch.nr_notes; i++)
+		said = said || (!strcmp(ch.notes[i].name, "ept") &&
+				strstr(ch.notes[i].why, "runs on KVM") &&
+				strstr(ch.notes[i].why, "every page idle"));
+	assert_true(said);
+	mtd_source_destroy(&src);
+
+	env.on_kvm = 0;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_equal(ch.chosen, "ept");
+	mtd_source_destroy(&src);
+	env.on_kvm = -1; /* unknown (no monitor): as before, the table decides */
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_string_equal(ch.chosen, "ept");
+	mtd_source_destroy(&src);
+	fake_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,6 +579,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_source_rounds_and_detail, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_hostile_entries_stay_inside, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_zap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_window_never_ran, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_file_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_paged_out_zaps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_not_on_kvm, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

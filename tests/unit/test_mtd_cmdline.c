@@ -192,6 +192,10 @@ static void test_refused(void **state)
 	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", longpath, (char *)NULL), 0);
 	assert_int_equal(parse(&cl, err, sizeof(err), "--qmp", "/q", "--agent", "", (char *)NULL),
 			 -EINVAL);
+	/* --agent vsock: the kernel's vsock, no socket path */
+	assert_int_equal(
+	    parse(&cl, err, sizeof(err), "--qmp", "/q", "--agent", "vsock", (char *)NULL), 0);
+	assert_string_equal(cl.vm[0].agent, "vsock");
 	assert_int_equal(
 	    parse(&cl, err, sizeof(err), "--qmp", "/q", "--name", "a\x1b[2Jb", (char *)NULL),
 	    -EINVAL);

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "decide/controller.h"
+#include "decide/tick_decide.h"
 
 #define MiB ((uint64_t)1 << 20)
 #define GiB ((uint64_t)1 << 30)
@@ -1030,6 +1031,27 @@ static void test_balloon_follows_the_guests_reclaim(void **state)
 	assert_int_equal(out.balloon_bytes, at - (150 * MiB - 2 * cfg.mem_available_low_bytes));
 }
 
+/* The "silent" line says how long the agent has really been silent, and that its link went
+ * down when it did; never the configured agent_silence.  On a KVM host a QEMU that exited
+ * closed the agent's stream and the VM went silent in the same tick: the line said "for 30
+ * s" of an agent heard 0.6 s before. */
+static void test_silence_said_as_it_is(void **state)
+{
+	struct mtd_tick t = {.now_ms = 100000, .agent_up = false, .agent_heard_ms = 99400};
+	char buf[96];
+	(void)state;
+
+	mtd_decide_silence_why(&t, buf, sizeof(buf));
+	assert_string_equal(buf, "for 0 s (its agent disconnected)");
+	t.agent_up = true;
+	t.agent_heard_ms = 100000 - 31500;
+	mtd_decide_silence_why(&t, buf, sizeof(buf));
+	assert_string_equal(buf, "for 31 s");
+	t.agent_heard_ms = 0;
+	mtd_decide_silence_why(&t, buf, sizeof(buf));
+	assert_string_equal(buf, "(its agent never spoke)");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1039,6 +1061,7 @@ int main(void)
 	    cmocka_unit_test(test_low_mem_available_deflates),
 	    cmocka_unit_test(test_need_gives_need_plus_headroom),
 	    cmocka_unit_test(test_silence_and_disabled_keep_size),
+	    cmocka_unit_test(test_silence_said_as_it_is),
 	    cmocka_unit_test(test_reclaim_mode_cap_rises_only_with_need),
 	    cmocka_unit_test(test_silence_at_ceiling_does_not_hold),
 	    cmocka_unit_test(test_growth_is_given_back_at_once),

@@ -9,6 +9,7 @@
  * path against a real libvirtd and real domains.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -66,6 +67,26 @@ static void test_parse_domain_xml(void **state)
 	assert_false(info.has_balloon);
 	assert_string_equal(info.agent_path, "");
 	assert_int_equal(mtd_libvirt_parse_domain_xml("<domain><devices>", &info), -EPROTO);
+	assert_int_equal(info.vsock_cid, 0);
+
+	/* The kernel's vsock: the live XML's CID (libvirt's pick under auto='yes'); none, or one
+	 * that is no guest's, reads 0. */
+	static const char *const cids[][2] = {
+	    {"<vsock model='virtio'><cid auto='yes' address='42'/></vsock>", "42"},
+	    {"<vsock model='virtio'><cid auto='no' address='3'/></vsock>", "3"},
+	    {"<vsock><cid address='0x10'/></vsock>", "16"},
+	    {"<vsock model='virtio'><cid auto='yes'/></vsock>", "0"},
+	    {"<vsock model='virtio'><cid address='2'/></vsock>", "0"},
+	    {"<vsock model='virtio'><cid address='4294967295'/></vsock>", "0"},
+	    {"<vsock model='virtio'><cid address='12abc'/></vsock>", "0"},
+	    {"<vsock model='virtio'><cid address='-5'/></vsock>", "0"},
+	};
+	for (size_t i = 0; i < sizeof(cids) / sizeof(cids[0]); i++) {
+		char xml[300];
+		snprintf(xml, sizeof(xml), "<domain><devices>%s</devices></domain>", cids[i][0]);
+		assert_int_equal(mtd_libvirt_parse_domain_xml(xml, &info), 0);
+		assert_int_equal(info.vsock_cid, strtoul(cids[i][1], NULL, 0));
+	}
 }
 
 static void ignore_errors(void *opaque, virErrorPtr e)
@@ -123,11 +144,40 @@ static void test_metadata_round_trip(void **state)
 	virConnectClose(c);
 }
 
+/* libvirt's jobs as QEMU's whole-memory operations: save, restore and migration either way,
+ * snapshots and their revert, dumps; not a backup or a job that has ended; a libvirt that
+ * names no operation: any running job may be one. */
+static void test_memjob(void **state)
+{
+	struct mtd_memjob j;
+	(void)state;
+
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT, &j);
+	assert_true(j.active);
+	assert_string_equal(j.what, "migration");
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, VIR_DOMAIN_JOB_OPERATION_SAVE, &j);
+	assert_string_equal(j.what, "migration");
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_BOUNDED, VIR_DOMAIN_JOB_OPERATION_DUMP, &j);
+	assert_true(j.active);
+	assert_string_equal(j.what, "memory dump");
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, VIR_DOMAIN_JOB_OPERATION_SNAPSHOT_REVERT, &j);
+	assert_string_equal(j.what, "snapshot");
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, VIR_DOMAIN_JOB_OPERATION_BACKUP, &j);
+	assert_false(j.active);
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_NONE, VIR_DOMAIN_JOB_OPERATION_MIGRATION_OUT, &j);
+	assert_false(j.active);
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_COMPLETED, VIR_DOMAIN_JOB_OPERATION_DUMP, &j);
+	assert_false(j.active);
+	mtd_libvirt_memjob(VIR_DOMAIN_JOB_UNBOUNDED, -1, &j);
+	assert_true(j.active);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_parse_domain_xml),
 	    cmocka_unit_test(test_metadata_round_trip),
+	    cmocka_unit_test(test_memjob),
 	};
 	return cmocka_run_group_tests_name("mtd_libvirt", tests, NULL, NULL);
 }

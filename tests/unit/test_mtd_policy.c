@@ -519,6 +519,17 @@ static void test_daemon_isolation_keys(void **state)
 	assert_int_equal(mtd_config_set(&c, "daemon", "domains", "web-*", err, sizeof(err)), 0);
 	assert_string_equal(c.domains, "web-*");
 	assert_int_equal(mtd_config_set(&c, "daemon", "domains", "", err, sizeof(err)), -EINVAL);
+	/* the AF_VSOCK listener: auto by default (where the host has /dev/vhost-vsock) */
+	assert_int_equal(c.kernel_vsock, -1);
+	assert_int_equal(mtd_config_set(&c, "daemon", "kernel_vsock", "no", err, sizeof(err)), 0);
+	assert_int_equal(c.kernel_vsock, 0);
+	assert_int_equal(mtd_config_set(&c, "daemon", "kernel_vsock", "yes", err, sizeof(err)), 0);
+	assert_int_equal(c.kernel_vsock, 1);
+	assert_int_equal(mtd_config_set(&c, "daemon", "kernel_vsock", "auto", err, sizeof(err)), 0);
+	assert_int_equal(c.kernel_vsock, -1);
+	assert_int_equal(mtd_config_set(&c, "daemon", "kernel_vsock", "maybe", err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "auto, yes or no"));
 }
 
 int main(void)

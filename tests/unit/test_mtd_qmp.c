@@ -444,6 +444,51 @@ static void test_parse_reply_text(void **state)
 	assert_int_equal(mtd_qmp_parse_reply(NULL, &ret, err, sizeof(err)), -EPROTO);
 }
 
+/* QEMU reading all of guest memory itself: a migration in any of its running states, an
+ * active dump, a snapshot job that has not concluded; the states around them, other jobs
+ * and answers of the wrong shape are not. */
+static void test_memjob(void **state)
+{
+	struct mtd_memjob j;
+	struct {
+		const char *migrate, *dump, *jobs;
+		const char *what; /* NULL: none */
+	} cases[] = {
+	    {"{\"status\": \"active\"}", NULL, NULL, "migration"},
+	    {"{\"status\": \"postcopy-active\"}", NULL, NULL, "migration"},
+	    {"{\"status\": \"device\"}", NULL, NULL, "migration"},
+	    {"{\"status\": \"completed\"}", NULL, NULL, NULL},
+	    {"{}", "{\"status\": \"none\"}", "[]", NULL},
+	    {"{\"status\": \"failed\"}", "{\"status\": \"active\", \"completed\": 0}", "[]",
+	     "memory dump"},
+	    {"{}", "{\"status\": \"completed\"}",
+	     "[{\"id\": \"s\", \"type\": \"snapshot-save\", \"status\": \"running\"}]", "snapshot"},
+	    {"{}", NULL,
+	     "[{\"id\": \"s\", \"type\": \"snapshot-load\", \"status\": \"concluded\"},"
+	     " {\"id\": \"b\", \"type\": \"backup\", \"status\": \"running\"}]",
+	     NULL},
+	    {"[1]", "\"active\"", "{\"type\": \"snapshot-save\"}", NULL},
+	    {"{\"status\": 7}", "{\"status\": null}", "[null, 3, {\"type\": 1}]", NULL},
+	};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json_object *m =
+		    cases[i].migrate ? json_tokener_parse(cases[i].migrate) : NULL;
+		struct json_object *d = cases[i].dump ? json_tokener_parse(cases[i].dump) : NULL;
+		struct json_object *js = cases[i].jobs ? json_tokener_parse(cases[i].jobs) : NULL;
+		mtd_qmp_parse_memjob(m, d, js, &j);
+		assert_int_equal(j.active, cases[i].what != NULL);
+		if (cases[i].what)
+			assert_string_equal(j.what, cases[i].what);
+		json_object_put(m);
+		json_object_put(d);
+		json_object_put(js);
+	}
+	mtd_qmp_parse_memjob(NULL, NULL, NULL, &j);
+	assert_false(j.active);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -451,7 +496,7 @@ int main(void)
 	    cmocka_unit_test(test_hostile_qom_list), cmocka_unit_test(test_qom_list_nothing),
 	    cmocka_unit_test(test_hostile_numbers),  cmocka_unit_test(test_hostile_errors),
 	    cmocka_unit_test(test_hostile_greeting), cmocka_unit_test(test_hostile_guest_stats),
-	    cmocka_unit_test(test_parse_reply_text),
+	    cmocka_unit_test(test_parse_reply_text), cmocka_unit_test(test_memjob),
 	};
 	return cmocka_run_group_tests_name("mtd_qmp", tests, NULL, NULL);
 }

@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,6 +37,7 @@
 
 #include <cmocka.h>
 
+#include "access/ept_table.h"
 #include "daemon/daemon.h"
 #include "daemon/state.h"
 #include "daemon/vm.h"
@@ -274,6 +277,10 @@ static void start(struct fake *fk, enum mtd_source_kind source)
 	snprintf(cfg.meminfo_path, sizeof(cfg.meminfo_path), "%s", meminfo);
 	cfg.arb.release_rate_bytes_per_s = release_rate;
 	cfg.source = source;
+	if (source != MTD_SOURCE_SIM) { /* the ept plugin's tables in the state directory */
+		snprintf(cfg.ept_dir, sizeof(cfg.ept_dir), "%s", state_dir);
+		snprintf(cfg.run_dir, sizeof(cfg.run_dir), "%s", state_dir);
+	}
 	cfg.sim_hot_percent = 10;
 	cfg.ctl.interval_ms = 100;
 	cfg.ctl.agent_silence_ms = 300;
@@ -553,6 +560,79 @@ static void test_reconnect_reapplies_or_starts_over(void **state)
 	stop(false);
 }
 
+/* The ept plugin's table for QEMU process pid, as the plugin makes it (created or
+ * truncated, sized, header written); mapped for the test to read. */
+static struct mtd_ept_header *plugin_table(const char *path, pid_t pid, uint64_t *bytes)
+{
+	uint64_t root, pdpt, pd, pt;
+	int fd = open(path, O_RDWR | O_CREAT, 0600);
+
+	assert_true(fd >= 0);
+	mtd_ept_layout(1ULL << 30, &root, &pdpt, &pd, &pt, bytes);
+	assert_int_equal(ftruncate(fd, 0), 0);
+	assert_int_equal(ftruncate(fd, (off_t)*bytes), 0);
+	struct mtd_ept_header *h = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(h != MAP_FAILED);
+	close(fd);
+	*h = (struct mtd_ept_header){.version = MTD_EPT_VERSION,
+				     .header_bytes = MTD_EPT_PAGE,
+				     .span_bytes = 1ULL << 30,
+				     .file_bytes = *bytes,
+				     .root_off = root,
+				     .pdpt_off = pdpt,
+				     .pd_off = pd,
+				     .pt_off = pt,
+				     .qemu_pid = pid,
+				     .flags = MTD_EPT_F_NONLEAF_A,
+				     .ram_bytes = 1024 * MiB};
+	memcpy(h->magic, MTD_EPT_MAGIC, 8);
+	return h;
+}
+
+/* A new QEMU behind the same monitor (plain QMP): the access source, libvmm and host-side
+ * eviction's hand follow it.  Here the ept source: the new QEMU's plugin re-creates the
+ * table under the VM's name, and memtided must drive the new one (claim it, ask for
+ * windows), not go on reading the old process's. */
+static void test_restarted_qemu_reattaches_source(void **state)
+{
+	char path[128];
+	uint64_t bytes;
+
+	(void)state;
+	fake_init(&f, 1024 * MiB, 1024 * MiB);
+	if (!state_dir[0]) {
+		snprintf(state_dir, sizeof(state_dir), "/tmp/mtd-vm-loop.XXXXXX");
+		assert_non_null(mkdtemp(state_dir));
+	}
+	snprintf(path, sizeof(path), "%s/vm1.ept", state_dir);
+	struct mtd_ept_header *h = plugin_table(path, getpid(), &bytes);
+	start(&f, MTD_SOURCE_AGENT);
+	wait_reads(&f, 2);
+	assert_int_equal(h->controller_pid, getpid()); /* the first QEMU's table is driven */
+	munmap(h, bytes);
+
+	pid_t child = fork();
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	assert_true(child > 0);
+	h = plugin_table(path, child, &bytes); /* the new QEMU's plugin re-creates it */
+	pthread_mutex_lock(&f.lock);
+	f.generation++;
+	f.pid = child;
+	pthread_mutex_unlock(&f.lock);
+	wait_reads(&f, 4);
+	assert_int_equal(h->controller_pid, getpid());
+	assert_true(h->req_seq >= 1); /* and asks it for windows */
+	stop(false);
+	munmap(h, bytes);
+	unlink(path);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
 /* deflate-on-oom: the guest takes pages back from the balloon itself (actual rises above
  * the target).  memtided keeps what it took: no command may ask for the old target again
  * (the driver would inflate back into the OOM it escaped). */
@@ -732,6 +812,7 @@ int main(void)
 	    cmocka_unit_test_teardown(test_failed_deflate_is_retried, teardown),
 	    cmocka_unit_test_teardown(test_deflate_sent_when_peer_answers, teardown),
 	    cmocka_unit_test_teardown(test_restart_resumes, teardown),
+	    cmocka_unit_test_teardown(test_restarted_qemu_reattaches_source, teardown),
 	    cmocka_unit_test_teardown(test_hostile_state_is_not_followed, teardown),
 	    cmocka_unit_test_teardown(test_reconnect_reapplies_or_starts_over, teardown),
 	    cmocka_unit_test_teardown(test_guest_deflate_is_kept, teardown),

@@ -6,9 +6,10 @@
  *
  * A child process maps 16 MiB (2 MiB-aligned, MADV_HUGEPAGE, as QEMU maps guest RAM), touches
  * and mlocks the first 8 MiB and leaves the rest untouched; a hand-made layout places that
- * mapping at GPA 1 GiB.  Locked pages are the ones the kernel's pageout always skips, so
- * every outcome here is the same whether or not the host has swap: candidates that stay
- * resident are reported kept, untouched pages are evicted as empty, and pages outside the map,
+ * mapping at GPA 1 GiB.  Locked pages are the ones the kernel's pageout always refuses
+ * (EINVAL for their mapping), so every outcome here is the same whether or not the host has
+ * swap: candidates the kernel refused are reported kept (refused) and held until
+ * mtd_pageout_retry_held, untouched pages are evicted as empty, and pages outside the map,
  * beyond the swap budget or in blocks khugepaged would rebuild are never tried.  The path
  * into swap and back (refaults, collapses) needs a swap device: tests/integration/
  * host_pageout.sh runs it under the shared lock with a zram device of its own.
@@ -286,27 +287,42 @@ static void test_pageout_outcomes(void **state)
 	};
 	assert_int_equal(mtd_pageout_runs(po, runs, 3, &thp_default, UINT64_MAX, on_kept, &k, &res),
 			 0);
-	/* Untouched half: evicted as empty.  Locked half: tried, kept resident. */
+	/* Untouched half: evicted as empty.  Locked half: tried, refused by the kernel (its
+	 * mapping is locked: EINVAL, which the vector's return says), kept and held. */
 	assert_int_equal(res.empty_pages, CHILD_MIB * 128);
 	assert_int_equal(res.swapped_pages, 0);
-	assert_int_equal(res.kept_pages[MTD_PO_KEPT_RESIDENT], CHILD_MIB * 128);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_REFUSED], CHILD_MIB * 128);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_RESIDENT], 0);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_OUTSIDE], 512);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_THP], 0);
-	assert_true(res.syscalls >= 1);
-	assert_int_equal(k.pages[MTD_PO_KEPT_RESIDENT], CHILD_MIB * 128);
+	assert_true(res.syscalls >= 2); /* the vector, then the refused span per mapping */
+	assert_int_equal(res.refused_spans, 1);
+	assert_int_equal(k.pages[MTD_PO_KEPT_REFUSED], CHILD_MIB * 128);
 	assert_int_equal(k.pages[MTD_PO_KEPT_OUTSIDE], 512);
 	/* Kept pages come in runs, not page by page. */
 	assert_true(k.calls <= 8);
 	mtd_pageout_get_stats(po, &st);
 	assert_int_equal(st.empty_pages, CHILD_MIB * 128);
-	assert_int_equal(st.kept_total[MTD_PO_KEPT_RESIDENT], CHILD_MIB * 128);
+	assert_int_equal(st.kept_total[MTD_PO_KEPT_REFUSED], CHILD_MIB * 128);
+	assert_int_equal(st.held_pages, CHILD_MIB * 128);
 
-	/* Evicting the same pages again: the empty ones are already out, nothing else to do. */
+	/* Evicting the same pages again: the empty ones are already out, the held ones are kept
+	 * without asking the kernel again. */
 	memset(&k, 0, sizeof(k));
 	assert_int_equal(
 	    mtd_pageout_runs(po, &runs[1], 1, &thp_default, UINT64_MAX, on_kept, &k, &res), 0);
 	assert_int_equal(res.already_pages, CHILD_MIB * 128);
 	assert_int_equal(res.empty_pages, 0);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_RESIDENT], CHILD_MIB * 128);
+	assert_int_equal(res.syscalls, 0);
+	/* Once retried, they are asked for again (and refused again). */
+	assert_int_equal(mtd_pageout_retry_held(po), CHILD_MIB * 128);
+	mtd_pageout_get_stats(po, &st);
+	assert_int_equal(st.held_pages, 0);
+	assert_int_equal(
+	    mtd_pageout_runs(po, &runs[1], 1, &thp_default, UINT64_MAX, on_kept, &k, &res), 0);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_REFUSED], CHILD_MIB * 128);
+	assert_true(res.syscalls >= 2);
 
 	/* The guest uses 3 of the empty pages: the scan restores them, with no refault (nothing
 	 * was read from swap).  A first touch of an empty 2 MiB block is backed by a huge page
@@ -366,33 +382,38 @@ static void test_thp_rule_and_budget(void **state)
 	assert_int_equal(mtd_pageout_runs(po, &few, 1, &thp, UINT64_MAX, on_kept, &k, &res), 0);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_THP], 10);
 	assert_int_equal(res.syscalls, 0);
-	/* 65 pages: more than max_ptes_swap, tried (and kept: they are locked). */
+	/* 65 pages: more than max_ptes_swap, tried (and refused: they are locked). */
 	memset(&k, 0, sizeof(k));
 	struct vmm_run more = {.gpa = GPA_BASE, .npages = 65};
 	assert_int_equal(mtd_pageout_runs(po, &more, 1, &thp, UINT64_MAX, on_kept, &k, &res), 0);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_THP], 0);
-	assert_int_equal(res.kept_pages[MTD_PO_KEPT_RESIDENT], 65);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_REFUSED], 65);
 	/* khugepaged off (THP never, or a mapping without MADV_HUGEPAGE under "madvise"): no
-	 * rule. */
+	 * rule (the 10 were held by the try above). */
 	thp.scans = false;
+	(void)mtd_pageout_retry_held(po);
 	assert_int_equal(mtd_pageout_runs(po, &few, 1, &thp, UINT64_MAX, on_kept, &k, &res), 0);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_THP], 0);
-	assert_int_equal(res.kept_pages[MTD_PO_KEPT_RESIDENT], 10);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_REFUSED], 10);
 	/* A budget of 100 pages over 1024 candidates: the rest wait for swap room. */
 	struct vmm_run half = {.gpa = GPA_BASE, .npages = 1024};
+	(void)mtd_pageout_retry_held(po);
 	assert_int_equal(mtd_pageout_runs(po, &half, 1, &thp_default, 100, on_kept, &k, &res), 0);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_SWAP_FULL], 924);
-	assert_int_equal(res.kept_pages[MTD_PO_KEPT_RESIDENT], 100);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_REFUSED], 100);
 	/* A budget of 600: block 0 takes 512, and the 88 left for block 1 would leave it within
 	 * khugepaged's reach... no: 88 > 64, so it takes them. */
+	(void)mtd_pageout_retry_held(po);
 	assert_int_equal(mtd_pageout_runs(po, &half, 1, &thp_default, 600, on_kept, &k, &res), 0);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_SWAP_FULL], 424);
-	assert_int_equal(res.kept_pages[MTD_PO_KEPT_RESIDENT], 600);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_REFUSED], 600);
 	/* A budget of 550: 38 for block 1 is not worth splitting its huge page for. */
+	(void)mtd_pageout_retry_held(po);
 	assert_int_equal(mtd_pageout_runs(po, &half, 1, &thp_default, 550, on_kept, &k, &res), 0);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_SWAP_FULL], 512);
-	assert_int_equal(res.kept_pages[MTD_PO_KEPT_RESIDENT], 512);
+	assert_int_equal(res.kept_pages[MTD_PO_KEPT_REFUSED], 512);
 	/* A budget of 0: nothing is tried at all. */
+	(void)mtd_pageout_retry_held(po);
 	assert_int_equal(mtd_pageout_runs(po, &half, 1, &thp_default, 0, on_kept, &k, &res), 0);
 	assert_int_equal(res.kept_pages[MTD_PO_KEPT_SWAP_FULL], 1024);
 	assert_int_equal(res.syscalls, 0);

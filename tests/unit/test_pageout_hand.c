@@ -32,6 +32,7 @@
 #include <json-c/json.h>
 
 #include "act/pageout_hand.h"
+#include "act/swap_share.h"
 #include "daemon/config.h"
 #include "vmm.h"
 
@@ -169,6 +170,7 @@ static void child_stop(struct child *ch)
 struct monitor {
 	struct child *ch;
 	bool broken; /* answer the flat view with garbage */
+	int fail_rc; /* not 0: every command fails so (a monitor that does not answer yet) */
 	unsigned calls;
 };
 
@@ -180,6 +182,10 @@ static int fake_qmp(void *ctx, const char *cmd, struct json_object *args, struct
 	char buf[1024];
 
 	m->calls++;
+	if (m->fail_rc) {
+		snprintf(err, errlen, "no answer from QEMU in 5 s");
+		return m->fail_rc;
+	}
 	if (strcmp(cmd, "query-memdev") == 0) {
 		*ret = json_tokener_parse("[{\"id\":\"test.ram\",\"size\":16777216}]");
 		return 0;
@@ -252,6 +258,30 @@ static void set_swap(uint64_t total_mib, uint64_t free_mib)
 	fprintf(f, "Filename Type Size Used Priority\n");
 	if (total_mib)
 		fprintf(f, "/swapfile file %" PRIu64 " 0 -2\n", total_mib * 1024);
+	fclose(f);
+}
+
+/* One zram of total_mib, none of it used, whose pool uses pool_mib of a limit_mib
+ * mem_limit (0: none); its mm_stat under proc_dir, which the test passes as sys_root too. */
+static void set_zram(uint64_t total_mib, uint64_t pool_mib, uint64_t limit_mib)
+{
+	char path[160];
+	FILE *f;
+
+	set_swap(total_mib, total_mib);
+	snprintf(path, sizeof(path), "%s/swaps", proc_dir);
+	f = fopen(path, "w");
+	fprintf(f, "Filename Type Size Used Priority\n/dev/zram5 partition %" PRIu64 " 0 100\n",
+		total_mib * 1024);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/block", proc_dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/block/zram5", proc_dir);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/block/zram5/mm_stat", proc_dir);
+	f = fopen(path, "w");
+	fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " 0 0 0 0 0\n",
+		pool_mib * 3 * MiB, pool_mib * MiB, pool_mib * MiB, limit_mib * MiB);
 	fclose(f);
 }
 
@@ -510,6 +540,304 @@ static void test_free_pages_without_pageout(void **state)
 	drop_proc();
 }
 
+/* A zram whose pool is at its memory limit refuses writes while it still has free slots (the
+ * kernel then keeps the pages in RAM behind swap entries and pagemap calls them swapped):
+ * the hand budgets against the limit and pauses, saying so; with room under the limit it
+ * evicts. */
+static void test_zram_limit(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	(void)state;
+
+	make_proc(ch->pid);
+	/* 1 GiB of free slots, but the pool is 100 of its 100 MiB. */
+	set_zram(1024, 100, 100);
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	env.sys_root = proc_dir;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(
+	    strstr(st.pageout.why, "zram5's pool uses 100 of its 100 MiB memory limit"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
+	assert_int_equal(mtd_hand_reclaimable(h, 512 * MiB), 0);
+	/* Room under the limit but no more than the reserve: still paused. */
+	set_zram(1024, 100, 150);
+	in = input(2000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(
+	    strstr(st.pageout.why, "100 of its 150 MiB memory limit (mem_limit; 50 MiB left"));
+	/* The limit raised: the untouched half goes. */
+	set_zram(1024, 100, 512);
+	in = input(3000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
+/* Every VM's hand takes its room from the host's one share: room another VM's hand holds
+ * is not there, and the pause says so; given back, it is. */
+static void test_swap_share(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	struct mtd_swap_share share;
+	struct mtd_swap_grant other;
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_swap_share_init(&share, proc_dir, "/nonexistent");
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	env.swap_take = mtd_swap_share_take;
+	env.swap_done = mtd_swap_share_done;
+	env.swap_ctx = &share;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	/* Another VM's hand holds all of the room past the reserve. */
+	assert_int_equal(mtd_swap_share_take(&share, 4096 * MiB, cfg.swap_reserve_bytes, &other),
+			 0);
+	assert_int_equal(other.bytes, 960 * MiB);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "960 MiB of the room are granted to other VMs"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
+	/* It gives the grant back: this one's turn, and its own grant is back after its batch. */
+	mtd_swap_share_done(&share, other.bytes);
+	in = input(2000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	assert_int_equal(share.outstanding_bytes, 0);
+	mtd_hand_free(h);
+	mtd_swap_share_destroy(&share);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
+/* Every refusal says why.  One that may pass (QEMU's monitor not answering yet, as when
+ * memtided attaches to a QEMU that is starting) says so and is tried again at the next
+ * interval, not a requery (a minute) later; one found while the map was only read for its
+ * free pages (return=balloon) is said as soon as host-side eviction is asked for. */
+static void test_refusal_reasons(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch, .fail_rc = -ETIMEDOUT};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_pageout_config_default(&cfg); /* requery: 60 s */
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_REFUSED);
+	assert_non_null(strstr(st.pageout.why, "no answer from QEMU in 5 s"));
+	assert_non_null(strstr(st.pageout.why, "may not be ready yet: tried again every 1 s"));
+	unsigned calls = mon.calls;
+	in.now_ms = T(1500);
+	mtd_hand_step(h, g, &in);
+	assert_int_equal(mon.calls, calls);
+	/* QEMU answers now: one interval later the map is read and eviction goes on. */
+	mon.fail_rc = 0;
+	in = input(2000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_true(mon.calls > calls);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	mtd_hand_free(h);
+
+	/* Under balloon the map's refusal goes to the debug log only; asked for pageout
+	 * within the requery, the state says it at once (it stayed "off", no reason). */
+	mon.broken = true;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	in = input(3000, 60000);
+	in.mode = MTD_RETURN_BALLOON;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_OFF);
+	in = input(4000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_REFUSED);
+	assert_non_null(strstr(st.pageout.why, "Cannot read the memory map from QEMU"));
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
+/* Pages the hand chose but the kernel kept (the child's shared half: two mappers) go back
+ * to the generation they left, not to the youngest as pages the guest used, and their
+ * eviction is not counted; the actuator holds them (reported kept without asking the kernel)
+ * until a cold age has passed, then they are tried again. */
+static void test_kept_pages(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	vmm_guest_get_stats(g, &gs);
+	uint64_t old_seq = gs.gen[0].seq;
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	assert_int_equal(gs.evicted_total, CHILD_MIB * 128); /* the kept half uncounted */
+	assert_int_equal(gs.gen[0].seq, old_seq);
+	assert_int_equal(gs.gen[0].pages, CHILD_MIB * 128); /* back where they were */
+	assert_int_equal(gs.gen[gs.nr_gens - 1].pages, 0);  /* none made young */
+	assert_int_equal(st.pageout.held_bytes, CHILD_MIB / 2 * MiB);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	/* Within the cold age they stay held. */
+	in = input(2000, 60000);
+	decision.take_pages = 0;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.held_bytes, CHILD_MIB / 2 * MiB);
+	/* A cold age later they may be tried again. */
+	in = input(11000, 60000);
+	decision.take_pages = 0;
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.held_bytes, 0);
+	/* Tried: kept again, and back in the old generation again. */
+	in = input(11500, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(st.pageout.held_bytes, CHILD_MIB / 2 * MiB);
+	assert_int_equal(gs.gen[0].pages, CHILD_MIB * 128);
+	assert_int_equal(gs.evicted_total, CHILD_MIB * 128);
+	assert_int_equal(vmm_check_invariants(g), 0);
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
+/* QEMU reading all of guest memory itself (a migration, a snapshot, a dump): host-side
+ * eviction waits, saying why; when it cannot be told (a monitor held by a synchronous
+ * savevm or dump does not answer), it waits too; once over, eviction goes on. */
+struct fake_job {
+	int rc;
+	const char *what; /* NULL: none */
+	unsigned calls;
+};
+
+static int fake_memjob(void *ctx, struct mtd_memjob *out)
+{
+	struct fake_job *f = ctx;
+
+	f->calls++;
+	memset(out, 0, sizeof(*out));
+	if (f->rc)
+		return f->rc;
+	out->active = f->what != NULL;
+	snprintf(out->what, sizeof(out->what), "%s", f->what ? f->what : "");
+	return 0;
+}
+
+static void test_memjob(void **state)
+{
+	struct child *ch = child_start();
+	struct monitor mon = {.ch = ch};
+	struct fake_job job = {.what = "migration"};
+	struct mtd_pageout_config cfg;
+	struct mtd_pageout_hand *h;
+	struct vmm_guest *g = guest_over_child();
+	struct mtd_vm_status st = {0};
+	struct vmm_guest_stats gs;
+	(void)state;
+
+	make_proc(ch->pid);
+	set_swap(1024, 1024);
+	mtd_pageout_config_default(&cfg);
+	struct mtd_hand_env env = hand_env(&mon, true, "ept");
+	env.memjob = fake_memjob;
+	env.memjob_ctx = &job;
+	assert_int_equal(mtd_hand_new(&cfg, &env, &h), 0);
+	struct mtd_hand_input in = input(1000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(job.calls, 1);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "QEMU is reading all of guest memory itself "
+					       "(migration): host-side eviction waits"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
+	/* A monitor that does not answer. */
+	job.rc = -ETIMEDOUT;
+	in = input(2000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "cannot tell whether QEMU is reading all of guest"));
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, 0);
+	/* Over: eviction goes on. */
+	job.rc = 0;
+	job.what = NULL;
+	in = input(3000, 60000);
+	mtd_hand_step(h, g, &in);
+	mtd_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	vmm_guest_get_stats(g, &gs);
+	assert_int_equal(gs.evicted_pages, CHILD_MIB * 128);
+	assert_int_equal(st.pageout.job_reads_total, 0);
+	mtd_hand_free(h);
+	vmm_guest_free(g);
+	child_stop(ch);
+	drop_proc();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -517,6 +845,11 @@ int main(void)
 	    cmocka_unit_test(test_resolve),
 	    cmocka_unit_test(test_states),
 	    cmocka_unit_test(test_free_pages_without_pageout),
+	    cmocka_unit_test(test_zram_limit),
+	    cmocka_unit_test(test_swap_share),
+	    cmocka_unit_test(test_refusal_reasons),
+	    cmocka_unit_test(test_kept_pages),
+	    cmocka_unit_test(test_memjob),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

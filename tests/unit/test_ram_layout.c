@@ -602,6 +602,62 @@ static void test_recheck(void **state)
 	unload(r);
 }
 
+/* A DIMM mapped far from the machine's RAM, QEMU's own 600 mappings between them (its
+ * libraries, heaps, thread stacks): the mappings are gathered per region, not over the span
+ * from the lowest to the highest, which held more than the 512 that are read. */
+static void test_far_dimm(void **state)
+{
+	struct rec *r = load("pc-1g");
+	struct mtd_ram_layout *l = build(r);
+	char dir[] = "/tmp/memtide-test-proc.XXXXXX", path[256];
+	const uint64_t far = l->r[0].hva + 5 * GiB; /* the 600 mappings fit below it */
+	FILE *f;
+	(void)state;
+
+	l->r[1] = l->r[0];
+	l->r[1].gpa = 0x100000000ULL;
+	l->r[1].hva = far;
+	l->r[1].bytes = GiB / 2;
+	l->nr = 2;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/42", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/42/maps", dir);
+	f = fopen(path, "w");
+	fprintf(f, "%" PRIx64 "-%" PRIx64 " rw-p 00000000 00:00 0 \n", l->r[0].hva,
+		l->r[0].hva + GiB);
+	for (uint64_t i = 0; i < 600; i++) {
+		uint64_t a = far - (600 - i) * 0x10000ULL;
+		fprintf(f,
+			"%" PRIx64 "-%" PRIx64 " r-xp 00000000 08:01 %" PRIu64 " /usr/lib/x%" PRIu64
+			".so\n",
+			a, a + 0x8000, i + 1, i);
+	}
+	fprintf(f, "%" PRIx64 "-%" PRIx64 " rw-p 00000000 00:00 0 \n", far, far + GiB / 2);
+	fclose(f);
+	assert_int_equal(mtd_ram_layout_recheck(l, 42, dir), 0);
+
+	/* The parser alone: both regions' mappings, none of those between. */
+	char *t = NULL;
+	size_t len = 0;
+	f = fopen(path, "r");
+	assert_int_equal(getdelim(&t, &len, '\0', f) > 0, 1);
+	fclose(f);
+	struct mtd_hva_span spans[2] = {{l->r[0].hva, l->r[0].hva + GiB}, {far, far + GiB / 2}};
+	struct mtd_vma v[4];
+	assert_int_equal(mtd_ram_parse_smaps_in(t, spans, 2, v, 4), 2);
+	assert_int_equal(v[0].start, l->r[0].hva);
+	assert_int_equal(v[1].start, far);
+	assert_int_equal(mtd_ram_parse_smaps(t, l->r[0].hva, far + GiB / 2, v, 4), -E2BIG);
+	free(t);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/42", dir);
+	rmdir(path);
+	rmdir(dir);
+	free(l);
+	unload(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -615,6 +671,7 @@ int main(void)
 	    cmocka_unit_test(test_mixed_mappings_are_unsure),
 	    cmocka_unit_test(test_parsers_reject_garbage),
 	    cmocka_unit_test(test_recheck),
+	    cmocka_unit_test(test_far_dimm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

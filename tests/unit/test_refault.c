@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -221,6 +222,85 @@ static void test_tier(void **state)
 	vmm_guest_free(g);
 }
 
+/*
+ * A source blind to some accesses (the ept plugin: instruction fetches, the guest's own
+ * page-table walks): 64 "code" pages are never reported young, but each is faulted back the
+ * round after it is evicted; 192 pages are reported young every round; 256 are never
+ * touched.  Each round evicts what is 2 s idle, and pages that came back only at 10 s idle
+ * (the weighing's reused_min_age_ms).  Returns the evictions of code pages over 40 rounds;
+ * *cold_out: how many never-touched pages went out.
+ */
+static uint64_t blind_code_evictions(bool refault_raises_tier, uint64_t *cold_out)
+{
+	struct vmm_range ram = {0, 2 * MiB};
+	struct vmm_guest_config cfg;
+	struct vmm_guest *g = NULL;
+	struct vmm_run runs[512] = {{0}};
+	bool out[512] = {false};
+	uint64_t now_ms = 0, code = 0, cold = 0;
+
+	vmm_guest_config_default(&cfg);
+	cfg.ram = &ram;
+	cfg.nr_ram = 1;
+	cfg.nr_gens = 8;
+	cfg.reuse_raises_tier = true; /* as memtided sets it for page-level sources */
+	cfg.refault_raises_tier = refault_raises_tier;
+	assert_int_equal(vmm_guest_new(&cfg, &g), 0);
+	for (unsigned round = 0; round < 40; round++) {
+		now_ms += 1000;
+		assert_int_equal(vmm_age_begin(g, now_ms), 0);
+		assert_int_equal(vmm_mark_young(g, 64 * PAGE, 192, false), 0);
+		for (unsigned p = 0; p < 64; p++) {
+			struct vmm_refault rf;
+			if (!out[p])
+				continue;
+			assert_int_equal(vmm_refault(g, p * PAGE, &rf), 0); /* fetched again */
+			assert_true(rf.was_evicted);
+			out[p] = false;
+		}
+		struct vmm_evict_req req = {.min_age_ms = 2000,
+					    .reused_min_age_ms = 10000,
+					    .max_pages = 512,
+					    .now_ms = now_ms,
+					    .runs = runs,
+					    .max_runs = 512};
+		struct vmm_evict_result res;
+		assert_int_equal(vmm_evict(g, &req, &res), 0);
+		for (size_t i = 0; i < res.nr_runs; i++) {
+			for (uint64_t k = 0; k < runs[i].npages; k++) {
+				uint64_t p = runs[i].gpa / PAGE + k;
+				assert_true(p < 64 || p >= 256); /* the hot pages never go */
+				out[p] = true;
+				code += p < 64;
+				cold += p >= 256;
+			}
+		}
+	}
+	assert_int_equal(vmm_check_invariants(g), 0);
+	vmm_guest_free(g);
+	*cold_out = cold;
+	return code;
+}
+
+/* A page that keeps refaulting stops being the first pick: with refault_raises_tier each
+ * code page cycles evict -> refault at most once per reused age (10 rounds) and a few
+ * times more while tier protection learns, where in tier 0 it went out every third round;
+ * the never-touched pages go out all the same. */
+static void test_refault_raises_tier_protects_blind_pages(void **state)
+{
+	uint64_t cold_blind, cold_raised;
+
+	(void)state;
+	uint64_t blind = blind_code_evictions(false, &cold_blind);
+	uint64_t raised = blind_code_evictions(true, &cold_raised);
+	print_message("code page evictions over 40 rounds: %llu in tier 0, %llu raised\n",
+		      (unsigned long long)blind, (unsigned long long)raised);
+	assert_true(blind >= 64 * 10); /* the cycle the fix ends: every 3rd round */
+	assert_true(raised <= 64 * 5);
+	assert_int_equal(cold_raised, 256);
+	assert_int_equal(cold_blind, 256);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_distance_mark_young),
 	    cmocka_unit_test(test_distance_age_walk),
 	    cmocka_unit_test(test_tier),
+	    cmocka_unit_test(test_refault_raises_tier_protects_blind_pages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -386,11 +386,21 @@ struct vmm_guest_config {
 	 * (vmm/reclaim_ctl.c, "Weighing").  Linux raises tiers on file descriptor accesses
 	 * only; memtided turns this on for page-level sources.  Default off. */
 	bool reuse_raises_tier;
+	/* A refault brings the page back one tier up (capped at nr_tiers - 1), as Linux marks
+	 * a refaulting page as working set: the fault is proof of use the source may never
+	 * give.  For a source blind to some accesses (memtided's ept plugin sees loads and
+	 * stores, not instruction fetches nor the guest's page-table walks), a page used only
+	 * that way is never seen young, so in tier 0 it would be the first pick again after
+	 * each refault.  Up a tier, it is held as a page that came back (the weighing's
+	 * reused_min_age_ms); pages that keep coming back climb on, and tier protection keeps
+	 * the tiers whose refaults per eviction outrun tier 0's (tier_protect.c).  Default
+	 * off. */
+	bool refault_raises_tier;
 };
 
 /* nr_gens 4, nr_tiers 4, lookaround_max 63, the bloom filter's defaults,
  * use_nonleaf_accessed on, dirty_ages_up off, lookaround_feeds_bloom on, unseen_is_unused
- * off, gens_widen on, reuse_raises_tier off; no layout. */
+ * off, gens_widen on, reuse_raises_tier off, refault_raises_tier off; no layout. */
 void vmm_guest_config_default(struct vmm_guest_config *cfg);
 
 struct vmm_guest;
@@ -478,6 +488,10 @@ struct vmm_evict_req {
 	 * go only from generations at least this old: 0, as min_age_ms; UINT64_MAX: they stay
 	 * (vmm_decision.reused_age_ms). */
 	uint64_t reused_min_age_ms;
+	/* Optional, max_runs entries: the seq of the generation each run came from, for
+	 * vmm_put_back.  With it a run never spans two generations, and a generation the hand
+	 * empties stays (empty) until the next aging round, ready to take its pages back. */
+	uint64_t *run_seq;
 };
 
 struct vmm_evict_result {
@@ -508,6 +522,17 @@ int vmm_evict(struct vmm_guest *g, const struct vmm_evict_req *req, struct vmm_e
  * unused is vmm_give_back's): the evicted ones enter the youngest generation, tier 0;
  * resident ones are left alone.  O(npages).  Returns 0, -EINVAL, -ERANGE. */
 int vmm_restore(struct vmm_guest *g, uint64_t gpa, uint64_t npages);
+/* Pages the eviction hand chose that did not leave after all (host pageout could not page
+ * them out: khugepaged would rebuild their huge page, swap is full, the kernel kept them
+ * because they are shared, merged by KSM, pinned or locked) go back where they were: the
+ * evicted ones become resident in the generation whose seq the hand gave for their run
+ * (vmm_evict_req.run_seq) - or, when that one has since merged into a younger one or
+ * emptied, the oldest live generation at or after it - with the tier they left with, and
+ * their eviction is uncounted (evicted_total, the tier's window).  Not vmm_restore: they were
+ * not used, and counted young they inflated the working set and waited a whole cold age
+ * before they could be tried again.  Resident ones are left alone.  O(npages + nr_gens).
+ * Returns 0, -EINVAL, -ERANGE. */
+int vmm_put_back(struct vmm_guest *g, uint64_t gpa, uint64_t npages, uint64_t seq);
 /* Pages the host handed back to the guest, which has not used them yet (a balloon's
  * deflation, the target rising under return=reclaim): evicted ones become resident in the
  * oldest generation, tier 0, marked free (vmm_hint_free); resident ones are left alone.
@@ -527,7 +552,8 @@ struct vmm_refault {
 };
 
 /* The caller saw the guest touch an evicted page (a fault).  The page becomes resident in
- * the youngest generation, in the tier it was evicted from, and the refault is counted.
+ * the youngest generation, in the tier it was evicted from (one up with
+ * refault_raises_tier), and the refault is counted (in the tier it was evicted from).
  * A resident page: out->was_evicted = false, nothing changes.  Returns 0, -EINVAL (NULL,
  * unaligned gpa), -ERANGE (gpa outside RAM). */
 int vmm_refault(struct vmm_guest *g, uint64_t gpa, struct vmm_refault *out);
@@ -559,6 +585,7 @@ struct vmm_guest_stats {
 	/* the same, of pages in tier 0 when they came back: with reuse_raises_tier, the first
 	 * comeback of each page */
 	uint64_t reuse_first_hist[VMM_REUSE_BUCKETS];
+	bool reuse_raises_tier; /* the config's: a page comes back "first" once, then climbs */
 	bool tier_protected[VMM_MAX_NR_TIERS]; /* what the next vmm_evict would keep back */
 	uint64_t metadata_bytes;               /* everything libvmm allocated for this guest */
 	/* The last aging round: pages the round before it found used (its youngest generation
@@ -641,6 +668,9 @@ struct vmm_reclaim_config {
 	bool weigh;                /* where pages idle past the longest age come back, take
 				    * those that never came back, or a measured step, instead of
 				    * holding (see vmm/reclaim_ctl.c, "Weighing"); default on */
+	uint64_t first_window_ms;  /* first comebacks are counted over this recent span, not the
+				    * reuse window (see vmm/reclaim_ctl.c, "First comebacks
+				    * are once"); 0: over the reuse window */
 	bool probe;                /* between once and trust_factor times the floor watched,
 				    * take a growing probe of pages that never came back (see
 				    * vmm/reclaim_ctl.c, "Probing"; needs weigh) */
@@ -666,6 +696,10 @@ enum vmm_reclaim_mode {
 			    * carry (vmm_decide counts them), watching the refaults */
 };
 
+/* Rounds of first comebacks the controller keeps for their recent rate: 64 rounds, 320 s at
+ * memtided's 5 s interval (cfg.first_window_ms is a minute), 64 s at 1 s. */
+#define VMM_FIRST_ROUNDS 64
+
 struct vmm_reclaim_ctl {
 	struct vmm_reclaim_config cfg;
 	struct vmm_pid pid;
@@ -681,7 +715,15 @@ struct vmm_reclaim_ctl {
 	uint64_t reuse_first_now[VMM_REUSE_BUCKETS];  /* the same, of first comebacks */
 	uint64_t reuse_first_last[VMM_REUSE_BUCKETS]; /* (vmm_guest_stats.reuse_first_hist) */
 	double reuse_first_win[VMM_REUSE_BUCKETS];
-	bool first_fed;    /* vmm_reclaim_observe_first was called: else every reuse is a first */
+	bool first_fed;  /* vmm_reclaim_observe_first was called: else every reuse is a first */
+	bool first_once; /* ... from a guest whose pages climb a tier when they come back */
+	/* First comebacks of the last rounds (a ring, newest at first_next - 1) and their sum
+	 * over the last cfg.first_window_ms: their recent rate */
+	float first_ring[VMM_FIRST_ROUNDS][VMM_REUSE_BUCKETS];
+	uint32_t first_ring_ms[VMM_FIRST_ROUNDS];
+	unsigned first_next, first_rounds;
+	double first_recent[VMM_REUSE_BUCKETS];
+	double first_recent_ms;
 	uint64_t floor_ms; /* the shortest threshold the reuses say keeps the target (0: none) */
 	uint64_t floor_all_ms;    /* that floor over every reuse; UINT64_MAX: past the longest
 				  * age (without weighing, floor_ms) */

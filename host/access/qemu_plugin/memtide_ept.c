@@ -161,39 +161,21 @@ __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 
 /* ---- the MMU's part: set A (and D) in the leaf of gpa -------------------------------------- */
 
-/* Release: the leaf written before must be visible first (mark() says why). */
-static inline void or_if_missing(uint64_t *slot, uint64_t bits)
-{
-	if ((__atomic_load_n(slot, __ATOMIC_RELAXED) & bits) != bits)
-		__atomic_fetch_or(slot, bits, __ATOMIC_RELEASE);
-}
-
 static inline void mark(uint64_t gpa, bool store)
 {
-	uint64_t *leaf = &P.pt[gpa >> 12];
 	/* The leaf maps the page to itself: the file has no host addresses to offer, and the
-	 * walker reads only the bits. */
+	 * walker reads only the bits.  The order and the fence: mtd_ept_mark_leaf. */
 	uint64_t want =
 	    (gpa & MTD_EPT_PA_MASK) | MTD_EPT_LEAF | MTD_EPT_A | (store ? MTD_EPT_D : 0);
+	uint64_t *const up[3] = {&P.pd[gpa >> 21], &P.pdpt[gpa >> 30], &P.root[gpa >> 39]};
+	const uint64_t up_want[3] = {
+	    (P.h->pt_off + (gpa >> 21) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A,
+	    (P.h->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A,
+	    (P.h->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A,
+	};
 
-	if ((__atomic_load_n(leaf, __ATOMIC_RELAXED) & want) == want)
-		return; /* the common case: the page was already seen this round */
-	/* The leaf first, then the way up: each upper entry present, with A (the tables sit at
-	 * fixed offsets, so this is an OR of constants).  The order matters to a walker that
-	 * skips subtrees whose upper A is clear (docs/walker.md, "Non-leaf accessed bits"): it
-	 * clears an upper A before reading the subtree, so an upper A set after the leaf is
-	 * either seen by that walk together with the leaf, or set after the clear and kept for
-	 * the next one.  Upper entries first would let a walk clear the upper A between the
-	 * two writes, read the leaf before its A arrives, and leave a young leaf under a clear
-	 * upper A, unseen until it is next read whole. */
-	__atomic_fetch_or(leaf, want, __ATOMIC_RELAXED);
-	or_if_missing(&P.pd[gpa >> 21],
-		      (P.h->pt_off + (gpa >> 21) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
-	or_if_missing(&P.pdpt[gpa >> 30],
-		      (P.h->pd_off + (gpa >> 30) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
-	or_if_missing(&P.root[gpa >> 39],
-		      (P.h->pdpt_off + (gpa >> 39) * MTD_EPT_PAGE) | MTD_EPT_TABLE | MTD_EPT_A);
-	__atomic_fetch_add(&P.h->marks, 1, __ATOMIC_RELAXED);
+	if (mtd_ept_mark_leaf(&P.pt[gpa >> 12], want, up, up_want))
+		__atomic_fetch_add(&P.h->marks, 1, __ATOMIC_RELAXED);
 }
 
 static void on_mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vaddr, void *ud)

@@ -19,6 +19,11 @@
 # Asserts: memtided had inflated before the growth; its first deflation came within two
 # control intervals (4 s); the guest swapped out at most 2% of the growth while touching it
 # (memtided gave memory back before the guest had to swap); no OOM kill; cold data intact.
+# On the KVM host stand (E2E_ACCEL=kvm) the first three checks cannot hold, and the scenario is
+# not in make check-kvm: the nested guest's own reclaim frees a few MiB a second, so memtided's
+# balloon does not reach 128 MiB before the 60 s fallback, the guest's pressure gives back what
+# it took, and the growth meets a full-size guest that must swap (docs/e2e.md, "The scenarios
+# on KVM").  Checks 4 and 5 held.
 . "$(dirname "$0")/../lib.sh"
 e2e_init 03_growth
 echo "1..5"

@@ -17,6 +17,11 @@
 # in most cycles and the data went through swap (pswpout > the data); memtided asked the agent
 # to reclaim before each cut and heard its answers; every verify pass after a cycle found 0 bad pages; memtided
 # neither crashed nor reported an error.
+# On the KVM host stand (E2E_ACCEL=kvm) checks 2 and 3 cannot hold, and the scenario is not in
+# make check-kvm: the agent's reclaim of each cut is answered minutes after its deadline (the
+# nested guest reclaims at a few MiB a second while the workload rewrites pages), so the balloon
+# rarely reaches the cap.  Check 4, no page lost, held in every run (docs/e2e.md, "The
+# scenarios on KVM").
 . "$(dirname "$0")/../lib.sh"
 e2e_init 04_integrity
 echo "1..5"

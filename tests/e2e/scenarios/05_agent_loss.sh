@@ -12,6 +12,12 @@
 # (MemAvailable, major faults), which memtided answers, and QEMU's deflate-on-oom lets the
 # guest take pages back itself before its OOM killer runs.)  When QEMU exits, memtided
 # must detach without crashing.
+# On the KVM host stand (E2E_ACCEL=kvm) checks 2 and 3 fail, and the scenario is not in make
+# check-kvm: the balloon inflates at 4-15 MiB/s there, so at the kill it is still on its way to
+# the target memtided set while the agent reported, and it keeps going after the kill; memtided
+# says it holds at that target, which the balloon's actual has not reached.  Whether the
+# silence should stop an inflation in flight is memtided's policy (docs/e2e.md, "The scenarios
+# on KVM").
 . "$(dirname "$0")/../lib.sh"
 e2e_init 05_agent_loss
 echo "1..6"

@@ -3,7 +3,8 @@
 # 06_libvirt.sh: scenario 6, scenario 2 through libvirt, started the way an operator runs it.
 #
 # libvirtd (started here as root, with memtide's hook installed in /etc/libvirt/hooks/qemu.d/
-# before it starts) runs a transient <domain type='qemu'> with a virtio balloon (free page
+# before it starts) runs a transient <domain type='qemu'> (E2E_ACCEL=kvm, on the KVM host
+# stand: <domain type='kvm'>, checked to run on KVM) with a virtio balloon (free page
 # reporting on, stats period 2 s) and the agent's unix channel.  memtided runs in its default
 # libvirt mode with no domain named on its command line: it must find the domain by itself,
 # through the hook (which tells it over the control socket) and libvirt's lifecycle events,
@@ -18,9 +19,13 @@
 # was (it used to hand the domain its full size: on a host of many VMs, the overcommit
 # memtide exists to prevent).
 . "$(dirname "$0")/../lib.sh"
+# On the KVM host stand the return check (60% of the cold within 60 s) holds only when the
+# machine is quiet (300 MiB in one run, 190 in another), and the scenario is not in make
+# check-kvm: the nested guest's own reclaim is the bound, as in scenario 2 (docs/e2e.md).
 . "$(dirname "$0")/../lib_libvirt.sh"
 e2e_init 06_libvirt
 TOTAL=6
+[ "$E2E_ACCEL" = kvm ] && TOTAL=7
 echo "1..$TOTAL"
 skip_all() {
 	local i
@@ -76,6 +81,12 @@ fi
 e2e_wait '^WL-FILLED' 150 >/dev/null
 rss0=$(e2e_guest_rss_mib)
 e2e_fig rss_filled_mib "$rss0"
+e2e_fig domain_type "$($E2E_V dumpxml "$DOM" 2>/dev/null | sed -n "s/^<domain type='\([a-z]*\)'.*/\1/p")"
+if [ "$E2E_ACCEL" = kvm ]; then
+	kvm=$($E2E_V qemu-monitor-command "$DOM" '{"execute":"query-kvm"}' 2>&1)
+	[[ $kvm == *'"enabled":true'* ]] && [ "${E2E_FIGS[domain_type]}" = kvm ]
+	e2e_check $? "libvirt runs the domain on KVM (<domain type='${E2E_FIGS[domain_type]}'>; query-kvm: $kvm)"
+fi
 
 attached() { grep -q "$DOM.*attach" "$E2E_DIR/memtided.log"; }
 for _ in $(seq 100); do attached && break; sleep 0.1; done

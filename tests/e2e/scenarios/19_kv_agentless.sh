@@ -37,10 +37,11 @@
 #                     the 30 s before it;
 #   first_return_s    from the end of the load to the first 100 MiB returned (net).
 # Goals: returned_net_mib >= 0.8 x best_net_mib; get_rate_ratio >= 0.95 (a speed check: the
-# host is shared); longest_dip_s <= 2; first_return_s <= 120 (not met at the defaults:
-# ~300 s, the controller's learning; docs/e2e.md).
-# make check runs the short version (~5 min: a 40 s load, 170 s of GETs, a 60 s tail; the
-# two return checks are make soak's, since the first return comes after ~300 s);
+# host is shared); longest_dip_s <= 2; first_return_s <= 120 (87-98 s: the hot values'
+# first reads after the load count a minute, not five: vmm/reclaim_ctl.c, "First comebacks
+# are once"; docs/e2e.md).
+# make check runs the short version (~3.5 min: a 40 s load, 150 s of GETs, a 30 s tail, which
+# starts 120 s after the load: a first return within the goal is in it);
 # make soak (E2E_SOAK=1) the long one (a 60 s load, 10 minutes of GETs, a 3 min tail), then
 # the same with the agent (return=auto: the agent's reclaim first, host pageout for the
 # rest), its figures beside with the prefix auto_.  Needs root and zram; run under the
@@ -74,7 +75,7 @@ GETS=$((VALUES * 256 * HOT / 100)) # one read of each hot value a second
 if [ "$SOAK" = 1 ]; then
 	LOAD=${KV_LOAD_S:-60} SERVE=${KV_SERVE_S:-600} TAIL=180
 else
-	LOAD=${KV_LOAD_S:-40} SERVE=${KV_SERVE_S:-170} TAIL=60
+	LOAD=${KV_LOAD_S:-40} SERVE=${KV_SERVE_S:-150} TAIL=30
 fi
 e2e_fig soak "$SOAK"
 e2e_fig load_s "$LOAD"
@@ -225,19 +226,10 @@ m = "_memtided" if sys.argv[2] == "1" else ""
 print(d["returned_net" + m + "_mib"], d["best_net" + m + "_mib"], d["get_rate_ratio"],
       d["longest_dip_s"], d["first_return" + m + "_s"])' "$E2E_DIR/agentless.json" \
 	"$([ "$OTHER_SWAP" = 0 ] && echo 0 || echo 1)")
-if [ "$SOAK" = 1 ]; then
-	python3 -c "import sys; sys.exit(0 if $best > 0 and $ret >= 0.8 * $best else 1)"
-	e2e_check $? "returned net of the zram pool: $ret MiB >= 0.8 x $best MiB (the cold values at the measured zram ratio)"
-	python3 -c "import sys; sys.exit(0 if 0 <= $first <= 120 else 1)"
-	e2e_check $? "the first 100 MiB came back ${first} s after the load ended (<= 120 s)"
-else
-	# At its defaults memtided vouches for its 64-90 s cold age after watching four times as
-	# long (docs/design.md, Part 8): its first return comes ~300 s after the load, past the
-	# short version's 170 s of GETs.  The figures are kept; make soak checks them.
-	echo "ok 2 # SKIP returned $ret MiB in the short run: the returns come after ~300 s (make soak checks them)"
-	echo "ok 3 # SKIP first return ${first} s: past the short run's end (make soak checks it)"
-	E2E_N=3
-fi
+python3 -c "import sys; sys.exit(0 if $best > 0 and $ret >= 0.8 * $best else 1)"
+e2e_check $? "returned net of the zram pool: $ret MiB >= 0.8 x $best MiB (the cold values at the measured zram ratio)"
+python3 -c "import sys; sys.exit(0 if 0 <= $first <= 120 else 1)"
+e2e_check $? "the first 100 MiB came back ${first} s after the load ended (<= 120 s)"
 python3 -c "import sys; sys.exit(0 if 0 <= $dip <= 2 else 1)"
 e2e_check $? "no GET dip longer than 2 s (the longest: $dip s)"
 python3 -c "import sys; sys.exit(0 if $ratio >= 0.95 else 1)"

@@ -10,7 +10,9 @@
  *                          fill COLD MiB of anonymous memory once (compressible: each 4 KiB page
  *                          holds its index repeated, as cold heap usually compresses), write CACHE
  *                          MiB to /tmp/cache (page cache on tmpfs), then touch HOT MiB page by page
- *                          for SECONDS seconds, printing "WL-RATE <s> <pages/s>" once a second
+ *                          for SECONDS seconds, printing "WL-RATE <s> <pages/s> swpin=<pages>
+ *                          mig=<pages> swpout=<pages>" once a second (the guest's swap-ins,
+ *                          migrations and swap-outs in that second)
  *                          and "WL-DONE <mean pages/s> pswpin=<guest swap-ins so far>" at the
  *                          end.  The cold pages are checked then: "WL-COLD-OK" or
  *                          "WL-COLD-BAD <n>".  With GROW_MIB and
@@ -22,6 +24,10 @@
  *                          (/proc/vmstat's balloon pages: with deflate-on-oom MemTotal does not
  *                          fall), so it meets a guest the host has squeezed,
  *                          whatever the host's pace; at SECONDS - 20 it grows regardless.
+ *   hold COLD SECONDS      fill COLD MiB as hotcold does, print "WL-FILLED", then sleep SECONDS
+ *                          seconds: a process whose memory is reclaimed while it runs on no
+ *                          CPU (no TLB shootdown needs to reach it), then check the pages as
+ *                          hotcold does ("WL-COLD-OK" or "WL-COLD-BAD <n>").
  *   integrity MIB SECONDS
  *                          fill MIB of anonymous memory with checksummed pages, print "WL-FILLED",
  *                          then for SECONDS seconds run verify passes: "WL-PASS-BEGIN n", check
@@ -136,6 +142,25 @@ static unsigned long check_cold(const uint64_t *p, unsigned long pages)
 	return bad;
 }
 
+static int hold(unsigned long cold_mib, unsigned long seconds)
+{
+	unsigned long pages = cold_mib * MIB_BYTES / PAGE_BYTES;
+	unsigned char *cold = map_mib(cold_mib);
+
+	if (!cold)
+		return 1;
+	fill_cold((uint64_t *)cold, pages);
+	printf("WL-FILLED hot 0 cold %lu cache 0\n", cold_mib);
+	fflush(stdout);
+	sleep((unsigned)seconds);
+	unsigned long bad = check_cold((const uint64_t *)cold, pages);
+	if (bad)
+		printf("WL-COLD-BAD %lu\n", bad);
+	else
+		printf("WL-COLD-OK\n");
+	return bad ? 1 : 0;
+}
+
 static int write_cache(unsigned long mib)
 {
 	static char buf[MIB_BYTES];
@@ -193,6 +218,7 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 	double t0, tsec, total = 0;
 	unsigned long sec = 0, touched = 0, i = 0, balloon_mib = 0;
 	unsigned long swpin0 = vmstat("pswpin"), mig0 = vmstat("pgmigrate_success");
+	unsigned long swpout0 = vmstat("pswpout");
 	int grow_now = 0;
 
 	if (hot_pages == 0) {
@@ -230,15 +256,18 @@ static int hotcold(unsigned long hot_mib, unsigned long cold_mib, unsigned long 
 			double t = now_s();
 
 			unsigned long swpin = vmstat("pswpin"), mig = vmstat("pgmigrate_success");
+			unsigned long swpout = vmstat("pswpout");
 
 			sec++;
 			/* The rate, and what the guest's kernel did to the workload's pages in the
 			 * same second: swap-ins, and pages migrated (compaction moves pages, and
-			 * each move costs the workload a TLB flush and a fault). */
-			printf("WL-RATE %lu %.0f swpin=%lu mig=%lu\n", sec, touched / (t - tsec),
-			       swpin - swpin0, mig - mig0);
+			 * each move costs the workload a TLB flush and a fault); and how much it
+			 * swapped out (the guest's own reclaim, whoever asked for it). */
+			printf("WL-RATE %lu %.0f swpin=%lu mig=%lu swpout=%lu\n", sec,
+			       touched / (t - tsec), swpin - swpin0, mig - mig0, swpout - swpout0);
 			swpin0 = swpin;
 			mig0 = mig;
+			swpout0 = swpout;
 			fflush(stdout);
 			total += touched;
 			touched = 0;
@@ -564,6 +593,8 @@ int main(int argc, char **argv)
 		return churn(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0),
 			     strtoul(argv[4], NULL, 0), strtoul(argv[5], NULL, 0),
 			     strtoul(argv[6], NULL, 0));
+	if (argc == 4 && !strcmp(argv[1], "hold"))
+		return hold(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0));
 	if (argc >= 5 && argc <= 4 + PERIODIC_SETS && !strcmp(argv[1], "periodic"))
 		return periodic(strtoul(argv[2], NULL, 0), strtoul(argv[3], NULL, 0), argc - 4,
 				argv + 4);
@@ -573,6 +604,7 @@ int main(int argc, char **argv)
 		"usage: memload touchfree MIB HOLD_S | hotcold HOT COLD CACHE SECONDS "
 		"[GROW_MIB GROW_AT_S [GROW_BALLOON_MIB]] | "
 		"integrity MIB SECONDS | hotpages HOT COLD SECONDS [SCATTER] | "
-		"churn HOT COLD CHURN PERIOD_S SECONDS | periodic MIB SECONDS P1 [P2 ...]\n");
+		"churn HOT COLD CHURN PERIOD_S SECONDS | periodic MIB SECONDS P1 [P2 ...] | "
+		"hold COLD SECONDS\n");
 	return 2;
 }
