@@ -62,6 +62,21 @@ e2e_fig cycles_planned "$CYCLES"
 e2e_fig zram_device "zram$E2E_ZRAM"
 e2e_fig kernel "$(uname -r)"
 
+# Progress, so a run the stand stops at its time-out still says where it was: a line on each
+# step, and every 30 s the guest console's last line and the cgroup's memory (the stand
+# streams this output back as it comes).
+T0=$SECONDS
+say() { echo "# [$((SECONDS - T0)) s] $*"; }
+heartbeat() {
+	while sleep 30; do
+		say "heartbeat: console: $(tail -c 300 "$E2E_CONSOLE" 2>/dev/null | tr -d '\r' | tail -1 | cut -c1-120);" \
+			"cgroup $(($(cat "$CG/memory.current" 2>/dev/null || echo 0) >> 20)) MiB," \
+			"swap $(($(cat "$CG/memory.swap.current" 2>/dev/null || echo 0) >> 20)) MiB"
+	done
+}
+heartbeat &
+E2E_PIDS+=($!) # stopped with the harness's own processes
+
 # QEMU in the VM's own cgroup, as `systemd-run --scope` would put it.
 qemu-system-x86_64() {
 	echo "$BASHPID" >"$CG/cgroup.procs"
@@ -71,10 +86,12 @@ e2e_boot $MEM "pageload $HOT $COLD $BODY 100" "memtide.agent=0" \
 	-chardev "socket,id=tc,path=$E2E_DIR/wl.port,server=on,wait=off" \
 	-device virtserialport,chardev=tc,name=org.memtide.test.0 \
 	-qmp "unix:$E2E_DIR/test.qmp,server,nowait"
+say "booting the guest (${MEM} MiB, KVM), pageload ${HOT} MiB hot, ${COLD} MiB ${BODY} cold"
 if ! e2e_wait '^WL-READY' 600 >/dev/null; then
 	e2e_not_ok "the guest did not start its workload: $(tail -3 "$E2E_CONSOLE" | tr '\n' ' ')"
 	exit 1
 fi
+say "workload ready; memtided starts"
 log=$E2E_DIR/memtided.log
 printf '[defaults]\nenabled = no\n' >"$E2E_DIR/m.conf"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --name vm --interval 1s --foreground \
@@ -86,6 +103,7 @@ python3 tests/e2e/pageout_run.py --qmp "$E2E_DIR/test.qmp" --port "$E2E_DIR/wl.p
 	--mem-mib $MEM --cold-mib $COLD --base-s 20 "${RUNARGS[@]}" \
 	>"$E2E_DIR/run.json"
 rc=$?
+say "pageout_run.py done (rc $rc)"
 "$BUILD/bin/memtidectl" --socket "$E2E_DIR/m.sock" vm show vm >"$E2E_DIR/vm_show.txt" 2>&1
 "$BUILD/bin/memtidectl" --socket "$E2E_DIR/m.sock" --json vm show vm >"$E2E_DIR/vm_show.json" 2>&1
 sed 's/^/# vm show: /' "$E2E_DIR/vm_show.txt" | head -30
