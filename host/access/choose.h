@@ -5,7 +5,9 @@
  * Preference, best first: ept (page-level, exact while it samples), idle (page-level on the
  * host frames), damon (regions of host frames), then the agent's amounts (the guest's own
  * MGLRU), then the VM's memory cgroup (what the host kernel's reclaim learns: a KVM guest on
- * a host with neither DAMON nor idle page tracking).  The policy key
+ * a host with neither DAMON nor idle page tracking).  The cgroup is looked at only when its
+ * source is tried (env->memcg_open): nothing of a VM with another source is moved or
+ * reclaimed through its cgroup.  The policy key
  * `source` narrows it to one; if that one is unavailable the VM falls back to the agent and
  * the reason is shown.  Every source not taken gets one sentence saying why, for
  * `memtidectl vm show` and the status JSON.
@@ -13,6 +15,7 @@
 #ifndef MEMTIDE_HOST_ACCESS_CHOOSE_H
 #define MEMTIDE_HOST_ACCESS_CHOOSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "access/source.h"
@@ -41,6 +44,14 @@ struct mtd_access_env {
 	const char *young_dump_dir;   /* "" or NULL: off (young_dump.c) */
 	struct mtd_memcg_hand *memcg; /* the VM's cgroup reclaim (NULL: none usable) */
 	const char *memcg_why;        /* ...and why not */
+	/* Finds the VM's cgroup and makes its hand (in plain-QEMU mode it may move QEMU into
+	 * memtide.slice), called only when the memcg source is tried: the policy says
+	 * source=memcg, or source=auto and no other source opened.  A VM with a page-level source
+	 * (ept, idle, damon) or an agent under auto never has its QEMU moved nor
+	 * memory.reclaim written.  *out NULL with why: no cgroup it can use.  0 or -ENOMEM.
+	 * NULL: memcg above is used as it is. */
+	int (*memcg_open)(void *ctx, struct mtd_memcg_hand **out, char *why, size_t len);
+	void *memcg_ctx;
 };
 
 struct mtd_access_choice {

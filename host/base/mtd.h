@@ -24,7 +24,7 @@
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
 #define MTD_RAM_REGIONS  8 /* vhost-user's memory table holds at most 8 */
-#define MTD_SOURCE_NOTES 4 /* sources a VM could use besides the one it does */
+#define MTD_SOURCE_NOTES 5 /* sources a VM could use (all five: none may be chosen) */
 
 /* Printed after the version line by --version, as GNU tools do: the copyright and license. */
 #define MTD_LICENSE                                                                                \

@@ -82,13 +82,17 @@ static int attach_pageout(struct mtd_vm *vm)
 	return mtd_hand_new(&vm->host->cfg->pageout, &env, &vm->hand);
 }
 
-/* The VM's memory cgroup, for host-side reclaim through the kernel (memcg_hand.h).  In
- * plain-QEMU mode memtided may move QEMU into a cgroup of its own, unless the VM's policy
- * says return=balloon (host-side eviction can never run for it: nothing to move QEMU for);
- * libvirt owns its domains' cgroups.  No cgroup it can use: the VM goes on without it (why
- * goes to the source notes). */
-static int attach_memcg(struct mtd_vm *vm, char *why, size_t whylen)
+/* The VM's memory cgroup, for host-side reclaim through the kernel (memcg_hand.h): the
+ * chooser calls this only when the memcg source is tried (policy source=memcg, or auto with
+ * no other source: access/choose.h), so a VM another source serves is never moved nor
+ * reclaimed through its cgroup.  In plain-QEMU mode memtided may move QEMU into a cgroup of
+ * its own, unless the VM's policy says return=balloon (host-side eviction can never run for
+ * it: nothing to move QEMU for); libvirt owns its domains' cgroups, and a QEMU already alone
+ * in a cgroup of its own is used where it is (act/vm_cgroup.h).  No cgroup it can use: the
+ * VM goes on without it (why goes to the source notes). */
+static int open_memcg(void *ctx, struct mtd_memcg_hand **out, char *why, size_t whylen)
 {
+	struct mtd_vm *vm = ctx;
 	struct mtd_memcg_hand_env env = {
 	    .vm_name = vm->name,
 	    .qmp = vm->balloon.ops->qmp,
@@ -99,18 +103,18 @@ static int attach_memcg(struct mtd_vm *vm, char *why, size_t whylen)
 	};
 	int pid;
 
-	if (vm->host->cfg->source == MTD_SOURCE_SIM)
-		return 0;
+	*out = NULL;
 	if (mtd_balloon_pid(&vm->balloon, &pid) == 0)
 		env.qemu_pid = pid;
 	int rc = mtd_memcg_hand_new(&vm->host->cfg->pageout, &env, &vm->memcg, why, whylen);
 	if (!vm->memcg && why[0])
 		mtd_info("%s: no host-side reclaim through a cgroup: %s", vm->name, why);
+	*out = vm->memcg;
 	return rc;
 }
 
 /* The access-bit source, chosen per VM by its policy (host/access/choose.c). */
-static int choose_source(struct mtd_vm *vm, const char *memcg_why)
+static int choose_source(struct mtd_vm *vm)
 {
 	const struct mtd_config *cfg = vm->host->cfg;
 	struct mtd_access_env env;
@@ -136,14 +140,16 @@ static int choose_source(struct mtd_vm *vm, const char *memcg_why)
 	env.ept_dir = cfg->ept_dir;
 	env.run_dir = cfg->run_dir;
 	env.young_dump_dir = cfg->young_dump_dir;
-	env.memcg = vm->memcg;
-	env.memcg_why = memcg_why;
+	env.memcg_open = open_memcg;
+	env.memcg_ctx = vm;
 	int rc = mtd_access_choose(&env, &vm->source, &ch);
 	if (rc < 0)
 		return rc;
 	mtd_access_choice_to_status(&ch, &vm->draft);
 	for (unsigned i = 0; i < ch.nr_notes; i++)
 		mtd_info("%s: source %s not used: %s", vm->name, ch.notes[i].name, ch.notes[i].why);
+	if (strcmp(ch.chosen, "memcg") == 0)
+		mtd_info("%s: source memcg: %s", vm->name, ch.detail);
 	return 0;
 }
 
@@ -293,11 +299,7 @@ static int open_source(struct mtd_vm *vm)
 		return mtd_source_sim_new(vm->balloon.domain_bytes, vm->host->cfg->sim_hot_percent,
 					  name_seed(vm->name), &vm->source);
 	}
-	char why[240] = "";
-	int rc = attach_memcg(vm, why, sizeof(why));
-	if (rc == 0) /* none at all: watched and kept safe, never inflated */
-		rc = choose_source(vm, why);
-	return rc;
+	return choose_source(vm); /* none at all: watched and kept safe, never inflated */
 }
 
 int mtd_vm_reattach_access(struct mtd_vm *vm)

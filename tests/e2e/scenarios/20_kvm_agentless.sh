@@ -74,9 +74,6 @@ heartbeat() {
 			"swap $(($(cat "$CG/memory.swap.current" 2>/dev/null || echo 0) >> 20)) MiB"
 	done
 }
-heartbeat &
-E2E_PIDS+=($!) # stopped with the harness's own processes
-
 # QEMU in the VM's own cgroup, as `systemd-run --scope` would put it.
 qemu-system-x86_64() {
 	echo "$BASHPID" >"$CG/cgroup.procs"
@@ -86,6 +83,8 @@ e2e_boot $MEM "pageload $HOT $COLD $BODY 100" "memtide.agent=0" \
 	-chardev "socket,id=tc,path=$E2E_DIR/wl.port,server=on,wait=off" \
 	-device virtserialport,chardev=tc,name=org.memtide.test.0 \
 	-qmp "unix:$E2E_DIR/test.qmp,server,nowait"
+heartbeat &
+E2E_PIDS+=($!) # stopped with the harness's own processes
 say "booting the guest (${MEM} MiB, KVM), pageload ${HOT} MiB hot, ${COLD} MiB ${BODY} cold"
 if ! e2e_wait '^WL-READY' 600 >/dev/null; then
 	e2e_not_ok "the guest did not start its workload: $(tail -3 "$E2E_CONSOLE" | tr '\n' ' ')"
