@@ -330,6 +330,13 @@ static bool age_if_due(struct mtd_memcg_hand *h, uint64_t spacing_ms)
 	return aged;
 }
 
+/* Generations about half a cold age apart: the second oldest then lies a cold age back once
+ * it is evictable. */
+static uint64_t spacing_for(const struct vmm_decision *d, uint64_t interval_ms)
+{
+	return d->cold_age_ms / 2 > interval_ms ? d->cold_age_ms / 2 : interval_ms;
+}
+
 struct step_result {
 	uint64_t taken_bytes; /* put in swap (memory.swap.current growth) */
 	uint64_t kept_pages;  /* looked at and found used (MGLRU) */
@@ -499,6 +506,16 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 		return;
 	open_map(h, in->now_ms);
 	mtd_duty_earn(&h->duty, in->now_ms, h->cfg.duty, in->interval_ms);
+	/* While the controller watches the guest for its first cold age, the cgroup is aged
+	 * already: the generation that holds what the guest had when memtided came then has a
+	 * successor a cold age old when the watching ends, and the first eviction can take it
+	 * at once instead of one more cold age later (seen on the KVM stand: the first eviction
+	 * 68 s after the policy was enabled).  Aging only starts generations; it takes nothing. */
+	if (h->mglru && h->have_view && d && d->gate == VMM_DECIDE_WATCHING && in->may_take &&
+	    age_if_due(h, spacing_for(d, in->interval_ms))) {
+		h->aged_ms = in->now_ms;
+		(void)mtd_lru_gen_read(h->lru_gen_path, h->cg.path, &h->view);
+	}
 	if (!gates(h, in))
 		return;
 	if (!h->mglru && !classic_may(h, d, in->max_age_ms))
@@ -520,11 +537,7 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 				  "cannot read the kernel's generations (%s)", h->lru_gen_path);
 			return;
 		}
-		/* Generations about half a cold age apart: the second oldest then lies a cold
-		 * age back once it is evictable. */
-		uint64_t spacing =
-		    d->cold_age_ms / 2 > in->interval_ms ? d->cold_age_ms / 2 : in->interval_ms;
-		if (age_if_due(h, spacing)) {
+		if (age_if_due(h, spacing_for(d, in->interval_ms))) {
 			h->aged_ms = in->now_ms;
 			after_aging = true;
 			(void)mtd_lru_gen_read(h->lru_gen_path, h->cg.path, &h->view);

@@ -246,6 +246,43 @@ static void test_stall_then_reclaim(void **state)
 	mtd_memcg_hand_free(h);
 }
 
+/* MGLRU on: while the controller watches the guest before its first eviction, the hand ages
+ * the cgroup (lru_gen '+') so the first eviction need not wait one more cold age, and takes
+ * nothing; with the VM not to be taken from (policy enabled=no, ...) it does not age either. */
+static void test_ages_while_watching(void **state)
+{
+	struct tree *t = *state;
+	struct mtd_memcg_reading r;
+	struct mtd_vm_status st;
+	struct vmm_decision d = {.cold_age_ms = 60000, .gate = VMM_DECIDE_WATCHING};
+	static const char gens[] = "memcg     7 " SCOPE "\n"
+				   "  node     0\n"
+				   "         12     90000     3000         0\n"
+				   "         13     40000   200000         0\n";
+	char why[512];
+
+	put(t->sys, "kernel/mm/lru_gen/enabled", "0x0007\n");
+	put(t->top, "lru_gen", gens);
+	struct mtd_memcg_hand *h = hand(t, false, why, sizeof(why));
+	assert_non_null(h);
+	mtd_memcg_hand_feedback(h, 1000, &r);
+	assert_true(r.mglru);
+	/* Not to be taken from: untouched. */
+	struct mtd_memcg_input in = input(&d, 1000);
+	in.may_take = false;
+	mtd_memcg_hand_step(h, &in);
+	assert_string_equal(get(t->top, "lru_gen"), gens);
+	/* Watching: the youngest generation (40 s) is past half the cold age: aged. */
+	in = input(&d, 2000);
+	mtd_memcg_hand_step(h, &in);
+	assert_int_equal(strncmp(get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "watching"));
+	mtd_memcg_hand_free(h);
+}
+
 /* No swap on the host: held, with the sentence that says how to get some. */
 static void test_no_swap(void **state)
 {
@@ -296,6 +333,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stall_then_reclaim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ages_while_watching, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_swap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cgroup_gone, setup, teardown),
 	};
