@@ -98,7 +98,7 @@ e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --name vm --interval 1s --foreg
 	--config "$E2E_DIR/m.conf" --no-metrics --socket "$E2E_DIR/m.sock" --log-level info 2>"$log"
 mpid=$E2E_LAST_PID
 # memtided's own account of the cgroup, as it comes (a run the stand cuts short keeps it).
-tail -n +1 -F "$log" 2>/dev/null | grep --line-buffered -E 'cgroup|reclaim|source|aging|MGLRU|incompress|stall' |
+tail -n +1 -F --pid="$mpid" "$log" 2>/dev/null | grep --line-buffered -E 'cgroup|reclaim|source|aging|MGLRU|incompress|stall' |
 	sed -u 's/^/# memtided: /' &
 E2E_PIDS+=($!)
 python3 tests/e2e/pageout_run.py --qmp "$E2E_DIR/test.qmp" --port "$E2E_DIR/wl.port" \
