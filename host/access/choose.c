@@ -92,8 +92,9 @@ static int try_one(const struct mtd_access_env *env, enum mtd_access_pref which,
 		}
 		if (!hand) {
 			snprintf(why, len, "%s",
-				 no && no[0] ? no
-					     : "the VM has no memory cgroup host-side reclaim can use");
+				 no && no[0]
+				     ? no
+				     : "the VM has no memory cgroup host-side reclaim can use");
 			return -ENOENT;
 		}
 		return mtd_source_memcg_new(hand, env->guest_bytes, out);

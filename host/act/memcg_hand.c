@@ -465,7 +465,7 @@ static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)
 		return false;
 	}
 	if (!mtd_swap_room_why(&h->swap, h->cfg.swap_reserve_bytes, h->full_free_bytes, why,
-			   sizeof(why))) {
+			       sizeof(why))) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
 		return false;
 	}

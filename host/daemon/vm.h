@@ -124,14 +124,14 @@ struct mtd_vm {
 	struct mtd_agent_link *agent;
 	struct mtd_source source;
 	struct vmm_guest *guest;
-	struct mtd_pageout_hand *hand;   /* host-side eviction (pageout_hand.h) */
-	struct mtd_memcg_hand *memcg;    /* ...through the VM's cgroup (memcg_hand.h; NULL: none) */
-	struct mtd_vm_vsock vsock;       /* the vsock device's side (vm_vsock.h) */
-	struct mtd_vm_decide dec;        /* the decision's state (decide/tick_decide.h) */
-	struct mtd_vm_act act;           /* the act stage's (act/tick_act.h) */
-	struct mtd_age_state age_state;  /* failed aging rounds (access/tick_age.h) */
-	struct mtd_audit audit;          /* mtd_vm_audit, for the stages */
-	uint64_t last_step_ms;           /* the last scheduled tick */
+	struct mtd_pageout_hand *hand;  /* host-side eviction (pageout_hand.h) */
+	struct mtd_memcg_hand *memcg;   /* ...through the VM's cgroup (memcg_hand.h; NULL: none) */
+	struct mtd_vm_vsock vsock;      /* the vsock device's side (vm_vsock.h) */
+	struct mtd_vm_decide dec;       /* the decision's state (decide/tick_decide.h) */
+	struct mtd_vm_act act;          /* the act stage's (act/tick_act.h) */
+	struct mtd_age_state age_state; /* failed aging rounds (access/tick_age.h) */
+	struct mtd_audit audit;         /* mtd_vm_audit, for the stages */
+	uint64_t last_step_ms;          /* the last scheduled tick */
 	uint64_t first_tick_ms;      /* when the loop first ran: the oldest age it can vouch for */
 	uint64_t last_sched_tick_ms; /* start of the last scheduled tick */
 	unsigned late_in_row, ontime_in_row;
