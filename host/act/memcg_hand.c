@@ -506,14 +506,18 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 		return;
 	open_map(h, in->now_ms);
 	mtd_duty_earn(&h->duty, in->now_ms, h->cfg.duty, in->interval_ms);
-	/* While the controller watches the guest for its first cold age, the cgroup is aged
-	 * already: the generation that holds what the guest had when memtided came then has a
-	 * successor a cold age old when the watching ends, and the first eviction can take it
-	 * at once instead of one more cold age later (seen on the KVM stand: the first eviction
-	 * 68 s after the policy was enabled).  Aging only starts generations; it takes nothing. */
-	if (h->mglru && h->have_view && d && d->gate == VMM_DECIDE_WATCHING && in->may_take &&
+	/* The cgroup is aged on its spacing whenever memtided watches the VM - also while the
+	 * controller watches the guest for its first cold age, and while the VM's policy says
+	 * enabled=no, as a page-level source keeps sampling then - so the generation that holds
+	 * what the guest had when memtided came has a successor a cold age old when eviction may
+	 * start, and the first eviction takes it at once instead of one more cold age later
+	 * (seen on the KVM stand: the first eviction 68 s after the policy was enabled).  Aging
+	 * only starts generations; it takes nothing.  Observe-only: not even that. */
+	bool after_aging = false;
+	if (h->mglru && h->have_view && d && in->may_age &&
 	    age_if_due(h, spacing_for(d, in->interval_ms))) {
 		h->aged_ms = in->now_ms;
+		after_aging = true;
 		(void)mtd_lru_gen_read(h->lru_gen_path, h->cg.path, &h->view);
 	}
 	if (!gates(h, in))
@@ -530,18 +534,10 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 	uint64_t room =
 	    mtd_swap_room_why(&h->swap, h->cfg.swap_reserve_bytes, 0, ignored, sizeof(ignored));
 	uint64_t limit = d->take_pages * PAGE < room ? d->take_pages * PAGE : room;
-	bool after_aging = false;
-	if (h->mglru) {
-		if (!h->have_view) {
-			set_state(h, MTD_PAGEOUT_PAUSED,
-				  "cannot read the kernel's generations (%s)", h->lru_gen_path);
-			return;
-		}
-		if (age_if_due(h, spacing_for(d, in->interval_ms))) {
-			h->aged_ms = in->now_ms;
-			after_aging = true;
-			(void)mtd_lru_gen_read(h->lru_gen_path, h->cg.path, &h->view);
-		}
+	if (h->mglru && !h->have_view) {
+		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the kernel's generations (%s)",
+			  h->lru_gen_path);
+		return;
 	}
 	bool turn = h->turns && mtd_turns_take(h->turns); /* NULL: no turns (memcg_hand.h) */
 	while (taken < limit && mtd_duty_may(&h->duty) && writes < STEPS_MAX) {

@@ -97,6 +97,7 @@ void mtd_memcg_hand_feedback(struct mtd_memcg_hand *h, uint64_t now_ms,
 struct mtd_memcg_input {
 	enum mtd_return_via mode;
 	bool may_take;
+	bool may_age; /* lru_gen '+' on the cgroup's spacing: all but observe-only */
 	const char *why_not;
 	bool agent_giving; /* return=auto: the guest is still freeing what its agent was asked */
 	const struct vmm_decision *decision;

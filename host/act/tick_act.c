@@ -160,6 +160,7 @@ static void evict_host(struct mtd_vm_act *a, const struct mtd_vm_decide *s,
 		struct mtd_memcg_input mi = {
 		    .mode = t->mode,
 		    .may_take = in.may_take,
+		    .may_age = !s->observing,
 		    .why_not = in.why_not,
 		    .agent_giving = mtd_agent_giving(&a->cg_giving, in.agent_asked, in.reply_seq,
 						     in.reply_done, t->now_ms, in.interval_ms),

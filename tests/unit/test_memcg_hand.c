@@ -166,6 +166,7 @@ static struct mtd_memcg_input input(const struct vmm_decision *d, uint64_t now_m
 	return (struct mtd_memcg_input){
 	    .mode = MTD_RETURN_PAGEOUT,
 	    .may_take = true,
+	    .may_age = true,
 	    .decision = d,
 	    .max_age_ms = 3600000,
 	    .interval_ms = 1000,
@@ -246,9 +247,9 @@ static void test_stall_then_reclaim(void **state)
 	mtd_memcg_hand_free(h);
 }
 
-/* MGLRU on: while the controller watches the guest before its first eviction, the hand ages
- * the cgroup (lru_gen '+') so the first eviction need not wait one more cold age, and takes
- * nothing; with the VM not to be taken from (policy enabled=no, ...) it does not age either. */
+/* MGLRU on: while memtided watches the VM (policy enabled=no, or the controller watching the
+ * guest before its first eviction) the hand ages the cgroup (lru_gen '+') so the first
+ * eviction need not wait one more cold age, and takes nothing; observe-only: not even that. */
 static void test_ages_while_watching(void **state)
 {
 	struct tree *t = *state;
@@ -267,12 +268,22 @@ static void test_ages_while_watching(void **state)
 	assert_non_null(h);
 	mtd_memcg_hand_feedback(h, 1000, &r);
 	assert_true(r.mglru);
-	/* Not to be taken from: untouched. */
+	/* Observe-only: untouched. */
 	struct mtd_memcg_input in = input(&d, 1000);
 	in.may_take = false;
+	in.may_age = false;
 	mtd_memcg_hand_step(h, &in);
 	assert_string_equal(get(t->top, "lru_gen"), gens);
-	/* Watching: the youngest generation (40 s) is past half the cold age: aged. */
+	/* Policy enabled=no (nothing to take), but watched: the youngest generation (40 s) is
+	 * past half the cold age: aged, and nothing taken. */
+	in = input(&d, 1500);
+	in.may_take = false;
+	mtd_memcg_hand_step(h, &in);
+	assert_int_equal(strncmp(get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	/* Watching: aged too (the same generations read back: due again). */
+	put(t->top, "lru_gen", gens);
+	mtd_memcg_hand_feedback(h, 2000, &r);
 	in = input(&d, 2000);
 	mtd_memcg_hand_step(h, &in);
 	assert_int_equal(strncmp(get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
