@@ -7,8 +7,9 @@ side by side (docs/e2e.md):
   senpai  a fixed-step memory.reclaim loop holding a PSI target, as Meta's senpai does: every
           interval, when the cgroup's memory stall (PSI some) over the last interval is under
           the target, write one step to memory.reclaim; else write nothing.
-  high    a static memory.high at the working set (what the cgroup held less the cold data),
-          set once; put back to "max" at the end of the phase, whatever happens.
+  high    a static memory.high at the working set (what the cgroup held at the first phase's
+          start, every page read back, less the cold data), set once; put back to "max" at
+          the end of the phase, whatever happens.
 
 Before each phase the workload reads every cold page back (pageload's "verify" over its
 command port), so each starts from the guest's whole data resident.  For each: saved_mib (the
@@ -118,17 +119,20 @@ def main():
     a = ap.parse_args()
     figs = {"baseline_seconds": a.seconds, "senpai_target": a.target,
             "senpai_step_mib": a.step_mib}
+    ws = None  # the working set: what the cgroup holds with every page read back, less the cold data
     try:
         for mode in a.modes.split(","):
             log("%s: the workload reads its cold data back" % mode)
             log(touch_back(a))
             time.sleep(5)  # the touch-back's own faults out of the window
             s0 = sample(a)
+            if ws is None:
+                ws = max(s0["cur"] - a.cold_mib * MiB, 64 * MiB)
             log("%s: %.0f MiB in the cgroup; %d s" % (mode, s0["cur"] / MiB, a.seconds))
             if mode == "senpai":
                 extra = senpai(a)
             elif mode == "high":
-                extra = high(a, max(s0["cur"] - a.cold_mib * MiB, 64 * MiB))
+                extra = high(a, ws)
             else:
                 raise RuntimeError("unknown mode %s" % mode)
             s1 = sample(a)

@@ -114,6 +114,8 @@ python3 tests/e2e/pageout_run.py --qmp "$E2E_DIR/test.qmp" --port "$E2E_DIR/wl.p
 	>"$E2E_DIR/run.json"
 rc=$?
 say "pageout_run.py done (rc $rc)"
+# The hot rate's dips are memtided's up to here; the side by side's phases come after.
+MEMTIDED_LINES=$(wc -l <"$E2E_CONSOLE")
 "$BUILD/bin/memtidectl" --socket "$E2E_DIR/m.sock" vm show vm >"$E2E_DIR/vm_show.txt" 2>&1
 "$BUILD/bin/memtidectl" --socket "$E2E_DIR/m.sock" --json vm show vm >"$E2E_DIR/vm_show.json" 2>&1
 sed 's/^/# vm show: /' "$E2E_DIR/vm_show.txt" | head -30
@@ -136,7 +138,7 @@ rmdir "$CG" 2>/dev/null
 
 # Every figure, then the ones added here: the best saving and the longest dip.
 while read -r k v; do e2e_fig "$k" "$v"; done < <(python3 - "$E2E_DIR/run.json" "$E2E_CONSOLE" \
-	"$E2E_DIR/vm_show.json" "$COLD" "$E2E_DIR/baselines.json" <<'EOF'
+	"$E2E_DIR/vm_show.json" "$COLD" "$E2E_DIR/baselines.json" "$MEMTIDED_LINES" <<'EOF'
 import json, re, statistics, sys
 figs = json.load(open(sys.argv[1]))
 try:
@@ -161,7 +163,9 @@ if r:
     if figs.get("returned_net_mib") is not None:
         figs["returned_vs_best"] = round(figs["returned_net_mib"] / figs["best_mib"], 3)
 fine = []
-for line in open(sys.argv[2], errors="replace"):
+for n, line in enumerate(open(sys.argv[2], errors="replace")):
+    if n >= int(sys.argv[6]):
+        break
     m = re.search(r"WL-FINE (\d+) (\d+)", line)
     if m:
         fine.append((int(m.group(1)), int(m.group(2))))
