@@ -502,7 +502,7 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 		set_state(h, MTD_PAGEOUT_OFF, NULL);
 		return;
 	}
-	if (h->state == MTD_PAGEOUT_REFUSED || !h->have_st)
+	if (h->state == MTD_PAGEOUT_REFUSED || !h->have_st || !d)
 		return;
 	open_map(h, in->now_ms);
 	mtd_duty_earn(&h->duty, in->now_ms, h->cfg.duty, in->interval_ms);
@@ -514,7 +514,7 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 	 * (seen on the KVM stand: the first eviction 68 s after the policy was enabled).  Aging
 	 * only starts generations; it takes nothing.  Observe-only: not even that. */
 	bool after_aging = false;
-	if (h->mglru && h->have_view && d && in->may_age &&
+	if (h->mglru && h->have_view && in->may_age &&
 	    age_if_due(h, spacing_for(d, in->interval_ms))) {
 		h->aged_ms = in->now_ms;
 		after_aging = true;
