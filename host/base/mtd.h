@@ -75,6 +75,13 @@ enum mtd_return_via {
 };
 const char *mtd_return_via_name(enum mtd_return_via r);
 
+/* How memory goes back this interval: the resolved mode, except that the agent's reclaim with
+ * no soft target (the controller moved the balloon instead) is the balloon's doing. */
+static inline enum mtd_return_via mtd_return_in_force(enum mtd_return_via mode, bool soft)
+{
+	return mode == MTD_RETURN_RECLAIM && !soft ? MTD_RETURN_BALLOON : mode;
+}
+
 /*
  * Where a VM's page-access information comes from (policy key `source`; host/access/):
  * auto picks the first available of ept, idle, damon, then the agent's amounts, then the

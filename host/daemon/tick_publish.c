@@ -72,8 +72,7 @@ void mtd_tick_publish(struct mtd_vm *vm, const struct mtd_tick *t)
 	st->saved_bytes = st->returned_bytes;
 	/* Host-side eviction: what it put in swap is returned, less the compressed pool's
 	 * share (pageout_hand.h). */
-	st->return_in_force =
-	    t->mode == MTD_RETURN_RECLAIM && !st->soft ? MTD_RETURN_BALLOON : t->mode;
+	st->return_in_force = mtd_return_in_force(t->mode, st->soft);
 	if (t->cg_evicts)
 		mtd_memcg_hand_publish(vm->memcg, st); /* the kernel's reclaim evicts */
 	else

@@ -171,8 +171,8 @@ void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t
 			 after_bytes < before_bytes ? "inflate" : "deflate", b, f, reason, source);
 	else if (!strcmp(what, "target"))
 		snprintf(a->what, sizeof(a->what),
-			 "%starget %" PRIu64 "->%" PRIu64 " MiB (%s, return=reclaim), source %s", w,
-			 b, f, reason, source);
+			 "%starget %" PRIu64 "->%" PRIu64 " MiB (%s, return=%s), source %s", w, b,
+			 f, reason, mtd_return_via_name(st->return_in_force), source);
 	else if (!strcmp(what, "reclaim"))
 		snprintf(a->what, sizeof(a->what),
 			 "%sreclaim %" PRIu64 " MiB asked (%s): uses %" PRIu64 ", to %" PRIu64

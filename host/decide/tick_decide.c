@@ -502,6 +502,8 @@ static void decide_target(struct mtd_vm_decide *s, const struct mtd_decide_env *
 	note_decision(s, e, t, out->reason);
 	e->draft->target_bytes = out->target_bytes;
 	e->draft->soft = out->soft;
+	/* Set here as well as at publish: the act stage's trail names it this same interval. */
+	e->draft->return_in_force = mtd_return_in_force(t->mode, out->soft);
 	e->draft->guest_used_bytes = in->used_known ? used_raw : 0;
 
 	/* What the host arbiter could still take here: down to the working set, never below

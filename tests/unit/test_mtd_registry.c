@@ -163,11 +163,49 @@ static void test_action_ring_keeps_newest(void **state)
 	mtd_vm_free(vm);
 }
 
+/* A target moved under host-side eviction names that mode in the trail and the log, not the
+ * agent's reclaim (the agentless demo once printed "return=reclaim" for every step). */
+static void test_target_trail_names_the_mode(void **state)
+{
+	static const struct {
+		enum mtd_return_via mode;
+		const char *want;
+	} cases[] = {
+	    {MTD_RETURN_RECLAIM,
+	     "target 1024->512 MiB (inflate, return=reclaim), source controller"},
+	    {MTD_RETURN_PAGEOUT,
+	     "target 1024->512 MiB (inflate, return=pageout), source controller"},
+	    {MTD_RETURN_AUTO, "target 1024->512 MiB (inflate, return=auto), source controller"},
+	};
+	char dir[] = "/tmp/mtd-trail.XXXXXX", path[128];
+	static struct mtd_config cfg; /* large: off the stack */
+	struct mtd_vm_host trail_host = {.cfg = &cfg};
+	struct mtd_policy pol;
+	struct mtd_vm *vm;
+	(void)state;
+	mtd_config_default(&cfg);
+	assert_non_null(mkdtemp(dir));
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", dir); /* the trail's history file */
+	mtd_policy_default(&pol);
+	assert_int_equal(mtd_vm_new(&trail_host, "trail", NULL, &pol, &vm), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		vm->draft.return_in_force = cases[i].mode;
+		mtd_vm_audit(vm, i, "target", 1024ULL << 20, 512ULL << 20, "inflate", "controller",
+			     false);
+		assert_string_equal(vm->draft.actions[vm->draft.nr_actions - 1].what,
+				    cases[i].want);
+	}
+	mtd_vm_free(vm);
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_concurrent_readers_and_writer),
 	    cmocka_unit_test(test_action_ring_keeps_newest),
+	    cmocka_unit_test(test_target_trail_names_the_mode),
 	};
 	return cmocka_run_group_tests_name("mtd_registry", tests, NULL, NULL);
 }
