@@ -80,6 +80,25 @@ static int try_one(const struct mtd_access_env *env, enum mtd_access_pref which,
 		}
 		return mtd_source_agent_new(env->agent, env->guest_bytes, env->interval_ms,
 					    env->agent_silence_ms, out);
+	case MTD_ACCESS_MEMCG: {
+		struct mtd_memcg_hand *hand = env->memcg;
+		const char *no = env->memcg_why;
+		char opened[200] = "";
+		if (env->memcg_open) {
+			int rc = env->memcg_open(env->memcg_ctx, &hand, opened, sizeof(opened));
+			if (rc < 0)
+				return rc;
+			no = opened;
+		}
+		if (!hand) {
+			snprintf(why, len, "%s",
+				 no && no[0]
+				     ? no
+				     : "the VM has no memory cgroup host-side reclaim can use");
+			return -ENOENT;
+		}
+		return mtd_source_memcg_new(hand, env->guest_bytes, out);
+	}
 	case MTD_ACCESS_AUTO:
 		break;
 	}
@@ -89,8 +108,13 @@ static int try_one(const struct mtd_access_env *env, enum mtd_access_pref which,
 int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 		      struct mtd_access_choice *ch)
 {
-	static const enum mtd_access_pref order[] = {MTD_ACCESS_EPT, MTD_ACCESS_IDLE,
-						     MTD_ACCESS_DAMON, MTD_ACCESS_AGENT};
+	/* The agent comes last when it is the fallback of a source policy names (memcg). */
+	enum mtd_access_pref order[] = {MTD_ACCESS_EPT, MTD_ACCESS_IDLE, MTD_ACCESS_DAMON,
+					MTD_ACCESS_AGENT, MTD_ACCESS_MEMCG};
+	if (env->pref == MTD_ACCESS_MEMCG) {
+		order[3] = MTD_ACCESS_MEMCG;
+		order[4] = MTD_ACCESS_AGENT;
+	}
 	char why[200];
 	bool forced_failed = false;
 
@@ -118,6 +142,18 @@ int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 				snprintf(because, sizeof(because),
 					 "the domain has no memtide agent channel");
 				prc = -ENOENT;
+			} else if (s == MTD_ACCESS_MEMCG && env->memcg_open) {
+				/* Not even looked at: finding the cgroup may move QEMU. */
+				snprintf(because, sizeof(because),
+					 "not tried: the VM's cgroup is used only when no other "
+					 "source is there (policy source=memcg asks for it)");
+				prc = -ENOENT;
+			} else if (s == MTD_ACCESS_MEMCG && !env->memcg) {
+				snprintf(because, sizeof(because), "%.190s",
+					 env->memcg_why && env->memcg_why[0]
+					     ? env->memcg_why
+					     : "no memory cgroup host-side reclaim can use");
+				prc = -ENOENT;
 			}
 			if (prc == 0)
 				snprintf(because, sizeof(because), "available, but %s is preferred",
@@ -141,6 +177,12 @@ int mtd_access_choose(const struct mtd_access_env *env, struct mtd_source *out,
 			snprintf(ch->chosen, sizeof(ch->chosen), "%s", name);
 			if (s == MTD_ACCESS_EPT)
 				(void)mtd_source_describe(out, ch->detail, sizeof(ch->detail));
+			else if (s == MTD_ACCESS_MEMCG)
+				snprintf(ch->detail, sizeof(ch->detail), "%s",
+					 env->pref == MTD_ACCESS_MEMCG
+					     ? "asked for by policy source=memcg"
+					     : "no other source on this VM (source=auto): the host "
+					       "kernel's reclaim through the VM's cgroup");
 			else if (s == MTD_ACCESS_AGENT)
 				snprintf(ch->detail, sizeof(ch->detail),
 					 "amounts from the guest's own LRU, laid over low RAM%s",

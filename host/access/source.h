@@ -14,6 +14,10 @@
  *   idle   the host's idle page tracking (page_idle bitmap) over the frames backing guest
  *          RAM (pagemap of QEMU): the usual path on KVM hosts with the option built in.
  *   damon  Linux DAMON in physical-address mode over those frames, through its sysfs.
+ *   memcg  the VM's memory cgroup: what the host kernel's reclaim learns of the guest's use
+ *          (it asks KVM which pages were touched when it evicts), for KVM guests on hosts
+ *          with neither DAMON nor idle page tracking.  Amounts, laid over low RAM; the
+ *          kernel picks the pages (act/memcg_hand.h evicts through it).
  *   agent  the guest agent's reports (proto): its working-set histogram and access/cold
  *          hints, fed through vmm_age_begin / vmm_mark_young / vmm_hint_access / _cold.
  *          Amounts, not pages: the fallback when no page-level source is available.
@@ -168,6 +172,11 @@ void mtd_damon_cleanup(const char *admin, const char *run_dir);
  * target ranges: at least one region per 2 MiB of RAM (up to 512) and per range, at most
  * twice that. */
 void mtd_damon_region_limits(size_t nr_targets, uint64_t ram_bytes, uint64_t *min, uint64_t *max);
+
+struct mtd_memcg_hand;
+/* The memcg source over hand (the VM's; must outlive the source), for a guest of guest_bytes.
+ * Fresh while the cgroup answers.  0, -EINVAL, -ENOMEM. */
+int mtd_source_memcg_new(struct mtd_memcg_hand *hand, uint64_t guest_bytes, struct mtd_source *out);
 
 /* The source's describe op: 0, or -EOPNOTSUPP (no such op, or no source) / its error. */
 static inline int mtd_source_describe(const struct mtd_source *s, char *buf, size_t len)

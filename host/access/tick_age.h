@@ -14,6 +14,7 @@
 #include "access/source.h"
 #include "decide/tick.h"
 
+struct mtd_memcg_hand;
 struct mtd_pageout_hand;
 struct mtd_turns;
 struct vmm_guest;
@@ -32,10 +33,11 @@ struct mtd_age_env {
 	struct mtd_source *source; /* ops NULL: none */
 	struct vmm_guest *guest;   /* NULL: no source, nothing to age */
 	struct mtd_pageout_hand *hand;
-	struct mtd_turns *turns;     /* the CPU part of a round waits its turn (turns.h) */
-	bool simulated;              /* [daemon] source = sim: not the guest's own accesses */
-	bool agent_expected;         /* the agent's freshness counts, not the source's */
-	struct mtd_age_state *state; /* the VM's, kept across ticks */
+	struct mtd_memcg_hand *memcg; /* the VM's cgroup reclaim (NULL: none) */
+	struct mtd_turns *turns;      /* the CPU part of a round waits its turn (turns.h) */
+	bool simulated;               /* [daemon] source = sim: not the guest's own accesses */
+	bool agent_expected;          /* the agent's freshness counts, not the source's */
+	struct mtd_age_state *state;  /* the VM's, kept across ticks */
 };
 
 /* Stage 2. */

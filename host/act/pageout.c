@@ -329,8 +329,8 @@ static int adopt(struct mtd_pageout *po, struct po_region *pr)
 	return 0;
 }
 
-int mtd_pageout_open(int pid, const struct mtd_ram_layout *l, const char *proc_root,
-		     struct mtd_pageout **out, char *err, size_t errlen)
+static int open_map(int pid, const struct mtd_ram_layout *l, const char *proc_root, bool probe,
+		    struct mtd_pageout **out, char *err, size_t errlen)
 {
 	struct mtd_pageout *po = calloc(1, sizeof(*po));
 	char path[128];
@@ -366,8 +366,8 @@ int mtd_pageout_open(int pid, const struct mtd_ram_layout *l, const char *proc_r
 	}
 	/* The permission probe: an empty vector runs every check (ptrace read access,
 	 * CAP_SYS_NICE) and advises nothing. */
-	struct iovec probe = {.iov_base = NULL, .iov_len = 0};
-	if (syscall(SYS_process_madvise, po->pidfd, &probe, 1, MADV_PAGEOUT, 0) < 0) {
+	struct iovec none = {.iov_base = NULL, .iov_len = 0};
+	if (probe && syscall(SYS_process_madvise, po->pidfd, &none, 1, MADV_PAGEOUT, 0) < 0) {
 		rc = -errno;
 		snprintf(err, errlen,
 			 rc == -EPERM
@@ -396,6 +396,32 @@ int mtd_pageout_open(int pid, const struct mtd_ram_layout *l, const char *proc_r
 fail:
 	mtd_pageout_close(po);
 	return rc;
+}
+
+int mtd_pageout_open(int pid, const struct mtd_ram_layout *l, const char *proc_root,
+		     struct mtd_pageout **out, char *err, size_t errlen)
+{
+	return open_map(pid, l, proc_root, true, out, err, errlen);
+}
+
+int mtd_pageout_open_watch(int pid, const struct mtd_ram_layout *l, const char *proc_root,
+			   struct mtd_pageout **out, char *err, size_t errlen)
+{
+	return open_map(pid, l, proc_root, false, out, err, errlen);
+}
+
+int64_t mtd_pageout_adopt(struct mtd_pageout *po)
+{
+	uint64_t before = po->stats.adopted_pages;
+
+	for (size_t i = 0; i < po->nr; i++) {
+		int rc = adopt(po, &po->reg[i]);
+		if (rc < 0)
+			return rc;
+	}
+	uint64_t n = po->stats.adopted_pages - before;
+	po->stats.out_total += n;
+	return (int64_t)n;
 }
 
 void mtd_pageout_close(struct mtd_pageout *po)

@@ -68,6 +68,21 @@ int mtd_pageout_open(int pid, const struct mtd_ram_layout *l, const char *proc_r
 		     struct mtd_pageout **out, char *err, size_t errlen);
 void mtd_pageout_close(struct mtd_pageout *po);
 
+/*
+ * The same map, for watching only: the kernel's own reclaim sends the pages out (host-side
+ * reclaim through the VM's cgroup, memcg_hand.h), this says which went and which came back
+ * (mtd_pageout_adopt, then mtd_pageout_scan), page by page.  Needs pagemap read access, not
+ * process_madvise's.  Returns as mtd_pageout_open.
+ */
+int mtd_pageout_open_watch(int pid, const struct mtd_ram_layout *l, const char *proc_root,
+			   struct mtd_pageout **out, char *err, size_t errlen);
+
+/* Pages in swap now that the map counts resident: something else sent them (the kernel's
+ * reclaim).  They are the map's from now on (adopted_pages, out_total), so the refault scan
+ * counts them when they come back.  Cost: 8 bytes of pagemap per page of every region.
+ * Returns the pages adopted, -ESRCH or -errno. */
+int64_t mtd_pageout_adopt(struct mtd_pageout *po);
+
 /* A new layout (a re-query found a change): regions that are the same keep their state,
  * pages of regions that went away are forgotten.  0 or -ENOMEM. */
 int mtd_pageout_set_layout(struct mtd_pageout *po, const struct mtd_ram_layout *l);

@@ -29,6 +29,9 @@
 #include "act/swap_stat.h"
 #include "base/log.h"
 #include "base/parse.h"
+#include "decide/duty.h"
+#include "decide/pool_worth.h"
+#include "decide/stall_budget.h"
 #include "vmm.h"
 
 #define MiB           ((uint64_t)1 << 20)
@@ -73,7 +76,7 @@ struct mtd_pageout_hand {
 	uint64_t job_reads; /* evicted pages QEMU read back itself, cumulative */
 	uint64_t scan_job_reads;
 
-	uint64_t seen_seq, reply_ms; /* the agent's last reclaim answer (auto) */
+	struct mtd_agent_giving giving; /* the agent's last reclaim answer (auto) */
 
 	uint64_t last_scan_ms;
 	double swapin_per_s;
@@ -103,7 +106,6 @@ struct mtd_pageout_hand {
 	bool job_now;     /* QEMU was reading all guest memory at the last look */
 	bool job_before;  /* ... at the look before it */
 	bool job_reading; /* the refault scan under way counts QEMU's reads apart */
-	bool reply_done;
 };
 
 const char *mtd_pageout_state_name(enum mtd_pageout_state s)
@@ -128,6 +130,28 @@ void mtd_pageout_config_default(struct mtd_pageout_config *c)
 	c->swap_reserve_bytes = 64 * MiB;
 	c->max_step_bytes = VMM_DECIDE_MAX_STEP_PAGES << VMM_PAGE_SHIFT;
 	c->requery_ms = 60000;
+	c->step_bytes = 8 * MiB;
+	c->duty = MTD_DUTY_DEFAULT;
+	c->stall_budget = MTD_STALL_BUDGET_DEFAULT;
+	c->min_saving = MTD_POOL_MIN_SAVING_DEFAULT;
+}
+
+/* A share such as 0.25 or 25%, within [lo, hi]. */
+static int parse_share(const char *value, double lo, double hi, double *out)
+{
+	char *e;
+	double v = strtod(value, &e);
+
+	if (e == value)
+		return -EINVAL;
+	if (*e == '%') {
+		v /= 100.0;
+		e++;
+	}
+	if (*e || !(v >= lo && v <= hi))
+		return -EINVAL;
+	*out = v;
+	return 0;
 }
 
 int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const char *value,
@@ -157,9 +181,38 @@ int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const 
 			return -EINVAL;
 		}
 		c->requery_ms = v;
+	} else if (strcmp(key, "step") == 0) {
+		if (mtd_parse_bytes(value, &v) < 0 || v < 1 * MiB || v > (1ULL << 34)) {
+			snprintf(err, errlen,
+				 "step must be a size of at least 1M such as 8M, not '%.32s'",
+				 value);
+			return -EINVAL;
+		}
+		c->step_bytes = v;
+	} else if (strcmp(key, "duty") == 0) {
+		if (parse_share(value, 0.01, 1.0, &c->duty) < 0) {
+			snprintf(err, errlen, "duty must be a share from 1%% to 100%%, not '%.32s'",
+				 value);
+			return -EINVAL;
+		}
+	} else if (strcmp(key, "stall_budget") == 0) {
+		if (parse_share(value, 0.0001, 0.5, &c->stall_budget) < 0) {
+			snprintf(err, errlen,
+				 "stall_budget must be a share from 0.01%% to 50%%, not '%.32s'",
+				 value);
+			return -EINVAL;
+		}
+	} else if (strcmp(key, "min_saving") == 0) {
+		if (parse_share(value, 0.0, 0.95, &c->min_saving) < 0) {
+			snprintf(err, errlen,
+				 "min_saving must be a share from 0%% to 95%%, not '%.32s'", value);
+			return -EINVAL;
+		}
 	} else {
 		snprintf(err, errlen,
-			 "unknown [pageout] key '%.32s' (swap_reserve, max_step, requery)", key);
+			 "unknown [pageout] key '%.32s' (swap_reserve, max_step, requery, step, "
+			 "duty, stall_budget, min_saving)",
+			 key);
 		return -EINVAL;
 	}
 	return 0;
@@ -775,13 +828,8 @@ void mtd_hand_step(struct mtd_pageout_hand *h, struct vmm_guest *g, const struct
 			  in->why_not ? in->why_not : "?");
 		return;
 	}
-	if (in->reply_seq != h->seen_seq) {
-		h->seen_seq = in->reply_seq;
-		h->reply_ms = in->now_ms;
-		h->reply_done = in->reply_done;
-	}
-	bool giving = (in->agent_asked && !h->seen_seq) ||
-		      (h->reply_done && in->now_ms - h->reply_ms <= 2 * in->interval_ms);
+	bool giving = mtd_agent_giving(&h->giving, in->agent_asked, in->reply_seq, in->reply_done,
+				       in->now_ms, in->interval_ms);
 	if (in->mode == MTD_RETURN_AUTO && giving) {
 		set_state(h, MTD_PAGEOUT_PAUSED,
 			  "the guest is still freeing what its agent was asked for");

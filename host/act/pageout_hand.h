@@ -53,6 +53,13 @@ struct mtd_pageout_config {
 	uint64_t swap_reserve_bytes; /* free swap left for everyone else (64 MiB) */
 	uint64_t max_step_bytes;     /* most guest memory sent out per interval (1 GiB) */
 	uint64_t requery_ms;         /* ask QEMU for the whole layout again this often (60 s) */
+	/* Host-side reclaim through the VM's cgroup (memcg_hand.h): */
+	uint64_t step_bytes; /* one write to the kernel (8 MiB) */
+	double duty;         /* share of the wall clock its writes may take (0.25, duty.h) */
+	double stall_budget; /* share of the wall clock the VM may wait for memory (0.002,
+			      * stall_budget.h) */
+	double min_saving;   /* eviction stops when the compressed pool saves less than this
+			      * share of what it takes (0.25, pool_worth.h) */
 };
 void mtd_pageout_config_default(struct mtd_pageout_config *c);
 /* One [pageout] key from text.  0, or -EINVAL with a sentence in err. */

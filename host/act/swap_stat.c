@@ -24,6 +24,42 @@ uint64_t mtd_swap_pool_share(const struct mtd_swap_stat *s, uint64_t swapped_byt
 	return (uint64_t)((double)swapped_bytes * (double)pool / (double)used);
 }
 
+uint64_t mtd_swap_room_why(const struct mtd_swap_stat *s, uint64_t reserve_bytes,
+			   uint64_t full_room_bytes, char *why, size_t len)
+{
+	int binding = -1;
+	uint64_t room;
+
+	if (!s->total_bytes) {
+		snprintf(why, len,
+			 "the host has no swap: set up zram (contrib/memtide-zram-swap, "
+			 "docs/operations.md \"Host swap\")");
+		return 0;
+	}
+	room = mtd_swap_room(s, &binding);
+	room = room > reserve_bytes ? room - reserve_bytes : 0;
+	if (!room || (full_room_bytes && room <= full_room_bytes)) {
+		if (binding >= 0 && (unsigned)binding < s->nr_listed)
+			snprintf(why, len,
+				 "host swap full: zram%u's pool uses %llu of its %llu MiB memory "
+				 "limit (mem_limit; %llu MiB kept in reserve): cold pages stay in "
+				 "guest RAM, nothing is lost",
+				 s->dev[binding].zram_nr,
+				 (unsigned long long)(s->dev[binding].pool_bytes >> 20),
+				 (unsigned long long)(s->dev[binding].limit_bytes >> 20),
+				 (unsigned long long)(reserve_bytes >> 20));
+		else
+			snprintf(why, len,
+				 "host swap full (%llu MiB free of %llu MiB, %llu MiB kept in "
+				 "reserve): cold pages stay in guest RAM, nothing is lost",
+				 (unsigned long long)(s->free_bytes >> 20),
+				 (unsigned long long)(s->total_bytes >> 20),
+				 (unsigned long long)(reserve_bytes >> 20));
+		return 0;
+	}
+	return room;
+}
+
 /* The number after key at the start of line (then " kB" or nothing); false otherwise. */
 static bool field_u64(const char *line, const char *key, uint64_t *v)
 {

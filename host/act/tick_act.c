@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "act/agent_link.h"
+#include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "decide/steady.h"
 
@@ -70,10 +71,12 @@ static void tell_arbiter(const struct mtd_act_env *e, const struct mtd_tick *t)
 
 	/* Host-side eviction takes resident pages beyond the working set, within the room in
 	 * swap and net of the compressed pool. */
-	if (t->hostside && !t->observe)
-		reclaimable = mtd_hand_reclaimable(
-		    e->hand,
-		    t->may_reclaim && resident > t->keep_bytes ? resident - t->keep_bytes : 0);
+	if (t->hostside && !t->observe) {
+		uint64_t cold =
+		    t->may_reclaim && resident > t->keep_bytes ? resident - t->keep_bytes : 0;
+		reclaimable = t->cg_evicts ? mtd_memcg_hand_reclaimable(e->memcg, cold)
+					   : mtd_hand_reclaimable(e->hand, cold);
+	}
 	atomic_store(e->reclaimable_bytes, reclaimable);
 	uint64_t holds = out->soft && t->in.used_known ? t->in.guest_used_bytes : t->actual_bytes;
 	atomic_store(e->pending_bytes,
@@ -152,6 +155,24 @@ static void evict_host(struct mtd_vm_act *a, const struct mtd_vm_decide *s,
 	    .evicted_ctx = e->evicted_ctx,
 	};
 
+	if (t->cg_evicts) {
+		/* No live source: the kernel's reclaim picks the pages (memcg_hand.h). */
+		struct mtd_memcg_input mi = {
+		    .mode = t->mode,
+		    .may_take = in.may_take,
+		    .may_age = !s->observing,
+		    .why_not = in.why_not,
+		    .agent_giving = mtd_agent_giving(&a->cg_giving, in.agent_asked, in.reply_seq,
+						     in.reply_done, t->now_ms, in.interval_ms),
+		    .decision = in.decision,
+		    .hold_why = in.hold_why,
+		    .max_age_ms = s->reclaim.cfg.max_age_ms,
+		    .interval_ms = in.interval_ms,
+		    .now_ms = t->now_ms,
+		};
+		mtd_memcg_hand_step(e->memcg, &mi);
+		return;
+	}
 	if (t->have_gs)
 		mtd_hand_step(e->hand, e->guest, &in);
 }

@@ -15,11 +15,13 @@
 #include "act/balloon.h"
 #include "base/audit.h"
 #include "base/mtd.h"
+#include "decide/return_via.h"
 #include "decide/tick.h"
 #include "decide/tick_decide.h"
 #include "vmm.h"
 
 struct mtd_agent_link;
+struct mtd_memcg_hand;
 struct mtd_pageout_hand;
 
 #define MTD_MAX_TAKEN_RUNS 1024
@@ -30,6 +32,7 @@ struct mtd_pageout_hand;
 struct mtd_vm_act {
 	struct vmm_run taken[MTD_MAX_TAKEN_RUNS];
 	size_t nr_taken;
+	struct mtd_agent_giving cg_giving; /* return=auto through the cgroup: the agent's answer */
 	struct mtd_steady rss_steady; /* the steady rule's growth on the guest's RAM on the host */
 	bool rss_filling;             /* ... which grows fast: host pageout waits (evict_host) */
 };
@@ -41,7 +44,8 @@ struct mtd_act_env {
 	struct mtd_balloon *balloon;
 	struct mtd_agent_link *agent; /* NULL: no agent channel */
 	struct mtd_pageout_hand *hand;
-	struct vmm_guest *guest; /* NULL: no source */
+	struct mtd_memcg_hand *memcg; /* host-side reclaim through the cgroup (NULL: none) */
+	struct vmm_guest *guest;      /* NULL: no source */
 	/* The source learns which pages left (it may zap them); may be NULL. */
 	void (*evicted)(void *ctx, const struct vmm_run *runs, size_t n);
 	/* The same, for the pages host-side eviction really paged out (source.h, paged_out). */

@@ -24,7 +24,7 @@
 #define MTD_MAX_GENS     16
 #define MTD_LAST_ACTIONS 8
 #define MTD_RAM_REGIONS  8 /* vhost-user's memory table holds at most 8 */
-#define MTD_SOURCE_NOTES 4 /* sources a VM could use besides the one it does */
+#define MTD_SOURCE_NOTES 5 /* sources a VM could use (all five: none may be chosen) */
 
 /* Printed after the version line by --version, as GNU tools do: the copyright and license. */
 #define MTD_LICENSE                                                                                \
@@ -84,7 +84,8 @@ static inline enum mtd_return_via mtd_return_in_force(enum mtd_return_via mode, 
 
 /*
  * Where a VM's page-access information comes from (policy key `source`; host/access/):
- * auto picks the first available of ept, idle, damon, then the agent's amounts.
+ * auto picks the first available of ept, idle, damon, then the agent's amounts, then the
+ * VM's memory cgroup (what the host kernel's reclaim learns of the guest).
  */
 enum mtd_access_pref {
 	MTD_ACCESS_AUTO = 0,
@@ -92,6 +93,7 @@ enum mtd_access_pref {
 	MTD_ACCESS_IDLE,
 	MTD_ACCESS_DAMON,
 	MTD_ACCESS_AGENT,
+	MTD_ACCESS_MEMCG,
 };
 const char *mtd_access_pref_name(enum mtd_access_pref p);
 
@@ -140,6 +142,29 @@ struct mtd_vm_pageout {
 	uint64_t last_out_ms;      /* how long it took (process_madvise and the checks) */
 };
 
+/* Host-side eviction through the VM's memory cgroup (act/memcg_hand.h): the kernel's reclaim
+ * picks the pages, asking KVM which ones the guest used. */
+struct mtd_vm_memcg {
+	bool in_use;               /* the VM has a cgroup host-side reclaim can use */
+	char cgroup[160];          /* its path under the cgroup2 root */
+	char moved_from[96];       /* memtided moved QEMU here from this cgroup ("" : it did not) */
+	char mechanism[16];        /* "mglru" (lru_gen '-') or "classic" (memory.reclaim) */
+	char aging[12];            /* does the kernel's aging see the guest: "blind", "sees",
+				    * "untested" (decide/aging_sight.h) */
+	char estimate[48];         /* where the working set comes from */
+	uint64_t current_bytes;    /* memory.current */
+	uint64_t swap_bytes;       /* memory.swap.current */
+	uint64_t young_bytes;      /* put in its generation within the cold age */
+	uint64_t kept_total_bytes; /* eviction found the guest using them and kept them */
+	bool refaults_exact;       /* refaults counted page by page (else major faults) */
+	double stall_pct;          /* PSI some over the last interval, % of it */
+	double stall_budget_pct;
+	uint64_t stall_total_ms; /* PSI some since attach */
+	double pool_saving_pct;  /* the compressed pool's saving on what eviction took (-1:
+				    * not measured yet) */
+	bool incompressible;     /* eviction held: the pool eats what it saves */
+};
+
 struct mtd_action {
 	uint64_t at_ms;
 	char what[96]; /* "inflate 1024->896 MiB", "reclaim 64 MiB: freed 60 MiB", ... */
@@ -182,6 +207,7 @@ struct mtd_vm_status {
 					* minus the compressed pool's share of pageout */
 	enum mtd_return_via return_in_force; /* how memory goes back now (policy resolved) */
 	struct mtd_vm_pageout pageout;
+	struct mtd_vm_memcg memcg;
 
 	uint64_t working_set_bytes; /* at the cold age threshold: what the target is built on */
 	uint64_t wss_age_ms[MTD_WSS_BINS];

@@ -52,7 +52,7 @@ void mtd_policy_default(struct mtd_policy *p)
 
 static const char *const access_names[] = {
     [MTD_ACCESS_AUTO] = "auto",   [MTD_ACCESS_EPT] = "ept",     [MTD_ACCESS_IDLE] = "idle",
-    [MTD_ACCESS_DAMON] = "damon", [MTD_ACCESS_AGENT] = "agent",
+    [MTD_ACCESS_DAMON] = "damon", [MTD_ACCESS_AGENT] = "agent", [MTD_ACCESS_MEMCG] = "memcg",
 };
 
 const char *mtd_access_pref_name(enum mtd_access_pref p)
@@ -224,9 +224,10 @@ int mtd_policy_set_kv_one(struct mtd_policy *p, const char *key, const char *val
 				known = true;
 			}
 		if (!known) {
-			snprintf(err, errlen,
-				 "source must be auto, ept, idle, damon or agent, not '%.32s'",
-				 value);
+			snprintf(
+			    err, errlen,
+			    "source must be auto, ept, idle, damon, agent or memcg, not '%.32s'",
+			    value);
 			rc = -EINVAL;
 		}
 	} else if (strcmp(key, "ept_window") == 0) {

@@ -80,7 +80,8 @@ void mtd_cmdline_usage(FILE *f)
 	    "               return (balloon, reclaim, pageout or auto) source ept_window observe\n"
 	    "               cold_age\n"
 	    "               (per-domain policy unless the domain's memtide metadata says)\n"
-	    "  [pageout]    swap_reserve max_step requery (host-side eviction)\n"
+	    "  [pageout]    swap_reserve max_step requery step duty stall_budget min_saving\n"
+	    "               (host-side eviction)\n"
 	    "  [sim]        hot_percent\n");
 }
 

@@ -106,7 +106,8 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	pthread_mutex_init(&d->work_lock, NULL);
 	d->work_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->work_fd < 0 || mtd_registry_init(&d->registry) < 0 ||
-	    mtd_turns_init(&d->turns, TURNS_PER_CPU * usable_cpus()) < 0) {
+	    mtd_turns_init(&d->turns, TURNS_PER_CPU * usable_cpus()) < 0 ||
+	    mtd_turns_init(&d->reclaim_turns, 1) < 0) {
 		mtd_daemon_free(d);
 		return -ENOMEM;
 	}
@@ -114,6 +115,7 @@ int mtd_daemon_new(const struct mtd_config *cfg, struct mtd_daemon **out)
 	d->vm_host = (struct mtd_vm_host){
 	    .cfg = &d->cfg,
 	    .turns = &d->turns,
+	    .reclaim_turns = &d->reclaim_turns,
 	    .boot_id = d->boot_id,
 	    .state_failing = &d->state_failing,
 	    .swap = &d->host.swap,
@@ -154,6 +156,7 @@ void mtd_daemon_free(struct mtd_daemon *d)
 	pthread_mutex_destroy(&d->work_lock);
 	mtd_host_destroy(&d->host);
 	mtd_turns_destroy(&d->turns);
+	mtd_turns_destroy(&d->reclaim_turns);
 	free(d);
 }
 

@@ -100,6 +100,7 @@ struct mtd_daemon {
 
 	struct mtd_host host;   /* the host's memory, arbitration, a release's pace (host.h) */
 	struct mtd_turns turns; /* the loops' aging rounds, a few per CPU at a time (turns.h) */
+	struct mtd_turns reclaim_turns; /* cgroup reclaim writes, one VM at a time */
 
 	char boot_id[37];           /* this boot's id: state files of another boot are void */
 	atomic_bool state_failing;  /* saving VM state fails (told once, not per VM) */

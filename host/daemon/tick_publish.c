@@ -9,6 +9,7 @@
 
 #include "access/choose.h"
 #include "act/agent_link.h"
+#include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "base/log.h"
 #include "daemon/vm.h"
@@ -72,7 +73,10 @@ void mtd_tick_publish(struct mtd_vm *vm, const struct mtd_tick *t)
 	/* Host-side eviction: what it put in swap is returned, less the compressed pool's
 	 * share (pageout_hand.h). */
 	st->return_in_force = mtd_return_in_force(t->mode, st->soft);
-	mtd_hand_publish(vm->hand, st);
+	if (t->cg_evicts)
+		mtd_memcg_hand_publish(vm->memcg, st); /* the kernel's reclaim evicts */
+	else
+		mtd_hand_publish(vm->hand, st);
 	if (t->have_gs)
 		put_generations(st, t);
 	st->refault_rate_per_min = s->reclaim.last_rate_per_min;

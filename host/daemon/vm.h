@@ -46,6 +46,7 @@
 #include "vsock/vm_vsock.h"
 
 struct mtd_agent_link;
+struct mtd_memcg_hand;
 struct mtd_pageout_hand;
 struct mtd_turns;
 struct mtd_vsock;
@@ -57,12 +58,13 @@ struct mtd_vsock;
  */
 struct mtd_vm_host {
 	const struct mtd_config *cfg;
-	struct mtd_turns *turns;     /* the loops' aging rounds take turns (turns.h) */
-	struct mtd_vsock *vsock;     /* the vhost-user-vsock back end (NULL: none) */
-	struct mtd_kvsock *kvsock;   /* the AF_VSOCK listener, kernel vsock (NULL: none) */
-	const char *boot_id;         /* this boot's: state files of another boot are void */
-	atomic_bool *state_failing;  /* saving VM state fails (told once, not per VM) */
-	struct mtd_swap_share *swap; /* host swap, one budget for every VM's pageout */
+	struct mtd_turns *turns;         /* the loops' aging rounds take turns (turns.h) */
+	struct mtd_turns *reclaim_turns; /* host-side reclaim through cgroups: one VM at a time */
+	struct mtd_vsock *vsock;         /* the vhost-user-vsock back end (NULL: none) */
+	struct mtd_kvsock *kvsock;       /* the AF_VSOCK listener, kernel vsock (NULL: none) */
+	const char *boot_id;             /* this boot's: state files of another boot are void */
+	atomic_bool *state_failing;      /* saving VM state fails (told once, not per VM) */
+	struct mtd_swap_share *swap;     /* host swap, one budget for every VM's pageout */
 	/* How high a released VM's balloon target may go now, counted from the balloon's
 	 * actual size (the daemon's pace for all, release_pace.h; any thread). */
 	uint64_t (*release_upto)(void *ctx, uint64_t key, uint64_t now_ms, uint64_t actual_bytes,
@@ -123,6 +125,7 @@ struct mtd_vm {
 	struct mtd_source source;
 	struct vmm_guest *guest;
 	struct mtd_pageout_hand *hand;  /* host-side eviction (pageout_hand.h) */
+	struct mtd_memcg_hand *memcg;   /* ...through the VM's cgroup (memcg_hand.h; NULL: none) */
 	struct mtd_vm_vsock vsock;      /* the vsock device's side (vm_vsock.h) */
 	struct mtd_vm_decide dec;       /* the decision's state (decide/tick_decide.h) */
 	struct mtd_vm_act act;          /* the act stage's (act/tick_act.h) */

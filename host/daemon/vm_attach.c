@@ -8,6 +8,8 @@
  *   the agent's channel (act/agent_link.h): virtio-serial (a socket to connect to), vsock
  *            (streams from the vsock service, vsock/), or both (the agent picks: vsock when
  *            its guest has one);
+ *   the VM's memory cgroup (act/memcg_hand.h): host-side reclaim through the kernel,
+ *            where there is no live page-level source (a KVM guest on a stock host);
  *   the access-bit source (access/choose.c, by the VM's policy; the simulated one under
  *            [daemon] source = sim); none at all: watched and kept safe, never inflated;
  *   libvmm's guest and reclaim controller (decide/tick_decide.h);
@@ -26,6 +28,7 @@
 
 #include "access/choose.h"
 #include "act/agent_link.h"
+#include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "act/swap_share.h"
 #include "base/log.h"
@@ -79,6 +82,37 @@ static int attach_pageout(struct mtd_vm *vm)
 	return mtd_hand_new(&vm->host->cfg->pageout, &env, &vm->hand);
 }
 
+/* The VM's memory cgroup, for host-side reclaim through the kernel (memcg_hand.h): the
+ * chooser calls this only when the memcg source is tried (policy source=memcg, or auto with
+ * no other source: access/choose.h), so a VM another source serves is never moved nor
+ * reclaimed through its cgroup.  In plain-QEMU mode memtided may move QEMU into a cgroup of
+ * its own, unless the VM's policy says return=balloon (host-side eviction can never run for
+ * it: nothing to move QEMU for); libvirt owns its domains' cgroups, and a QEMU already alone
+ * in a cgroup of its own is used where it is (act/vm_cgroup.h).  No cgroup it can use: the
+ * VM goes on without it (why goes to the source notes). */
+static int open_memcg(void *ctx, struct mtd_memcg_hand **out, char *why, size_t whylen)
+{
+	struct mtd_vm *vm = ctx;
+	struct mtd_memcg_hand_env env = {
+	    .vm_name = vm->name,
+	    .qmp = vm->balloon.ops->qmp,
+	    .qmp_ctx = vm->balloon.ctx,
+	    .may_move = strcmp(vm->balloon.ops->name, "libvirt") != 0 &&
+			vm->policy.return_via != MTD_RETURN_BALLOON,
+	    .turns = vm->host->reclaim_turns,
+	};
+	int pid;
+
+	*out = NULL;
+	if (mtd_balloon_pid(&vm->balloon, &pid) == 0)
+		env.qemu_pid = pid;
+	int rc = mtd_memcg_hand_new(&vm->host->cfg->pageout, &env, &vm->memcg, why, whylen);
+	if (!vm->memcg && why[0])
+		mtd_info("%s: no host-side reclaim through a cgroup: %s", vm->name, why);
+	*out = vm->memcg;
+	return rc;
+}
+
 /* The access-bit source, chosen per VM by its policy (host/access/choose.c). */
 static int choose_source(struct mtd_vm *vm)
 {
@@ -106,12 +140,16 @@ static int choose_source(struct mtd_vm *vm)
 	env.ept_dir = cfg->ept_dir;
 	env.run_dir = cfg->run_dir;
 	env.young_dump_dir = cfg->young_dump_dir;
+	env.memcg_open = open_memcg;
+	env.memcg_ctx = vm;
 	int rc = mtd_access_choose(&env, &vm->source, &ch);
 	if (rc < 0)
 		return rc;
 	mtd_access_choice_to_status(&ch, &vm->draft);
 	for (unsigned i = 0; i < ch.nr_notes; i++)
 		mtd_info("%s: source %s not used: %s", vm->name, ch.notes[i].name, ch.notes[i].why);
+	if (strcmp(ch.chosen, "memcg") == 0)
+		mtd_info("%s: source memcg: %s", vm->name, ch.detail);
 	return 0;
 }
 
@@ -270,6 +308,8 @@ int mtd_vm_reattach_access(struct mtd_vm *vm)
 
 	mtd_hand_free(vm->hand);
 	vm->hand = NULL;
+	mtd_memcg_hand_free(vm->memcg);
+	vm->memcg = NULL;
 	if (vm->guest)
 		vmm_guest_free(vm->guest);
 	vm->guest = NULL;

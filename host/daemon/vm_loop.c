@@ -46,6 +46,7 @@
 #include "access/tick_age.h"
 #include "access/tick_inputs.h"
 #include "act/agent_link.h"
+#include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "act/tick_act.h"
 #include "base/log.h"
@@ -82,6 +83,7 @@ static struct mtd_decide_env decide_env(struct mtd_vm *vm)
 	    .observe_only = cfg->observe_only,
 	    .agent_expected = vm->agent_expected,
 	    .max_step_bytes = cfg->pageout.max_step_bytes,
+	    .stall_budget = cfg->pageout.stall_budget,
 	    .squeeze_permille = atomic_load(&vm->squeeze_permille),
 	    .draft = &vm->draft,
 	    .release_upto = vm->host->release_upto,
@@ -135,6 +137,7 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .source = &vm->source,
 	    .guest = vm->guest,
 	    .hand = vm->hand,
+	    .memcg = vm->memcg,
 	    .turns = vm->host->turns,
 	    .simulated = cfg->source == MTD_SOURCE_SIM,
 	    .agent_expected = vm->agent_expected,
@@ -152,6 +155,7 @@ static void tick(struct mtd_vm *vm, uint64_t now_ms, bool aging, uint64_t extra_
 	    .balloon = &vm->balloon,
 	    .agent = vm->agent,
 	    .hand = vm->hand,
+	    .memcg = vm->memcg,
 	    .guest = vm->guest,
 	    .evicted = vm->source.ops ? vm->source.ops->evicted : NULL,
 	    .paged_out = !vm->source.ops             ? NULL
@@ -339,7 +343,9 @@ out:
 	if (vm->guest)
 		vmm_guest_free(vm->guest);
 	vm->guest = NULL;
-	mtd_source_destroy(&vm->source);
+	mtd_source_destroy(&vm->source); /* before the cgroup's hand it reads */
+	mtd_memcg_hand_free(vm->memcg);
+	vm->memcg = NULL;
 	mtd_agent_link_free(vm->agent);
 	vm->agent = NULL;
 	mtd_vsock_release(vm->vsock.claim);

@@ -7,11 +7,23 @@
 #include "decide/return_via.h"
 
 enum mtd_return_via mtd_return_resolve(enum mtd_return_via policy, bool agent_expected,
-				       bool live_source)
+				       bool host_evicts)
 {
-	if (policy == MTD_RETURN_RECLAIM && !agent_expected && live_source)
+	if (policy == MTD_RETURN_RECLAIM && !agent_expected && host_evicts)
 		return MTD_RETURN_PAGEOUT;
 	if (policy == MTD_RETURN_AUTO && !agent_expected)
 		return MTD_RETURN_PAGEOUT;
 	return policy;
+}
+
+bool mtd_agent_giving(struct mtd_agent_giving *g, bool asked, uint64_t reply_seq, bool reply_done,
+		      uint64_t now_ms, uint64_t interval_ms)
+{
+	if (reply_seq != g->seen_seq) {
+		g->seen_seq = reply_seq;
+		g->reply_ms = now_ms;
+		g->reply_done = reply_done;
+	}
+	return (asked && !g->seen_seq) ||
+	       (g->reply_done && now_ms - g->reply_ms <= 2 * interval_ms);
 }

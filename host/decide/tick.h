@@ -76,6 +76,12 @@ struct mtd_tick {
 	struct vmm_guest_stats gs; /* libvmm's, after the round */
 	bool have_gs;
 	uint64_t swapped_bytes; /* what host-side eviction holds in swap now */
+	/* host-side reclaim through the VM's cgroup (act/memcg_hand.h), when it has one */
+	bool cg_usable;       /* the VM has a cgroup the kernel's reclaim can be driven through */
+	bool cg_evicts;       /* ...and it, not the pageout hand, evicts (no live source) */
+	bool cg_valid;        /* read this tick */
+	uint64_t cg_refaults; /* pages read back from swap since the last reading */
+	double cg_stall;      /* PSI some over the last interval, a share of it */
 
 	/* 3 decide */
 	bool wss_valid;

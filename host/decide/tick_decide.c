@@ -18,6 +18,7 @@
 
 #include "base/log.h"
 #include "decide/return_via.h"
+#include "decide/stall_budget.h"
 
 #define MiB ((uint64_t)1 << 20)
 
@@ -57,6 +58,10 @@ static void decide_age(struct mtd_vm_decide *s, const struct mtd_decide_env *e, 
 	}
 	uint64_t signal = t->gs.refaults_total - s->last_refaults;
 	s->last_refaults = t->gs.refaults_total;
+	/* Host-side reclaim through the cgroup: the pages read back from swap for the guest,
+	 * weighted up by the time the VM stalled for memory (stall_budget.h). */
+	if (t->cg_valid)
+		signal += mtd_stall_weigh(t->cg_stall, e->stall_budget, t->cg_refaults);
 	if (have_guest) {
 		/* The agent's counts (from the link's start) and the balloon's (since the guest's
 		 * boot) are not one count: a change of source starts a new base. */
@@ -519,7 +524,8 @@ void mtd_tick_decide(struct mtd_vm_decide *s, const struct mtd_decide_env *e, st
 		     struct mtd_tick *t)
 {
 	decide_age(s, e, g, t);
-	t->mode = mtd_return_resolve(e->policy->return_via, e->agent_expected, t->live_source);
+	t->mode = mtd_return_resolve(e->policy->return_via, e->agent_expected,
+				     t->live_source || t->cg_usable);
 	t->hostside = t->mode == MTD_RETURN_PAGEOUT || t->mode == MTD_RETURN_AUTO;
 	decide_target(s, e, t);
 }

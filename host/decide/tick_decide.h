@@ -57,6 +57,7 @@ struct mtd_decide_env {
 	bool observe_only;         /* [daemon] observe_only */
 	bool agent_expected;       /* the VM has an agent channel */
 	uint64_t max_step_bytes;   /* [pageout] max_step: host pageout's step at most */
+	double stall_budget;       /* [pageout] stall_budget (stall_budget.h) */
 	unsigned squeeze_permille; /* the host arbiter's squeeze now, 0..1000 */
 	struct mtd_vm_status *draft;
 	/* How high a released VM's balloon target may go now, counted from the balloon's

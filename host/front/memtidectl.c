@@ -649,6 +649,48 @@ static void print_pageout(struct json_object *vm)
 	       get_i(p, "refaults_total"), size_str(get_i(p, "free_bytes"), f, sizeof(f)));
 }
 
+/* Host-side reclaim through the VM's cgroup: how, what the kernel's aging sees, where the
+ * working set comes from, and the stall and pool rules. */
+static void print_memcg(struct json_object *vm)
+{
+	struct json_object *m;
+	char a[16], b[16], c[16], d[16];
+
+	if (!json_object_object_get_ex(vm, "memcg", &m))
+		return;
+	printf("  cgroup %s%s%s%s: %s; the kernel's aging %s\n", get_s(m, "cgroup"),
+	       *get_s(m, "moved_from") ? " (memtided moved QEMU here from " : "",
+	       get_s(m, "moved_from"), *get_s(m, "moved_from") ? ")" : "",
+	       strcmp(get_s(m, "mechanism"), "mglru") == 0
+		   ? "MGLRU eviction by generation (lru_gen '-')"
+	       : strcmp(get_s(m, "mechanism"), "classic") == 0
+		   ? "classic LRU through memory.reclaim (MGLRU off: no ages; it takes only while "
+		     "refaults stay within budget)"
+		   : "not read yet",
+	       strcmp(get_s(m, "aging"), "blind") == 0
+		   ? "does NOT see this guest's accesses (tested): a generation says when eviction "
+		     "last found a page used"
+	       : strcmp(get_s(m, "aging"), "sees") == 0 ? "sees this guest's accesses (tested)"
+							: "is not tested yet");
+	printf("    working set from %s: %s used within the cold age; %s kept by eviction in "
+	       "all; charged %s, in swap %s\n",
+	       get_s(m, "working_set_from"), size_str(get_i(m, "young_bytes"), a, sizeof(a)),
+	       size_str(get_i(m, "kept_total_bytes"), b, sizeof(b)),
+	       size_str(get_i(m, "current_bytes"), c, sizeof(c)),
+	       size_str(get_i(m, "swap_bytes"), d, sizeof(d)));
+	printf("    stall (PSI some) %.2f%% of the last interval, budget %.2f%%, %.1f s in all; "
+	       "refaults counted %s; ",
+	       get_d(m, "stall_pct"), get_d(m, "stall_budget_pct"),
+	       (double)get_i(m, "stall_total_ms") / 1000.0,
+	       get_b(m, "refaults_exact") ? "page by page" : "from major faults (approximate)");
+	if (get_d(m, "pool_saving_pct") < 0)
+		printf("the pool's saving not measured yet\n");
+	else
+		printf("the compressed pool saves %.0f%% of what eviction takes%s\n",
+		       get_d(m, "pool_saving_pct"),
+		       get_b(m, "incompressible") ? " - INCOMPRESSIBLE: eviction held" : "");
+}
+
 static void print_vm(struct json_object *vm)
 {
 	struct json_object *pol, *wss, *acts, *caps;
@@ -677,6 +719,7 @@ static void print_vm(struct json_object *vm)
 	       get_i(vm, "guest_used_bytes") ? size_str(get_i(vm, "guest_used_bytes"), b, sizeof(b))
 					     : "unknown");
 	print_pageout(vm);
+	print_memcg(vm);
 	printf("  agent %s%s%s; free page reporting %s; guest MemAvailable %s, PSI some avg10 "
 	       "%.1f%%\n",
 	       get_b(vm, "agent_connected") ? "connected" : "NOT connected",
@@ -832,6 +875,7 @@ static int top_frame(bool tty)
 			if (one && json_object_object_get_ex(one, "vm", &vm)) {
 				printf("\n%s:\n", get_s(vm, "name"));
 				print_gens(vm);
+				print_memcg(vm);
 			}
 			json_object_put(one);
 		}

@@ -182,6 +182,10 @@ SAMPLER(s_po_swapped, "%" PRIu64, st->pageout.swapped_bytes)
 SAMPLER(s_po_pool, "%" PRIu64, st->pageout.pool_bytes)
 SAMPLER(s_po_out, "%" PRIu64, st->pageout.out_total_bytes)
 SAMPLER(s_po_refaults, "%" PRIu64, st->pageout.refaults_total)
+SAMPLER(s_cg_stall, "%.6f", st->memcg.stall_pct / 100.0)
+SAMPLER(s_cg_stall_total, "%.3f", (double)st->memcg.stall_total_ms / 1000.0)
+SAMPLER(s_cg_kept, "%" PRIu64, st->memcg.kept_total_bytes)
+SAMPLER(s_cg_incompressible, "%d", st->memcg.incompressible ? 1 : 0)
 #undef SAMPLER
 
 /* Figures memtided may not know yet (no aging round, no agent report, no second tick): such
@@ -230,6 +234,16 @@ static void s_po_state(struct buf *b, const char *metric, const struct mtd_vm_st
 		put(b, ",state=\"%s\"} %d\n", mtd_pageout_state_name((enum mtd_pageout_state)s),
 		    (int)st->pageout.state == s);
 	}
+}
+
+/* Host-side reclaim through the VM's cgroup: how it runs, as labels (1 while so). */
+static void s_cg_info(struct buf *b, const char *metric, const struct mtd_vm_status *st)
+{
+	if (!st->memcg.in_use)
+		return;
+	dom(b, metric, st);
+	put(b, ",mechanism=\"%s\",aging=\"%s\",working_set_from=\"%s\"} 1\n", st->memcg.mechanism,
+	    st->memcg.aging, st->memcg.estimate);
 }
 
 /* One sample per idle age the estimate has.  A VM with no estimate yet has every age at 0:
@@ -449,6 +463,20 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 	per_vm(d, &b, "memtide_vm_pageout_refaults_total", "counter",
 	       "Guest pages read back from host swap (refaults; rate() gives them per second).",
 	       s_po_refaults);
+	per_vm(d, &b, "memtide_vm_cgroup_info", "gauge",
+	       "Host-side reclaim through the VM's cgroup: mechanism (mglru, classic), whether the "
+	       "kernel's aging sees the guest (blind, sees, untested), the working set's origin.",
+	       s_cg_info);
+	per_vm(d, &b, "memtide_vm_cgroup_stall_ratio", "gauge",
+	       "Share of the last interval the VM's cgroup waited for memory (PSI some).",
+	       s_cg_stall);
+	per_vm(d, &b, "memtide_vm_cgroup_stall_seconds_total", "counter",
+	       "Time the VM's cgroup waited for memory since attach (PSI some).", s_cg_stall_total);
+	per_vm(d, &b, "memtide_vm_cgroup_kept_bytes_total", "counter",
+	       "Guest memory the kernel's eviction found used and kept.", s_cg_kept);
+	per_vm(d, &b, "memtide_vm_cgroup_incompressible", "gauge",
+	       "1 while eviction holds because the compressed pool eats what it saves.",
+	       s_cg_incompressible);
 	if (b.oom) {
 		free(b.p);
 		return NULL;

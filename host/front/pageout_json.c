@@ -39,6 +39,29 @@ struct json_object *mtd_json_pageout(const struct mtd_vm_pageout *p)
 	return o;
 }
 
+struct json_object *mtd_json_memcg(const struct mtd_vm_memcg *m)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "cgroup", json_object_new_string(m->cgroup));
+	if (m->moved_from[0])
+		json_object_object_add(o, "moved_from", json_object_new_string(m->moved_from));
+	json_object_object_add(o, "mechanism", json_object_new_string(m->mechanism));
+	json_object_object_add(o, "aging", json_object_new_string(m->aging));
+	json_object_object_add(o, "working_set_from", json_object_new_string(m->estimate));
+	put_u64(o, "current_bytes", m->current_bytes);
+	put_u64(o, "swap_bytes", m->swap_bytes);
+	put_u64(o, "young_bytes", m->young_bytes);
+	put_u64(o, "kept_total_bytes", m->kept_total_bytes);
+	json_object_object_add(o, "refaults_exact", json_object_new_boolean(m->refaults_exact));
+	json_object_object_add(o, "stall_pct", json_object_new_double(m->stall_pct));
+	json_object_object_add(o, "stall_budget_pct", json_object_new_double(m->stall_budget_pct));
+	put_u64(o, "stall_total_ms", m->stall_total_ms);
+	json_object_object_add(o, "pool_saving_pct", json_object_new_double(m->pool_saving_pct));
+	json_object_object_add(o, "incompressible", json_object_new_boolean(m->incompressible));
+	return o;
+}
+
 void mtd_json_host_swap(struct json_object *o, const struct mtd_host_status *h)
 {
 	put_u64(o, "swap_total_bytes", h->swap_total_bytes);

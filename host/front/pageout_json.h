@@ -13,6 +13,8 @@
 
 /* Host-side eviction's object of a VM (struct mtd_vm_pageout's fields). */
 struct json_object *mtd_json_pageout(const struct mtd_vm_pageout *p);
+/* Host-side reclaim through the VM's cgroup (struct mtd_vm_memcg's fields). */
+struct json_object *mtd_json_memcg(const struct mtd_vm_memcg *m);
 /* The host's swap figures, added to o. */
 void mtd_json_host_swap(struct json_object *o, const struct mtd_host_status *h);
 

@@ -136,6 +136,8 @@ struct json_object *mtd_json_vm(const struct mtd_vm_status *st, bool full)
 	put_u64(o, "target_bytes", st->target_bytes);
 	put_str(o, "return_in_force", mtd_return_via_name(st->return_in_force));
 	json_object_object_add(o, "pageout", mtd_json_pageout(&st->pageout));
+	if (st->memcg.in_use)
+		json_object_object_add(o, "memcg", mtd_json_memcg(&st->memcg));
 	put_u64(o, "guest_used_bytes", st->guest_used_bytes);
 	put_u64(o, "balloon_actual_bytes", st->balloon_actual_bytes);
 	put_u64(o, "host_rss_bytes", st->host_rss_bytes);

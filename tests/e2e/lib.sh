@@ -122,6 +122,25 @@ e2e_fig() {
 	echo "# $1 = $2"
 }
 
+# e2e_skip_all TOTAL WHY: every one of TOTAL checks SKIPs with the reason (also the JSON's
+# "skipped"), and the scenario ends.
+e2e_skip_all() {
+	local i
+	e2e_fig skipped "$2"
+	for i in $(seq 1 "$1"); do echo "ok $i # SKIP $2"; done
+	exit 0
+}
+
+# e2e_goal KEY OP VALUE WHAT: a check of figure KEY against its goal (python's OP).
+e2e_goal() {
+	local v=${E2E_FIGS[$1]:-}
+	if [ -n "$v" ] && [ "$v" != null ] && python3 -c "import sys; sys.exit(0 if $v $2 $3 else 1)"; then
+		e2e_ok "$4 ($1 = $v, goal $2 $3)"
+	else
+		e2e_not_ok "$4 ($1 = ${v:-missing}, goal $2 $3)"
+	fi
+}
+
 e2e_write_json() {
 	[ -n "${E2E_JSON:-}" ] || return 0
 	local k sep='' s='{'

@@ -339,6 +339,19 @@ def slope_mib_per_min(samples):
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else None
 
 
+def psi_some_us(cg):
+    """The cgroup's memory PSI "some" total (microseconds), or None."""
+    if not cg:
+        return None
+    try:
+        for line in open(os.path.join(cg, "memory.pressure")):
+            if line.startswith("some "):
+                return int(line.split("total=")[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def wait_for(pred, timeout, what):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -382,6 +395,10 @@ def main():
     ap.add_argument("--ept-table", default="")
     ap.add_argument("--base-s", type=int, default=0)
     ap.add_argument("--evict-self", action="store_true")
+    ap.add_argument("--cgroup", default="",
+                    help="the VM's cgroup directory: its PSI stall over the 60 s is reported")
+    ap.add_argument("--no-quit", action="store_true",
+                    help="leave the workload running at the end (more phases follow)")
     a = ap.parse_args()
     figs = FIGS
 
@@ -407,6 +424,7 @@ def main():
     # The host's figures before memtided may take anything: once enabled it can page out
     # within a tick, before a sample taken after the command would be (seen: -0.1 s).
     s0 = smp.take()
+    psi0 = psi_some_us(a.cgroup)
     if a.base_s:
         subprocess.run([a.ctl, "--socket", a.ctl_sock, "policy", "set", a.vm, "enabled=yes"],
                        check=True, capture_output=True, timeout=10)
@@ -445,6 +463,9 @@ def main():
     # B. at 60 s: what the host got back, the hot rate, and the short creep
     wait_for(lambda: now_ms() - t0 >= 60000, 120, "60 s")
     s60 = smp.take()
+    psi60 = psi_some_us(a.cgroup)
+    if psi0 is not None and psi60 is not None:
+        fig("psi_some_ms_60s", round((psi60 - psi0) / 1000, 1))
     rss_drop = s0["rss"] - s60["rss"]
     pool_growth = s60["zram_pool"] - s0["zram_pool"]
     fig("rss_drop_mib", round(rss_drop / MiB, 1))
@@ -629,7 +650,8 @@ def main():
         dt = time.monotonic() - tb
         fig("balloon_mib_s", round(a.cold_mib / dt, 1))
         qmp.cmd("balloon", value=actual0)
-    port.send("quit")
+    if not a.no_quit:
+        port.send("quit")
     print(json.dumps(figs))
     return 0
 

@@ -580,6 +580,98 @@ static void test_damon_polite(void **state)
 	child_stop(m.ch);
 }
 
+/* ---- the cgroup's gate ------------------------------------------------------------------ */
+
+/* Stands for vm_attach.c's open_memcg, which finds the VM's cgroup and may move a plain QEMU
+ * into memtide.slice: it must be called only when the memcg source is tried. */
+static unsigned memcg_opens;
+static int memcg_open_counted(void *ctx, struct mtd_memcg_hand **out, char *why, size_t len)
+{
+	(void)ctx;
+	memcg_opens++;
+	*out = NULL;
+	snprintf(why, len, "QEMU shares the root cgroup (stand-in)");
+	return 0;
+}
+
+/* A VM a page-level source serves (idle, DAMON) never has its cgroup looked at, so its QEMU
+ * is never moved and nothing is written to its memory.reclaim; a KVM guest on a host with
+ * neither gets it tried once under source=auto, and source=memcg asks for it whatever else
+ * there is. */
+static void test_memcg_gate(void **state)
+{
+	struct mtd_access_env env;
+	struct mtd_access_choice ch;
+	struct mtd_source src;
+	struct monitor m = {.ch = NULL};
+	uint64_t *pfn = calloc(PAGES, 8);
+	char damon_away[250];
+
+	(void)state;
+	NEED_KERNEL_FS();
+	m.ch = child_start();
+	child_frames(m.ch, pfn);
+	make_proc(m.ch, NULL);
+	env_for(&env, &m, MTD_ACCESS_AUTO);
+	env.on_kvm = 1; /* ept refused */
+	env.memcg_open = memcg_open_counted;
+	snprintf(damon_away, sizeof(damon_away), "%s/no-damon", root);
+	const char *damon_here = env.damon_admin, *idle_here = env.idle_bitmap;
+	env.damon_admin = damon_away;
+	env.idle_bitmap = damon_away;
+	damon_reset();
+
+	/* 1. A KVM guest, no idle page tracking, no DAMON, no agent: the cgroup is tried, once. */
+	memcg_opens = 0;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	if (memcg_opens != 1)
+		fail_msg("the cgroup tried %u times; chosen %s", memcg_opens, ch.chosen);
+	assert_string_equal(ch.chosen, "none");
+	assert_non_null(strstr(why_of(&ch, "memcg"), "shares the root cgroup"));
+	assert_non_null(strstr(why_of(&ch, "ept"), "runs on KVM"));
+
+	/* 2. The host has idle page tracking: idle is chosen, the cgroup never looked at. */
+	(void)idle_kernel(pfn);
+	env.idle_bitmap = idle_here;
+	memcg_opens = 0;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	if (strcmp(ch.chosen, "idle") != 0)
+		fail_msg("idle not chosen: %s", why_of(&ch, "idle"));
+	assert_int_equal(memcg_opens, 0);
+	assert_non_null(strstr(why_of(&ch, "memcg"), "not tried"));
+	mtd_source_destroy(&src);
+
+	/* 3. The host has DAMON (and no idle page tracking): the same. */
+	env.idle_bitmap = damon_away;
+	env.damon_admin = damon_here;
+	damon_reset();
+	memcg_opens = 0;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	if (strcmp(ch.chosen, "damon") != 0)
+		fail_msg("damon not chosen: %s", why_of(&ch, "damon"));
+	assert_int_equal(memcg_opens, 0);
+	assert_non_null(strstr(why_of(&ch, "memcg"), "not tried"));
+	mtd_source_destroy(&src);
+
+	/* 4. Policy names a page-level source: the cgroup is not tried either. */
+	env.pref = MTD_ACCESS_EPT;
+	memcg_opens = 0;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_int_equal(memcg_opens, 0);
+	mtd_source_destroy(&src);
+
+	/* 5. source=memcg: tried first, even with DAMON there (the operator's choice). */
+	env.pref = MTD_ACCESS_MEMCG;
+	memcg_opens = 0;
+	assert_int_equal(mtd_access_choose(&env, &src, &ch), 0);
+	assert_int_equal(memcg_opens, 1);
+	assert_non_null(strstr(why_of(&ch, "memcg"), "asked for by policy"));
+	mtd_source_destroy(&src);
+	damon_reset();
+	free(pfn);
+	child_stop(m.ch);
+}
+
 /* A kernel before 6.2 cannot report DAMON's regions: refused at setup with a sentence, not
  * chosen to fail every round (each one read as "nothing touched", the whole guest cold). */
 static void test_damon_old_kernel(void **state)
@@ -716,6 +808,7 @@ int main(void)
 	    cmocka_unit_test(test_hugetlb_refused),
 	    cmocka_unit_test(test_damon_polite),
 	    cmocka_unit_test(test_damon_old_kernel),
+	    cmocka_unit_test(test_memcg_gate),
 	    cmocka_unit_test(test_damon_rounds),
 	    cmocka_unit_test(test_damon_scattered),
 	};

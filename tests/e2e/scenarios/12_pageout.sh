@@ -141,14 +141,7 @@ for k, v in json.load(open(sys.argv[1])).items():
     print(k, "null" if v is None else v)' "$1")
 }
 # goal KEY OP VALUE WHAT: a TAP line for a figure against its goal
-goal() {
-	local v=${E2E_FIGS[$1]:-}
-	if [ -n "$v" ] && [ "$v" != null ] && python3 -c "import sys; sys.exit(0 if $v $2 $3 else 1)"; then
-		e2e_ok "$4 ($1 = $v, goal $2 $3)"
-	else
-		e2e_not_ok "$4 ($1 = ${v:-missing}, goal $2 $3)"
-	fi
-}
+goal() { e2e_goal "$@"; }
 
 # Run 1: no agent.
 if [ "$E2E_ACCEL" = kvm ]; then

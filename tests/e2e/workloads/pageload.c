@@ -2,15 +2,20 @@
 /*
  * pageload.c: the e2e guest's workload for host-side eviction (scenario 9, pageout).
  *
- *   pageload HOT_MIB COLD_MIB [repeat|text]
+ *   pageload HOT_MIB COLD_MIB [repeat|text|json|random] [FINE_MS]
  *
  * Fills COLD_MIB of anonymous memory once with checksummed pages, then touches HOT_MIB page
  * by page for as long as it runs (one word written per page: the hot set the host must never
  * evict), printing "WL-RATE <second> <hot pages/s>" on the console once a second.  The cold
  * pages hold, per 4 KiB page: its index, its generation, a body, and an FNV-1a checksum of
  * the rest; the body is a repeated 8-byte value ("repeat": compresses as cold heap usually
- * does, like memload's cold data) or 1 KiB of pseudo-random bytes and zeros ("text": about
- * 3.5x with lzo-rle, for a harder pool).
+ * does, like memload's cold data), 1 KiB of pseudo-random bytes and zeros ("text": about
+ * 3.5x with lzo-rle, for a harder pool), JSON-like records of words and numbers drawn at
+ * random ("json": what a service's cold heap of parsed requests or cached documents holds;
+ * 2-3x with lzo-rle and lz4), or pseudo-random bytes throughout ("random": encrypted or
+ * already compressed data, which no compressor shrinks).  With FINE_MS, the hot rate is
+ * also printed every FINE_MS milliseconds ("WL-FINE <ms since start> <hot pages/s>"), so
+ * that a dip shorter than a second can be seen.
  *
  * The host drives it through a virtio-serial port named org.memtide.test.0 (found through
  * /sys/class/virtio-ports, as the agent finds its own), one command a line, one answer each:
@@ -57,8 +62,11 @@ static unsigned long *planned; /* page indices of the last plan */
 static unsigned long nr_planned;
 static unsigned long cursor;   /* next page of the spread to plan */
 static unsigned char *touched; /* per cold page: planned since the last verify */
-static bool text_body;
+enum body { BODY_REPEAT, BODY_TEXT, BODY_JSON, BODY_RANDOM };
+static enum body body = BODY_REPEAT;
+static const char *const body_names[] = {"repeat", "text", "json", "random"};
 static int port = -1;
+static unsigned fine_ms; /* 0: no WL-FINE lines */
 
 static double now_s(void)
 {
@@ -84,15 +92,66 @@ static uint64_t fnv(const uint64_t *w, size_t n)
 	return h;
 }
 
+/* JSON-like records, as a service's cold heap holds them: keys and words from a small
+ * vocabulary, numbers and identifiers drawn at random (len bytes from seed s). */
+static void fill_json(char *out, size_t len, uint64_t s)
+{
+	static const char *const keys[] = {"id",    "user", "name",   "email", "created", "status",
+					   "score", "tags", "region", "items", "price",   "note"};
+	static const char *const words[] = {
+	    "alpha",   "bravo",  "charlie", "delta",    "echo",     "foxtrot", "golf",
+	    "hotel",   "india",  "juliet",  "kilo",     "lima",     "active",  "pending",
+	    "closed",  "europe", "asia",    "americas", "premium",  "basic",   "trial",
+	    "shipped", "return", "review",  "the",      "order",    "arrived", "late",
+	    "and",     "was",    "not",     "as",       "described"};
+	size_t n = 0;
+
+	while (n < len) {
+		char rec[160];
+		int r = 0;
+		r += snprintf(rec + r, sizeof(rec) - (size_t)r, "{");
+		for (unsigned f = 0; f < 4 && r < 120; f++) {
+			s = mix(s);
+			const char *k = keys[s % (sizeof(keys) / sizeof(keys[0]))];
+			uint64_t v = mix(s);
+			switch (v % 3) {
+			case 0:
+				r += snprintf(rec + r, sizeof(rec) - (size_t)r, "\"%s\":%llu,", k,
+					      (unsigned long long)(v >> 8) % 10000000ULL);
+				break;
+			case 1:
+				r += snprintf(
+				    rec + r, sizeof(rec) - (size_t)r, "\"%s\":\"%s %s\",", k,
+				    words[(v >> 8) % (sizeof(words) / sizeof(words[0]))],
+				    words[(v >> 20) % (sizeof(words) / sizeof(words[0]))]);
+				break;
+			default:
+				r +=
+				    snprintf(rec + r, sizeof(rec) - (size_t)r, "\"%s\":\"%08llx\",",
+					     k, (unsigned long long)(v >> 16) & 0xffffffffULL);
+			}
+		}
+		r += snprintf(rec + r - 1, sizeof(rec) - (size_t)r + 1, "}\n") - 1;
+		for (int j = 0; j < r && n < len; j++)
+			out[n++] = rec[j];
+	}
+}
+
 /* The exact content of cold page i at generation g. */
 static void fill_page(uint64_t *w, unsigned long i, uint32_t g)
 {
 	w[0] = 0x6d656d7469646530ULL ^ i;
 	w[1] = g;
-	if (text_body) {
+	if (body == BODY_TEXT) {
 		uint64_t s = mix(i * 2654435761ULL + g);
 		for (size_t k = 2; k < WORDS - 1; k++)
 			w[k] = k < 2 + 128 ? (s = mix(s)) : 0;
+	} else if (body == BODY_RANDOM) {
+		uint64_t s = mix(i * 2654435761ULL + g + 1);
+		for (size_t k = 2; k < WORDS - 1; k++)
+			w[k] = s = mix(s);
+	} else if (body == BODY_JSON) {
+		fill_json((char *)&w[2], (WORDS - 3) * 8, mix(i * 2654435761ULL + g + 2));
 	} else {
 		uint64_t v = mix(i ^ ((uint64_t)g << 40));
 		for (size_t k = 2; k < WORDS - 1; k++)
@@ -272,12 +331,16 @@ static int serve(void)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: pageload HOT_MIB COLD_MIB [repeat|text]\n");
+		fprintf(stderr, "usage: pageload HOT_MIB COLD_MIB [repeat|text|json|random] "
+				"[FINE_MS]\n");
 		return 2;
 	}
 	hot_pages = strtoul(argv[1], NULL, 10) * MIB / PAGE;
 	cold_pages = strtoul(argv[2], NULL, 10) * MIB / PAGE;
-	text_body = argc > 3 && strcmp(argv[3], "text") == 0;
+	for (unsigned b = 0; argc > 3 && b < sizeof(body_names) / sizeof(body_names[0]); b++)
+		if (strcmp(argv[3], body_names[b]) == 0)
+			body = (enum body)b;
+	fine_ms = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	hot = mmap(NULL, hot_pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
 		   0);
@@ -298,19 +361,25 @@ int main(int argc, char **argv)
 		printf("WL-ERROR no virtio-serial port named %s\n", PORT_NAME);
 		return 1;
 	}
-	printf("WL-READY hot=%s cold=%s body=%s\n", argv[1], argv[2],
-	       text_body ? "text" : "repeat");
-	double t0 = now_s(), last = t0;
-	unsigned long pages = 0, p = 0;
+	printf("WL-READY hot=%s cold=%s body=%s\n", argv[1], argv[2], body_names[body]);
+	double t0 = now_s(), last = t0, fine_last = t0;
+	unsigned long pages = 0, p = 0, fine_pages = 0;
 	for (;;) {
 		for (unsigned long k = 0; k < SLICE; k++) {
 			hot[p * PAGE + (pages & (PAGE - 8))] = (unsigned char)pages;
 			p = p + 1 == hot_pages ? 0 : p + 1;
 			pages++;
 		}
+		fine_pages += SLICE;
 		if (serve())
 			break;
 		double t = now_s();
+		if (fine_ms && (t - fine_last) * 1000.0 >= fine_ms) {
+			printf("WL-FINE %.0f %.0f\n", (t - t0) * 1000.0,
+			       fine_pages / (t - fine_last));
+			fine_pages = 0;
+			fine_last = t;
+		}
 		if (t - last >= 1.0) {
 			printf("WL-RATE %.0f %.0f\n", t - t0, pages / (t - last));
 			pages = 0;

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * test_memcg_hand.c - host-side reclaim through a VM's memory cgroup (host/act/memcg_hand.c):
+ * which VMs get it and the sentence for those that do not, the stall budget holding
+ * eviction with its reason where `memtidectl vm show` reads it, the writes to memory.reclaim
+ * in steps once it may go, and what it publishes (mechanism, working-set origin).
+ *
+ * Against a fake cgroupfs, /proc and /sys (ordinary files in a temporary directory): this
+ * machine's memory controller is on cgroup v1 and its kernel has no MGLRU, and a real
+ * memory.reclaim would take memory from a real process.  A fake memory.reclaim takes the
+ * bytes written and reclaims nothing, so every write here finds nothing more to take; what
+ * the kernel does with them is scenario 20's (tests/e2e/scenarios/20_kvm_agentless.sh, on the
+ * KVM stand).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "act/memcg_hand.h"
+#include "act/pageout_hand.h"
+#include "base/mtd.h"
+#include "vmm.h"
+
+#define QEMU_PID 1234
+#define SCOPE    "/machine.slice/machine-qemu\\x2d1\\x2dvm.scope"
+#define MiB      ((uint64_t)1 << 20)
+
+struct tree {
+	char top[64];
+	char proc[80], cg[80], sys[80], lru[80];
+};
+
+static void put(const char *dir, const char *rel, const char *text)
+{
+	char path[512], cmd[600];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
+	assert_int_equal(system(cmd), 0);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static char *get(const char *dir, const char *rel)
+{
+	static char buf[256];
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+static void psi(struct tree *t, uint64_t some_us)
+{
+	char text[200];
+
+	snprintf(text, sizeof(text),
+		 "some avg10=0.00 avg60=0.00 avg300=0.00 total=%llu\n"
+		 "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+		 (unsigned long long)some_us);
+	put(t->cg, SCOPE "/memory.pressure", text);
+}
+
+/* A libvirt domain's cgroup on a host with 2 GiB of swap, MGLRU off. */
+static int setup(void **state)
+{
+	struct tree *t = calloc(1, sizeof(*t));
+
+	snprintf(t->top, sizeof(t->top), "/tmp/memtide-cghand.XXXXXX");
+	assert_non_null(mkdtemp(t->top));
+	snprintf(t->proc, sizeof(t->proc), "%s/proc", t->top);
+	snprintf(t->cg, sizeof(t->cg), "%s/cg", t->top);
+	snprintf(t->sys, sizeof(t->sys), "%s/sys", t->top);
+	snprintf(t->lru, sizeof(t->lru), "%s/lru_gen", t->top);
+	put(t->cg, "cgroup.controllers", "cpu io memory pids\n");
+	put(t->cg, SCOPE "/memory.current", "1073741824\n");
+	put(t->cg, SCOPE "/memory.stat",
+	    "anon 1000000000\nfile 0\nworkingset_refault_anon 0\npgmajfault 10\n");
+	put(t->cg, SCOPE "/memory.swap.current", "0\n");
+	put(t->cg, SCOPE "/memory.reclaim", "");
+	put(t->cg, SCOPE "/cgroup.procs", "");
+	put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n");
+	psi(t, 0);
+	put(t->proc, "1234/cgroup", "0::" SCOPE "/libvirt/emulator\n");
+	put(t->proc, "1234/stat", "1234 (qemu) S 1 1234 1234 0 -1 4194304 0 0\n");
+	put(t->proc, "1234/status", "Name:\tqemu\nRssAnon:\t 1000000 kB\n");
+	put(t->proc, "meminfo",
+	    "MemTotal: 8000000 kB\nMemFree: 4000000 kB\nSwapTotal: 2097148 kB\n"
+	    "SwapFree: 2097148 kB\n");
+	put(t->proc, "swaps", "Filename Type Size Used Priority\n");
+	put(t->sys, "kernel/mm/lru_gen/enabled", "0x0000\n");
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tree *t = *state;
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->top);
+	assert_int_equal(system(cmd), 0);
+	free(t);
+	return 0;
+}
+
+static struct mtd_memcg_hand *hand(struct tree *t, bool may_move, char *why, size_t len)
+{
+	struct mtd_pageout_config cfg;
+	struct mtd_memcg_hand_env env = {
+	    .vm_name = "vm",
+	    .qemu_pid = QEMU_PID,
+	    .may_move = may_move,
+	    .proc_root = t->proc,
+	    .sys_root = t->sys,
+	    .cg_root = t->cg,
+	    .lru_gen_path = t->lru,
+	};
+	struct mtd_memcg_hand *h = NULL;
+
+	mtd_pageout_config_default(&cfg);
+	assert_int_equal(mtd_memcg_hand_new(&cfg, &env, &h, why, len), 0);
+	return h;
+}
+
+/* A VM whose cgroup cannot be used gets no hand, and the sentence says what to set up. */
+static void test_refusals(void **state)
+{
+	struct tree *t = *state;
+	char why[512];
+
+	/* QEMU shares its cgroup with a shell under libvirt: never moved. */
+	put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n4242\n");
+	put(t->proc, "4242/stat", "4242 (bash) S 1 4242 4242 0 -1 4194304 0 0\n");
+	assert_null(hand(t, false, why, sizeof(why)));
+	assert_non_null(strstr(why, "libvirt makes one"));
+	/* Plain QEMU that already holds its guest's memory: a move would leave it behind. */
+	assert_null(hand(t, true, why, sizeof(why)));
+	assert_non_null(strstr(why, "systemd-run --scope"));
+	/* cgroup v1 for memory. */
+	put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n");
+	put(t->proc, "1234/cgroup", "5:memory:/machine.slice\n0::" SCOPE "/libvirt/emulator\n");
+	assert_null(hand(t, false, why, sizeof(why)));
+	assert_non_null(strstr(why, "cgroup v1"));
+}
+
+static struct mtd_memcg_input input(const struct vmm_decision *d, uint64_t now_ms)
+{
+	return (struct mtd_memcg_input){
+	    .mode = MTD_RETURN_PAGEOUT,
+	    .may_take = true,
+	    .may_age = true,
+	    .decision = d,
+	    .max_age_ms = 3600000,
+	    .interval_ms = 1000,
+	    .now_ms = now_ms,
+	};
+}
+
+/* Over the stall budget eviction holds, for the interval and two after, and says why;
+ * then it writes memory.reclaim in steps of [pageout] step. */
+static void test_stall_then_reclaim(void **state)
+{
+	struct tree *t = *state;
+	struct mtd_memcg_reading r;
+	struct mtd_vm_status st;
+	struct vmm_decision d = {
+	    .cold_age_ms = 60000, .gate = VMM_DECIDE_TAKE, .take_pages = (64 * MiB) >> 12};
+	char why[512];
+
+	struct mtd_memcg_hand *h = hand(t, false, why, sizeof(why));
+	assert_non_null(h);
+	mtd_memcg_hand_feedback(h, 1000, &r);
+	assert_true(r.valid);
+	assert_false(r.mglru);
+	assert_int_equal(r.resident_bytes, 1000000000);
+	/* 100 ms of stall in a second: 10%, over 0.2%. */
+	psi(t, 100000);
+	mtd_memcg_hand_feedback(h, 2000, &r);
+	assert_true(r.stall > 0.099 && r.stall < 0.101);
+	struct mtd_memcg_input in = input(&d, 2000);
+	mtd_memcg_hand_step(h, &in);
+	memset(&st, 0, sizeof(st));
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "stall budget"));
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_true(st.memcg.in_use);
+	assert_string_equal(st.memcg.cgroup, SCOPE);
+	assert_string_equal(st.memcg.mechanism, "classic");
+	assert_string_equal(st.memcg.estimate, "classic LRU (resident)");
+	assert_true(st.memcg.stall_pct > 9.9 && st.memcg.stall_pct < 10.1);
+	assert_false(st.memcg.refaults_exact);
+
+	/* Two quiet intervals: still held. */
+	for (uint64_t now = 3000; now <= 4000; now += 1000) {
+		mtd_memcg_hand_feedback(h, now, &r);
+		in = input(&d, now);
+		mtd_memcg_hand_step(h, &in);
+		mtd_memcg_hand_publish(h, &st);
+		assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+		assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	}
+	/* The third: it goes, one step of 8 MiB (the fake takes nothing, so it stops there). */
+	mtd_memcg_hand_feedback(h, 5000, &r);
+	in = input(&d, 5000);
+	mtd_memcg_hand_step(h, &in);
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "8388608");
+
+	/* The controller holds: nothing written, and the reason passed on. */
+	put(t->cg, SCOPE "/memory.reclaim", "");
+	d.gate = VMM_DECIDE_HOLD;
+	mtd_memcg_hand_feedback(h, 6000, &r);
+	in = input(&d, 6000);
+	in.hold_why = "refaults over budget";
+	mtd_memcg_hand_step(h, &in);
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "refaults over budget"));
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+
+	/* return=balloon: off. */
+	in = input(&d, 7000);
+	in.mode = MTD_RETURN_BALLOON;
+	mtd_memcg_hand_step(h, &in);
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_OFF);
+	mtd_memcg_hand_free(h);
+}
+
+/* MGLRU on: while memtided watches the VM (policy enabled=no, or the controller watching the
+ * guest before its first eviction) the hand ages the cgroup (lru_gen '+') so the first
+ * eviction need not wait one more cold age, and takes nothing; observe-only: not even that. */
+static void test_ages_while_watching(void **state)
+{
+	struct tree *t = *state;
+	struct mtd_memcg_reading r;
+	struct mtd_vm_status st;
+	struct vmm_decision d = {.cold_age_ms = 60000, .gate = VMM_DECIDE_WATCHING};
+	static const char gens[] = "memcg     7 " SCOPE "\n"
+				   "  node     0\n"
+				   "         12     90000     3000         0\n"
+				   "         13     40000   200000         0\n";
+	char why[512];
+
+	put(t->sys, "kernel/mm/lru_gen/enabled", "0x0007\n");
+	put(t->top, "lru_gen", gens);
+	struct mtd_memcg_hand *h = hand(t, false, why, sizeof(why));
+	assert_non_null(h);
+	mtd_memcg_hand_feedback(h, 1000, &r);
+	assert_true(r.mglru);
+	/* Observe-only: untouched. */
+	struct mtd_memcg_input in = input(&d, 1000);
+	in.may_take = false;
+	in.may_age = false;
+	mtd_memcg_hand_step(h, &in);
+	assert_string_equal(get(t->top, "lru_gen"), gens);
+	/* Policy enabled=no (nothing to take), but watched: the youngest generation (40 s) is
+	 * past half the cold age: aged, and nothing taken. */
+	in = input(&d, 1500);
+	in.may_take = false;
+	mtd_memcg_hand_step(h, &in);
+	assert_int_equal(strncmp(get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	/* Watching: aged too (the same generations read back: due again). */
+	put(t->top, "lru_gen", gens);
+	mtd_memcg_hand_feedback(h, 2000, &r);
+	in = input(&d, 2000);
+	mtd_memcg_hand_step(h, &in);
+	assert_int_equal(strncmp(get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "watching"));
+	mtd_memcg_hand_free(h);
+}
+
+/* No swap on the host: held, with the sentence that says how to get some. */
+static void test_no_swap(void **state)
+{
+	struct tree *t = *state;
+	struct mtd_memcg_reading r;
+	struct mtd_vm_status st;
+	struct vmm_decision d = {
+	    .cold_age_ms = 60000, .gate = VMM_DECIDE_TAKE, .take_pages = (64 * MiB) >> 12};
+	char why[512];
+
+	put(t->proc, "meminfo", "MemTotal: 8000000 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n");
+	struct mtd_memcg_hand *h = hand(t, false, why, sizeof(why));
+	assert_non_null(h);
+	mtd_memcg_hand_feedback(h, 1000, &r);
+	struct mtd_memcg_input in = input(&d, 1000);
+	mtd_memcg_hand_step(h, &in);
+	memset(&st, 0, sizeof(st));
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "no swap"));
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	mtd_memcg_hand_free(h);
+}
+
+/* The cgroup gone (the VM stopped): refused, said, nothing written after. */
+static void test_cgroup_gone(void **state)
+{
+	struct tree *t = *state;
+	struct mtd_memcg_reading r;
+	struct mtd_vm_status st;
+	char why[512], cmd[256];
+
+	struct mtd_memcg_hand *h = hand(t, false, why, sizeof(why));
+	assert_non_null(h);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/machine.slice'", t->cg);
+	assert_int_equal(system(cmd), 0);
+	mtd_memcg_hand_feedback(h, 1000, &r);
+	assert_false(r.valid);
+	memset(&st, 0, sizeof(st));
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_REFUSED);
+	assert_non_null(strstr(st.pageout.why, "cannot read the cgroup"));
+	mtd_memcg_hand_free(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stall_then_reclaim, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ages_while_watching, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_swap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cgroup_gone, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
