@@ -246,9 +246,10 @@ static char meminfo[96];
 static uint64_t release_rate = 256 * MiB;
 /* Policy cold_age for the next start().  At a 100 ms interval the generations tell ages
  * apart up to 77 s, and the refault controller starts at that longest age and learns for a
- * minute or more: the tests of the loop's lifecycle fix the age by hand, and
+ * minute or more: the tests of the loop's lifecycle fix the age by hand (500 ms: five ticks,
+ * each test waits one cold age before the first step), and
  * test_controller_age_takes_nothing_yet keeps the controller's. */
-static uint64_t fixed_cold_age_ms = 1000;
+static uint64_t fixed_cold_age_ms = 500;
 
 static void write_meminfo(uint64_t avail_mib)
 {
@@ -748,7 +749,7 @@ static void test_controller_age_takes_nothing_yet(void **state)
 	fixed_cold_age_ms = 0;
 	fake_init(&f, 1024 * MiB, 1024 * MiB);
 	start(&f, MTD_SOURCE_SIM);
-	fixed_cold_age_ms = 1000;
+	fixed_cold_age_ms = 500;
 	/* 4 s; actual follows each target set at once */
 	for (int i = 0; i < 40; i++) {
 		wait_reads(&f, 1);
