@@ -711,7 +711,7 @@ static void test_release_lagging_balloon_keeps_the_pace(void **state)
 	(void)state;
 
 	fake_init(&f, 1024 * MiB, 384 * MiB); /* found ballooned, as above */
-	write_meminfo(300);                    /* under the low mark: nothing is given */
+	write_meminfo(300);                   /* under the low mark: nothing is given */
 	start(&f, MTD_SOURCE_SIM);
 	uint64_t low = fake_actual(&f);
 	assert_true(low <= 384 * MiB);
