@@ -5,7 +5,7 @@ ask for a sampling window right after each start, as memtided does when it attac
 that is starting (a libvirt hook, a host reboot).  Used by scenario 17.
 
 Each boot: QEMU starts paused (-S, as libvirt starts it), is resumed over QMP, and 5-25 ms
-later (stepping by 5 ms from boot to boot) `memtidectl ept-mode TABLE window 200ms` asks
+later (stepping by 5 ms from boot to boot; --steps 3: 5-15 ms) `memtidectl ept-mode TABLE window 200ms` asks
 for a window; another is asked every 500 ms after.  The boot counts as up once the guest has
 printed on its console and the plugin has run 3 windows (read with `memtidectl --json
 ept-status`), and as stuck when that has not happened within DEADLINE seconds: then the
@@ -25,6 +25,8 @@ ap.add_argument("--dir", required=True)
 ap.add_argument("--boots", type=int, default=20)
 ap.add_argument("--ask-ms", type=int, default=20,
                 help="boots ask their first window 0.25 .. 1.25 x this many ms after the resume")
+ap.add_argument("--steps", type=int, default=5, choices=range(1, 6),
+                help="boots step through the first STEPS of those 5 delays (3: 5, 10, 15 ms)")
 ap.add_argument("--deadline", type=float, default=30)
 a = ap.parse_args()
 
@@ -77,7 +79,7 @@ def boot(i):
         # The window is asked ask_ms after the resume is sent, not after QEMU answers it: the
         # freeze needed a request in the first tens of milliseconds, while the BIOS runs.
         # Boots step through 0.25, 0.5, ... 1.25 x ask_ms to cover that moment.
-        ask_s = a.ask_ms * (1 + i % 5) / 4000
+        ask_s = a.ask_ms * (1 + i % a.steps) / 4000
         f.write(json.dumps({"execute": "cont"}) + "\n")
         f.flush()
         t0 = time.monotonic()
