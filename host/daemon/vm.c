@@ -169,8 +169,7 @@ void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t
 	 * is (controller.c): no memory goes back, so it is not called a deflate. */
 	if (!strcmp(what, "balloon") && after_bytes > before_bytes && !strcmp(reason, "silent"))
 		snprintf(a->what, sizeof(a->what),
-			 "%sinflation stopped: target %" PRIu64 "->%" PRIu64
-			 " MiB (%s), source %s",
+			 "%sinflation stopped: target %" PRIu64 "->%" PRIu64 " MiB (%s), source %s",
 			 w, b, f, reason, source);
 	else if (!strcmp(what, "balloon"))
 		snprintf(a->what, sizeof(a->what),

@@ -409,7 +409,8 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	 * size.  Raising the target to where the balloon already is gives the guest nothing. */
 	if (!in->inputs_fresh) {
 		uint64_t at = clamp_u64(in->actual_bytes, floor, ceiling);
-		if (st->was_fresh && in->actual_bytes && at >= st->balloon_bytes + cfg->min_change_bytes) {
+		if (st->was_fresh && in->actual_bytes &&
+		    at >= st->balloon_bytes + cfg->min_change_bytes) {
 			out->stopped_from_bytes = st->balloon_bytes;
 			st->balloon_bytes = at;
 			if (st->target_bytes < at)

@@ -147,7 +147,7 @@ struct mtd_ctl_state {
 	bool refused_since_take; /* a deflate followed the last step down */
 	unsigned refusals;       /* steps given back at once, in a row */
 	enum mtd_ctl_reason reason;
-	bool was_fresh;          /* the last step's inputs were fresh: a silence now is news
+	bool was_fresh; /* the last step's inputs were fresh: a silence now is news
 				  * (not after a resume, nor before the guest first spoke) */
 };
 
@@ -160,7 +160,7 @@ struct mtd_ctl_output {
 	enum mtd_ctl_reason reason;
 	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING, DISABLED or RELEASED */
 	uint64_t floor_bytes, ceiling_bytes; /* the bounds used */
-	uint64_t backoff_hold_ms; /* a step refused now armed a longer hold, this long (0: no) */
+	uint64_t backoff_hold_ms;    /* a step refused now armed a longer hold, this long (0: no) */
 	uint64_t stopped_from_bytes; /* the inputs went stale with an inflation in flight: the
 				      * balloon target it was heading for (0: none); the balloon
 				      * and the target now hold at its actual size */
