@@ -281,41 +281,51 @@ steady_for 4 "$before"
 	logged "reconnected to qemu:///system"
 check $? "$how: one line for the loss, every VM resumed, sizes $(sizes)"
 
-# 6, 7: 100 detach/attach cycles of one VM: no fd, no memory leaked, nothing moved.
-X=${doms[$((NVM / 2 - 1))]}
-cycle() { ctl detach "$X" >/dev/null && ctl attach "$X" >/dev/null; }
-. "$(dirname "$0")/lib/fd_count.sh" # fds PID, fds_low PID
-# fd_list: "FD TARGET" of each fd memtided holds, to name an fd that stays.
-fd_list() { for f in /proc/"$mpid"/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n; }
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$mpid/status"; }
-# A leak grows RSS by the same amount every cycle.  RSS also moves by itself, up and down by
-# 2 MiB (thread stacks and allocator arenas taken and handed back: one run read 40,076 KiB,
-# 39,592 after 50 cycles, 41,672 after 100), so one reading at each end is no measure.  RSS
-# is read after every cycle, and the check is on the lowest reading of the last 25 cycles
-# against the lowest of the first 25, 75 cycles apart: at most 1.5 MiB more (20 KiB a cycle).
-# Warm up: allocator arenas, libvirt's caches.  memtided's RSS climbs over its first cycles
-# and then stays: over 400 cycles of one VM, the lowest RSS of cycles 1-50 read 23,352 KiB,
-# of 51-100 23,792, of 101-150 23,832, of 351-400 23,868 (and idle, flat from 15 s on).
-for _ in $(seq 50); do cycle; done
-wait_for $((10 * W)) eval 'ctl status | grep -q "^$X "'
-fd0=$(fds_low "$mpid") bad=0 rss=()
-fd_list >"$dir/fds.before"
-for _ in $(seq 100); do
-	cycle || bad=$((bad + 1))
-	rss+=("$(rss_kib)")
-done
-fd_now=$(fds "$mpid")
-wait_for $((10 * W)) eval 'ctl status | grep -q "^$X "'
-fd1=$(fds_low "$mpid")
-fd_list >"$dir/fds.after"
-[ "$fd1" -le "$fd0" ] || diff "$dir/fds.before" "$dir/fds.after" | sed 's/^/# fds: /'
-lo_first=$(printf '%s\n' "${rss[@]:0:25}" | sort -n | head -1)
-lo_last=$(printf '%s\n' "${rss[@]:75:25}" | sort -n | head -1)
-echo "# memtided over 100 detach/attach cycles: fds (lowest of 20 readings) $fd0 -> $fd1, $fd_now in one reading right after the last cycle; VmRSS ${rss[0]} -> ${rss[99]} KiB; lowest of cycles 1-25 $lo_first, of 76-100 $lo_last"
-[ $bad = 0 ] && [ "$fd1" -le "$fd0" ] && [ $((lo_last - lo_first)) -le 1536 ]
-check $? "100 detach/attach cycles: fds $fd0 -> $fd1, lowest RSS $lo_first -> $lo_last KiB (<= 1.5 MiB more, 75 cycles apart), $bad failed"
-steady_for 3 "$before"
-check $? "the cycles moved no balloon: $(sizes)"
+# 6, 7: 100 detach/attach cycles of one VM: no fd, no memory leaked, nothing moved.  Not on
+# the KVM stand: 150 cycles of two memtidectl calls took over 8 minutes there (every process
+# start inside L1 costs about a second), and nothing in them is KVM's (memtided's own fds and
+# RSS over attach and detach): make check runs them under TCG.
+if [ "$ACCEL" = kvm ]; then
+	n=$((n + 1))
+	echo "ok $n # SKIP 100 detach/attach cycles: memtided's own leak check, run under TCG by make check (over 8 min on the stand, nothing of KVM in it)"
+	n=$((n + 1))
+	echo "ok $n # SKIP the cycles' balloon check: the cycles are not run on the stand (above)"
+else
+	X=${doms[$((NVM / 2 - 1))]}
+	cycle() { ctl detach "$X" >/dev/null && ctl attach "$X" >/dev/null; }
+	. "$(dirname "$0")/lib/fd_count.sh" # fds PID, fds_low PID
+	# fd_list: "FD TARGET" of each fd memtided holds, to name an fd that stays.
+	fd_list() { for f in /proc/"$mpid"/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n; }
+	rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$mpid/status"; }
+	# A leak grows RSS by the same amount every cycle.  RSS also moves by itself, up and down by
+	# 2 MiB (thread stacks and allocator arenas taken and handed back: one run read 40,076 KiB,
+	# 39,592 after 50 cycles, 41,672 after 100), so one reading at each end is no measure.  RSS
+	# is read after every cycle, and the check is on the lowest reading of the last 25 cycles
+	# against the lowest of the first 25, 75 cycles apart: at most 1.5 MiB more (20 KiB a cycle).
+	# Warm up: allocator arenas, libvirt's caches.  memtided's RSS climbs over its first cycles
+	# and then stays: over 400 cycles of one VM, the lowest RSS of cycles 1-50 read 23,352 KiB,
+	# of 51-100 23,792, of 101-150 23,832, of 351-400 23,868 (and idle, flat from 15 s on).
+	for _ in $(seq 50); do cycle; done
+	wait_for $((10 * W)) eval 'ctl status | grep -q "^$X "'
+	fd0=$(fds_low "$mpid") bad=0 rss=()
+	fd_list >"$dir/fds.before"
+	for _ in $(seq 100); do
+		cycle || bad=$((bad + 1))
+		rss+=("$(rss_kib)")
+	done
+	fd_now=$(fds "$mpid")
+	wait_for $((10 * W)) eval 'ctl status | grep -q "^$X "'
+	fd1=$(fds_low "$mpid")
+	fd_list >"$dir/fds.after"
+	[ "$fd1" -le "$fd0" ] || diff "$dir/fds.before" "$dir/fds.after" | sed 's/^/# fds: /'
+	lo_first=$(printf '%s\n' "${rss[@]:0:25}" | sort -n | head -1)
+	lo_last=$(printf '%s\n' "${rss[@]:75:25}" | sort -n | head -1)
+	echo "# memtided over 100 detach/attach cycles: fds (lowest of 20 readings) $fd0 -> $fd1, $fd_now in one reading right after the last cycle; VmRSS ${rss[0]} -> ${rss[99]} KiB; lowest of cycles 1-25 $lo_first, of 76-100 $lo_last"
+	[ $bad = 0 ] && [ "$fd1" -le "$fd0" ] && [ $((lo_last - lo_first)) -le 1536 ]
+	check $? "100 detach/attach cycles: fds $fd0 -> $fd1, lowest RSS $lo_first -> $lo_last KiB (<= 1.5 MiB more, 75 cycles apart), $bad failed"
+	steady_for 3 "$before"
+	check $? "the cycles moved no balloon: $(sizes)"
+fi
 
 # 8, 9: a VM's QEMU killed in the middle of an inflation: detached, its state removed,
 # memtided runs on, the others stay; started again, it is not given the dead one's target.
