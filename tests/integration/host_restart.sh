@@ -282,12 +282,12 @@ steady_for 4 "$before"
 check $? "$how: one line for the loss, every VM resumed, sizes $(sizes)"
 
 # 6, 7: 100 detach/attach cycles of one VM: no fd, no memory leaked, nothing moved.  Not on
-# the KVM stand: 150 cycles of two memtidectl calls took over 8 minutes there (every process
+# the KVM stand: 150 cycles of two memtidectl calls took ~4.5 minutes there (every process
 # start inside L1 costs about a second), and nothing in them is KVM's (memtided's own fds and
 # RSS over attach and detach): make check runs them under TCG.
 if [ "$ACCEL" = kvm ]; then
 	n=$((n + 1))
-	echo "ok $n # SKIP 100 detach/attach cycles: memtided's own leak check, run under TCG by make check (over 8 min on the stand, nothing of KVM in it)"
+	echo "ok $n # SKIP 100 detach/attach cycles: memtided's own leak check, run under TCG by make check (~4.5 min on the stand, nothing of KVM in it)"
 	n=$((n + 1))
 	echo "ok $n # SKIP the cycles' balloon check: the cycles are not run on the stand (above)"
 else
