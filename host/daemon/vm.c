@@ -165,7 +165,13 @@ void mtd_vm_audit(struct mtd_vm *vm, uint64_t now_ms, const char *what, uint64_t
 	 * that greps and scripts keep working; the source comes after them. */
 	const char *w = observe ? "would " : "";
 	uint64_t b = before_bytes / mib, f = after_bytes / mib;
-	if (!strcmp(what, "balloon"))
+	/* A silence stops an inflation in flight by raising the target to where the balloon
+	 * is (controller.c): no memory goes back, so it is not called a deflate. */
+	if (!strcmp(what, "balloon") && after_bytes > before_bytes && !strcmp(reason, "silent"))
+		snprintf(a->what, sizeof(a->what),
+			 "%sinflation stopped: target %" PRIu64 "->%" PRIu64 " MiB (%s), source %s",
+			 w, b, f, reason, source);
+	else if (!strcmp(what, "balloon"))
 		snprintf(a->what, sizeof(a->what),
 			 "%s%s %" PRIu64 "->%" PRIu64 " MiB (%s), source %s", w,
 			 after_bytes < before_bytes ? "inflate" : "deflate", b, f, reason, source);

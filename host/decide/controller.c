@@ -344,6 +344,7 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 	st->target_bytes = clamp_u64(st->target_bytes, floor, ceiling);
 	out->reclaim_bytes = 0;
 	out->backoff_hold_ms = 0;
+	out->stopped_from_bytes = 0;
 	out->state = MTD_VM_ACTIVE;
 
 	/* The refault controller's hold stops every taker, not host pageout's alone: a page
@@ -399,8 +400,22 @@ void mtd_ctl_step(const struct mtd_ctl_config *cfg, const struct mtd_policy *pol
 		out->state = MTD_VM_DISABLED;
 		goto out;
 	}
-	/* Step 6: nobody is telling us about the guest: keep its size, take nothing. */
+	/* Step 6: nobody is telling us about the guest: keep its size, take nothing.  Nor let
+	 * an inflation in flight go on taking: the balloon's target was set on reports now
+	 * stale, and a slow balloon (4-15 MiB/s on a nested KVM guest) would go on squeezing the
+	 * guest toward it for a minute, with nobody watching the guest's pressure.  So when the
+	 * inputs go stale (fresh at the last step: not a silence since attach or a resume, where
+	 * nothing was decided on them), the balloon and the target hold at the balloon's actual
+	 * size.  Raising the target to where the balloon already is gives the guest nothing. */
 	if (!in->inputs_fresh) {
+		uint64_t at = clamp_u64(in->actual_bytes, floor, ceiling);
+		if (st->was_fresh && in->actual_bytes &&
+		    at >= st->balloon_bytes + cfg->min_change_bytes) {
+			out->stopped_from_bytes = st->balloon_bytes;
+			st->balloon_bytes = at;
+			if (st->target_bytes < at)
+				st->target_bytes = at;
+		}
 		st->reason = MTD_CTL_SILENT;
 		out->state = MTD_VM_AGENT_SILENT;
 		goto out;
@@ -475,6 +490,7 @@ out:
 	if (st->balloon_bytes > prev)
 		out->changed = true;
 	out->reason = st->reason;
+	st->was_fresh = in->inputs_fresh;
 	out->floor_bytes = floor;
 	out->ceiling_bytes = ceiling;
 }

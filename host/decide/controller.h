@@ -19,7 +19,10 @@
  *   - never below the floor (policy min), never above the ceiling (policy max or the
  *     domain's memory);
  *   - take nothing while nobody can say what the guest needs (inputs stale: agent silent,
- *     stats stale), while policy says enabled=false, once the operator released the VM,
+ *     stats stale), and stop an inflation still in flight when they go stale: the balloon
+ *     target is raised to the balloon's actual size, so a guest is not squeezed on toward a
+ *     target decided on reports nobody vouches for any more (a balloon moving at 4-15 MiB/s
+ *     under nested KVM kept inflating for a minute after its agent died); while policy says enabled=false, once the operator released the VM,
  *     or while libvmm's refault controller says even the longest age it can tell apart
  *     would refault past the budget (refault_hold; a host squeeze overrides it);
  *     and give nothing back for those reasons alone: the VM keeps the size it has.  Handing
@@ -144,6 +147,8 @@ struct mtd_ctl_state {
 	bool refused_since_take; /* a deflate followed the last step down */
 	unsigned refusals;       /* steps given back at once, in a row */
 	enum mtd_ctl_reason reason;
+	bool was_fresh; /* the last step's inputs were fresh: a silence now is news
+				  * (not after a resume, nor before the guest first spoke) */
 };
 
 struct mtd_ctl_output {
@@ -155,7 +160,10 @@ struct mtd_ctl_output {
 	enum mtd_ctl_reason reason;
 	enum mtd_vm_state state;             /* ACTIVE, HOLD, DEFLATING, DISABLED or RELEASED */
 	uint64_t floor_bytes, ceiling_bytes; /* the bounds used */
-	uint64_t backoff_hold_ms; /* a step refused now armed a longer hold, this long (0: no) */
+	uint64_t backoff_hold_ms;    /* a step refused now armed a longer hold, this long (0: no) */
+	uint64_t stopped_from_bytes; /* the inputs went stale with an inflation in flight: the
+				      * balloon target it was heading for (0: none); the balloon
+				      * and the target now hold at its actual size */
 };
 
 /*

@@ -345,6 +345,26 @@ static void note_decision(const struct mtd_vm_decide *s, const struct mtd_decide
 	snprintf(st->decision_detail, sizeof(st->decision_detail), "%s", why);
 }
 
+/* An inflation the silence stopped (controller.c, step 6): vm show says so for as long as
+ * the silence lasts, beside the reason. */
+static void note_stopped(struct mtd_vm_decide *s, const struct mtd_decide_env *e,
+			 const struct mtd_ctl_output *out)
+{
+	struct mtd_vm_status *st = e->draft;
+
+	if (out->stopped_from_bytes) {
+		s->stopped_from = out->stopped_from_bytes;
+		s->stopped_at = out->balloon_bytes;
+	} else if (out->reason != MTD_CTL_SILENT) {
+		s->stopped_from = s->stopped_at = 0;
+	}
+	if (s->stopped_at)
+		snprintf(st->decision_detail, sizeof(st->decision_detail),
+			 "the balloon was still inflating toward %" PRIu64 " MiB when the guest "
+			 "went silent: stopped at %" PRIu64 " MiB, where it was",
+			 s->stopped_from / MiB, s->stopped_at / MiB);
+}
+
 /* The controller's input from the tick's readings. */
 static void controller_input(struct mtd_vm_decide *s, const struct mtd_decide_env *e,
 			     struct mtd_tick *t)
@@ -460,6 +480,13 @@ static void say_transitions(struct mtd_vm_decide *s, const struct mtd_decide_env
 		else if (out->reason == MTD_CTL_NEED)
 			mtd_notice("%s: %s: giving memory back (target %" PRIu64 " MiB)", e->vm,
 				   mtd_ctl_reason_name(out->reason), out->target_bytes / MiB);
+		else if (out->reason == MTD_CTL_SILENT && out->stopped_from_bytes)
+			mtd_notice(
+			    "%s: silent: nothing heard from the guest %s: holding at %" PRIu64
+			    " MiB, no inflation until it reports again (the balloon was still "
+			    "inflating toward %" PRIu64 " MiB: stopped where it is)",
+			    e->vm, mtd_decide_silence_why(t, why, sizeof(why)),
+			    out->balloon_bytes / MiB, out->stopped_from_bytes / MiB);
 		else if (out->reason == MTD_CTL_SILENT)
 			mtd_notice(
 			    "%s: silent: nothing heard from the guest %s: holding at %" PRIu64
@@ -500,6 +527,7 @@ static void decide_target(struct mtd_vm_decide *s, const struct mtd_decide_env *
 	steady_inputs(s, e, t, used_raw, in);
 	mtd_ctl_step(e->ctl, &pol, in, &s->ctl, out);
 	note_decision(s, e, t, out->reason);
+	note_stopped(s, e, out);
 	e->draft->target_bytes = out->target_bytes;
 	e->draft->soft = out->soft;
 	/* Set here as well as at publish: the act stage's trail names it this same interval. */

@@ -47,6 +47,8 @@ struct mtd_vm_decide {
 	uint64_t pressure_seq;   /* the agent stats report last answered as pressure (0: none) */
 	uint64_t reserved_bytes; /* guest RAM outside its MemTotal, least read (0: unknown) */
 	uint64_t reclaim_seen;   /* agent reclaim replies already noted */
+	uint64_t stopped_from;   /* this silence stopped an inflation in flight heading here */
+	uint64_t stopped_at;     /* ... at the balloon's actual size then (0: none stopped) */
 };
 
 /* What the decision needs of its VM and the daemon, besides the tick. */

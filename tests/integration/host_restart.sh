@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# host_restart.sh: memtided restarted under 8 managed VMs leaves every VM's size alone.
+# host_restart.sh: memtided restarted under 8 managed VMs (4 on KVM) leaves every VM's size alone.
 #
 # Real: libvirtd (started here as root when it is not running, never with -l), 8 QEMU TCG
 # guests booting the tiny integration guest (host_guest.sh: Debian's kernel, busybox, the
@@ -24,7 +24,11 @@
 # (memtided once did: a host restarting memtided under load would be overcommitted).
 # With E2E_ACCEL=kvm (the KVM host stand: tests/kvm/stand.sh run tests/integration/
 # host_restart.sh; make check-kvm) the domains are <domain type='kvm'>, and the sizes at each
-# step go to $BUILD/e2e/kvm_restart.json.
+# step go to $BUILD/e2e/kvm_restart.json.  There the VMs are 4, booted one after another, each
+# awaited by its ready line, and every wait is three times as long: 8 KVM guests booted two at
+# a time had not all booted within 240 s on the stand (its L1 has 2 vCPUs emulated by TCG,
+# SeaBIOS alone takes ~10 s of port I/O exits per guest, and 8 booting at once starve each
+# other), and the balloons move at 4-15 MiB/s there.  The checks are the same, on every VM.
 set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
@@ -34,6 +38,11 @@ NVM=8
 MAXMIB=384
 TOTAL=10
 ACCEL=${E2E_ACCEL:-tcg}
+W=1 # waits are W times as long
+if [ "$ACCEL" = kvm ]; then
+	NVM=4
+	W=3
+fi
 
 echo "1..$TOTAL"
 n=0 failed=0
@@ -119,16 +128,26 @@ for i in $(seq 0 $((NVM - 1))); do
 	doms+=("mtd-$tag-$i")
 	dom_xml "mtd-$tag-$i" "$i" >"$dir/$i.xml"
 done
-# Two at a time: the host has 2 cores, and each guest boots under TCG.
-for i in $(seq 0 2 $((NVM - 1))); do
-	$V create "$dir/$i.xml" >/dev/null &
-	$V create "$dir/$((i + 1)).xml" >/dev/null
-	wait
-done
-booted() { for d in "${doms[@]}"; do grep -q "memtide-it-guest ready" "$dir/$d.console" 2>/dev/null || return 1; done; }
-# Under nested KVM (the stand) SeaBIOS alone takes ~10 s (its port I/O exits).
-wait_for $([ "$ACCEL" = kvm ] && echo 240 || echo 60) booted ||
-	skip_rest "the $NVM guests did not boot"
+ready() { grep -q "memtide-it-guest ready" "$dir/$1.console" 2>/dev/null; }
+booted() { for d in "${doms[@]}"; do ready "$d" || return 1; done; }
+if [ "$ACCEL" = kvm ]; then
+	# One after another, each awaited: under nested KVM (the stand) SeaBIOS alone takes ~10 s
+	# (its port I/O exits), and guests booting together on L1's 2 vCPUs starve each other.
+	t_boot=$SECONDS
+	for i in $(seq 0 $((NVM - 1))); do
+		$V create "$dir/$i.xml" >/dev/null
+		wait_for 120 ready "${doms[$i]}" || skip_rest "guest $i of $NVM did not boot within 120 s"
+	done
+	echo "# $NVM KVM guests booted one after another in $((SECONDS - t_boot)) s"
+else
+	# Two at a time: the host has 2 cores, and each guest boots under TCG.
+	for i in $(seq 0 2 $((NVM - 1))); do
+		$V create "$dir/$i.xml" >/dev/null &
+		$V create "$dir/$((i + 1)).xml" >/dev/null
+		wait
+	done
+fi
+wait_for 60 booted || skip_rest "the $NVM guests did not boot"
 
 # sizes [DOMAIN...]: "ACTUAL_MIB ..." of those domains (default: the 8) in order, from libvirt
 # (memtided may be down).  One domstats call fails whole when a domain is gone: name them.
@@ -197,7 +216,7 @@ start_memtided() {
 }
 resumed_all() { [ "$(count 'resumed from its state file')" -ge "$1" ]; }
 start_memtided
-if wait_for 90 at_floors; then
+if wait_for $((90 * W)) at_floors; then
 	before=$(sizes)
 	ok "$NVM VMs attached and inflated to their floors: $before MiB (from $MAXMIB)"
 else
@@ -214,7 +233,7 @@ rc=$?
 after_stop=$(sizes)
 clean_stop=$after_stop
 start_memtided
-wait_for 20 resumed_all $NVM
+wait_for $((20 * W)) resumed_all $NVM
 steady_for 4 "$before"
 [ $? = 0 ] && [ $rc = 0 ] && [ "$after_stop" = "$before" ] && resumed_all $NVM
 check $? "clean restart: sizes $before -> $after_stop after the stop -> $(sizes) after the restart; $(count 'resumed from its state file') resumed"
@@ -224,7 +243,7 @@ kill -KILL "$mpid"
 wait "$mpid" 2>/dev/null
 after_kill=$(sizes)
 start_memtided
-wait_for 20 resumed_all $((2 * NVM))
+wait_for $((20 * W)) resumed_all $((2 * NVM))
 steady_for 4 "$before"
 [ $? = 0 ] && [ "$after_kill" = "$before" ] && resumed_all $((2 * NVM))
 check $? "kill -9 and a start: sizes $before -> $after_kill -> $(sizes); every VM resumed"
@@ -237,7 +256,7 @@ wait "$mpid"
 rc=$?
 after_stop=$(sizes)
 start_memtided
-wait_for 20 resumed_all $((3 * NVM))
+wait_for $((20 * W)) resumed_all $((3 * NVM))
 steady_for 4 "$before"
 [ $? = 0 ] && [ $rc = 0 ] && [ "$after_stop" = "$before" ] && resumed_all $((3 * NVM)) &&
 	[ "$(readlink "/proc/$mpid/exe")" = "$dir/sbin/memtided" ]
@@ -263,71 +282,81 @@ else
 			virt-admin client-disconnect libvirtd "$id" >/dev/null
 	done
 fi
-wait_for 30 resumed_all $((4 * NVM))
+wait_for $((30 * W)) resumed_all $((4 * NVM))
 steady_for 4 "$before"
 [ $? = 0 ] && [ "$(count 'lost the libvirt connection')" -gt "$lost" ] && resumed_all $((4 * NVM)) &&
 	logged "reconnected to qemu:///system"
 check $? "$how: one line for the loss, every VM resumed, sizes $(sizes)"
 
-# 6, 7: 100 detach/attach cycles of one VM: no fd, no memory leaked, nothing moved.
-X=${doms[3]}
-cycle() { ctl detach "$X" >/dev/null && ctl attach "$X" >/dev/null; }
-. "$(dirname "$0")/lib/fd_count.sh" # fds PID, fds_low PID
-# fd_list: "FD TARGET" of each fd memtided holds, to name an fd that stays.
-fd_list() { for f in /proc/"$mpid"/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n; }
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$mpid/status"; }
-# A leak grows RSS by the same amount every cycle.  RSS also moves by itself, up and down by
-# 2 MiB (thread stacks and allocator arenas taken and handed back: one run read 40,076 KiB,
-# 39,592 after 50 cycles, 41,672 after 100), so one reading at each end is no measure.  RSS
-# is read after every cycle, and the check is on the lowest reading of the last 25 cycles
-# against the lowest of the first 25, 75 cycles apart: at most 1.5 MiB more (20 KiB a cycle).
-# Warm up: allocator arenas, libvirt's caches.  memtided's RSS climbs over its first cycles
-# and then stays: over 400 cycles of one VM, the lowest RSS of cycles 1-50 read 23,352 KiB,
-# of 51-100 23,792, of 101-150 23,832, of 351-400 23,868 (and idle, flat from 15 s on).
-for _ in $(seq 50); do cycle; done
-wait_for 10 eval 'ctl status | grep -q "^$X "'
-fd0=$(fds_low "$mpid") bad=0 rss=()
-fd_list >"$dir/fds.before"
-for _ in $(seq 100); do
-	cycle || bad=$((bad + 1))
-	rss+=("$(rss_kib)")
-done
-fd_now=$(fds "$mpid")
-wait_for 10 eval 'ctl status | grep -q "^$X "'
-fd1=$(fds_low "$mpid")
-fd_list >"$dir/fds.after"
-[ "$fd1" -le "$fd0" ] || diff "$dir/fds.before" "$dir/fds.after" | sed 's/^/# fds: /'
-lo_first=$(printf '%s\n' "${rss[@]:0:25}" | sort -n | head -1)
-lo_last=$(printf '%s\n' "${rss[@]:75:25}" | sort -n | head -1)
-echo "# memtided over 100 detach/attach cycles: fds (lowest of 20 readings) $fd0 -> $fd1, $fd_now in one reading right after the last cycle; VmRSS ${rss[0]} -> ${rss[99]} KiB; lowest of cycles 1-25 $lo_first, of 76-100 $lo_last"
-[ $bad = 0 ] && [ "$fd1" -le "$fd0" ] && [ $((lo_last - lo_first)) -le 1536 ]
-check $? "100 detach/attach cycles: fds $fd0 -> $fd1, lowest RSS $lo_first -> $lo_last KiB (<= 1.5 MiB more, 75 cycles apart), $bad failed"
-steady_for 3 "$before"
-check $? "the cycles moved no balloon: $(sizes)"
+# 6, 7: 100 detach/attach cycles of one VM: no fd, no memory leaked, nothing moved.  Not on
+# the KVM stand: 150 cycles of two memtidectl calls took ~4.5 minutes there (every process
+# start inside L1 costs about a second), and nothing in them is KVM's (memtided's own fds and
+# RSS over attach and detach): make check runs them under TCG.
+if [ "$ACCEL" = kvm ]; then
+	n=$((n + 1))
+	echo "ok $n # SKIP 100 detach/attach cycles: memtided's own leak check, run under TCG by make check (~4.5 min on the stand, nothing of KVM in it)"
+	n=$((n + 1))
+	echo "ok $n # SKIP the cycles' balloon check: the cycles are not run on the stand (above)"
+else
+	X=${doms[$((NVM / 2 - 1))]}
+	cycle() { ctl detach "$X" >/dev/null && ctl attach "$X" >/dev/null; }
+	. "$(dirname "$0")/lib/fd_count.sh" # fds PID, fds_low PID
+	# fd_list: "FD TARGET" of each fd memtided holds, to name an fd that stays.
+	fd_list() { for f in /proc/"$mpid"/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n; }
+	rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$mpid/status"; }
+	# A leak grows RSS by the same amount every cycle.  RSS also moves by itself, up and down by
+	# 2 MiB (thread stacks and allocator arenas taken and handed back: one run read 40,076 KiB,
+	# 39,592 after 50 cycles, 41,672 after 100), so one reading at each end is no measure.  RSS
+	# is read after every cycle, and the check is on the lowest reading of the last 25 cycles
+	# against the lowest of the first 25, 75 cycles apart: at most 1.5 MiB more (20 KiB a cycle).
+	# Warm up: allocator arenas, libvirt's caches.  memtided's RSS climbs over its first cycles
+	# and then stays: over 400 cycles of one VM, the lowest RSS of cycles 1-50 read 23,352 KiB,
+	# of 51-100 23,792, of 101-150 23,832, of 351-400 23,868 (and idle, flat from 15 s on).
+	for _ in $(seq 50); do cycle; done
+	wait_for $((10 * W)) eval 'ctl status | grep -q "^$X "'
+	fd0=$(fds_low "$mpid") bad=0 rss=()
+	fd_list >"$dir/fds.before"
+	for _ in $(seq 100); do
+		cycle || bad=$((bad + 1))
+		rss+=("$(rss_kib)")
+	done
+	fd_now=$(fds "$mpid")
+	wait_for $((10 * W)) eval 'ctl status | grep -q "^$X "'
+	fd1=$(fds_low "$mpid")
+	fd_list >"$dir/fds.after"
+	[ "$fd1" -le "$fd0" ] || diff "$dir/fds.before" "$dir/fds.after" | sed 's/^/# fds: /'
+	lo_first=$(printf '%s\n' "${rss[@]:0:25}" | sort -n | head -1)
+	lo_last=$(printf '%s\n' "${rss[@]:75:25}" | sort -n | head -1)
+	echo "# memtided over 100 detach/attach cycles: fds (lowest of 20 readings) $fd0 -> $fd1, $fd_now in one reading right after the last cycle; VmRSS ${rss[0]} -> ${rss[99]} KiB; lowest of cycles 1-25 $lo_first, of 76-100 $lo_last"
+	[ $bad = 0 ] && [ "$fd1" -le "$fd0" ] && [ $((lo_last - lo_first)) -le 1536 ]
+	check $? "100 detach/attach cycles: fds $fd0 -> $fd1, lowest RSS $lo_first -> $lo_last KiB (<= 1.5 MiB more, 75 cycles apart), $bad failed"
+	steady_for 3 "$before"
+	check $? "the cycles moved no balloon: $(sizes)"
+fi
 
 # 8, 9: a VM's QEMU killed in the middle of an inflation: detached, its state removed,
 # memtided runs on, the others stay; started again, it is not given the dead one's target.
-K=${doms[7]}
+K=${doms[$((NVM - 1))]}
 ctl policy set "$K" min=96M >/dev/null # its floor drops: it inflates again, 64 MiB a step
 kstate="$dir/state/$K.state"
-wait_for 10 grep -q "$K: inflate" "$dir/memtided.log"
+wait_for $((10 * W)) grep -q "$K: inflate" "$dir/memtided.log"
 kill -KILL "$(cat "/run/libvirt/qemu/$K.pid")"
-wait_for 15 logged "$K: detached: the domain stopped"
-rest=$(sizes "${doms[@]:0:7}")
-[ ! -e "$kstate" ] && kill -0 "$mpid" && [ "$rest" = "$(echo "$before" | cut -d' ' -f1-7)" ]
+wait_for $((15 * W)) logged "$K: detached: the domain stopped"
+rest=$(sizes "${doms[@]:0:NVM-1}")
+[ ! -e "$kstate" ] && kill -0 "$mpid" && [ "$rest" = "$(echo "$before" | cut -d' ' -f1-$((NVM - 1)))" ]
 check $? "QEMU of $K killed mid-inflate: detached with one line, state file removed, the others at $rest"
 resumed=$(count "$K: resumed") attached=$(count "$K: attached")
-$V create "$dir/7.xml" >/dev/null # a transient domain: its own metadata again (its floor)
-wait_for 30 eval '[ "$(count "$K: attached")" -gt "$attached" ]'
-fresh=$(sizes | cut -d' ' -f8)
-[ "$(count "$K: resumed")" = "$resumed" ] && [ "$fresh" -ge "$(floor_of 7)" ]
+$V create "$dir/$((NVM - 1)).xml" >/dev/null # a transient domain: its own metadata again (its floor)
+wait_for $((30 * W)) eval '[ "$(count "$K: attached")" -gt "$attached" ]'
+fresh=$(sizes | cut -d' ' -f$NVM)
+[ "$(count "$K: resumed")" = "$resumed" ] && [ "$fresh" -ge "$(floor_of $((NVM - 1)))" ]
 check $? "$K started again: attached fresh at $fresh MiB, no state of the dead one resumed"
 
 # 10: no VM below its floor, ever.
 note_lowest
 low_ok=0
 for i in $(seq 0 $((NVM - 2))); do [ "${lowest[$i]}" -ge "$(floor_of $i)" ] || low_ok=1; done
-[ "${lowest[7]}" -ge 96 ] || low_ok=1
+[ "${lowest[$((NVM - 1))]}" -ge 96 ] || low_ok=1
 check $low_ok "no VM below its floor: lowest seen ${lowest[*]} MiB"
 
 kill -TERM "$mpid"

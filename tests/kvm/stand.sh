@@ -62,6 +62,13 @@ if ! make --no-print-directory -s all >"/tmp/memtide-stand-make.$$" 2>&1 ||
 	exit 1
 fi
 rm -f "/tmp/memtide-stand-make.$$"
+# A script that boots the integration guest (tests/integration/host_guest.sh) needs its image
+# too: the inside cannot download the kernel package it is made from.
+if [ "$mode" = run ] && grep -q 'host_guest.sh' "$1" 2>/dev/null &&
+	! (IT_GUEST_LIB=1 && . "$here/../integration/host_guest.sh" && it_guest_build); then
+	echo "not ok - stand: cannot build the integration guest (tests/integration/host_guest.sh)"
+	exit 1
+fi
 
 name=shell
 if [ "$mode" = run ]; then

@@ -292,6 +292,94 @@ static void test_reclaim_mode_cap_rises_only_with_need(void **state)
 	}
 }
 
+/* A balloon still inflating when the agent goes silent stops where it is: the target it was
+ * heading for was decided on reports now stale, and a slow balloon (4-15 MiB/s on a nested
+ * KVM guest) went on squeezing the guest toward it for a minute after its agent died
+ * (scenario 5 on the KVM stand: 977 MiB at the kill, 847 at the silence, on to 636).  The
+ * balloon and the target rise to the balloon's actual size, once, and hold there; a guest
+ * silent since the start (or since a resume) has nothing in flight of our doing: untouched. */
+static void test_silence_stops_an_inflation_in_flight(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	uint64_t now = 1000;
+	(void)state;
+	setup_defaults();
+
+	/* Fresh: stepping down from 2 GiB, the balloon (actual) lagging one step behind. */
+	uint64_t actual = 2 * GiB;
+	for (int i = 0; i < 3; i++, now += cfg.interval_ms) {
+		struct mtd_ctl_input in = calm(now, actual, 256 * MiB);
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_INFLATE);
+		assert_int_equal(out.stopped_from_bytes, 0);
+	}
+	uint64_t heading = out.balloon_bytes; /* 2 GiB - 3 steps */
+	assert_int_equal(heading, 2 * GiB - 3 * cfg.max_inflate_step_bytes);
+	actual = heading + 200 * MiB; /* still on its way */
+
+	struct mtd_ctl_input in = calm(now, actual, 256 * MiB);
+	in.inputs_fresh = false;
+	in.avail_known = in.psi_known = false;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_SILENT);
+	assert_int_equal(out.stopped_from_bytes, heading);
+	assert_int_equal(out.balloon_bytes, actual);
+	assert_int_equal(out.target_bytes, actual);
+	assert_true(out.changed); /* sent at once */
+	assert_int_equal(out.reclaim_bytes, 0);
+	assert_int_equal(st.hold_until_ms, 0); /* not a refusal by the guest: no hold armed */
+
+	/* Held there while the silence lasts, said once; the balloon's actual settling a page
+	 * or two around it (a stop lands between two of the driver's batches) moves nothing. */
+	for (int i = 0; i < 10; i++) {
+		in.now_ms += cfg.interval_ms;
+		in.actual_bytes = actual - (uint64_t)(i % 2) * 4096;
+		mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+		assert_int_equal(out.reason, MTD_CTL_SILENT);
+		assert_int_equal(out.stopped_from_bytes, 0);
+		assert_int_equal(out.balloon_bytes, actual);
+		assert_false(out.changed);
+	}
+	/* The agent back: stepping down again from where the balloon stopped, one step. */
+	in = calm(in.now_ms + cfg.interval_ms, actual, 256 * MiB);
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	assert_int_equal(out.balloon_bytes, actual - cfg.max_inflate_step_bytes);
+
+	/* Within min_change of the target the balloon has arrived: nothing to stop. */
+	st = (struct mtd_ctl_state){.primed = true,
+				    .target_bytes = 700 * MiB,
+				    .balloon_bytes = 700 * MiB,
+				    .was_fresh = true};
+	in = calm(now, 700 * MiB + cfg.min_change_bytes - 4096, 256 * MiB);
+	in.inputs_fresh = false;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.stopped_from_bytes, 0);
+	assert_int_equal(out.balloon_bytes, 700 * MiB);
+
+	/* Silent since a resume (was_fresh false): the resumed target stands. */
+	st = (struct mtd_ctl_state){
+	    .primed = true, .target_bytes = 700 * MiB, .balloon_bytes = 700 * MiB};
+	in = calm(now, 900 * MiB, 256 * MiB);
+	in.inputs_fresh = false;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.stopped_from_bytes, 0);
+	assert_int_equal(out.balloon_bytes, 700 * MiB);
+
+	/* Never above the ceiling: an operator's lowered max still cuts. */
+	pol.max_bytes = 800 * MiB;
+	st = (struct mtd_ctl_state){.primed = true,
+				    .target_bytes = 600 * MiB,
+				    .balloon_bytes = 600 * MiB,
+				    .was_fresh = true};
+	in = calm(now, 1000 * MiB, 256 * MiB);
+	in.inputs_fresh = false;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.stopped_from_bytes, 600 * MiB);
+	assert_int_equal(out.balloon_bytes, 800 * MiB);
+}
+
 /* Silence at the safe size (start-up, before the agent speaks) gives nothing back, so it
  * must not hold inflation back once the agent is heard. */
 static void test_silence_at_ceiling_does_not_hold(void **state)
@@ -896,6 +984,9 @@ static void test_random_invariants(void **state)
 		bool kept = pol.enabled && in.inputs_fresh && !in.released;
 		if (i > 0 && !may_take && kept && age_held)
 			assert_true(out.target_bytes >= p);
+		else if (i > 0 && out.stopped_from_bytes)
+			/* (a silence stopping an inflation in flight: up to the balloon's actual) */
+			assert_true(out.target_bytes >= p && out.balloon_bytes == out.target_bytes);
 		else if (i > 0 && !may_take && !pressure && !in.need_bytes && !in.released)
 			assert_int_equal(out.target_bytes, p);
 		/* A release gives at most its grant (above what the balloon held). */
@@ -1064,6 +1155,7 @@ int main(void)
 	    cmocka_unit_test(test_silence_said_as_it_is),
 	    cmocka_unit_test(test_reclaim_mode_cap_rises_only_with_need),
 	    cmocka_unit_test(test_silence_at_ceiling_does_not_hold),
+	    cmocka_unit_test(test_silence_stops_an_inflation_in_flight),
 	    cmocka_unit_test(test_growth_is_given_back_at_once),
 	    cmocka_unit_test(test_balloon_target_adds_the_kernels_ram),
 	    cmocka_unit_test(test_no_estimate_keeps_target),

@@ -12,12 +12,12 @@
 # (MemAvailable, major faults), which memtided answers, and QEMU's deflate-on-oom lets the
 # guest take pages back itself before its OOM killer runs.)  When QEMU exits, memtided
 # must detach without crashing.
-# On the KVM host stand (E2E_ACCEL=kvm) checks 2 and 3 fail, and the scenario is not in make
-# check-kvm: the balloon inflates at 4-15 MiB/s there, so at the kill it is still on its way to
-# the target memtided set while the agent reported, and it keeps going after the kill; memtided
-# says it holds at that target, which the balloon's actual has not reached.  Whether the
-# silence should stop an inflation in flight is memtided's policy (docs/e2e.md, "The scenarios
-# on KVM").
+# On the KVM host stand (E2E_ACCEL=kvm) the balloon inflates at 4-15 MiB/s, so at the kill it
+# may still be on its way to the target memtided set while the agent reported: the silence
+# must then stop it where it is (memtided raises the balloon target to the balloon's actual
+# and says so in the silence line), or the guest goes on being squeezed toward a target
+# decided on stale reports; checks 2 and 3 hold the same either way (figure
+# inflation_stopped_from_mib: the target it was heading for, 0 when nothing was in flight).
 . "$(dirname "$0")/../lib.sh"
 e2e_init 05_agent_loss
 echo "1..6"
@@ -26,8 +26,14 @@ if ! e2e_build; then
 	exit 1
 fi
 [ -x "$BUILD/bin/memtided" ] || { e2e_not_ok "memtided is not built"; exit 1; }
-e2e_boot 1024 "memload hotcold 100 300 0 85" \
-	"memtide.zram_mib=500 transparent_hugepage=never memtide.kill_agent_after=30"
+# The agent dies 30 s in (90 on the KVM stand, where the workload's fill is slower and
+# memtided's first step came 50 s after it started: killed at 30, the agent was gone before
+# memtided took anything, and the scenario tested nothing it means to).  The guest runs its
+# workload for as long again after the kill.
+kill_after=30 run_s=85 first_step_s=40
+[ "$E2E_ACCEL" = kvm ] && kill_after=90 run_s=145 first_step_s=100
+e2e_boot 1024 "memload hotcold 100 300 0 $run_s" \
+	"memtide.zram_mib=500 transparent_hugepage=never memtide.kill_agent_after=$kill_after"
 e2e_wait '^E2E-READY' 60 >/dev/null
 log=$E2E_DIR/memtided.log
 : >"$log"
@@ -36,9 +42,9 @@ log=$E2E_DIR/memtided.log
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --agent "$E2E_AGENT" --interval 2 --foreground \
 	--config "$(e2e_memtided_conf balloon)" --no-metrics --socket "$E2E_DIR/ctl.sock" --log-level "${E2E_LOG_LEVEL:-info}" 2>"$log"
 mpid=$E2E_LAST_PID
-e2e_wait_file "$log" 'inflate [0-9]+->[0-9]+' 40 >/dev/null
+e2e_wait_file "$log" 'inflate [0-9]+->[0-9]+' $first_step_s >/dev/null
 e2e_check $? "memtided inflated the balloon while the agent reported"
-e2e_wait '^E2E-AGENT-KILLED' 60 >/dev/null
+e2e_wait '^E2E-AGENT-KILLED' $((kill_after + 30)) >/dev/null
 t0=$(e2e_now_ms)
 at_kill=$(e2e_balloon_mib)
 n_kill=$(wc -l <"$log")
@@ -49,6 +55,8 @@ e2e_fig react_ms "$dt"
 e2e_fig action "$line"
 e2e_fig balloon_at_kill_mib "$at_kill"
 e2e_fig balloon_at_silence_mib "$at_silence"
+stopped=$(echo "$line" | sed -n 's/.*inflating toward \([0-9]*\) MiB: stopped where it is.*/\1/p')
+e2e_fig inflation_stopped_from_mib "${stopped:-0}"
 # Over vsock the guest kernel resets the dead agent's connection, so memtided logs the agent's
 # own disconnect at once; any other disconnect (the QEMU side going away) must not have come.
 kill -0 "$E2E_QEMU_PID" 2>/dev/null && ! grep 'disconnected' "$log" | grep -qv 'agent vsock:' &&
