@@ -440,9 +440,12 @@ static void reset_history(struct mtd_memcg_hand *h, uint64_t now_ms)
 		if (!h->reset_wait_said)
 			mtd_info("%s: the guest's access history is reset before the first "
 				 "eviction, not while QEMU %s%s",
-				 h->name, rc < 0 ? "cannot say whether it reads all of guest memory: "
-						 : "reads all of guest memory itself: ",
-				 rc < 0 ? strerror(-rc) : j.what[0] ? j.what : "?");
+				 h->name,
+				 rc < 0 ? "cannot say whether it reads all of guest memory: "
+					: "reads all of guest memory itself: ",
+				 rc < 0      ? strerror(-rc)
+				 : j.what[0] ? j.what
+					     : "?");
 		h->reset_wait_said = true;
 		return;
 	}
@@ -452,9 +455,9 @@ static void reset_history(struct mtd_memcg_hand *h, uint64_t now_ms)
 	if (rc < 0) {
 		h->reset = RESET_FAILED;
 		mtd_warn("%s: could not reset the guest's access history (%s): the first "
-			    "eviction pass will find what the guest touched before memtided came "
-			    "used, and keep it one cold age more",
-			    h->name, h->reset_why);
+			 "eviction pass will find what the guest touched before memtided came "
+			 "used, and keep it one cold age more",
+			 h->name, h->reset_why);
 		return;
 	}
 	h->reset = RESET_DONE;
