@@ -37,7 +37,7 @@
  * Whether the kernel's aging sees the guest is tested on the VM (decide/aging_sight.h) and
  * shown; so is the mechanism in force.
  *
- * Once per QEMU process, at the first step where eviction is in force (not observe-only,
+ * Once per hand (each attach, and after QEMU restarts), at the first step where eviction is in force (not observe-only,
  * return=pageout or auto) and QEMU is not reading all of guest memory itself, the hand
  * resets the guest's access history (act/access_reset.h): otherwise the accessed bits the
  * guest set before memtided came make the first eviction pass keep everything.  Eviction
