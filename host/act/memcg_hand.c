@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "act/access_reset.h"
+#include "act/balloon.h"
 #include "act/lru_gen.h"
 #include "act/memcg.h"
 #include "act/pageout.h"
@@ -46,6 +48,8 @@ struct mtd_memcg_hand {
 	mtd_qmp_fn qmp;
 	void *qmp_ctx;
 	struct mtd_turns *turns;
+	int (*memjob)(void *ctx, struct mtd_memjob *out);
+	void *memjob_ctx;
 	const char *proc_root, *sys_root;
 	char lru_gen_path[256];
 
@@ -71,6 +75,12 @@ struct mtd_memcg_hand {
 	struct mtd_duty duty;
 	uint64_t sight_checked, sight_kept;
 	uint64_t aged_ms; /* memtided's last '+' */
+
+	/* the guest's access history, reset once (access_reset.h) */
+	enum { RESET_NOT_YET, RESET_DONE, RESET_FAILED } reset;
+	uint64_t reset_ms;
+	char reset_why[200];
+	bool reset_wait_said;
 
 	/* what it did */
 	uint64_t kept_total_pages;
@@ -174,6 +184,8 @@ int mtd_memcg_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_me
 	h->qmp = env->qmp;
 	h->qmp_ctx = env->qmp_ctx;
 	h->turns = env->turns;
+	h->memjob = env->memjob;
+	h->memjob_ctx = env->memjob_ctx;
 	h->proc_root = env->proc_root;
 	h->sys_root = env->sys_root;
 	snprintf(h->lru_gen_path, sizeof(h->lru_gen_path), "%s",
@@ -414,6 +426,51 @@ static int pick(const struct mtd_memcg_hand *h, uint64_t cold_age_ms, uint64_t *
 	return best;
 }
 
+/* Reset the guest's access history once, before the first aging and eviction
+ * (access_reset.h), unless QEMU is reading all of guest memory itself now (or cannot say):
+ * then at a later step. */
+static void reset_history(struct mtd_memcg_hand *h, uint64_t now_ms)
+{
+	struct mtd_memjob j = {0};
+
+	if (h->reset != RESET_NOT_YET)
+		return;
+	int rc = h->memjob ? h->memjob(h->memjob_ctx, &j) : 0;
+	if (rc < 0 || j.active) {
+		if (!h->reset_wait_said)
+			mtd_info("%s: the guest's access history is reset before the first "
+				 "eviction, not while QEMU %s%s",
+				 h->name,
+				 rc < 0 ? "cannot say whether it reads all of guest memory: "
+					: "reads all of guest memory itself: ",
+				 rc < 0      ? strerror(-rc)
+				 : j.what[0] ? j.what
+					     : "?");
+		h->reset_wait_said = true;
+		return;
+	}
+	uint64_t t0 = mono_ms();
+	rc = mtd_access_reset(h->proc_root, h->pid, h->reset_why, sizeof(h->reset_why));
+	h->reset_ms = now_ms;
+	if (rc < 0) {
+		h->reset = RESET_FAILED;
+		mtd_warn("%s: could not reset the guest's access history (%s): the first "
+			 "eviction pass will find what the guest touched before memtided came "
+			 "used, and keep it one cold age more",
+			 h->name, h->reset_why);
+		return;
+	}
+	h->reset = RESET_DONE;
+	snprintf(h->reset_why, sizeof(h->reset_why),
+		 "reset at attach (QEMU's clear_refs: KVM's and the host's accessed bits), %" PRIu64
+		 " ms",
+		 mono_ms() - t0);
+	mtd_notice("%s: reset the guest's access history (QEMU pid %d, clear_refs 4 then 1, "
+		   "%" PRIu64 " ms): eviction judges its pages by what it touches from now on; "
+		   "the guest faults its working set back into KVM once",
+		   h->name, h->pid, mono_ms() - t0);
+}
+
 static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)
 {
 	const struct vmm_decision *d = in->decision;
@@ -436,6 +493,19 @@ static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)
 			  "watching the guest for %" PRIu64 " s before the first eviction (the "
 			  "cold age)",
 			  d->cold_age_ms / 1000);
+		return false;
+	}
+	if (h->reset == RESET_NOT_YET) {
+		set_state(h, MTD_PAGEOUT_PAUSED,
+			  "the guest's access history is not reset yet (QEMU is reading all of "
+			  "guest memory, or cannot say)");
+		return false;
+	}
+	if (h->reset == RESET_DONE && in->now_ms < h->reset_ms + d->cold_age_ms) {
+		set_state(h, MTD_PAGEOUT_PAUSED,
+			  "the guest's access history was reset %" PRIu64
+			  " s ago: eviction waits a cold age (%" PRIu64 " s) from it",
+			  (in->now_ms - h->reset_ms) / 1000, d->cold_age_ms / 1000);
 		return false;
 	}
 	if (d->gate == VMM_DECIDE_HOLD) {
@@ -505,6 +575,8 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 	if (h->state == MTD_PAGEOUT_REFUSED || !h->have_st || !d)
 		return;
 	open_map(h, in->now_ms);
+	if (in->may_age)
+		reset_history(h, in->now_ms);
 	mtd_duty_earn(&h->duty, in->now_ms, h->cfg.duty, in->interval_ms);
 	/* The cgroup is aged on its spacing whenever memtided watches the VM - also while the
 	 * controller watches the guest for its first cold age, and while the VM's policy says
@@ -672,6 +744,16 @@ void mtd_memcg_hand_publish(const struct mtd_memcg_hand *h, struct mtd_vm_status
 	m->stall_total_ms = h->stall.total_us / 1000;
 	m->pool_saving_pct = h->pool.measured ? h->pool.saving * 100.0 : -1.0;
 	m->incompressible = h->pool.holding;
+	if (h->reset == RESET_DONE)
+		snprintf(m->history, sizeof(m->history), "%.199s", h->reset_why);
+	else if (h->reset == RESET_FAILED)
+		snprintf(m->history, sizeof(m->history),
+			 "NOT reset (%.150s): the first eviction pass keeps what the guest "
+			 "touched before",
+			 h->reset_why);
+	else
+		snprintf(m->history, sizeof(m->history),
+			 "not reset yet (it is once, when eviction is in force)");
 
 	/* The pageout object carries the state and the figures both hands share. */
 	memset(p, 0, sizeof(*p));

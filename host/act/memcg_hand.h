@@ -37,6 +37,12 @@
  * Whether the kernel's aging sees the guest is tested on the VM (decide/aging_sight.h) and
  * shown; so is the mechanism in force.
  *
+ * Once per hand (each attach, and after QEMU restarts), at the first step where eviction is in force (not observe-only,
+ * return=pageout or auto) and QEMU is not reading all of guest memory itself, the hand
+ * resets the guest's access history (act/access_reset.h): otherwise the accessed bits the
+ * guest set before memtided came make the first eviction pass keep everything.  Eviction
+ * then waits a cold age from the reset, so what it takes went untouched that long.
+ *
  * Thread context: one hand belongs to one VM loop.
  */
 #ifndef MEMTIDE_HOST_MEMCG_HAND_H
@@ -50,6 +56,7 @@
 #include "base/mtd.h"
 #include "decide/return_via.h"
 
+struct mtd_memjob;
 struct mtd_turns;
 struct vmm_decision;
 
@@ -65,6 +72,10 @@ struct mtd_memcg_hand_env {
 	const char *sys_root;     /* NULL: /sys */
 	const char *cg_root;      /* NULL: the cgroup2 mount */
 	const char *lru_gen_path; /* NULL: /sys/kernel/debug/lru_gen */
+	/* QEMU's whole-memory operations (balloon.h; NULL: not known): the access history is
+	 * not reset while one is under way */
+	int (*memjob)(void *ctx, struct mtd_memjob *out);
+	void *memjob_ctx;
 };
 
 struct mtd_memcg_hand;

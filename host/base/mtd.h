@@ -163,6 +163,8 @@ struct mtd_vm_memcg {
 	double pool_saving_pct;  /* the compressed pool's saving on what eviction took (-1:
 				    * not measured yet) */
 	bool incompressible;     /* eviction held: the pool eats what it saves */
+	char history[256];       /* the guest's access history: reset at attach, or why not
+				  * (act/access_reset.h) */
 };
 
 struct mtd_action {

@@ -100,6 +100,8 @@ static int open_memcg(void *ctx, struct mtd_memcg_hand **out, char *why, size_t 
 	    .may_move = strcmp(vm->balloon.ops->name, "libvirt") != 0 &&
 			vm->policy.return_via != MTD_RETURN_BALLOON,
 	    .turns = vm->host->reclaim_turns,
+	    .memjob = vm->balloon.ops->memjob,
+	    .memjob_ctx = vm->balloon.ctx,
 	};
 	int pid;
 

@@ -689,6 +689,8 @@ static void print_memcg(struct json_object *vm)
 		printf("the compressed pool saves %.0f%% of what eviction takes%s\n",
 		       get_d(m, "pool_saving_pct"),
 		       get_b(m, "incompressible") ? " - INCOMPRESSIBLE: eviction held" : "");
+	if (*get_s(m, "access_history"))
+		printf("    the guest's access history: %s\n", get_s(m, "access_history"));
 }
 
 static void print_vm(struct json_object *vm)

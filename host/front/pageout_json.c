@@ -59,6 +59,7 @@ struct json_object *mtd_json_memcg(const struct mtd_vm_memcg *m)
 	put_u64(o, "stall_total_ms", m->stall_total_ms);
 	json_object_object_add(o, "pool_saving_pct", json_object_new_double(m->pool_saving_pct));
 	json_object_object_add(o, "incompressible", json_object_new_boolean(m->incompressible));
+	json_object_object_add(o, "access_history", json_object_new_string(m->history));
 	return o;
 }
 

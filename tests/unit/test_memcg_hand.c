@@ -3,7 +3,8 @@
  * test_memcg_hand.c - host-side reclaim through a VM's memory cgroup (host/act/memcg_hand.c):
  * which VMs get it and the sentence for those that do not, the stall budget holding
  * eviction with its reason where `memtidectl vm show` reads it, the writes to memory.reclaim
- * in steps once it may go, and what it publishes (mechanism, working-set origin).
+ * in steps once it may go, what it publishes (mechanism, working-set origin), and the reset
+ * of the guest's access history through QEMU's clear_refs before the first eviction.
  *
  * Against a fake cgroupfs, /proc and /sys (ordinary files in a temporary directory): this
  * machine's memory controller is on cgroup v1 and its kernel has no MGLRU, and a real
@@ -25,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "act/balloon.h"
 #include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "base/mtd.h"
@@ -294,6 +296,134 @@ static void test_ages_while_watching(void **state)
 	mtd_memcg_hand_free(h);
 }
 
+/* QEMU's whole-memory operation, as the balloon's memjob would say it. */
+struct job {
+	bool active;
+	int rc;
+};
+
+static int fake_memjob(void *ctx, struct mtd_memjob *out)
+{
+	const struct job *j = ctx;
+
+	memset(out, 0, sizeof(*out));
+	out->active = j->active;
+	if (j->active)
+		snprintf(out->what, sizeof(out->what), "migration");
+	return j->rc;
+}
+
+/* The guest's access history is reset once, through QEMU's clear_refs ("4": KVM drops its
+ * nested mappings and their accessed bits; then "1": the host's young bits), before the
+ * first eviction: never observe-only, never while QEMU reads all of guest memory or cannot
+ * say, and eviction then waits a cold age from the reset.  A stand-in file for clear_refs
+ * keeps what was written (the hand appends). */
+static void test_resets_history(void **state)
+{
+	struct tree *t = *state;
+	struct mtd_memcg_reading r;
+	struct mtd_vm_status st;
+	struct vmm_decision d = {
+	    .cold_age_ms = 60000, .gate = VMM_DECIDE_TAKE, .take_pages = (64 * MiB) >> 12};
+	struct job job = {.active = false, .rc = 0};
+	struct mtd_pageout_config cfg;
+	struct mtd_memcg_hand_env env = {
+	    .vm_name = "vm",
+	    .qemu_pid = QEMU_PID,
+	    .proc_root = t->proc,
+	    .sys_root = t->sys,
+	    .cg_root = t->cg,
+	    .lru_gen_path = t->lru,
+	    .memjob = fake_memjob,
+	    .memjob_ctx = &job,
+	};
+	struct mtd_memcg_hand *h = NULL;
+	char why[512];
+
+	put(t->proc, "1234/clear_refs", "");
+	mtd_pageout_config_default(&cfg);
+	assert_int_equal(mtd_memcg_hand_new(&cfg, &env, &h, why, sizeof(why)), 0);
+	assert_non_null(h);
+	mtd_memcg_hand_feedback(h, 1000, &r);
+
+	/* Observe-only: untouched. */
+	struct mtd_memcg_input in = input(&d, 1000);
+	in.may_take = false;
+	in.may_age = false;
+	mtd_memcg_hand_step(h, &in);
+	assert_string_equal(get(t->proc, "1234/clear_refs"), "");
+	memset(&st, 0, sizeof(st));
+	mtd_memcg_hand_publish(h, &st);
+	assert_non_null(strstr(st.memcg.history, "not reset yet"));
+
+	/* A migration under way, then a monitor that cannot say: not reset, nothing taken. */
+	job.active = true;
+	in = input(&d, 1500);
+	mtd_memcg_hand_step(h, &in);
+	job.active = false;
+	job.rc = -ETIMEDOUT;
+	in = input(&d, 1700);
+	mtd_memcg_hand_step(h, &in);
+	assert_string_equal(get(t->proc, "1234/clear_refs"), "");
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "not reset yet"));
+
+	/* QEMU idle: reset, soft-dirty first, and eviction waits a cold age from it. */
+	job.rc = 0;
+	mtd_memcg_hand_feedback(h, 2000, &r);
+	in = input(&d, 2000);
+	mtd_memcg_hand_step(h, &in);
+	assert_string_equal(get(t->proc, "1234/clear_refs"), "4\n1\n");
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	mtd_memcg_hand_publish(h, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "access history was reset"));
+	assert_non_null(strstr(st.memcg.history, "reset at attach"));
+
+	/* Once: not again, and still held just short of a cold age. */
+	put(t->proc, "1234/clear_refs", "");
+	mtd_memcg_hand_feedback(h, 61000, &r);
+	in = input(&d, 61000);
+	mtd_memcg_hand_step(h, &in);
+	assert_string_equal(get(t->proc, "1234/clear_refs"), "");
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+
+	/* A cold age after the reset: it takes. */
+	mtd_memcg_hand_feedback(h, 62000, &r);
+	in = input(&d, 62000);
+	mtd_memcg_hand_step(h, &in);
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "8388608");
+	assert_string_equal(get(t->proc, "1234/clear_refs"), "");
+	mtd_memcg_hand_free(h);
+}
+
+/* No clear_refs to write (a QEMU gone, a /proc that refuses): said in vm show, and eviction
+ * is not held for it. */
+static void test_reset_refused(void **state)
+{
+	struct tree *t = *state;
+	struct mtd_memcg_reading r;
+	struct mtd_vm_status st;
+	struct vmm_decision d = {
+	    .cold_age_ms = 60000, .gate = VMM_DECIDE_TAKE, .take_pages = (64 * MiB) >> 12};
+	char why[512];
+
+	struct mtd_memcg_hand *h = hand(t, false, why, sizeof(why));
+	assert_non_null(h);
+	mtd_memcg_hand_feedback(h, 1000, &r);
+	struct mtd_memcg_input in = input(&d, 1000);
+	mtd_memcg_hand_step(h, &in);
+	memset(&st, 0, sizeof(st));
+	mtd_memcg_hand_publish(h, &st);
+	assert_non_null(strstr(st.memcg.history, "NOT reset"));
+	assert_non_null(strstr(st.memcg.history, "clear_refs"));
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "8388608");
+	mtd_memcg_hand_free(h);
+}
+
 /* No swap on the host: held, with the sentence that says how to get some. */
 static void test_no_swap(void **state)
 {
@@ -345,6 +475,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stall_then_reclaim, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ages_while_watching, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_resets_history, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reset_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_swap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cgroup_gone, setup, teardown),
 	};

@@ -99,7 +99,10 @@ if ! e2e_wait '^WL-READY' 600 >/dev/null; then
 fi
 say "workload ready; memtided starts"
 log=$E2E_DIR/memtided.log
-printf '[defaults]\nenabled = no\n' >"$E2E_DIR/m.conf"
+# E2E_KVM_CONF: more lines for memtided's configuration (a tuned run, e.g. '[pageout]' and
+# 'duty = 50%'), recorded as a figure: its results go beside the defaults', never instead.
+printf '[defaults]\nenabled = no\n%s\n' "${E2E_KVM_CONF:-}" >"$E2E_DIR/m.conf"
+[ -n "${E2E_KVM_CONF:-}" ] && e2e_fig tuned_conf "$(printf '%s' "$E2E_KVM_CONF" | tr '\n' ' ')"
 e2e_start "$BUILD/bin/memtided" --qmp "$E2E_QMP" --name vm --interval 1s --foreground \
 	--config "$E2E_DIR/m.conf" --no-metrics --socket "$E2E_DIR/m.sock" --log-level info 2>"$log"
 mpid=$E2E_LAST_PID
