@@ -134,7 +134,7 @@ $(BIN)/memtide-agent: $(call obj,$(AGENT_MAIN)) $(LIBAGENT) $(LIBPROTO)
 	$(CC) $(LDFLAGS) $(AGENT_STATIC) -o $@ $^ $(shell pkg-config --libs --static json-c inih) -lm
 
 # No sanitizers in the plugin: it runs inside QEMU, which is not built with them.
-$(EPT_PLUGIN): host/access/qemu_plugin/memtide_ept.c host/access/ept_table.h
+$(EPT_PLUGIN): host/access/qemu_plugin/memtide_ept.c host/access/ept_table.h host/base/clock.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -O2 -g $(CPPFLAGS) -fPIC -shared -fvisibility=hidden -D_GNU_SOURCE \
 		-Ihost $(if $(filter 1,$(SAN)),,$(LDFLAGS)) -o $@ $<

@@ -47,6 +47,7 @@
 
 #include "access/ept_file.h"
 #include "access/source.h"
+#include "base/clock.h"
 #include "base/log.h"
 
 struct ept_src {
@@ -140,7 +141,6 @@ static int ept_describe(void *ctx, char *buf, size_t len)
 {
 	const struct ept_src *s = ctx;
 	const struct mtd_ept_header *h = s->f.h;
-	struct timespec ts;
 	char stale[64] = "";
 
 	if (!h)
@@ -150,8 +150,7 @@ static int ept_describe(void *ctx, char *buf, size_t len)
 		snprintf(buf, len, "%s", bad); /* the mapping is not read */
 		return 0;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	uint64_t now = mtd_mono_ms();
 	uint64_t beat = __atomic_load_n(&h->heartbeat_ms, __ATOMIC_RELAXED);
 	if (beat && now > beat + 10000)
 		snprintf(stale, sizeof(stale), "; plugin silent for %llu s (paused?)",

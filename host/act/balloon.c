@@ -19,18 +19,12 @@
 #include <json-c/json.h>
 
 #include "base/audit.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/mtd.h"
 
 #define MiB               ((uint64_t)1 << 20)
 #define PEER_PROBE_MAX_MS 30000 /* an unresponsive peer is probed at least this often */
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* ---- peer health ------------------------------------------------------------------------ */
 
@@ -50,7 +44,7 @@ static bool peer_may_call(const struct mtd_balloon *b, uint64_t now_ms)
 static void peer_note(struct mtd_balloon *b, const char *call, uint64_t started_ms, int rc,
 		      const char *err, struct mtd_vm_status *draft)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = mtd_mono_ms();
 	char why[120];
 
 	if (peer_silent(rc) && (!err || !*err)) {
@@ -99,7 +93,7 @@ static void peer_note(struct mtd_balloon *b, const char *call, uint64_t started_
 
 int mtd_balloon_open(struct mtd_balloon *b, struct mtd_vm_status *draft, char *err, size_t errlen)
 {
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = mtd_mono_ms();
 	int rc;
 
 	err[0] = '\0';
@@ -177,7 +171,7 @@ void mtd_balloon_attached(struct mtd_balloon *b)
 void mtd_balloon_query_fpr(struct mtd_balloon *b, struct mtd_vm_status *draft)
 {
 	bool on = false;
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = mtd_mono_ms();
 	int rc = b->ops->fpr(b->ctx, &on);
 
 	peer_note(b, "free-page-reporting query", t0, rc, NULL, draft);
@@ -393,7 +387,7 @@ void mtd_balloon_apply(struct mtd_balloon *b, uint64_t target_bytes, bool observ
 		b->apply_pending = true; /* sent once the peer answers again */
 		return; /* nothing is actuated through a peer that does not answer */
 	}
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = mtd_mono_ms();
 	int rc = b->ops->set_target(b->ctx, target_bytes, err, sizeof(err));
 	peer_note(b, "balloon target", t0, rc, err, draft);
 	if (rc < 0 && b->peer_down_since_ms) {

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/clock.h"
+
 #define HURRY_MS       1000
 #define HURRY_SLICE_MS 100
 #define WORKER_STACK   (256 * 1024)
@@ -108,13 +110,6 @@ struct mtd_bcall *mtd_bcall_new(void)
 	return b;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Start the worker; b->lock held.  0 or -EAGAIN. */
 static int start_locked(struct mtd_bcall *b)
 {
@@ -139,7 +134,7 @@ static int start_locked(struct mtd_bcall *b)
 int mtd_bcall_run(struct mtd_bcall *b, struct mtd_bjob *job, int timeout_ms,
 		  const atomic_bool *hurry)
 {
-	uint64_t deadline = mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
+	uint64_t deadline = mtd_mono_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
 	bool hurried = false;
 	int rc;
 
@@ -157,7 +152,7 @@ int mtd_bcall_run(struct mtd_bcall *b, struct mtd_bjob *job, int timeout_ms,
 	b->job = job;
 	pthread_cond_signal(&b->work);
 	while (!job->done) {
-		uint64_t now = mono_ms();
+		uint64_t now = mtd_mono_ms();
 		if (!hurried && hurry && atomic_load(hurry)) {
 			hurried = true;
 			if (now + HURRY_MS < deadline)

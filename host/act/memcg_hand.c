@@ -27,6 +27,7 @@
 #include "act/ram_layout.h"
 #include "act/swap_stat.h"
 #include "act/vm_cgroup.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/turns.h"
 #include "decide/aging_sight.h"
@@ -101,13 +102,6 @@ struct mtd_memcg_hand {
 	bool majflt_primed;
 	bool swap_known;
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void set_state(struct mtd_memcg_hand *h, enum mtd_pageout_state s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -367,7 +361,7 @@ static void one_write(struct mtd_memcg_hand *h, int vi, uint64_t seq, uint64_t b
 	struct mtd_swap_stat s0, s1;
 	bool pools = mtd_swap_read(h->proc_root, h->sys_root, &s0) == 0;
 	uint64_t old_before = vi >= 0 ? mtd_lru_vec_anon_through(&h->view.v[vi], seq) : 0;
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = mtd_mono_ms();
 
 	memset(r, 0, sizeof(*r));
 	if (vi >= 0)
@@ -375,7 +369,7 @@ static void one_write(struct mtd_memcg_hand *h, int vi, uint64_t seq, uint64_t b
 					h->view.v[vi].node, seq, SWAPPINESS, bytes / PAGE);
 	else
 		r->rc = mtd_memcg_reclaim(h->cg.dir, bytes);
-	r->ms = mono_ms() - t0;
+	r->ms = mtd_mono_ms() - t0;
 	if (mtd_memcg_read(h->cg.dir, &after) == 0) {
 		h->st = after;
 		r->taken_bytes =
@@ -449,7 +443,7 @@ static void reset_history(struct mtd_memcg_hand *h, uint64_t now_ms)
 		h->reset_wait_said = true;
 		return;
 	}
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = mtd_mono_ms();
 	rc = mtd_access_reset(h->proc_root, h->pid, h->reset_why, sizeof(h->reset_why));
 	h->reset_ms = now_ms;
 	if (rc < 0) {
@@ -464,11 +458,11 @@ static void reset_history(struct mtd_memcg_hand *h, uint64_t now_ms)
 	snprintf(h->reset_why, sizeof(h->reset_why),
 		 "reset at attach (QEMU's clear_refs: KVM's and the host's accessed bits), %" PRIu64
 		 " ms",
-		 mono_ms() - t0);
+		 mtd_mono_ms() - t0);
 	mtd_notice("%s: reset the guest's access history (QEMU pid %d, clear_refs 4 then 1, "
 		   "%" PRIu64 " ms): eviction judges its pages by what it touches from now on; "
 		   "the guest faults its working set back into KVM once",
-		   h->name, h->pid, mono_ms() - t0);
+		   h->name, h->pid, mtd_mono_ms() - t0);
 }
 
 static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)

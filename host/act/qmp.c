@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 #define CMD_TIMEOUT_MS 5000
 /* QMP replies memtided asks for are under 1 KiB (qom-list ~200 B, guest-stats ~600 B): the
  * buffer starts small and doubles only for a longer line, up to the 1 MiB bound. */
@@ -47,13 +49,6 @@ struct mtd_qmp {
 	size_t len, cap; /* cap grows by doubling from QMP_BUF_START to MTD_QMP_MAX_MSG_BYTES */
 	uint64_t last_balloon_event; /* BALLOON_CHANGE actual, bytes */
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int send_all(int fd, const char *p, size_t n)
 {
@@ -111,7 +106,7 @@ static int read_msg(struct mtd_qmp *q, uint64_t deadline_ms, struct json_object 
 			q->buf = nb;
 			q->cap = q->cap ? q->cap * 2 : QMP_BUF_START;
 		}
-		uint64_t now = now_ms();
+		uint64_t now = mtd_mono_ms();
 		uint64_t until = effective_deadline(q, deadline_ms, now);
 		if (now >= until)
 			return -ETIMEDOUT;
@@ -149,7 +144,7 @@ int mtd_qmp_execute(struct mtd_qmp *q, const char *cmd, struct json_object *args
 		return -EIO;
 	}
 	req = json_object_new_object();
-	deadline = now_ms() + (uint64_t)q->timeout_ms;
+	deadline = mtd_mono_ms() + (uint64_t)q->timeout_ms;
 	json_object_object_add(req, "execute", json_object_new_string(cmd));
 	if (args)
 		json_object_object_add(req, "arguments", json_object_get(args));
@@ -239,7 +234,7 @@ int mtd_qmp_connect_fd(int fd, int timeout_ms, const atomic_bool *hurry, struct 
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = read_msg(q, now_ms() + (uint64_t)q->timeout_ms, &greet);
+	rc = read_msg(q, mtd_mono_ms() + (uint64_t)q->timeout_ms, &greet);
 	if (rc < 0)
 		goto fail;
 	if (!json_object_object_get_ex(greet, "QMP", NULL)) {

@@ -44,6 +44,7 @@
 
 #include "act/libvirt_conn.h"
 #include "act/qmp.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "daemon/notify.h"
 #include "daemon/state.h"
@@ -53,13 +54,6 @@
 #define MAX_QUEUED_WORK 4096 /* a flood of events is cut here (rescan recovers) */
 #define RECONNECT_MS    5000
 #define STOP_WAIT_MS    5000 /* the daemon's stop waits this long for every loop together */
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Aging rounds that may run at once, per CPU.  The loops work at nice +10, a tenth of an
  * ordinary task's weight: nine of them weigh about one nice-0 task, so under contention the
@@ -465,7 +459,7 @@ static void reap(struct mtd_daemon *d, const char *name, uint64_t serial)
 	/* Still valid: only d->lock holders unlink and free, and we hold it. */
 	if (!vm || vm->serial != serial)
 		return; /* already reaped (a stop or a reconnect joined it) */
-	if (mtd_vm_loop_join(vm, mono_ms() + STOP_WAIT_MS) < 0) {
+	if (mtd_vm_loop_join(vm, mtd_mono_ms() + STOP_WAIT_MS) < 0) {
 		mtd_err("%s: its loop said it finished but did not end", name);
 		return;
 	}
@@ -489,7 +483,7 @@ static void detach_all(struct mtd_daemon *d)
 {
 	struct mtd_vm *vms[512];
 	size_t n, left = 0;
-	uint64_t deadline = mono_ms() + STOP_WAIT_MS;
+	uint64_t deadline = mtd_mono_ms() + STOP_WAIT_MS;
 
 	n = mtd_registry_list(&d->registry, vms, 512);
 	if (n > 512)
@@ -873,14 +867,14 @@ static void drain(struct mtd_daemon *d, uint64_t *next_rescan)
 	struct mtd_work *w;
 
 	while ((w = dequeue(d))) {
-		if (w->kind == MTD_WORK_RESCAN && mono_ms() < *next_rescan) {
+		if (w->kind == MTD_WORK_RESCAN && mtd_mono_ms() < *next_rescan) {
 			/* too soon after the last attempt: try again at the next tick */
 			free(w);
 			(void)mtd_daemon_queue(d, MTD_WORK_RESCAN, "");
 			break;
 		}
 		if (w->kind == MTD_WORK_RESCAN)
-			*next_rescan = mono_ms() + RECONNECT_MS;
+			*next_rescan = mtd_mono_ms() + RECONNECT_MS;
 		do_work(d, w);
 		free(w);
 	}
@@ -905,7 +899,7 @@ int mtd_daemon_run(struct mtd_daemon *d, int signal_fd)
 
 	rcu_register_thread();
 	for (;;) {
-		uint64_t now = mono_ms();
+		uint64_t now = mtd_mono_ms();
 		if (now >= next_arb) {
 			mtd_host_arbitrate(&d->host, &d->cfg, &d->registry, libvirt_connected(d));
 			next_arb = now + d->cfg.arbiter_interval_ms;

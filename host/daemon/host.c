@@ -16,17 +16,11 @@
 #include "daemon/host.h"
 
 #include "act/swap_stat.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "daemon/vm.h"
 
 #define MiB ((uint64_t)1 << 20)
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /*
  * The host line's VM count and saving, from the VMs in the registry now.  The arbiter's tick
@@ -101,7 +95,7 @@ void mtd_host_arbitrate(struct mtd_host *h, const struct mtd_config *cfg, struct
 		if (st->state != MTD_VM_DETACHED)
 			saved += st->saved_bytes;
 	}
-	mtd_arbiter_run(&cfg->arb, &h->arb, mono_ms(), total, avail, av, n, &res);
+	mtd_arbiter_run(&cfg->arb, &h->arb, mtd_mono_ms(), total, avail, av, n, &res);
 	for (size_t i = 0; i < n; i++)
 		atomic_store(&vp[i]->squeeze_permille, (unsigned)(av[i].squeeze * 1000.0 + 0.5));
 	rcu_read_unlock();
@@ -127,7 +121,7 @@ void mtd_host_arbitrate(struct mtd_host *h, const struct mtd_config *cfg, struct
 	h->status.nr_vms = (unsigned)n;
 	h->status.saved_bytes = saved;
 	h->status.libvirt_connected = libvirt_connected;
-	h->status.updated_ms = mono_ms();
+	h->status.updated_ms = mtd_mono_ms();
 	h->status.interval_ms = cfg->arbiter_interval_ms;
 	h->status.observe_only = cfg->observe_only;
 	pthread_mutex_unlock(&h->lock);

@@ -49,6 +49,7 @@
 #include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "act/tick_act.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "daemon/state.h"
 #include "daemon/vm.h"
@@ -61,13 +62,6 @@
 #define RELEASE_TICK_MS  250 /* a release climbs 4 times a second (release_pace.h) */
 #define LOOP_NICE        10  /* loops yield the CPU to the front ends and main thread */
 #define BEHIND_AFTER     3   /* late ticks in a row before "falling behind" is said */
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* ---- one tick --------------------------------------------------------------------------- */
 
@@ -275,10 +269,10 @@ static void *loop_main(void *arg)
 		}
 		goto out;
 	}
-	next_tick = mono_ms();
+	next_tick = mtd_mono_ms();
 	uint64_t next_release = 0;
 	while (!atomic_load(&vm->stop)) {
-		uint64_t now = mono_ms();
+		uint64_t now = mtd_mono_ms();
 		/* A ping in flight is answered before the tick's QMP calls could hold its pong
 		 * up: the round trip measures the channel, not this loop (at most 50 ms). */
 		uint64_t ping_back = vm->agent ? mtd_agent_link_ping_due_back(vm->agent) : 0;
@@ -302,7 +296,7 @@ static void *loop_main(void *arg)
 			deadline = next_release;
 		if (vm->agent && mtd_agent_link_deadline(vm->agent) < deadline)
 			deadline = mtd_agent_link_deadline(vm->agent);
-		now = mono_ms();
+		now = mtd_mono_ms();
 		struct pollfd p[2] = {{.fd = vm->wake_fd, .events = POLLIN}, {.fd = -1}};
 		if (vm->agent && mtd_agent_link_fd(vm->agent) >= 0) {
 			p[1].fd = mtd_agent_link_fd(vm->agent);
@@ -318,7 +312,7 @@ static void *loop_main(void *arg)
 			}
 		}
 		if (vm->agent) {
-			now = mono_ms();
+			now = mtd_mono_ms();
 			mtd_agent_link_service(vm->agent, now);
 			/* The agent says the guest needs memory: act now, not at the next tick. */
 			uint64_t need = mtd_agent_link_take_need(vm->agent);
@@ -334,7 +328,7 @@ static void *loop_main(void *arg)
 	if (vm->forget)
 		(void)mtd_state_remove(cfg->state_dir, vm->name);
 	else
-		mtd_tick_save(vm, mono_ms());
+		mtd_tick_save(vm, mtd_mono_ms());
 out:
 	vm->draft.state = MTD_VM_DETACHED;
 	(void)mtd_vm_publish(vm);
@@ -414,7 +408,7 @@ int mtd_vm_loop_join(struct mtd_vm *vm, uint64_t deadline_ms)
 		}
 		if (rc != ETIMEDOUT)
 			return -rc;
-		if (mono_ms() >= deadline_ms)
+		if (mtd_mono_ms() >= deadline_ms)
 			return -ETIMEDOUT;
 	}
 }

@@ -36,6 +36,7 @@
 #include <json-c/json.h>
 #include <urcu.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "decide/controller.h"
 #include "front/status_json.h"
@@ -341,13 +342,6 @@ char *mtd_control_handle(struct mtd_daemon *d, const char *version, const char *
  * is accepted: new clients wait in the listen queue (MTD_CONTROL_BACKLOG), their requests in
  * their sockets, until a slot frees.
  */
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void client_close(struct client *c)
 {
@@ -796,7 +790,7 @@ static void *control_thread(void *arg)
 	rcu_register_thread();
 	for (;;) {
 		nfds_t n = 0;
-		uint64_t now = now_ms();
+		uint64_t now = mtd_mono_ms();
 		int timeout = expire_idle(ctl, now), room = room_in(ctl, now);
 
 		/* No room: leave new clients in the listen queue (a negative fd is not polled),
@@ -827,7 +821,7 @@ static void *control_thread(void *arg)
 		}
 		if (pfd[0].revents)
 			break;
-		now = now_ms();
+		now = mtd_mono_ms();
 		if (pfd[2].revents & POLLIN)
 			collect_slow(ctl, now);
 		for (nfds_t i = 3; i < n; i++) {

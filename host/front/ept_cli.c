@@ -18,6 +18,7 @@
 
 #include "access/choose.h"
 #include "access/ept_file.h"
+#include "base/clock.h"
 #include "base/parse.h"
 #include "front/domxml_ept.h"
 #include "front/ept_plugin_arg.h"
@@ -129,9 +130,7 @@ static int cmd_status(const char *path, bool json)
 		fprintf(stderr, "memtidectl: %s\n", why);
 		return 1;
 	}
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	now = mtd_mono_ms();
 	const struct mtd_ept_header *h = f.h;
 #define L(x) (unsigned long long)__atomic_load_n(&h->x, __ATOMIC_RELAXED)
 	if (json)

@@ -37,6 +37,7 @@
 #include <libxml/parser.h>
 
 #include "access/ept_file.h"
+#include "base/clock.h"
 #include "base/mtd.h"
 #include "daemon/history.h"
 #include "front/domxml.h"
@@ -113,13 +114,6 @@ static void usage(FILE *f)
 
 /* ---- the control socket ------------------------------------------------------------------- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Waiting out a busy memtided: exponential backoff from 10 ms to 250 ms, each wait drawn at
  * random between half and all of its step so that a burst of clients turned away together
@@ -129,12 +123,12 @@ static int64_t mono_ms(void)
 static bool backoff(int *step_ms, int64_t deadline_ms)
 {
 	static unsigned seed;
-	int64_t left = deadline_ms - mono_ms();
+	int64_t left = deadline_ms - (int64_t)mtd_mono_ms();
 
 	if (left <= 0)
 		return false;
 	if (!seed)
-		seed = (unsigned)getpid() ^ (unsigned)mono_ms();
+		seed = (unsigned)getpid() ^ (unsigned)mtd_mono_ms();
 	int wait = *step_ms / 2 + (int)(rand_r(&seed) % (unsigned)(*step_ms / 2 + 1));
 	if (wait > left)
 		wait = (int)left;
@@ -222,7 +216,7 @@ static struct json_object *ctl_call_once(const char *line, int64_t deadline, boo
 	buf = malloc(cap);
 	while (buf) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - (int64_t)mtd_mono_ms();
 		int r = left > 0 ? poll(&p, 1, (int)left) : 0;
 		ssize_t n;
 
@@ -280,7 +274,7 @@ static bool reply_says_retry(struct json_object *rep)
 static struct json_object *ctl_call(struct json_object *req, char *err, size_t errlen)
 {
 	const char *line = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
-	int64_t deadline = mono_ms() + timeout_ms;
+	int64_t deadline = (int64_t)mtd_mono_ms() + timeout_ms;
 	int step = 10;
 
 	for (;;) {
@@ -289,7 +283,8 @@ static struct json_object *ctl_call(struct json_object *req, char *err, size_t e
 
 		if (rep ? !reply_says_retry(rep) : !unsent)
 			return rep;
-		if (mono_ms() >= deadline) /* backoff() would not wait: keep what we have */
+		if ((int64_t)mtd_mono_ms() >=
+		    deadline) /* backoff() would not wait: keep what we have */
 			return rep;
 		json_object_put(rep);
 		if (!backoff(&step, deadline))
@@ -527,7 +522,8 @@ static void print_health(struct json_object *v, const char *indent)
 	if (since)
 		printf("%s%s unresponsive for %" PRId64 " s (%s timed out); figures are as of "
 		       "then, nothing is actuated\n",
-		       indent, "QMP/libvirt", (mono_ms() - since) / 1000, get_s(v, "peer_call"));
+		       indent, "QMP/libvirt", ((int64_t)mtd_mono_ms() - since) / 1000,
+		       get_s(v, "peer_call"));
 	if (get_b(v, "behind"))
 		printf("%sfalling behind its interval: last tick gap %" PRId64 " ms, %" PRId64
 		       " late ticks\n",
@@ -1304,7 +1300,7 @@ static int cmd_detach(const char *name)
 	if (json_out)
 		printf("%s\n", json_object_to_json_string_ext(rep, JSON_C_TO_STRING_PLAIN));
 	json_object_put(rep);
-	deadline = mono_ms() + timeout_ms;
+	deadline = (int64_t)mtd_mono_ms() + timeout_ms;
 	for (;;) {
 		struct json_object *q = req_new("vm"), *r, *ok, *vm;
 		char err[400];
@@ -1330,14 +1326,15 @@ static int cmd_detach(const char *name)
 				printf(" (its QMP/libvirt peer has not answered for %" PRId64
 				       " s: the loop leaves once its call is cut, within a few "
 				       "seconds)",
-				       (mono_ms() - get_i(vm, "peer_unresponsive_since_ms")) /
+				       ((int64_t)mtd_mono_ms() -
+					get_i(vm, "peer_unresponsive_since_ms")) /
 					   1000);
 			printf("...\n");
 			fflush(stdout);
 			said = true;
 		}
 		json_object_put(r);
-		if (mono_ms() >= deadline) {
+		if ((int64_t)mtd_mono_ms() >= deadline) {
 			fprintf(stderr,
 				"memtidectl: %s is still detaching after %d ms (memtidectl vm show "
 				"%s)\n",

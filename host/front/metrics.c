@@ -41,6 +41,8 @@
 #include <unistd.h>
 #include <urcu.h>
 
+#include "base/clock.h"
+
 #define MAX_CONNS          256U
 #define MAX_CONNS_PER_IP   128U
 #define REQUEST_DEADLINE_S 5U
@@ -299,11 +301,9 @@ char *mtd_metrics_render(struct mtd_daemon *d)
 {
 	struct buf b = {0};
 	struct mtd_host_status h;
-	struct timespec now;
 
 	mtd_daemon_host_status(d, &h);
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	uint64_t now_ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	uint64_t now_ms = mtd_mono_ms();
 
 	family(&b, "memtide_build_info", "gauge", "memtided's version and mode; always 1.");
 	put(&b, "memtide_build_info{version=\"%s\",mode=\"%s\"} 1\n", MTD_VERSION,
@@ -503,13 +503,6 @@ struct mtd_metrics {
 	int stop_fd; /* eventfd: ends the watchdog */
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* MHD tells of every connection it opens and closes (on its own thread).  CLOSED comes
  * before MHD closes the fd, so the watchdog never shuts down a reused descriptor. */
 static void on_conn(void *cls, struct MHD_Connection *c, void **socket_context,
@@ -525,7 +518,7 @@ static void on_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 		if (!k || !ci)
 			goto fail;
 		k->fd = ci->connect_fd;
-		k->due_ms = mono_ms() + REQUEST_DEADLINE_S * 1000;
+		k->due_ms = mtd_mono_ms() + REQUEST_DEADLINE_S * 1000;
 		pthread_mutex_lock(&m->lock);
 		k->next = m->conns.next;
 		k->prev = &m->conns;
@@ -559,7 +552,7 @@ static void conn_answered(struct mtd_metrics *m, struct MHD_Connection *c)
 	if (!k)
 		return;
 	pthread_mutex_lock(&m->lock);
-	k->due_ms = mono_ms() + REQUEST_DEADLINE_S * 1000;
+	k->due_ms = mtd_mono_ms() + REQUEST_DEADLINE_S * 1000;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -570,7 +563,7 @@ static void *watchdog(void *arg)
 	struct pollfd p = {.fd = m->stop_fd, .events = POLLIN};
 
 	while (poll(&p, 1, 250) == 0 || (p.revents == 0 && errno == EINTR)) {
-		uint64_t now = mono_ms();
+		uint64_t now = mtd_mono_ms();
 		pthread_mutex_lock(&m->lock);
 		for (struct conn *k = m->conns.next; k != &m->conns; k = k->next) {
 			if (!k->cut && now >= k->due_ms) {

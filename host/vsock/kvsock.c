@@ -24,6 +24,7 @@
 
 #include <linux/vm_sockets.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/mtd.h"
 
@@ -54,14 +55,6 @@ struct mtd_kvsock {
 	unsigned said_next;
 	struct mtd_kvsock_counters ctr;
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void signal_fd(int fd)
 {
@@ -176,7 +169,7 @@ static void *accept_thread(void *arg)
 			close(fd);
 			continue;
 		}
-		(void)mtd_kvsock_offer(k, fd, peer.svm_cid, peer.svm_port, mono_ms());
+		(void)mtd_kvsock_offer(k, fd, peer.svm_cid, peer.svm_port, mtd_mono_ms());
 	}
 	return NULL;
 }

@@ -22,18 +22,11 @@
 
 #include "act/agent_link.h"
 #include "act/ram_layout.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "vsock/kvsock.h"
 #include "vsock/vhost_layout.h"
 #include "vsock/vsock_service.h"
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static int qmp(const struct mtd_balloon *b, const char *cmd, struct json_object *args,
 	       struct json_object **ret, char *err, size_t errlen)
@@ -72,7 +65,7 @@ static void restart_device(struct mtd_vm_vsock *v, const struct mtd_balloon *b)
 			   b->vm);
 		return;
 	}
-	t0 = mono_ms();
+	t0 = mtd_mono_ms();
 	rc = qmp(b, "stop", NULL, NULL, err, sizeof(err));
 	if (rc < 0) {
 		mtd_warn("%s: vsock: cannot restart the device (QMP stop: %s)", b->vm, err);
@@ -87,7 +80,7 @@ static void restart_device(struct mtd_vm_vsock *v, const struct mtd_balloon *b)
 	v->restarts++;
 	mtd_notice("%s: vsock: restarted the device in QEMU (QMP stop/cont, %" PRIu64
 		   " ms): memtided came back to a running VM",
-		   b->vm, mono_ms() - t0);
+		   b->vm, mtd_mono_ms() - t0);
 }
 
 /* The memory table against the layout QMP gives (ram_layout.h, vhost_layout.h). */

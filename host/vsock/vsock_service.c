@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/mtd.h"
 #include "base/qemu_dir.h"
@@ -91,14 +92,6 @@ struct mtd_vsock {
 	unsigned n;
 	struct mtd_vsock_claim *claims;
 };
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static uint64_t mono_us(void)
 {
@@ -198,7 +191,7 @@ static void disconnect(struct mtd_vsock *v, struct ep *e, const char *why)
 	close_fd(&e->sock);
 	e->qemu_pid = 0;
 	e->more = false;
-	e->next_try_ms = mono_ms() + MTD_VSOCK_RETRY_MS;
+	e->next_try_ms = mtd_mono_ms() + MTD_VSOCK_RETRY_MS;
 	wake_claim(v, e->name);
 }
 
@@ -489,7 +482,7 @@ static void *thread_main(void *arg)
 	}
 	while (!atomic_load(&v->stop)) {
 		unsigned n = 0;
-		uint64_t now = mono_ms(), deadline = now + 1000;
+		uint64_t now = mtd_mono_ms(), deadline = now + 1000;
 
 		/* Step 1: what to wait for. */
 		pthread_mutex_lock(&v->lock);
@@ -523,7 +516,7 @@ static void *thread_main(void *arg)
 
 		/* Step 2: handle it. */
 		pthread_mutex_lock(&v->lock);
-		now = mono_ms();
+		now = mtd_mono_ms();
 		for (unsigned i = 0; i < n; i++) {
 			if (sl[i].e || !(p[i].revents & POLLIN))
 				continue;

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "act/bounded_call.h"
+#include "base/clock.h"
 
 struct pipe_job {
 	struct mtd_bjob base;
@@ -60,13 +61,6 @@ static struct pipe_job *job(int rfd, int done_fd)
 	return j;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Wait until one job was destroyed (the done pipe says so). */
 static void await_destroyed(int done_r)
 {
@@ -98,10 +92,10 @@ static void test_in_time_late_busy_and_cleanup(void **state)
 	await_destroyed(done[0]);
 
 	/* Late: -ETIMEDOUT near the deadline; the job lives on with the worker. */
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = mtd_mono_ms();
 	j = job(in[0], done[1]);
 	assert_int_equal(mtd_bcall_run(b, &j->base, 200, NULL), -ETIMEDOUT);
-	assert_true(mono_ms() - t0 < 2000);
+	assert_true(mtd_mono_ms() - t0 < 2000);
 	assert_true(mtd_bcall_busy(b));
 	struct pollfd p = {.fd = done[0], .events = POLLIN};
 	assert_int_equal(poll(&p, 1, 0), 0); /* not destroyed while the call runs */
@@ -145,10 +139,10 @@ static void test_hurry_cuts_deadline(void **state)
 	(void)state;
 	assert_int_equal(pipe(in), 0);
 	assert_int_equal(pipe(done), 0);
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = mtd_mono_ms();
 	struct pipe_job *j = job(in[0], done[1]);
 	assert_int_equal(mtd_bcall_run(b, &j->base, 60000, &hurry), -ETIMEDOUT);
-	uint64_t took = mono_ms() - t0;
+	uint64_t took = mtd_mono_ms() - t0;
 	assert_true(took >= 900 && took < 5000); /* 1 s, not 60 */
 	mtd_bcall_free(b);
 	assert_int_equal(write(in[1], &x, 1), 1);

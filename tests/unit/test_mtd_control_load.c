@@ -30,6 +30,7 @@
 
 #include "front/control.h"
 #include "daemon/daemon.h"
+#include "base/clock.h"
 
 struct rig {
 	struct mtd_daemon *d;
@@ -118,13 +119,6 @@ static void read_line(int fd, char *buf, size_t len, int ms)
 	}
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /*
  * Many more clients than slots, each connecting and sending its whole request before the
  * next connects, none reading until all have sent: the server meets a full table and a
@@ -195,13 +189,13 @@ static void test_silent_holders_give_way(void **state)
 	for (int i = 0; i < MTD_CONTROL_MAX_CLIENTS; i++)
 		assert_true((hold[i] = dial(r)) >= 0);
 
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = mtd_mono_ms();
 	int fd = dial(r);
 	assert_true(fd >= 0);
 	assert_int_equal(send_line(fd, "{\"cmd\":\"hook\",\"domain\":\"d\",\"op\":\"started\"}\n"),
 			 0);
 	read_line(fd, buf, sizeof(buf), 10000);
-	uint64_t took = mono_ms() - t0;
+	uint64_t took = mtd_mono_ms() - t0;
 	print_message("the request behind %d silent connections: answered in %llu ms\n",
 		      MTD_CONTROL_MAX_CLIENTS, (unsigned long long)took);
 	assert_non_null(strstr(buf, "\"ok\":true"));

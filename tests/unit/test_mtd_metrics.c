@@ -38,16 +38,10 @@
 
 #include "daemon/daemon.h"
 #include "daemon/vm.h"
+#include "base/clock.h"
 #include "front/metrics.h"
 
 #define MiB ((uint64_t)1 << 20)
-
-static uint64_t mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
 
 static struct mtd_vm *add_vm(struct mtd_daemon *d, const char *name)
 {
@@ -293,7 +287,7 @@ static void test_rendering_follows_the_rules(void **state)
 	d->host.status.nr_vms = 3;
 	d->host.status.libvirt_connected = 1;
 	d->host.status.pressure_episodes = 2;
-	d->host.status.updated_ms = mono_ms();
+	d->host.status.updated_ms = mtd_mono_ms();
 	d->host.status.interval_ms = 2000;
 	pthread_mutex_unlock(&d->host.lock);
 
@@ -380,7 +374,7 @@ static void test_rendering_follows_the_rules(void **state)
 	 * main loop that has not ticked for three intervals is not up. */
 	pthread_mutex_lock(&d->host.lock);
 	d->host.status.libvirt_connected = -1;
-	d->host.status.updated_ms = mono_ms() - 7000;
+	d->host.status.updated_ms = mtd_mono_ms() - 7000;
 	pthread_mutex_unlock(&d->host.lock);
 	text = mtd_metrics_render(d);
 	check_format(text, p);

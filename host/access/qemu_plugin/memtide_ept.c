@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "access/ept_table.h"
+#include "base/clock.h"
 
 /* ---- the QEMU plugin API we use (API version 1, QEMU 7.2) -------------------------------- */
 typedef uint64_t qemu_plugin_id_t;
@@ -140,14 +141,6 @@ static struct {
 	uint64_t window_end_ms, on_since_ms;
 } P = {.fd = -1};
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 __attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
 	char line[4400];
@@ -203,7 +196,7 @@ static void after_reset(qemu_plugin_id_t id);
 static void poll_header(void)
 {
 	struct mtd_ept_header *h = P.h;
-	uint64_t now = mono_ms();
+	uint64_t now = mtd_mono_ms();
 	uint32_t mode = __atomic_load_n(&h->mode, __ATOMIC_ACQUIRE);
 	bool want = P.on;
 
@@ -255,7 +248,7 @@ static void on_idle(qemu_plugin_id_t id, unsigned int vcpu)
 {
 	(void)id;
 	(void)vcpu;
-	__atomic_store_n(&P.h->heartbeat_ms, mono_ms(), __ATOMIC_RELAXED);
+	__atomic_store_n(&P.h->heartbeat_ms, mtd_mono_ms(), __ATOMIC_RELAXED);
 }
 
 /* iretq (48 cf), iret (cf), sysretq (48 0f 07): where a running guest passes every tick. */
@@ -438,7 +431,7 @@ static int open_table(uint32_t mode)
 	    .pt_off = pt,
 	    .qemu_pid = (int32_t)getpid(),
 	    .flags = MTD_EPT_F_NONLEAF_A,
-	    .created_ms = mono_ms(),
+	    .created_ms = mtd_mono_ms(),
 	    .ram_bytes = P.ram,
 	    .lowmem_bytes = P.lowmem,
 	    .mode = mode,
@@ -528,7 +521,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	P.on = mode == MTD_EPT_MODE_ALWAYS;
 	if (P.on) {
 		P.h->started_seq = 0;
-		P.on_since_ms = mono_ms();
+		P.on_since_ms = mtd_mono_ms();
 		P.window_end_ms = UINT64_MAX;
 		P.h->on = 1;
 	}
