@@ -2,7 +2,8 @@
 /*
  * memcg_hand.c - host-side eviction through the VM's memory cgroup (memcg_hand.h).
  *
- * States (the pageout hand's, mtd.h enum mtd_pageout_state), each change logged once:
+ * States (the pageout hand's, mtd.h enum mtd_pageout_state), each change logged once
+ * (hand_state.h):
  *   OFF      return=balloon or reclaim;
  *   REFUSED  no cgroup it can use (the reason stays in why), or QEMU is gone;
  *   PAUSED   in force, not now: the controller is not taking, the decision's gate, the stall
@@ -13,7 +14,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +21,7 @@
 
 #include "act/access_reset.h"
 #include "act/balloon.h"
+#include "act/hand_state.h"
 #include "act/lru_gen.h"
 #include "act/memcg.h"
 #include "act/pageout.h"
@@ -89,13 +90,10 @@ struct mtd_memcg_hand {
 	struct mtd_swap_stat swap;
 	uint64_t full_free_bytes;
 
-	char why[240];
-	char logged_why[240];
+	struct mtd_hand_state hs;
 	int pid;
 	int mglru; /* 1 on, 0 classic, -1 not yet read */
 	enum mtd_aging_sight sight;
-	enum mtd_pageout_state state;
-	enum mtd_pageout_state logged_state;
 	bool have_st;
 	bool have_view;
 	bool map_said;
@@ -103,29 +101,9 @@ struct mtd_memcg_hand {
 	bool swap_known;
 };
 
-static void set_state(struct mtd_memcg_hand *h, enum mtd_pageout_state s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_state(struct mtd_memcg_hand *h, enum mtd_pageout_state s, const char *fmt, ...)
-{
-	va_list ap;
-
-	h->state = s;
-	h->why[0] = '\0';
-	if (fmt) {
-		va_start(ap, fmt);
-		vsnprintf(h->why, sizeof(h->why), fmt, ap);
-		va_end(ap);
-	}
-	if (s == h->logged_state && strcmp(h->why, h->logged_why) == 0)
-		return;
-	enum mtd_log_level lvl = s == MTD_PAGEOUT_REFUSED ? MTD_LOG_WARNING : MTD_LOG_NOTICE;
-	if (s == MTD_PAGEOUT_PAUSED && !strstr(h->why, "swap") && !strstr(h->why, "incompress"))
-		lvl = MTD_LOG_INFO;
-	mtd_log(lvl, "%s: host-side reclaim (cgroup) %s%s%s", h->name, mtd_pageout_state_name(s),
-		h->why[0] ? ": " : "", h->why);
-	h->logged_state = s;
-	snprintf(h->logged_why, sizeof(h->logged_why), "%s", h->why);
-}
+/* The state vm show and the metrics publish, each change logged once (hand_state.h). */
+#define set_state(h, s, ...)                                                                       \
+	mtd_hand_state_set(&(h)->hs, (h)->name, "host-side reclaim (cgroup)", (s), __VA_ARGS__)
 
 /* ---- setup ----------------------------------------------------------------------------- */
 
@@ -186,7 +164,7 @@ int mtd_memcg_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_me
 		 env->lru_gen_path ? env->lru_gen_path : "/sys/kernel/debug/lru_gen");
 	h->cg = cg;
 	h->mglru = -1;
-	h->state = h->logged_state = MTD_PAGEOUT_OFF;
+	h->hs.state = h->hs.logged_state = MTD_PAGEOUT_OFF;
 	mtd_info("%s: memory cgroup %s: host-side reclaim can go through it", h->name, cg.path);
 	*out = h;
 	return 0;
@@ -259,7 +237,7 @@ void mtd_memcg_hand_feedback(struct mtd_memcg_hand *h, uint64_t now_ms,
 			     struct mtd_memcg_reading *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!h || h->state == MTD_PAGEOUT_REFUSED)
+	if (!h || h->hs.state == MTD_PAGEOUT_REFUSED)
 		return;
 	int rc = mtd_memcg_read(h->cg.dir, &h->st);
 	if (rc < 0) {
@@ -468,7 +446,7 @@ static void reset_history(struct mtd_memcg_hand *h, uint64_t now_ms)
 static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)
 {
 	const struct vmm_decision *d = in->decision;
-	char why[sizeof(h->why)];
+	char why[sizeof(h->hs.why)];
 
 	if (!in->may_take) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "the controller is not taking memory now (%s)",
@@ -566,7 +544,7 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 		set_state(h, MTD_PAGEOUT_OFF, NULL);
 		return;
 	}
-	if (h->state == MTD_PAGEOUT_REFUSED || !h->have_st || !d)
+	if (h->hs.state == MTD_PAGEOUT_REFUSED || !h->have_st || !d)
 		return;
 	open_map(h, in->now_ms);
 	if (in->may_age)
@@ -751,8 +729,8 @@ void mtd_memcg_hand_publish(const struct mtd_memcg_hand *h, struct mtd_vm_status
 
 	/* The pageout object carries the state and the figures both hands share. */
 	memset(p, 0, sizeof(*p));
-	p->state = h->state;
-	snprintf(p->why, sizeof(p->why), "%s", h->why);
+	p->state = h->hs.state;
+	snprintf(p->why, sizeof(p->why), "%s", h->hs.why);
 	p->swapped_bytes = h->st.swap_bytes;
 	p->refaults_total = h->refaults_total;
 	p->last_out_bytes = h->last_out_bytes;
@@ -779,7 +757,7 @@ void mtd_memcg_hand_publish(const struct mtd_memcg_hand *h, struct mtd_vm_status
 
 uint64_t mtd_memcg_hand_reclaimable(const struct mtd_memcg_hand *h, uint64_t cold_resident_bytes)
 {
-	if (!h || h->state == MTD_PAGEOUT_REFUSED || !h->swap_known || h->pool.holding)
+	if (!h || h->hs.state == MTD_PAGEOUT_REFUSED || !h->swap_known || h->pool.holding)
 		return 0;
 	uint64_t room = h->swap.free_bytes > h->cfg.swap_reserve_bytes
 			    ? h->swap.free_bytes - h->cfg.swap_reserve_bytes

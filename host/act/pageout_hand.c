@@ -3,7 +3,8 @@
  * pageout_hand.c - host-side eviction for one VM (pageout_hand.h): the layout, the actuator,
  * libvmm's eviction hand and the refault scan, tied together once per control interval.
  *
- * States (mtd.h, enum mtd_pageout_state), each change logged once with its reason:
+ * States (mtd.h, enum mtd_pageout_state), each change logged once with its reason
+ * (hand_state.h):
  *   OFF       return=balloon or reclaim: nothing is evicted here (pages evicted earlier are
  *             still watched, so their refaults are still counted);
  *   REFUSED   the VM cannot be paged out by memtided: no live page-level source, no QEMU
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "act/hand_state.h"
 #include "act/pageout.h"
 #include "act/swap_stat.h"
 #include "base/log.h"
@@ -94,11 +96,8 @@ struct mtd_pageout_hand {
 
 	char name[MTD_NAME_MAX];
 	char source_name[16];
-	char why[240];
+	struct mtd_hand_state hs;
 	char pending_why[240]; /* the last refusal's sentence, until the next try */
-	char logged_why[240];
-	enum mtd_pageout_state state;
-	enum mtd_pageout_state logged_state;
 	int pid;
 	bool live;
 	bool announced; /* "can be paged out" said: the map may first open for free pages only */
@@ -107,21 +106,6 @@ struct mtd_pageout_hand {
 	bool job_before;  /* ... at the look before it */
 	bool job_reading; /* the refault scan under way counts QEMU's reads apart */
 };
-
-const char *mtd_pageout_state_name(enum mtd_pageout_state s)
-{
-	switch (s) {
-	case MTD_PAGEOUT_OFF:
-		return "off";
-	case MTD_PAGEOUT_ACTIVE:
-		return "active";
-	case MTD_PAGEOUT_PAUSED:
-		return "paused";
-	case MTD_PAGEOUT_REFUSED:
-		return "refused";
-	}
-	return "?";
-}
 
 /* ---- settings ------------------------------------------------------------------------ */
 
@@ -220,30 +204,9 @@ int mtd_pageout_config_set(struct mtd_pageout_config *c, const char *key, const 
 
 /* ---- state and its log ------------------------------------------------------------- */
 
-static void set_state(struct mtd_pageout_hand *h, enum mtd_pageout_state s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_state(struct mtd_pageout_hand *h, enum mtd_pageout_state s, const char *fmt, ...)
-{
-	va_list ap;
-
-	h->state = s;
-	h->why[0] = '\0';
-	if (fmt) {
-		va_start(ap, fmt);
-		vsnprintf(h->why, sizeof(h->why), fmt, ap);
-		va_end(ap);
-	}
-	if (s == h->logged_state && strcmp(h->why, h->logged_why) == 0)
-		return;
-	/* A refusal or a full swap is news an operator needs; the rest is routine. */
-	enum mtd_log_level lvl = s == MTD_PAGEOUT_REFUSED ? MTD_LOG_WARNING : MTD_LOG_NOTICE;
-	if (s == MTD_PAGEOUT_PAUSED && !strstr(h->why, "swap"))
-		lvl = MTD_LOG_INFO;
-	mtd_log(lvl, "%s: host-side eviction %s%s%s", h->name, mtd_pageout_state_name(s),
-		h->why[0] ? ": " : "", h->why);
-	h->logged_state = s;
-	snprintf(h->logged_why, sizeof(h->logged_why), "%s", h->why);
-}
+/* The state vm show and the metrics publish, each change logged once (hand_state.h). */
+#define set_state(h, s, ...)                                                                       \
+	mtd_hand_state_set(&(h)->hs, (h)->name, "host-side eviction", (s), __VA_ARGS__)
 
 /* ---- setup --------------------------------------------------------------------------- */
 
@@ -278,7 +241,7 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 	h->swap_ctx = env->swap_ctx;
 	h->memjob = env->memjob;
 	h->memjob_ctx = env->memjob_ctx;
-	h->state = h->logged_state = MTD_PAGEOUT_OFF;
+	h->hs.state = h->hs.logged_state = MTD_PAGEOUT_OFF;
 	*out = h;
 	return 0;
 }
@@ -327,7 +290,7 @@ static void refuse(struct mtd_pageout_hand *h, bool evicting, const char *fmt, .
     __attribute__((format(printf, 3, 4)));
 static void refuse(struct mtd_pageout_hand *h, bool evicting, const char *fmt, ...)
 {
-	char why[sizeof(h->why)];
+	char why[sizeof(h->hs.why)];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -388,7 +351,7 @@ static bool setup(struct mtd_pageout_hand *h, uint64_t now_ms, uint64_t interval
 	if (now_ms < h->next_setup_ms) {
 		/* Refused recently: the state still says why, unless the map was only read for
 		 * its free pages until now (the refusal went to the debug log). */
-		if (evicting && h->state != MTD_PAGEOUT_REFUSED)
+		if (evicting && h->hs.state != MTD_PAGEOUT_REFUSED)
 			set_state(h, MTD_PAGEOUT_REFUSED, "%s",
 				  h->pending_why[0] ? h->pending_why
 						    : "the guest RAM map was not read yet");
@@ -977,8 +940,8 @@ void mtd_hand_publish(const struct mtd_pageout_hand *h, struct mtd_vm_status *st
 	memset(p, 0, sizeof(*p));
 	if (!h)
 		return;
-	p->state = h->state;
-	snprintf(p->why, sizeof(p->why), "%s", h->why);
+	p->state = h->hs.state;
+	snprintf(p->why, sizeof(p->why), "%s", h->hs.why);
 	p->swapin_pages_per_s = h->swapin_per_s;
 	p->free_bytes = h->po ? h->free_pages << VMM_PAGE_SHIFT : 0;
 	p->last_out_bytes = h->last_out_bytes;
@@ -1018,7 +981,7 @@ uint64_t mtd_hand_reclaimable(const struct mtd_pageout_hand *h, uint64_t cold_re
 	uint64_t room, used;
 	double pool_share;
 
-	if (!h || !h->po || h->state == MTD_PAGEOUT_REFUSED || !h->swap_known)
+	if (!h || !h->po || h->hs.state == MTD_PAGEOUT_REFUSED || !h->swap_known)
 		return 0;
 	room = mtd_swap_room(&h->swap, NULL);
 	room = room > h->cfg.swap_reserve_bytes ? room - h->cfg.swap_reserve_bytes : 0;
