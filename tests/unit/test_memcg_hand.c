@@ -6,12 +6,12 @@
  * in steps once it may go, what it publishes (mechanism, working-set origin), and the reset
  * of the guest's access history through QEMU's clear_refs before the first eviction.
  *
- * Against a fake cgroupfs, /proc and /sys (ordinary files in a temporary directory): this
- * machine's memory controller is on cgroup v1 and its kernel has no MGLRU, and a real
- * memory.reclaim would take memory from a real process.  A fake memory.reclaim takes the
- * bytes written and reclaims nothing, so every write here finds nothing more to take; what
- * the kernel does with them is scenario 20's (tests/e2e/scenarios/20_kvm_agentless.sh, on the
- * KVM stand).
+ * Against a fake cgroupfs, /proc and /sys (ordinary files in a temporary directory,
+ * fake_tree.h): this machine's memory controller is on cgroup v1 and its kernel has no MGLRU,
+ * and a real memory.reclaim would take memory from a real process.  A fake memory.reclaim
+ * takes the bytes written and reclaims nothing, so every write here finds nothing more to
+ * take; what the kernel does with them is scenario 20's
+ * (tests/e2e/scenarios/20_kvm_agentless.sh, on the KVM stand).
  */
 #include <errno.h>
 #include <limits.h>
@@ -30,46 +30,14 @@
 #include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
 #include "base/mtd.h"
+#include "fake_tree.h"
 #include "vmm.h"
 
 #define QEMU_PID 1234
-#define SCOPE    "/machine.slice/machine-qemu\\x2d1\\x2dvm.scope"
+#define SCOPE    FAKE_SCOPE
 #define MiB      ((uint64_t)1 << 20)
 
-struct tree {
-	char top[64];
-	char proc[80], cg[80], sys[80], lru[80];
-};
-
-static void put(const char *dir, const char *rel, const char *text)
-{
-	char path[512], cmd[600];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
-	assert_int_equal(system(cmd), 0);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static char *get(const char *dir, const char *rel)
-{
-	static char buf[256];
-	char path[512];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return buf;
-}
-
-static void psi(struct tree *t, uint64_t some_us)
+static void psi(struct fake_tree *t, uint64_t some_us)
 {
 	char text[200];
 
@@ -77,53 +45,38 @@ static void psi(struct tree *t, uint64_t some_us)
 		 "some avg10=0.00 avg60=0.00 avg300=0.00 total=%llu\n"
 		 "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
 		 (unsigned long long)some_us);
-	put(t->cg, SCOPE "/memory.pressure", text);
+	fake_put(t->cg, SCOPE "/memory.pressure", text);
 }
 
 /* A libvirt domain's cgroup on a host with 2 GiB of swap, MGLRU off. */
 static int setup(void **state)
 {
-	struct tree *t = calloc(1, sizeof(*t));
+	struct fake_tree *t = fake_tree_new("cghand");
 
-	snprintf(t->top, sizeof(t->top), "/tmp/memtide-cghand.XXXXXX");
-	assert_non_null(mkdtemp(t->top));
-	snprintf(t->proc, sizeof(t->proc), "%s/proc", t->top);
-	snprintf(t->cg, sizeof(t->cg), "%s/cg", t->top);
-	snprintf(t->sys, sizeof(t->sys), "%s/sys", t->top);
-	snprintf(t->lru, sizeof(t->lru), "%s/lru_gen", t->top);
-	put(t->cg, "cgroup.controllers", "cpu io memory pids\n");
-	put(t->cg, SCOPE "/memory.current", "1073741824\n");
-	put(t->cg, SCOPE "/memory.stat",
-	    "anon 1000000000\nfile 0\nworkingset_refault_anon 0\npgmajfault 10\n");
-	put(t->cg, SCOPE "/memory.swap.current", "0\n");
-	put(t->cg, SCOPE "/memory.reclaim", "");
-	put(t->cg, SCOPE "/cgroup.procs", "");
-	put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n");
+	fake_put(t->cg, "cgroup.controllers", "cpu io memory pids\n");
+	fake_libvirt_domain(t, QEMU_PID);
+	fake_put(t->cg, SCOPE "/memory.stat",
+		 "anon 1000000000\nfile 0\nworkingset_refault_anon 0\npgmajfault 10\n");
+	fake_put(t->cg, SCOPE "/memory.swap.current", "0\n");
 	psi(t, 0);
-	put(t->proc, "1234/cgroup", "0::" SCOPE "/libvirt/emulator\n");
-	put(t->proc, "1234/stat", "1234 (qemu) S 1 1234 1234 0 -1 4194304 0 0\n");
-	put(t->proc, "1234/status", "Name:\tqemu\nRssAnon:\t 1000000 kB\n");
-	put(t->proc, "meminfo",
-	    "MemTotal: 8000000 kB\nMemFree: 4000000 kB\nSwapTotal: 2097148 kB\n"
-	    "SwapFree: 2097148 kB\n");
-	put(t->proc, "swaps", "Filename Type Size Used Priority\n");
-	put(t->sys, "kernel/mm/lru_gen/enabled", "0x0000\n");
+	fake_proc_stat(t, QEMU_PID, "qemu", 0x400000);
+	fake_put(t->proc, "1234/status", "Name:\tqemu\nRssAnon:\t 1000000 kB\n");
+	fake_put(t->proc, "meminfo",
+		 "MemTotal: 8000000 kB\nMemFree: 4000000 kB\nSwapTotal: 2097148 kB\n"
+		 "SwapFree: 2097148 kB\n");
+	fake_put(t->proc, "swaps", "Filename Type Size Used Priority\n");
+	fake_put(t->sys, "kernel/mm/lru_gen/enabled", "0x0000\n");
 	*state = t;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct tree *t = *state;
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->top);
-	assert_int_equal(system(cmd), 0);
-	free(t);
+	fake_tree_free(*state);
 	return 0;
 }
 
-static struct mtd_memcg_hand *hand(struct tree *t, bool may_move, char *why, size_t len)
+static struct mtd_memcg_hand *hand(struct fake_tree *t, bool may_move, char *why, size_t len)
 {
 	struct mtd_pageout_config cfg;
 	struct mtd_memcg_hand_env env = {
@@ -145,20 +98,21 @@ static struct mtd_memcg_hand *hand(struct tree *t, bool may_move, char *why, siz
 /* A VM whose cgroup cannot be used gets no hand, and the sentence says what to set up. */
 static void test_refusals(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	char why[512];
 
 	/* QEMU shares its cgroup with a shell under libvirt: never moved. */
-	put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n4242\n");
-	put(t->proc, "4242/stat", "4242 (bash) S 1 4242 4242 0 -1 4194304 0 0\n");
+	fake_put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n4242\n");
+	fake_put(t->proc, "4242/stat", "4242 (bash) S 1 4242 4242 0 -1 4194304 0 0\n");
 	assert_null(hand(t, false, why, sizeof(why)));
 	assert_non_null(strstr(why, "libvirt makes one"));
 	/* Plain QEMU that already holds its guest's memory: a move would leave it behind. */
 	assert_null(hand(t, true, why, sizeof(why)));
 	assert_non_null(strstr(why, "systemd-run --scope"));
 	/* cgroup v1 for memory. */
-	put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n");
-	put(t->proc, "1234/cgroup", "5:memory:/machine.slice\n0::" SCOPE "/libvirt/emulator\n");
+	fake_put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n");
+	fake_put(t->proc, "1234/cgroup",
+		 "5:memory:/machine.slice\n0::" SCOPE "/libvirt/emulator\n");
 	assert_null(hand(t, false, why, sizeof(why)));
 	assert_non_null(strstr(why, "cgroup v1"));
 }
@@ -180,7 +134,7 @@ static struct mtd_memcg_input input(const struct vmm_decision *d, uint64_t now_m
  * then it writes memory.reclaim in steps of [pageout] step. */
 static void test_stall_then_reclaim(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_memcg_reading r;
 	struct mtd_vm_status st;
 	struct vmm_decision d = {
@@ -203,7 +157,7 @@ static void test_stall_then_reclaim(void **state)
 	mtd_memcg_hand_publish(h, &st);
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
 	assert_non_null(strstr(st.pageout.why, "stall budget"));
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 	assert_true(st.memcg.in_use);
 	assert_string_equal(st.memcg.cgroup, SCOPE);
 	assert_string_equal(st.memcg.mechanism, "classic");
@@ -218,7 +172,7 @@ static void test_stall_then_reclaim(void **state)
 		mtd_memcg_hand_step(h, &in);
 		mtd_memcg_hand_publish(h, &st);
 		assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
-		assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+		assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 	}
 	/* The third: it goes, one step of 8 MiB (the fake takes nothing, so it stops there). */
 	mtd_memcg_hand_feedback(h, 5000, &r);
@@ -226,10 +180,10 @@ static void test_stall_then_reclaim(void **state)
 	mtd_memcg_hand_step(h, &in);
 	mtd_memcg_hand_publish(h, &st);
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "8388608");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "8388608");
 
 	/* The controller holds: nothing written, and the reason passed on. */
-	put(t->cg, SCOPE "/memory.reclaim", "");
+	fake_put(t->cg, SCOPE "/memory.reclaim", "");
 	d.gate = VMM_DECIDE_HOLD;
 	mtd_memcg_hand_feedback(h, 6000, &r);
 	in = input(&d, 6000);
@@ -238,7 +192,7 @@ static void test_stall_then_reclaim(void **state)
 	mtd_memcg_hand_publish(h, &st);
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
 	assert_non_null(strstr(st.pageout.why, "refaults over budget"));
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 
 	/* return=balloon: off. */
 	in = input(&d, 7000);
@@ -254,7 +208,7 @@ static void test_stall_then_reclaim(void **state)
  * eviction need not wait one more cold age, and takes nothing; observe-only: not even that. */
 static void test_ages_while_watching(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_memcg_reading r;
 	struct mtd_vm_status st;
 	struct vmm_decision d = {.cold_age_ms = 60000, .gate = VMM_DECIDE_WATCHING};
@@ -264,8 +218,8 @@ static void test_ages_while_watching(void **state)
 				   "         13     40000   200000         0\n";
 	char why[512];
 
-	put(t->sys, "kernel/mm/lru_gen/enabled", "0x0007\n");
-	put(t->top, "lru_gen", gens);
+	fake_put(t->sys, "kernel/mm/lru_gen/enabled", "0x0007\n");
+	fake_put(t->top, "lru_gen", gens);
 	struct mtd_memcg_hand *h = hand(t, false, why, sizeof(why));
 	assert_non_null(h);
 	mtd_memcg_hand_feedback(h, 1000, &r);
@@ -275,21 +229,21 @@ static void test_ages_while_watching(void **state)
 	in.may_take = false;
 	in.may_age = false;
 	mtd_memcg_hand_step(h, &in);
-	assert_string_equal(get(t->top, "lru_gen"), gens);
+	assert_string_equal(fake_get(t->top, "lru_gen"), gens);
 	/* Policy enabled=no (nothing to take), but watched: the youngest generation (40 s) is
 	 * past half the cold age: aged, and nothing taken. */
 	in = input(&d, 1500);
 	in.may_take = false;
 	mtd_memcg_hand_step(h, &in);
-	assert_int_equal(strncmp(get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_int_equal(strncmp(fake_get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 	/* Watching: aged too (the same generations read back: due again). */
-	put(t->top, "lru_gen", gens);
+	fake_put(t->top, "lru_gen", gens);
 	mtd_memcg_hand_feedback(h, 2000, &r);
 	in = input(&d, 2000);
 	mtd_memcg_hand_step(h, &in);
-	assert_int_equal(strncmp(get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_int_equal(strncmp(fake_get(t->top, "lru_gen"), "+ 7 0 13 1 1\n", 13), 0);
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 	mtd_memcg_hand_publish(h, &st);
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
 	assert_non_null(strstr(st.pageout.why, "watching"));
@@ -320,7 +274,7 @@ static int fake_memjob(void *ctx, struct mtd_memjob *out)
  * keeps what was written (the hand appends). */
 static void test_resets_history(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_memcg_reading r;
 	struct mtd_vm_status st;
 	struct vmm_decision d = {
@@ -340,7 +294,7 @@ static void test_resets_history(void **state)
 	struct mtd_memcg_hand *h = NULL;
 	char why[512];
 
-	put(t->proc, "1234/clear_refs", "");
+	fake_put(t->proc, "1234/clear_refs", "");
 	mtd_pageout_config_default(&cfg);
 	assert_int_equal(mtd_memcg_hand_new(&cfg, &env, &h, why, sizeof(why)), 0);
 	assert_non_null(h);
@@ -351,7 +305,7 @@ static void test_resets_history(void **state)
 	in.may_take = false;
 	in.may_age = false;
 	mtd_memcg_hand_step(h, &in);
-	assert_string_equal(get(t->proc, "1234/clear_refs"), "");
+	assert_string_equal(fake_get(t->proc, "1234/clear_refs"), "");
 	memset(&st, 0, sizeof(st));
 	mtd_memcg_hand_publish(h, &st);
 	assert_non_null(strstr(st.memcg.history, "not reset yet"));
@@ -364,8 +318,8 @@ static void test_resets_history(void **state)
 	job.rc = -ETIMEDOUT;
 	in = input(&d, 1700);
 	mtd_memcg_hand_step(h, &in);
-	assert_string_equal(get(t->proc, "1234/clear_refs"), "");
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_string_equal(fake_get(t->proc, "1234/clear_refs"), "");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 	mtd_memcg_hand_publish(h, &st);
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
 	assert_non_null(strstr(st.pageout.why, "not reset yet"));
@@ -375,27 +329,27 @@ static void test_resets_history(void **state)
 	mtd_memcg_hand_feedback(h, 2000, &r);
 	in = input(&d, 2000);
 	mtd_memcg_hand_step(h, &in);
-	assert_string_equal(get(t->proc, "1234/clear_refs"), "4\n1\n");
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_string_equal(fake_get(t->proc, "1234/clear_refs"), "4\n1\n");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 	mtd_memcg_hand_publish(h, &st);
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
 	assert_non_null(strstr(st.pageout.why, "access history was reset"));
 	assert_non_null(strstr(st.memcg.history, "reset at attach"));
 
 	/* Once: not again, and still held just short of a cold age. */
-	put(t->proc, "1234/clear_refs", "");
+	fake_put(t->proc, "1234/clear_refs", "");
 	mtd_memcg_hand_feedback(h, 61000, &r);
 	in = input(&d, 61000);
 	mtd_memcg_hand_step(h, &in);
-	assert_string_equal(get(t->proc, "1234/clear_refs"), "");
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_string_equal(fake_get(t->proc, "1234/clear_refs"), "");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 
 	/* A cold age after the reset: it takes. */
 	mtd_memcg_hand_feedback(h, 62000, &r);
 	in = input(&d, 62000);
 	mtd_memcg_hand_step(h, &in);
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "8388608");
-	assert_string_equal(get(t->proc, "1234/clear_refs"), "");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "8388608");
+	assert_string_equal(fake_get(t->proc, "1234/clear_refs"), "");
 	mtd_memcg_hand_free(h);
 }
 
@@ -403,7 +357,7 @@ static void test_resets_history(void **state)
  * is not held for it. */
 static void test_reset_refused(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_memcg_reading r;
 	struct mtd_vm_status st;
 	struct vmm_decision d = {
@@ -420,21 +374,21 @@ static void test_reset_refused(void **state)
 	assert_non_null(strstr(st.memcg.history, "NOT reset"));
 	assert_non_null(strstr(st.memcg.history, "clear_refs"));
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "8388608");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "8388608");
 	mtd_memcg_hand_free(h);
 }
 
 /* No swap on the host: held, with the sentence that says how to get some. */
 static void test_no_swap(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_memcg_reading r;
 	struct mtd_vm_status st;
 	struct vmm_decision d = {
 	    .cold_age_ms = 60000, .gate = VMM_DECIDE_TAKE, .take_pages = (64 * MiB) >> 12};
 	char why[512];
 
-	put(t->proc, "meminfo", "MemTotal: 8000000 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n");
+	fake_put(t->proc, "meminfo", "MemTotal: 8000000 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n");
 	struct mtd_memcg_hand *h = hand(t, false, why, sizeof(why));
 	assert_non_null(h);
 	mtd_memcg_hand_feedback(h, 1000, &r);
@@ -444,14 +398,14 @@ static void test_no_swap(void **state)
 	mtd_memcg_hand_publish(h, &st);
 	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
 	assert_non_null(strstr(st.pageout.why, "no swap"));
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
 	mtd_memcg_hand_free(h);
 }
 
 /* The cgroup gone (the VM stopped): refused, said, nothing written after. */
 static void test_cgroup_gone(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_memcg_reading r;
 	struct mtd_vm_status st;
 	char why[512], cmd[256];

@@ -3,11 +3,11 @@
  * test_vm_cgroup.c - finding a VM's memory cgroup, moving a plain QEMU into one of its own
  * (host/act/vm_cgroup.c), and reading and driving it (host/act/memcg.c).
  *
- * A fake cgroupfs and a fake /proc, both ordinary directories under a temporary one, stand in
- * for the kernel's: this machine's memory controller is on cgroup v1 (cgroup2 holds no memory
- * controller here, ../shared/README.md), and moving a process between real cgroups would
- * touch host-global state.  What only the real cgroupfs does (files that appear by
- * themselves, memory.reclaim actually reclaiming) is the KVM stand's to test
+ * A fake cgroupfs and a fake /proc (fake_tree.h), both ordinary directories under a temporary
+ * one, stand in for the kernel's: this machine's memory controller is on cgroup v1 (cgroup2
+ * holds no memory controller here, ../shared/README.md), and moving a process between real
+ * cgroups would touch host-global state.  What only the real cgroupfs does (files that
+ * appear by themselves, memory.reclaim actually reclaiming) is the KVM stand's to test
  * (tests/kvm/stand.sh).  The layouts here are the ones seen there and under libvirt: the
  * domain's scope with QEMU's threads in libvirt/emulator and libvirt/vcpuN.
  */
@@ -27,45 +27,12 @@
 
 #include "act/memcg.h"
 #include "act/vm_cgroup.h"
+#include "fake_tree.h"
 
 #define QEMU_PID  1234
 #define OTHER_PID 4242
 #define KTHREAD   777
-#define SCOPE     "/machine.slice/machine-qemu\\x2d1\\x2dvm.scope"
-
-struct tree {
-	char top[64];
-	char proc[80];
-	char cg[80];
-};
-
-static void put(const char *dir, const char *rel, const char *text)
-{
-	char path[3 * PATH_MAX], cmd[4 * PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", path);
-	assert_int_equal(system(cmd), 0);
-	FILE *f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
-static char *get(const char *dir, const char *rel)
-{
-	static char buf[4096];
-	char path[3 * PATH_MAX];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	return buf;
-}
+#define SCOPE     FAKE_SCOPE
 
 static bool is_dir(const char *dir, const char *rel)
 {
@@ -76,51 +43,28 @@ static bool is_dir(const char *dir, const char *rel)
 	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* A process's /proc/PID/stat with its flags field (the 9th). */
-static void proc_stat(struct tree *t, int pid, unsigned long flags)
-{
-	char rel[64], text[256];
-
-	snprintf(rel, sizeof(rel), "%d/stat", pid);
-	snprintf(text, sizeof(text), "%d (x y) S 1 %d %d 0 -1 %lu 0 0\n", pid, pid, pid, flags);
-	put(t->proc, rel, text);
-}
-
 /* libvirt's layout under systemd, QEMU's main thread in libvirt/emulator. */
 static int setup_libvirt(void **state)
 {
-	struct tree *t = calloc(1, sizeof(*t));
+	struct fake_tree *t = fake_tree_new("vmcg");
 
-	snprintf(t->top, sizeof(t->top), "/tmp/memtide-vmcg.XXXXXX");
-	assert_non_null(mkdtemp(t->top));
-	snprintf(t->proc, sizeof(t->proc), "%s/proc", t->top);
-	snprintf(t->cg, sizeof(t->cg), "%s/cg", t->top);
-	put(t->cg, "cgroup.controllers", "cpuset cpu io memory pids\n");
-	put(t->cg, "cgroup.subtree_control", "cpu memory pids\n");
-	put(t->cg, SCOPE "/memory.current", "1073741824\n");
-	put(t->cg, SCOPE "/memory.reclaim", "");
-	put(t->cg, SCOPE "/cgroup.procs", "");
-	put(t->cg, SCOPE "/libvirt/cgroup.procs", "");
-	put(t->cg, SCOPE "/libvirt/emulator/cgroup.procs", "1234\n");
-	put(t->cg, SCOPE "/libvirt/vcpu0/cgroup.procs", "");
-	put(t->proc, "1234/cgroup", "0::" SCOPE "/libvirt/emulator\n");
-	proc_stat(t, QEMU_PID, 0x400000);
+	fake_put(t->cg, "cgroup.controllers", "cpuset cpu io memory pids\n");
+	fake_put(t->cg, "cgroup.subtree_control", "cpu memory pids\n");
+	fake_libvirt_domain(t, QEMU_PID);
+	fake_put(t->cg, SCOPE "/libvirt/cgroup.procs", "");
+	fake_put(t->cg, SCOPE "/libvirt/vcpu0/cgroup.procs", "");
+	fake_proc_stat(t, QEMU_PID, "x y", 0x400000);
 	*state = t;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct tree *t = *state;
-	char cmd[PATH_MAX + 16];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->top);
-	assert_int_equal(system(cmd), 0);
-	free(t);
+	fake_tree_free(*state);
 	return 0;
 }
 
-static int find(struct tree *t, struct mtd_vm_cgroup *cg, char *why, size_t len)
+static int find(struct fake_tree *t, struct mtd_vm_cgroup *cg, char *why, size_t len)
 {
 	struct mtd_cgroup_env env = {.proc_root = t->proc, .cg_root = t->cg};
 
@@ -213,7 +157,7 @@ static void test_scope_name(void **state)
 
 static void test_find_libvirt(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_vm_cgroup cg;
 	char why[512];
 
@@ -225,13 +169,13 @@ static void test_find_libvirt(void **state)
 	assert_false(cg.moved);
 
 	/* KVM's and vhost's kernel threads sit in the VM's cgroup too: still the VM's own. */
-	put(t->cg, SCOPE "/libvirt/vcpu0/cgroup.procs", "777\n");
-	proc_stat(t, KTHREAD, 0x00200000UL | 0x40UL);
+	fake_put(t->cg, SCOPE "/libvirt/vcpu0/cgroup.procs", "777\n");
+	fake_proc_stat(t, KTHREAD, "x y", 0x00200000UL | 0x40UL);
 	assert_int_equal(find(t, &cg, why, sizeof(why)), 0);
 
 	/* Another process below the scope: not the VM's alone. */
-	put(t->cg, SCOPE "/libvirt/vcpu0/cgroup.procs", "777\n4242\n");
-	proc_stat(t, OTHER_PID, 0x400000);
+	fake_put(t->cg, SCOPE "/libvirt/vcpu0/cgroup.procs", "777\n4242\n");
+	fake_proc_stat(t, OTHER_PID, "x y", 0x400000);
 	assert_int_equal(find(t, &cg, why, sizeof(why)), -EBUSY);
 	assert_non_null(strstr(why, "shares its cgroup"));
 	assert_non_null(strstr(why, "4242"));
@@ -239,7 +183,7 @@ static void test_find_libvirt(void **state)
 
 static void test_find_refusals(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_vm_cgroup cg;
 	char why[512];
 
@@ -249,32 +193,33 @@ static void test_find_refusals(void **state)
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(find(t, &cg, why, sizeof(why)), -EBUSY);
 	assert_non_null(strstr(why, "not on"));
-	put(t->cg, SCOPE "/memory.current", "1\n");
+	fake_put(t->cg, SCOPE "/memory.current", "1\n");
 
 	/* A kernel older than 5.19. */
 	snprintf(path, sizeof(path), "%s%s/memory.reclaim", t->cg, SCOPE);
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(find(t, &cg, why, sizeof(why)), -EOPNOTSUPP);
 	assert_non_null(strstr(why, "memory.reclaim"));
-	put(t->cg, SCOPE "/memory.reclaim", "");
+	fake_put(t->cg, SCOPE "/memory.reclaim", "");
 
 	/* The memory controller on cgroup v1 (a hybrid host): said, with what to do. */
-	put(t->proc, "1234/cgroup", "4:memory:/machine.slice\n0::" SCOPE "/libvirt/emulator\n");
+	fake_put(t->proc, "1234/cgroup",
+		 "4:memory:/machine.slice\n0::" SCOPE "/libvirt/emulator\n");
 	assert_int_equal(find(t, &cg, why, sizeof(why)), -EOPNOTSUPP);
 	assert_non_null(strstr(why, "cgroup v1"));
 	assert_non_null(strstr(why, "systemd.unified_cgroup_hierarchy=1"));
-	put(t->proc, "1234/cgroup", "4:memory:/machine.slice\n");
+	fake_put(t->proc, "1234/cgroup", "4:memory:/machine.slice\n");
 	assert_int_equal(find(t, &cg, why, sizeof(why)), -EOPNOTSUPP);
 
 	/* cgroup v2 without the memory controller. */
-	put(t->proc, "1234/cgroup", "0::" SCOPE "/libvirt/emulator\n");
-	put(t->cg, "cgroup.controllers", "cpu io pids\n");
+	fake_put(t->proc, "1234/cgroup", "0::" SCOPE "/libvirt/emulator\n");
+	fake_put(t->cg, "cgroup.controllers", "cpu io pids\n");
 	assert_int_equal(find(t, &cg, why, sizeof(why)), -EOPNOTSUPP);
 	assert_non_null(strstr(why, "no memory controller"));
-	put(t->cg, "cgroup.controllers", "cpu io memory pids\n");
+	fake_put(t->cg, "cgroup.controllers", "cpu io memory pids\n");
 
 	/* QEMU in the root cgroup. */
-	put(t->proc, "1234/cgroup", "0::/\n");
+	fake_put(t->proc, "1234/cgroup", "0::/\n");
 	assert_int_equal(find(t, &cg, why, sizeof(why)), -EBUSY);
 	assert_non_null(strstr(why, "root cgroup"));
 
@@ -289,38 +234,38 @@ static void test_find_refusals(void **state)
  * into memtide.slice/NAME.scope and turns the memory controller on on the way down. */
 static void test_adopt(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_cgroup_env env = {.proc_root = t->proc, .cg_root = t->cg};
 	struct mtd_vm_cgroup cg;
 	char why[512];
 
-	put(t->cg, "cgroup.subtree_control", "cpu pids\n");
-	put(t->cg, "user.slice/session-1.scope/memory.current", "1\n");
-	put(t->cg, "user.slice/session-1.scope/memory.reclaim", "");
-	put(t->cg, "user.slice/session-1.scope/cgroup.procs", "1234\n4242\n");
-	proc_stat(t, OTHER_PID, 0x400000);
-	put(t->proc, "1234/cgroup", "0::/user.slice/session-1.scope\n");
+	fake_put(t->cg, "cgroup.subtree_control", "cpu pids\n");
+	fake_put(t->cg, "user.slice/session-1.scope/memory.current", "1\n");
+	fake_put(t->cg, "user.slice/session-1.scope/memory.reclaim", "");
+	fake_put(t->cg, "user.slice/session-1.scope/cgroup.procs", "1234\n4242\n");
+	fake_proc_stat(t, OTHER_PID, "x y", 0x400000);
+	fake_put(t->proc, "1234/cgroup", "0::/user.slice/session-1.scope\n");
 	assert_int_equal(mtd_cgroup_find(&env, QEMU_PID, &cg, why, sizeof(why)), -EBUSY);
 	assert_string_equal(cg.path, "/user.slice/session-1.scope");
 
 	/* In a fake tree a new directory has no cgroup.procs (the kernel makes it in a real
 	 * one): the move fails, and the scope memtided made for it is removed again. */
-	put(t->cg, MTD_CG_SLICE "/cgroup.subtree_control", "memory\n");
+	fake_put(t->cg, MTD_CG_SLICE "/cgroup.subtree_control", "memory\n");
 	assert_int_not_equal(mtd_cgroup_adopt(&env, "vm 1", QEMU_PID, &cg, why, sizeof(why)), 0);
 	assert_non_null(strstr(why, "cannot move QEMU"));
 	assert_false(is_dir(t->cg, MTD_CG_SLICE "/vm\\x201.scope"));
 	assert_false(cg.moved);
 	/* ...but the root's controller was turned on, as it must be for any child's. */
-	assert_non_null(strstr(get(t->cg, "cgroup.subtree_control"), "+memory"));
+	assert_non_null(strstr(fake_get(t->cg, "cgroup.subtree_control"), "+memory"));
 
 	/* The scope is there (as the kernel would show it): QEMU is written into it. */
-	put(t->cg, MTD_CG_SLICE "/vm\\x201.scope/cgroup.procs", "");
+	fake_put(t->cg, MTD_CG_SLICE "/vm\\x201.scope/cgroup.procs", "");
 	assert_int_equal(mtd_cgroup_adopt(&env, "vm 1", QEMU_PID, &cg, why, sizeof(why)), 0);
 	assert_true(cg.moved);
 	assert_false(cg.created);
 	assert_string_equal(cg.path, "/" MTD_CG_SLICE "/vm\\x201.scope");
 	assert_string_equal(cg.moved_from, "/user.slice/session-1.scope");
-	assert_string_equal(get(t->cg, MTD_CG_SLICE "/vm\\x201.scope/cgroup.procs"), "1234");
+	assert_string_equal(fake_get(t->cg, MTD_CG_SLICE "/vm\\x201.scope/cgroup.procs"), "1234");
 
 	/* Nothing made by memtided: nothing removed on detach. */
 	assert_int_equal(mtd_cgroup_remove_if_empty(&cg), 0);
@@ -329,10 +274,10 @@ static void test_adopt(void **state)
 
 static void test_remove_if_empty(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_vm_cgroup cg = {.created = true};
 
-	put(t->cg, MTD_CG_SLICE "/a.scope/cgroup.procs", "1234\n");
+	fake_put(t->cg, MTD_CG_SLICE "/a.scope/cgroup.procs", "1234\n");
 	snprintf(cg.dir, sizeof(cg.dir), "%s/%s/a.scope", t->cg, MTD_CG_SLICE);
 	/* QEMU still in it: left as it is. */
 	assert_int_equal(mtd_cgroup_remove_if_empty(&cg), -EBUSY);
@@ -349,13 +294,13 @@ static void test_remove_if_empty(void **state)
 
 static void test_rss_anon(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	uint64_t b = 0;
 
-	put(t->proc, "1234/status", "Name:\tqemu\nVmRSS:\t 9000 kB\nRssAnon:\t  2048 kB\n");
+	fake_put(t->proc, "1234/status", "Name:\tqemu\nVmRSS:\t 9000 kB\nRssAnon:\t  2048 kB\n");
 	assert_int_equal(mtd_cgroup_rss_anon(t->proc, QEMU_PID, &b), 0);
 	assert_int_equal(b, 2048 * 1024);
-	put(t->proc, "1234/status", "Name:\tqemu\n");
+	fake_put(t->proc, "1234/status", "Name:\tqemu\n");
 	assert_int_equal(mtd_cgroup_rss_anon(t->proc, QEMU_PID, &b), -EPROTO);
 	assert_int_equal(mtd_cgroup_rss_anon(t->proc, 99999, &b), -ENOENT);
 }
@@ -363,21 +308,21 @@ static void test_rss_anon(void **state)
 /* The figures the controller feeds on, as a 6.1 kernel prints them. */
 static void test_memcg_read(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	struct mtd_memcg_stat st;
 	char dir[3 * PATH_MAX];
 
 	snprintf(dir, sizeof(dir), "%s%s", t->cg, SCOPE);
-	put(t->cg, SCOPE "/memory.stat",
-	    "anon 805306368\nfile 4096\nkernel 1000\nanon_thp 0\n"
-	    "workingset_refault_anon 1200\nworkingset_refault_file 7\n"
-	    "pgfault 99\npgmajfault 1300\n");
-	put(t->cg, SCOPE "/memory.pressure",
-	    "some avg10=1.50 avg60=0.20 avg300=0.00 total=2500000\n"
-	    "full avg10=0.00 avg60=0.00 avg300=0.00 total=400\n");
-	put(t->cg, SCOPE "/memory.swap.current", "52428800\n");
-	put(t->cg, SCOPE "/memory.high", "max\n");
-	put(t->cg, SCOPE "/memory.max", "2147483648\n");
+	fake_put(t->cg, SCOPE "/memory.stat",
+		 "anon 805306368\nfile 4096\nkernel 1000\nanon_thp 0\n"
+		 "workingset_refault_anon 1200\nworkingset_refault_file 7\n"
+		 "pgfault 99\npgmajfault 1300\n");
+	fake_put(t->cg, SCOPE "/memory.pressure",
+		 "some avg10=1.50 avg60=0.20 avg300=0.00 total=2500000\n"
+		 "full avg10=0.00 avg60=0.00 avg300=0.00 total=400\n");
+	fake_put(t->cg, SCOPE "/memory.swap.current", "52428800\n");
+	fake_put(t->cg, SCOPE "/memory.high", "max\n");
+	fake_put(t->cg, SCOPE "/memory.max", "2147483648\n");
 	assert_int_equal(mtd_memcg_read(dir, &st), 0);
 	assert_int_equal(st.current_bytes, 1073741824);
 	assert_int_equal(st.anon_bytes, 805306368);
@@ -406,7 +351,7 @@ static void test_memcg_read(void **state)
 	assert_false(st.has_swap);
 
 	/* Not a memory.stat: refused; the cgroup gone: -ENOENT. */
-	put(t->cg, SCOPE "/memory.stat", "garbage\n");
+	fake_put(t->cg, SCOPE "/memory.stat", "garbage\n");
 	assert_int_equal(mtd_memcg_read(dir, &st), -EPROTO);
 	assert_int_equal(mtd_memcg_read("/nonexistent/memtide-cg", &st), -ENOENT);
 }
@@ -432,12 +377,12 @@ static void test_memcg_parse_edges(void **state)
 /* memory.reclaim takes a byte count; without the file (Linux before 5.19) -ENOENT. */
 static void test_memcg_reclaim(void **state)
 {
-	struct tree *t = *state;
+	struct fake_tree *t = *state;
 	char dir[3 * PATH_MAX];
 
 	snprintf(dir, sizeof(dir), "%s%s", t->cg, SCOPE);
 	assert_int_equal(mtd_memcg_reclaim(dir, 8 << 20), 0);
-	assert_string_equal(get(t->cg, SCOPE "/memory.reclaim"), "8388608");
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "8388608");
 	assert_int_equal(mtd_memcg_reclaim("/nonexistent/memtide-cg", 8 << 20), -ENOENT);
 }
 
