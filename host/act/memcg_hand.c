@@ -88,7 +88,12 @@ struct mtd_memcg_hand {
 	uint64_t kept_total_pages;
 	uint64_t last_out_bytes, last_out_ms;
 	struct mtd_swap_stat swap;
-	uint64_t full_free_bytes;
+	/* the host's swap budget (memcg_hand.h, env.swap_take) */
+	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
+			 struct mtd_swap_grant *out);
+	void (*swap_done)(void *ctx, uint64_t granted_bytes);
+	void *swap_ctx;
+	uint64_t granted; /* taken from the host's share for this round's writes */
 
 	struct mtd_hand_state hs;
 	int pid;
@@ -158,6 +163,9 @@ int mtd_memcg_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_me
 	h->turns = env->turns;
 	h->memjob = env->memjob;
 	h->memjob_ctx = env->memjob_ctx;
+	h->swap_take = env->swap_take;
+	h->swap_done = env->swap_done;
+	h->swap_ctx = env->swap_ctx;
 	h->proc_root = env->proc_root;
 	h->sys_root = env->sys_root;
 	snprintf(h->lru_gen_path, sizeof(h->lru_gen_path), "%s",
@@ -443,6 +451,47 @@ static void reset_history(struct mtd_memcg_hand *h, uint64_t now_ms)
 		   h->name, h->pid, mtd_mono_ms() - t0);
 }
 
+/* The grant goes back to the host's share once the round's writes are done (memory.reclaim
+ * returns when the kernel has reclaimed: the swap figures now show the pages). */
+static void give_back(struct mtd_memcg_hand *h)
+{
+	if (h->swap_done && h->granted)
+		h->swap_done(h->swap_ctx, h->granted);
+	h->granted = 0;
+}
+
+/* Room in swap for this round's writes: a grant from the host's share (h->granted, given
+ * back after them), as the pageout hand takes one; 0 with a paused state when there is
+ * none. */
+static uint64_t swap_budget(struct mtd_memcg_hand *h, uint64_t want_bytes)
+{
+	struct mtd_swap_grant g = {.binding = -1};
+	char why[sizeof(h->hs.why)];
+	int rc;
+
+	if (h->swap_take) {
+		rc = h->swap_take(h->swap_ctx, want_bytes, h->cfg.swap_reserve_bytes, &g);
+	} else {
+		rc = mtd_swap_read(h->proc_root, h->sys_root, &g.sw);
+		if (rc == 0)
+			mtd_swap_grant_from(&g, h->cfg.swap_reserve_bytes, 0, want_bytes);
+	}
+	h->swap_known = rc == 0;
+	if (!h->swap_known) {
+		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
+		return 0;
+	}
+	h->swap = g.sw;
+	h->granted = g.bytes;
+	if (!g.sw.total_bytes || !g.bytes) {
+		give_back(h);
+		mtd_swap_grant_why(&g, h->cfg.swap_reserve_bytes, why, sizeof(why));
+		set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
+		return 0;
+	}
+	return g.bytes;
+}
+
 static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)
 {
 	const struct vmm_decision *d = in->decision;
@@ -501,18 +550,7 @@ static bool gates(struct mtd_memcg_hand *h, const struct mtd_memcg_input *in)
 		set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
 		return false;
 	}
-	h->swap_known = mtd_swap_read(h->proc_root, h->sys_root, &h->swap) == 0;
-	if (!h->swap_known) {
-		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
-		return false;
-	}
-	if (!mtd_swap_room_why(&h->swap, h->cfg.swap_reserve_bytes, h->full_free_bytes, why,
-			       sizeof(why))) {
-		set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
-		return false;
-	}
-	h->full_free_bytes = 0;
-	return true;
+	return swap_budget(h, d->take_pages * PAGE) > 0;
 }
 
 /* The classic LRU has no ages: it takes only while the controller's cold age is below its
@@ -564,21 +602,22 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 		after_aging = true;
 		(void)mtd_lru_gen_read(h->lru_gen_path, h->cg.path, &h->view);
 	}
-	if (!gates(h, in))
+	if (!gates(h, in)) /* the last gate takes the round's grant of swap */
 		return;
-	if (!h->mglru && !classic_may(h, d, in->max_age_ms))
+	if (!h->mglru && !classic_may(h, d, in->max_age_ms)) {
+		give_back(h);
 		return;
+	}
 	if (!mtd_duty_may(&h->duty)) {
+		give_back(h);
 		set_state(h, MTD_PAGEOUT_ACTIVE,
 			  "pacing: the last writes used this interval's "
 			  "share of the clock");
 		return;
 	}
-	char ignored[8];
-	uint64_t room =
-	    mtd_swap_room_why(&h->swap, h->cfg.swap_reserve_bytes, 0, ignored, sizeof(ignored));
-	uint64_t limit = d->take_pages * PAGE < room ? d->take_pages * PAGE : room;
+	uint64_t limit = d->take_pages * PAGE < h->granted ? d->take_pages * PAGE : h->granted;
 	if (h->mglru && !h->have_view) {
+		give_back(h);
 		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the kernel's generations (%s)",
 			  h->lru_gen_path);
 		return;
@@ -626,6 +665,7 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 	}
 	if (h->turns)
 		mtd_turns_give(h->turns, turn);
+	give_back(h);
 	h->kept_total_pages += kept;
 	if (h->po && taken) {
 		int64_t n = mtd_pageout_adopt(h->po);

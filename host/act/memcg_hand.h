@@ -23,7 +23,9 @@
  *
  * Each interval it takes at most the decision's take_pages, in writes of [pageout] step
  * (8 MiB) paced by the duty cycle (decide/duty.h), one VM at a time across the host
- * (turns), within the room in swap; it holds while the VM's stall is over its budget
+ * (turns), within a grant of the host's swap (act/swap_share.h: the budget every VM's hand
+ * takes from, as the pageout hand does; memory.reclaim may overshoot a write by the kernel's
+ * batch of a few dozen pages, which the reserve covers); it holds while the VM's stall is over its budget
  * (decide/stall_budget.h) and once the compressed pool stops saving what eviction takes
  * (decide/pool_worth.h).  Nothing it writes stays behind: it sets no limit on the cgroup.
  *
@@ -72,6 +74,12 @@ struct mtd_memcg_hand_env {
 	const char *sys_root;     /* NULL: /sys */
 	const char *cg_root;      /* NULL: the cgroup2 mount */
 	const char *lru_gen_path; /* NULL: /sys/kernel/debug/lru_gen */
+	/* The host's swap, one budget for every VM's hand: as mtd_hand_env's (pageout_hand.h;
+	 * NULL: the hand reads the swap itself, as the only writer). */
+	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
+			 struct mtd_swap_grant *out);
+	void (*swap_done)(void *ctx, uint64_t granted_bytes);
+	void *swap_ctx;
 	/* QEMU's whole-memory operations (balloon.h; NULL: not known): the access history is
 	 * not reset while one is under way */
 	int (*memjob)(void *ctx, struct mtd_memjob *out);

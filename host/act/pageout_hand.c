@@ -693,34 +693,15 @@ static void give_back(struct mtd_pageout_hand *h)
 	h->granted = 0;
 }
 
-/* Paused: the host's swap has no room for the next cold run (or none at all past the
- * reserve), or a zram pool at its memory limit would refuse the writes.  Cold pages stay in
- * guest RAM; nothing is lost. */
+/* Paused: the host has no swap, or its swap has no room for the next cold run (or none at
+ * all past the reserve), or a zram pool at its memory limit would refuse the writes.  Cold
+ * pages stay in guest RAM; nothing is lost. */
 static void say_full(struct mtd_pageout_hand *h, const struct mtd_swap_grant *g)
 {
-	char others[96] = "";
+	char why[sizeof(h->hs.why)];
 
-	if (g->others_bytes)
-		snprintf(others, sizeof(others),
-			 "; %" PRIu64 " MiB of the room are granted to other VMs' pageout now",
-			 g->others_bytes / MiB);
-	if (g->binding >= 0 && (unsigned)g->binding < g->sw.nr_listed) {
-		const struct mtd_swap_device *d = &g->sw.dev[g->binding];
-		uint64_t left = d->limit_bytes > d->pool_bytes ? d->limit_bytes - d->pool_bytes : 0;
-		set_state(h, MTD_PAGEOUT_PAUSED,
-			  "host swap full: zram%u's pool uses %" PRIu64 " of its %" PRIu64
-			  " MiB memory limit (mem_limit; %" PRIu64 " MiB left, %" PRIu64
-			  " MiB kept in reserve%s), past which the kernel keeps pages in RAM "
-			  "behind swap entries: cold pages stay in guest RAM, nothing is lost",
-			  d->zram_nr, d->pool_bytes / MiB, d->limit_bytes / MiB, left / MiB,
-			  h->cfg.swap_reserve_bytes / MiB, others);
-		return;
-	}
-	set_state(h, MTD_PAGEOUT_PAUSED,
-		  "host swap full (%" PRIu64 " MiB free of %" PRIu64 " MiB, %" PRIu64
-		  " MiB kept in reserve%s): cold pages stay in guest RAM, nothing is lost",
-		  g->sw.free_bytes / MiB, g->sw.total_bytes / MiB, h->cfg.swap_reserve_bytes / MiB,
-		  others);
+	mtd_swap_grant_why(g, h->cfg.swap_reserve_bytes, why, sizeof(why));
+	set_state(h, MTD_PAGEOUT_PAUSED, "%s", why);
 }
 
 /* Room in swap for this VM now, in pages (a grant from the host's share, given back after
@@ -745,17 +726,11 @@ static uint64_t swap_budget(struct mtd_pageout_hand *h, uint64_t want_bytes)
 	}
 	h->swap = g.sw;
 	h->granted = g.bytes;
-	if (!h->swap.total_bytes) {
-		give_back(h);
-		set_state(h, MTD_PAGEOUT_PAUSED,
-			  "the host has no swap: set up zram (contrib/memtide-zram-swap, "
-			  "docs/operations.md \"Host swap\")");
-		return 0;
-	}
-	/* Full: nothing past the reserve (a zram pool's limit counts, swap_stat.h), or no more
-	 * room than when the last cold run did not fit (until swap frees up, trying again each
-	 * tick would only flap the state). */
-	if (!g.bytes || (h->full_room_bytes && g.room_bytes <= h->full_room_bytes)) {
+	/* No swap; or full: nothing past the reserve (a zram pool's limit counts, swap_stat.h),
+	 * or no more room than when the last cold run did not fit (until swap frees up, trying
+	 * again each tick would only flap the state). */
+	if (!h->swap.total_bytes || !g.bytes ||
+	    (h->full_room_bytes && g.room_bytes <= h->full_room_bytes)) {
 		give_back(h);
 		say_full(h, &g);
 		return 0;

@@ -9,8 +9,8 @@
  * the reserve, less the others' outstanding grants) and gives it back once its pages went
  * out, when the swap figures show them.
  *
- * The daemon keeps one (daemon/host.c); the hands take from it (pageout_hand.h,
- * mtd_hand_env.swap_take).  Any thread.
+ * The daemon keeps one (daemon/host.c); both hands take from it (pageout_hand.h,
+ * mtd_hand_env.swap_take; memcg_hand.h, mtd_memcg_hand_env.swap_take).  Any thread.
  */
 #ifndef MEMTIDE_HOST_SWAP_SHARE_H
 #define MEMTIDE_HOST_SWAP_SHARE_H

@@ -7,9 +7,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define MiB ((uint64_t)1 << 20)
 
 uint64_t mtd_swap_pool_share(const struct mtd_swap_stat *s, uint64_t swapped_bytes)
 {
@@ -24,40 +27,39 @@ uint64_t mtd_swap_pool_share(const struct mtd_swap_stat *s, uint64_t swapped_byt
 	return (uint64_t)((double)swapped_bytes * (double)pool / (double)used);
 }
 
-uint64_t mtd_swap_room_why(const struct mtd_swap_stat *s, uint64_t reserve_bytes,
-			   uint64_t full_room_bytes, char *why, size_t len)
+void mtd_swap_grant_why(const struct mtd_swap_grant *g, uint64_t reserve_bytes, char *why,
+			size_t len)
 {
-	int binding = -1;
-	uint64_t room;
+	const struct mtd_swap_stat *s = &g->sw;
+	char others[96] = "";
 
 	if (!s->total_bytes) {
 		snprintf(why, len,
 			 "the host has no swap: set up zram (contrib/memtide-zram-swap, "
 			 "docs/operations.md \"Host swap\")");
-		return 0;
+		return;
 	}
-	room = mtd_swap_room(s, &binding);
-	room = room > reserve_bytes ? room - reserve_bytes : 0;
-	if (!room || (full_room_bytes && room <= full_room_bytes)) {
-		if (binding >= 0 && (unsigned)binding < s->nr_listed)
-			snprintf(why, len,
-				 "host swap full: zram%u's pool uses %llu of its %llu MiB memory "
-				 "limit (mem_limit; %llu MiB kept in reserve): cold pages stay in "
-				 "guest RAM, nothing is lost",
-				 s->dev[binding].zram_nr,
-				 (unsigned long long)(s->dev[binding].pool_bytes >> 20),
-				 (unsigned long long)(s->dev[binding].limit_bytes >> 20),
-				 (unsigned long long)(reserve_bytes >> 20));
-		else
-			snprintf(why, len,
-				 "host swap full (%llu MiB free of %llu MiB, %llu MiB kept in "
-				 "reserve): cold pages stay in guest RAM, nothing is lost",
-				 (unsigned long long)(s->free_bytes >> 20),
-				 (unsigned long long)(s->total_bytes >> 20),
-				 (unsigned long long)(reserve_bytes >> 20));
-		return 0;
+	if (g->others_bytes)
+		snprintf(others, sizeof(others),
+			 "; %" PRIu64
+			 " MiB of the room are granted to other VMs' host-side eviction now",
+			 g->others_bytes / MiB);
+	if (g->binding >= 0 && (unsigned)g->binding < s->nr_listed) {
+		const struct mtd_swap_device *d = &s->dev[g->binding];
+		uint64_t left = d->limit_bytes > d->pool_bytes ? d->limit_bytes - d->pool_bytes : 0;
+		snprintf(why, len,
+			 "host swap full: zram%u's pool uses %" PRIu64 " of its %" PRIu64
+			 " MiB memory limit (mem_limit; %" PRIu64 " MiB left, %" PRIu64
+			 " MiB kept in reserve%s), past which the kernel keeps pages in RAM "
+			 "behind swap entries: cold pages stay in guest RAM, nothing is lost",
+			 d->zram_nr, d->pool_bytes / MiB, d->limit_bytes / MiB, left / MiB,
+			 reserve_bytes / MiB, others);
+		return;
 	}
-	return room;
+	snprintf(why, len,
+		 "host swap full (%" PRIu64 " MiB free of %" PRIu64 " MiB, %" PRIu64
+		 " MiB kept in reserve%s): cold pages stay in guest RAM, nothing is lost",
+		 s->free_bytes / MiB, s->total_bytes / MiB, reserve_bytes / MiB, others);
 }
 
 /* The number after key at the start of line (then " kB" or nothing); false otherwise. */

@@ -113,16 +113,12 @@ int mtd_swap_parse_swaps(const char *text, struct mtd_swap_device *out, size_t m
  * -EPROTO. */
 int mtd_swap_parse_mm_stat(const char *text, struct mtd_swap_device *d);
 
-/*
- * Room host-side eviction may use in swap, past the reserve left for everyone else: 0 when
- * there is none, with the operator's sentence in why ("the host has no swap: ...", "host
- * swap full (...)"), a zram pool's memory limit counted as mtd_swap_room does.  full_room:
- * the room when the last eviction did not fit (0: none): until there is more than that the
- * swap counts as full, so a state does not flap each tick.  For the cgroup hand, which writes
- * through memory.reclaim and cannot take a grant of exact size.
- */
-uint64_t mtd_swap_room_why(const struct mtd_swap_stat *s, uint64_t reserve_bytes,
-			   uint64_t full_room_bytes, char *why, size_t len);
+/* Why a grant (filled by mtd_swap_grant_from) leaves host-side eviction no room, in the
+ * operator's sentence: the host has no swap; a zram pool at its memory limit (mem_limit, past
+ * which the kernel keeps pages in RAM behind swap entries); or the swap full past the reserve,
+ * with the room other VMs' hands hold in grants when they hold some. */
+void mtd_swap_grant_why(const struct mtd_swap_grant *g, uint64_t reserve_bytes, char *why,
+			size_t len);
 
 /* Read it all.  proc_root / sys_root: "/proc" and "/sys" unless a test says otherwise.
  * 0 or -errno (meminfo unreadable); a zram device that cannot be read counts as empty and

@@ -100,6 +100,9 @@ static int open_memcg(void *ctx, struct mtd_memcg_hand **out, char *why, size_t 
 	    .may_move = strcmp(vm->balloon.ops->name, "libvirt") != 0 &&
 			vm->policy.return_via != MTD_RETURN_BALLOON,
 	    .turns = vm->host->reclaim_turns,
+	    .swap_take = vm->host->swap ? mtd_swap_share_take : NULL,
+	    .swap_done = vm->host->swap ? mtd_swap_share_done : NULL,
+	    .swap_ctx = vm->host->swap,
 	    .memjob = vm->balloon.ops->memjob,
 	    .memjob_ctx = vm->balloon.ctx,
 	};

@@ -14,7 +14,11 @@
  * (tests/e2e/scenarios/20_kvm_agentless.sh, on the KVM stand).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -29,6 +35,7 @@
 #include "act/balloon.h"
 #include "act/memcg_hand.h"
 #include "act/pageout_hand.h"
+#include "act/swap_share.h"
 #include "base/mtd.h"
 #include "fake_tree.h"
 #include "vmm.h"
@@ -49,10 +56,8 @@ static void psi(struct fake_tree *t, uint64_t some_us)
 }
 
 /* A libvirt domain's cgroup on a host with 2 GiB of swap, MGLRU off. */
-static int setup(void **state)
+static void domain(struct fake_tree *t)
 {
-	struct fake_tree *t = fake_tree_new("cghand");
-
 	fake_put(t->cg, "cgroup.controllers", "cpu io memory pids\n");
 	fake_libvirt_domain(t, QEMU_PID);
 	fake_put(t->cg, SCOPE "/memory.stat",
@@ -66,6 +71,13 @@ static int setup(void **state)
 		 "SwapFree: 2097148 kB\n");
 	fake_put(t->proc, "swaps", "Filename Type Size Used Priority\n");
 	fake_put(t->sys, "kernel/mm/lru_gen/enabled", "0x0000\n");
+}
+
+static int setup(void **state)
+{
+	struct fake_tree *t = fake_tree_new("cghand");
+
+	domain(t);
 	*state = t;
 	return 0;
 }
@@ -76,7 +88,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct mtd_memcg_hand *hand(struct fake_tree *t, bool may_move, char *why, size_t len)
+/* A hand on t's VM; env_in (may be NULL) gives the host's swap budget. */
+static struct mtd_memcg_hand *hand_env(struct fake_tree *t, bool may_move,
+				       const struct mtd_memcg_hand_env *env_in, char *why,
+				       size_t len)
 {
 	struct mtd_pageout_config cfg;
 	struct mtd_memcg_hand_env env = {
@@ -90,9 +105,19 @@ static struct mtd_memcg_hand *hand(struct fake_tree *t, bool may_move, char *why
 	};
 	struct mtd_memcg_hand *h = NULL;
 
+	if (env_in) {
+		env.swap_take = env_in->swap_take;
+		env.swap_done = env_in->swap_done;
+		env.swap_ctx = env_in->swap_ctx;
+	}
 	mtd_pageout_config_default(&cfg);
 	assert_int_equal(mtd_memcg_hand_new(&cfg, &env, &h, why, len), 0);
 	return h;
+}
+
+static struct mtd_memcg_hand *hand(struct fake_tree *t, bool may_move, char *why, size_t len)
+{
+	return hand_env(t, may_move, NULL, why, len);
 }
 
 /* A VM whose cgroup cannot be used gets no hand, and the sentence says what to set up. */
@@ -402,6 +427,143 @@ static void test_no_swap(void **state)
 	mtd_memcg_hand_free(h);
 }
 
+/* The host's swap budget (act/swap_share.h), and a semaphore posted once a hand took its
+ * grant from it. */
+struct told_share {
+	struct mtd_swap_share share;
+	sem_t taken;
+};
+
+static int take_and_tell(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
+			 struct mtd_swap_grant *out)
+{
+	struct told_share *ts = ctx;
+	int rc = mtd_swap_share_take(&ts->share, want_bytes, reserve_bytes, out);
+
+	sem_post(&ts->taken);
+	return rc;
+}
+
+static void done_told(void *ctx, uint64_t granted_bytes)
+{
+	struct told_share *ts = ctx;
+
+	mtd_swap_share_done(&ts->share, granted_bytes);
+}
+
+struct stepping {
+	struct mtd_memcg_hand *h;
+	struct mtd_memcg_input in;
+};
+
+static void *step_thread(void *arg)
+{
+	struct stepping *a = arg;
+
+	mtd_memcg_hand_step(a->h, &a->in);
+	return NULL;
+}
+
+/*
+ * Two VMs' cgroup hands and one swap budget.  A grant another hand holds is room this one
+ * does not get.  And while the first hand holds its grant (its
+ * memory.reclaim is a FIFO here, so its write waits for the test to read it, as a slow
+ * reclaim would), the second gets only the room the first did not take.  1088 MiB of swap,
+ * 64 MiB in reserve: 1024 MiB of room; the first asks for 1020 MiB, the second for 64 MiB
+ * and writes 4 MiB, not its 8 MiB step.  Once the first is done, its grant is back.
+ */
+static void test_one_swap_budget(void **state)
+{
+	struct fake_tree *t = *state, *t1 = fake_tree_new("cghand1");
+	struct told_share ts;
+	struct mtd_memcg_reading r;
+	struct mtd_vm_status st;
+	struct vmm_decision d1 = {
+	    .cold_age_ms = 60000, .gate = VMM_DECIDE_TAKE, .take_pages = (1020 * MiB) >> 12};
+	struct vmm_decision d2 = {
+	    .cold_age_ms = 60000, .gate = VMM_DECIDE_TAKE, .take_pages = (64 * MiB) >> 12};
+	char why[512], path[PATH_MAX], buf[64];
+
+	fake_put(t->proc, "meminfo",
+		 "MemTotal: 8000000 kB\nMemFree: 4000000 kB\nSwapTotal: 1114112 kB\n"
+		 "SwapFree: 1114112 kB\n");
+	mtd_swap_share_init(&ts.share, t->proc, t->sys);
+	assert_int_equal(sem_init(&ts.taken, 0, 0), 0);
+	domain(t1);
+	snprintf(path, sizeof(path), "%s" SCOPE "/memory.reclaim", t1->cg);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(mkfifo(path, 0600), 0);
+
+	const struct mtd_memcg_hand_env e1 = {
+	    .swap_take = take_and_tell, .swap_done = done_told, .swap_ctx = &ts};
+	const struct mtd_memcg_hand_env e2 = {.swap_take = mtd_swap_share_take,
+					      .swap_done = mtd_swap_share_done,
+					      .swap_ctx = &ts.share};
+	struct mtd_memcg_hand *h1 = hand_env(t1, false, &e1, why, sizeof(why));
+	struct mtd_memcg_hand *h2 = hand_env(t, false, &e2, why, sizeof(why));
+	assert_non_null(h1);
+	assert_non_null(h2);
+	mtd_memcg_hand_feedback(h1, 1000, &r);
+	mtd_memcg_hand_feedback(h2, 1000, &r);
+
+	/* A grant another VM's hand holds (all 1024 MiB) leaves none: paused, and said. */
+	struct mtd_swap_grant held;
+	assert_int_equal(mtd_swap_share_take(&ts.share, 1024 * MiB, 64 * MiB, &held), 0);
+	assert_int_equal(held.bytes, 1024 * MiB);
+	struct mtd_memcg_input in = input(&d2, 1000);
+	mtd_memcg_hand_step(h2, &in);
+	memset(&st, 0, sizeof(st));
+	mtd_memcg_hand_publish(h2, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_PAUSED);
+	assert_non_null(strstr(st.pageout.why, "1024 MiB of the room are granted to other VMs"));
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "");
+	mtd_swap_share_done(&ts.share, held.bytes);
+
+	struct stepping first = {.h = h1, .in = input(&d1, 2000)};
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, step_thread, &first), 0);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 30; /* a bound on a broken hand, not a wait for one that works */
+	assert_int_equal(sem_timedwait(&ts.taken, &until), 0);
+
+	/* The first holds 1020 MiB of the 1024: the second writes what is left. */
+	mtd_memcg_hand_feedback(h2, 2000, &r);
+	in = input(&d2, 2000);
+	mtd_memcg_hand_step(h2, &in);
+	mtd_memcg_hand_publish(h2, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "4194304");
+
+	/* Let the first write go through, and wait for its step to end. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+	assert_true(fd >= 0);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	assert_int_equal(poll(&p, 1, 30000), 1);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "8388608");
+	assert_int_equal(pthread_join(th, NULL), 0);
+	close(fd);
+	mtd_memcg_hand_publish(h1, &st);
+	assert_int_equal(st.pageout.state, MTD_PAGEOUT_ACTIVE);
+	assert_int_equal(ts.share.outstanding_bytes, 0);
+
+	/* Its grant is back: the second's next round writes a whole step. */
+	fake_put(t->cg, SCOPE "/memory.reclaim", "");
+	mtd_memcg_hand_feedback(h2, 3000, &r);
+	in = input(&d2, 3000);
+	mtd_memcg_hand_step(h2, &in);
+	assert_string_equal(fake_get(t->cg, SCOPE "/memory.reclaim"), "8388608");
+
+	mtd_memcg_hand_free(h1);
+	mtd_memcg_hand_free(h2);
+	sem_destroy(&ts.taken);
+	mtd_swap_share_destroy(&ts.share);
+	fake_tree_free(t1);
+}
+
 /* The cgroup gone (the VM stopped): refused, said, nothing written after. */
 static void test_cgroup_gone(void **state)
 {
@@ -432,6 +594,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_resets_history, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reset_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_swap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_one_swap_budget, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cgroup_gone, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
