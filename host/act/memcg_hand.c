@@ -26,6 +26,7 @@
 #include "act/memcg.h"
 #include "act/pageout.h"
 #include "act/ram_layout.h"
+#include "act/swap_share.h"
 #include "act/swap_stat.h"
 #include "act/vm_cgroup.h"
 #include "base/clock.h"
@@ -88,12 +89,7 @@ struct mtd_memcg_hand {
 	uint64_t kept_total_pages;
 	uint64_t last_out_bytes, last_out_ms;
 	struct mtd_swap_stat swap;
-	/* the host's swap budget (memcg_hand.h, env.swap_take) */
-	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
-			 struct mtd_swap_grant *out);
-	void (*swap_done)(void *ctx, uint64_t granted_bytes);
-	void *swap_ctx;
-	uint64_t granted; /* taken from the host's share for this round's writes */
+	struct mtd_swap_taker taker; /* the host's swap budget, and this round's grant */
 
 	struct mtd_hand_state hs;
 	int pid;
@@ -163,9 +159,11 @@ int mtd_memcg_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_me
 	h->turns = env->turns;
 	h->memjob = env->memjob;
 	h->memjob_ctx = env->memjob_ctx;
-	h->swap_take = env->swap_take;
-	h->swap_done = env->swap_done;
-	h->swap_ctx = env->swap_ctx;
+	h->taker = (struct mtd_swap_taker){.take = env->swap_take,
+					   .done = env->swap_done,
+					   .ctx = env->swap_ctx,
+					   .proc_root = env->proc_root,
+					   .sys_root = env->sys_root};
 	h->proc_root = env->proc_root;
 	h->sys_root = env->sys_root;
 	snprintf(h->lru_gen_path, sizeof(h->lru_gen_path), "%s",
@@ -455,13 +453,11 @@ static void reset_history(struct mtd_memcg_hand *h, uint64_t now_ms)
  * returns when the kernel has reclaimed: the swap figures now show the pages). */
 static void give_back(struct mtd_memcg_hand *h)
 {
-	if (h->swap_done && h->granted)
-		h->swap_done(h->swap_ctx, h->granted);
-	h->granted = 0;
+	mtd_swap_taker_give_back(&h->taker);
 }
 
-/* Room in swap for this round's writes: a grant from the host's share (h->granted, given
- * back after them), as the pageout hand takes one; 0 with a paused state when there is
+/* Room in swap for this round's writes: a grant from the host's share (h->taker.granted,
+ * given back after them), as the pageout hand takes one; 0 with a paused state when there is
  * none. */
 static uint64_t swap_budget(struct mtd_memcg_hand *h, uint64_t want_bytes)
 {
@@ -469,20 +465,13 @@ static uint64_t swap_budget(struct mtd_memcg_hand *h, uint64_t want_bytes)
 	char why[sizeof(h->hs.why)];
 	int rc;
 
-	if (h->swap_take) {
-		rc = h->swap_take(h->swap_ctx, want_bytes, h->cfg.swap_reserve_bytes, &g);
-	} else {
-		rc = mtd_swap_read(h->proc_root, h->sys_root, &g.sw);
-		if (rc == 0)
-			mtd_swap_grant_from(&g, h->cfg.swap_reserve_bytes, 0, want_bytes);
-	}
+	rc = mtd_swap_taker_take(&h->taker, want_bytes, h->cfg.swap_reserve_bytes, &g);
 	h->swap_known = rc == 0;
 	if (!h->swap_known) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures");
 		return 0;
 	}
 	h->swap = g.sw;
-	h->granted = g.bytes;
 	if (!g.sw.total_bytes || !g.bytes) {
 		give_back(h);
 		mtd_swap_grant_why(&g, h->cfg.swap_reserve_bytes, why, sizeof(why));
@@ -615,7 +604,8 @@ void mtd_memcg_hand_step(struct mtd_memcg_hand *h, const struct mtd_memcg_input 
 			  "share of the clock");
 		return;
 	}
-	uint64_t limit = d->take_pages * PAGE < h->granted ? d->take_pages * PAGE : h->granted;
+	uint64_t limit =
+	    d->take_pages * PAGE < h->taker.granted ? d->take_pages * PAGE : h->taker.granted;
 	if (h->mglru && !h->have_view) {
 		give_back(h);
 		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the kernel's generations (%s)",

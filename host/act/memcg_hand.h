@@ -23,11 +23,12 @@
  *
  * Each interval it takes at most the decision's take_pages, in writes of [pageout] step
  * (8 MiB) paced by the duty cycle (decide/duty.h), one VM at a time across the host
- * (turns), within a grant of the host's swap (act/swap_share.h: the budget every VM's hand
- * takes from, as the pageout hand does; memory.reclaim may overshoot a write by the kernel's
- * batch of a few dozen pages, which the reserve covers); it holds while the VM's stall is over its budget
- * (decide/stall_budget.h) and once the compressed pool stops saving what eviction takes
- * (decide/pool_worth.h).  Nothing it writes stays behind: it sets no limit on the cgroup.
+ * (turns), within a grant of the host's swap (act/swap_share.h: the one budget every VM's
+ * hand takes from, as the pageout hand does; the kernel reclaims in batches, so a write may
+ * go a little past what it asked, which the reserve covers); it holds while the VM's stall
+ * is over its budget (decide/stall_budget.h) and once the compressed pool stops saving what
+ * eviction takes (decide/pool_worth.h).  Nothing it writes stays behind: it sets no limit on
+ * the cgroup.
  *
  * What it reads each interval (mtd_memcg_hand_feedback), for the tick's other stages: the
  * cgroup's figures (memory.current, memory.stat, memory.pressure, memory.swap.current), the

@@ -28,6 +28,7 @@
 
 #include "act/hand_state.h"
 #include "act/pageout.h"
+#include "act/swap_share.h"
 #include "act/swap_stat.h"
 #include "base/log.h"
 #include "base/parse.h"
@@ -68,11 +69,7 @@ struct mtd_pageout_hand {
 	struct mtd_thp_settings thp;
 	uint64_t thp_read_ms;
 	struct mtd_swap_stat swap;
-	int (*swap_take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
-			 struct mtd_swap_grant *out);
-	void (*swap_done)(void *ctx, uint64_t granted_bytes);
-	void *swap_ctx;
-	uint64_t granted; /* taken from the host's share for this round's batch */
+	struct mtd_swap_taker taker; /* the host's swap budget, and this round's grant */
 	int (*memjob)(void *ctx, struct mtd_memjob *out);
 	void *memjob_ctx;
 	uint64_t job_reads; /* evicted pages QEMU read back itself, cumulative */
@@ -236,9 +233,11 @@ int mtd_hand_new(const struct mtd_pageout_config *cfg, const struct mtd_hand_env
 		 env->source_name ? env->source_name : "none");
 	h->proc_root = env->proc_root;
 	h->sys_root = env->sys_root;
-	h->swap_take = env->swap_take;
-	h->swap_done = env->swap_done;
-	h->swap_ctx = env->swap_ctx;
+	h->taker = (struct mtd_swap_taker){.take = env->swap_take,
+					   .done = env->swap_done,
+					   .ctx = env->swap_ctx,
+					   .proc_root = env->proc_root,
+					   .sys_root = env->sys_root};
 	h->memjob = env->memjob;
 	h->memjob_ctx = env->memjob_ctx;
 	h->hs.state = h->hs.logged_state = MTD_PAGEOUT_OFF;
@@ -688,9 +687,7 @@ static void tell_source(struct mtd_pageout_hand *h, struct vmm_run *runs, size_t
  * its pages). */
 static void give_back(struct mtd_pageout_hand *h)
 {
-	if (h->swap_done && h->granted)
-		h->swap_done(h->swap_ctx, h->granted);
-	h->granted = 0;
+	mtd_swap_taker_give_back(&h->taker);
 }
 
 /* Paused: the host has no swap, or its swap has no room for the next cold run (or none at
@@ -705,19 +702,13 @@ static void say_full(struct mtd_pageout_hand *h, const struct mtd_swap_grant *g)
 }
 
 /* Room in swap for this VM now, in pages (a grant from the host's share, given back after
- * the batch: h->granted); 0 with a paused state when there is none. */
+ * the batch: h->taker.granted); 0 with a paused state when there is none. */
 static uint64_t swap_budget(struct mtd_pageout_hand *h, uint64_t want_bytes)
 {
 	struct mtd_swap_grant g = {.binding = -1};
 	int rc;
 
-	if (h->swap_take) {
-		rc = h->swap_take(h->swap_ctx, want_bytes, h->cfg.swap_reserve_bytes, &g);
-	} else {
-		rc = mtd_swap_read(h->proc_root, h->sys_root, &g.sw);
-		if (rc == 0)
-			mtd_swap_grant_from(&g, h->cfg.swap_reserve_bytes, 0, want_bytes);
-	}
+	rc = mtd_swap_taker_take(&h->taker, want_bytes, h->cfg.swap_reserve_bytes, &g);
 	h->swap_known = rc == 0;
 	if (!h->swap_known) {
 		set_state(h, MTD_PAGEOUT_PAUSED, "cannot read the host's swap figures: %s",
@@ -725,7 +716,6 @@ static uint64_t swap_budget(struct mtd_pageout_hand *h, uint64_t want_bytes)
 		return 0;
 	}
 	h->swap = g.sw;
-	h->granted = g.bytes;
 	/* No swap; or full: nothing past the reserve (a zram pool's limit counts, swap_stat.h),
 	 * or no more room than when the last cold run did not fit (until swap frees up, trying
 	 * again each tick would only flap the state). */

@@ -10,7 +10,8 @@
  * out, when the swap figures show them.
  *
  * The daemon keeps one (daemon/host.c); both hands take from it (pageout_hand.h,
- * mtd_hand_env.swap_take; memcg_hand.h, mtd_memcg_hand_env.swap_take).  Any thread.
+ * mtd_hand_env.swap_take; memcg_hand.h, mtd_memcg_hand_env.swap_take), each through a
+ * struct mtd_swap_taker.  The share: any thread; a taker: its hand's loop.
  */
 #ifndef MEMTIDE_HOST_SWAP_SHARE_H
 #define MEMTIDE_HOST_SWAP_SHARE_H
@@ -37,5 +38,24 @@ int mtd_swap_share_take(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
 /* Give a grant back (all of it, whatever of it was used: the swap figures now show what
  * went out).  ctx: the share. */
 void mtd_swap_share_done(void *ctx, uint64_t granted_bytes);
+
+/* One hand's side of the budget: the share it takes from (take, done, ctx: as
+ * mtd_swap_share_take and mtd_swap_share_done on a share; take NULL: the hand reads the swap
+ * itself from proc_root and sys_root, as the only writer) and the grant it holds now. */
+struct mtd_swap_taker {
+	int (*take)(void *ctx, uint64_t want_bytes, uint64_t reserve_bytes,
+		    struct mtd_swap_grant *out);
+	void (*done)(void *ctx, uint64_t granted_bytes);
+	void *ctx;
+	const char *proc_root; /* NULL: /proc */
+	const char *sys_root;  /* NULL: /sys */
+	uint64_t granted;      /* held now: given back by mtd_swap_taker_give_back */
+};
+/* A grant of at most want_bytes past reserve_bytes, held in t->granted (out: the grant and
+ * the swap's figures).  0, or -errno when the figures cannot be read (nothing held). */
+int mtd_swap_taker_take(struct mtd_swap_taker *t, uint64_t want_bytes, uint64_t reserve_bytes,
+			struct mtd_swap_grant *out);
+/* Give back what t holds, once its pages went out (or none will). */
+void mtd_swap_taker_give_back(struct mtd_swap_taker *t);
 
 #endif /* MEMTIDE_HOST_SWAP_SHARE_H */
