@@ -574,7 +574,7 @@ int mtd_config_follow_state_dir(struct mtd_config *cfg, char *said, size_t saidl
 		snprintf(cfg->ept_dir, sizeof(cfg->ept_dir), "%.200s/ept", cfg->state_dir);
 	snprintf(vsock, sizeof(vsock), "%s/vsock", cfg->state_dir);
 	if (vs && strlen(vsock) < sizeof(cfg->vsock_dir))
-		snprintf(cfg->vsock_dir, sizeof(cfg->vsock_dir), "%s", vsock);
+		memcpy(cfg->vsock_dir, vsock, strlen(vsock) + 1); /* fits: checked just above */
 	else if (vs)
 		snprintf(cfg->vsock_dir, sizeof(cfg->vsock_dir), "none");
 	snprintf(said, saidlen,
