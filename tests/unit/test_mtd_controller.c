@@ -1149,8 +1149,17 @@ static void test_balloon_room_holds_after_a_futile_reclaim(void **state)
 			 2 * GiB - (150 * MiB - 2 * cfg.mem_available_low_bytes));
 	/* not asked again: the guest could not free the last request */
 	assert_int_equal(out.reclaim_bytes, 0);
-	/* no room: the balloon stays */
+	/* room for less than min_change: no step (it would not be sent to QEMU, and the
+	 * controller would hold a balloon the guest does not have) */
 	uint64_t at = out.balloon_bytes;
+	now += cfg.interval_ms;
+	in = calm(now, at, 512 * MiB);
+	in.can_reclaim = true;
+	in.guest_avail_bytes = 2 * cfg.mem_available_low_bytes + cfg.min_change_bytes - MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.balloon_bytes, at);
+	assert_false(out.changed);
+	/* no room: the balloon stays */
 	now += cfg.interval_ms;
 	in = calm(now, at, 512 * MiB);
 	in.can_reclaim = true;
