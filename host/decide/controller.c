@@ -278,10 +278,14 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 	 * that knows the cold data steps faster than the guest frees it: scenario 3 with the
 	 * guest's MGLRU on took 341 MiB in 6 s, MemAvailable fell under its 64 MiB mark, and
 	 * memtided gave 256 MiB back and held for 60 s.  Not under a host squeeze: the host's
-	 * need comes first. */
+	 * need comes first.  Nor when the guest's last reclaim freed nothing: a balloon that
+	 * then takes its whole step anyway leaves the guest's own kernel to free it at once,
+	 * which a guest whose reclaim is slow cannot (a KVM guest on the stand freed 0 of 128
+	 * MiB in its deadline; memtided stepped 640 -> 512 MiB, MemAvailable fell to 31 MiB
+	 * within 2 s, and the pressure answer took the balloon back to 1024 MiB with a 60 s
+	 * hold, twice in 150 s): the step is given back before it returns anything. */
 	uint64_t asked = next; /* where the guest is asked to free down to */
-	if (!soft && !squeezed && next < from && in->avail_known && in->can_reclaim &&
-	    !in->reclaim_futile) {
+	if (!soft && !squeezed && next < from && in->avail_known && in->can_reclaim) {
 		uint64_t keep = 2 * cfg->mem_available_low_bytes;
 		uint64_t room = in->guest_avail_bytes > keep ? in->guest_avail_bytes - keep : 0;
 		/* In whole MiB: MemAvailable comes in KiB, QEMU rounds a target up to its
@@ -290,6 +294,11 @@ static void actuate(const struct mtd_ctl_config *cfg, const struct mtd_policy *p
 		room &= ~(MiB - 1);
 		if (from - next > room)
 			next = from - room;
+		/* Nor a step under min_change: the balloon is not sent one (mtd_balloon_apply),
+		 * so the controller would hold a balloon the guest does not have (scenario 5 on
+		 * the KVM stand: 1 MiB of room, "holding at 596 MiB" with QEMU's at 597). */
+		if (from - next < cfg->min_change_bytes)
+			next = from;
 	}
 	if (!soft && asked < st->balloon_bytes && !in->reclaim_futile)
 		out->reclaim_bytes = st->balloon_bytes - asked;

@@ -1122,6 +1122,53 @@ static void test_balloon_follows_the_guests_reclaim(void **state)
 	assert_int_equal(out.balloon_bytes, at - (150 * MiB - 2 * cfg.mem_available_low_bytes));
 }
 
+/* Balloon mode, and the guest's last reclaim freed nothing (futile): the balloon still takes
+ * only what the guest has room for.  Taking the whole step anyway left a slowly reclaiming
+ * guest (KVM) with 31 MiB available within 2 s, and the pressure answer gave everything back. */
+static void test_balloon_room_holds_after_a_futile_reclaim(void **state)
+{
+	struct mtd_ctl_state st = {0};
+	struct mtd_ctl_output out;
+	uint64_t now = 1000;
+	(void)state;
+	setup_defaults();
+	pol.return_via = MTD_RETURN_BALLOON;
+
+	struct mtd_ctl_input in = calm(now, 2 * GiB, 2 * GiB);
+	in.can_reclaim = true;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	now += cfg.interval_ms;
+	in = calm(now, 2 * GiB, 512 * MiB);
+	in.can_reclaim = true;
+	in.reclaim_futile = true;
+	in.guest_avail_bytes = 150 * MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.reason, MTD_CTL_INFLATE);
+	assert_true(out.target_bytes < 2 * GiB);
+	assert_int_equal(out.balloon_bytes,
+			 2 * GiB - (150 * MiB - 2 * cfg.mem_available_low_bytes));
+	/* not asked again: the guest could not free the last request */
+	assert_int_equal(out.reclaim_bytes, 0);
+	/* room for less than min_change: no step (it would not be sent to QEMU, and the
+	 * controller would hold a balloon the guest does not have) */
+	uint64_t at = out.balloon_bytes;
+	now += cfg.interval_ms;
+	in = calm(now, at, 512 * MiB);
+	in.can_reclaim = true;
+	in.guest_avail_bytes = 2 * cfg.mem_available_low_bytes + cfg.min_change_bytes - MiB;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.balloon_bytes, at);
+	assert_false(out.changed);
+	/* no room: the balloon stays */
+	now += cfg.interval_ms;
+	in = calm(now, at, 512 * MiB);
+	in.can_reclaim = true;
+	in.reclaim_futile = true;
+	in.guest_avail_bytes = 2 * cfg.mem_available_low_bytes;
+	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
+	assert_int_equal(out.balloon_bytes, at);
+}
+
 /* The "silent" line says how long the agent has really been silent, and that its link went
  * down when it did; never the configured agent_silence.  On a KVM host a QEMU that exited
  * closed the agent's stream and the VM went silent in the same tick: the line said "for 30
@@ -1160,6 +1207,7 @@ int main(void)
 	    cmocka_unit_test(test_balloon_target_adds_the_kernels_ram),
 	    cmocka_unit_test(test_no_estimate_keeps_target),
 	    cmocka_unit_test(test_squeeze_takes_headroom_and_doubles_step),
+	    cmocka_unit_test(test_balloon_room_holds_after_a_futile_reclaim),
 	    cmocka_unit_test(test_config_validation),
 	    cmocka_unit_test(test_refused_steps_back_off),
 	    cmocka_unit_test(test_accepted_step_or_late_growth_ends_backoff),

@@ -13,7 +13,9 @@
 # order, starts memtide-agent when the image has one and the command line does not say
 # memtide.agent=0 (memtide.kill_agent_after=S kills it S seconds in; memtide.agent_args= adds
 # its options, commas for spaces), runs the command in memtide.run= (commas stand for spaces), prints
-# "E2E-EXIT <status>" and powers off.
+# "E2E-EXIT <status>" and powers off.  memtide.control_port=NAME lets the host drive the guest
+# over the virtio-serial port NAME, one word a line: "kill-agent" SIGKILLs the agent (the host
+# picks the moment: scenario 5 on the KVM stand), "end-run" ends the workload (SIGTERM).
 #
 # Idempotent: the initramfs is rebuilt only when one of its inputs is newer than it; a second
 # run does no work (< 1 s).  Exits non-zero with a clear message when the kernel package
@@ -95,7 +97,7 @@ mkdir -p /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs -o size=95% tmp /tmp
 . /etc/modules.sh
 for m in $MODULES; do insmod /lib/modules/$m.ko || echo "E2E-MODULE-FAILED $m"; done
-run= agent=1 agent_args= swap=0 kill_after=0
+run= agent=1 agent_args= swap=0 kill_after=0 control_port=
 for a in $(cat /proc/cmdline); do
 	case $a in
 	memtide.run=*) run=$(echo "${a#memtide.run=}" | tr ',' ' ') ;;
@@ -103,8 +105,26 @@ for a in $(cat /proc/cmdline); do
 	memtide.agent_args=*) agent_args=$(echo "${a#memtide.agent_args=}" | tr ',' ' ') ;;
 	memtide.zram_mib=*) swap=${a#memtide.zram_mib=} ;;
 	memtide.kill_agent_after=*) kill_after=${a#memtide.kill_agent_after=} ;;
+	memtide.control_port=*) control_port=${a#memtide.control_port=} ;;
 	esac
 done
+# control_port NAME AGENT_PID: the host's commands on the virtio-serial port NAME.  A read
+# while no host end is connected returns at once (EOF): the host connects when it has
+# something to say, so the loop tries again a second later.
+control_port() {
+	p=
+	for d in /sys/class/virtio-ports/*; do
+		[ "$(cat "$d/name" 2>/dev/null)" = "$1" ] && p=/dev/${d##*/}
+	done
+	[ -n "$p" ] || { echo "E2E-CONTROL-PORT-MISSING $1"; return; }
+	while :; do
+		read -r c <"$p" || { sleep 1; continue; }
+		case $c in
+		kill-agent) [ -n "$2" ] && kill -9 "$2" && echo "E2E-AGENT-KILLED" ;;
+		end-run) killall -TERM "${run%% *}" && echo "E2E-RUN-ENDED" ;;
+		esac
+	done
+}
 if [ "$swap" -gt 0 ]; then
 	echo $((swap << 20)) >/sys/block/zram0/disksize && mkswap /dev/zram0 >/dev/null &&
 		swapon /dev/zram0 && echo "E2E-SWAP zram ${swap} MiB"
@@ -116,6 +136,7 @@ if [ "$agent" = 1 ] && [ -x /bin/memtide-agent ]; then
 	# Scenario 5: the agent dies (SIGKILL, no goodbye) while the guest keeps running.
 	[ "$kill_after" -gt 0 ] && (sleep "$kill_after"; kill -9 $apid; echo "E2E-AGENT-KILLED") &
 fi
+[ -n "$control_port" ] && control_port "$control_port" "${apid:-}" &
 echo "E2E-READY"
 status=0
 [ -n "$run" ] && { $run; status=$?; }
