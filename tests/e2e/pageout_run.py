@@ -275,7 +275,7 @@ class Sampler(threading.Thread):
         orig, pool = self.zram()
         majflt, cpu = self.stat()
         s = {"ms": now_ms(), "rss": rss, "thp": thp, "zram_orig": orig, "zram_pool": pool,
-             "majflt": majflt, "cpu_s": cpu}
+             "majflt": majflt, "cpu_s": cpu, "psi": psi_some_us(self.a.cgroup)}
         st = self.status()
         if st:
             p = st.get("pageout", {})
@@ -461,9 +461,11 @@ def main():
     # the hot rate, and the short creep.  A longer window also reports the same figures at
     # 60 s, suffixed _60s, so what a minute gave is not hidden behind the longer one.
     def returned_at(sec, suffix):
+        # The sampler's first reading at the mark, not one taken now: the wait for the first
+        # eviction above may end after the mark (seen: 103 s after enable with random data).
         wait_for(lambda: now_ms() - t0 >= sec * 1000, sec + 60, "%d s" % sec)
-        s = smp.take()
-        psi = psi_some_us(a.cgroup)
+        s = (smp.window(t0 + sec * 1000, now_ms()) or [smp.take()])[0]
+        psi = s.get("psi")
         if psi0 is not None and psi is not None:
             fig("psi_some_ms" + ((suffix or "_60s") if sec == 60 else suffix),
                 round((psi - psi0) / 1000, 1))
