@@ -11,7 +11,8 @@ started on it; this script measures, in order, and prints one JSON object of fig
   A. first eviction (without --base-s the baseline is from memtided's start to it) and
      memtided's own timing of its first batch ("pageout: N MiB to swap in M ms" in its
      log): pageout_mib_s;
-  B. at 60 s after memtided started: returned_net_mib = (drop of the guest-RAM mapping's Rss)
+  B. at --seconds (60 by default) after enable (memtided's start without --base-s), and with
+     a longer window at 60 s too (the same names suffixed _60s): returned_net_mib = (drop of the guest-RAM mapping's Rss)
      - (growth of the test's zram pool, mem_used_total); the hot rate after the eviction
      against the baseline: tput_ratio (90th percentiles of per-second rates; the medians'
      ratio beside it) and tput_ratio_cpu
@@ -58,7 +59,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console import Console  # noqa: E402
+from hot_rates import Rates, p90  # noqa: E402
 
 MiB = 1 << 20
 
@@ -274,7 +275,7 @@ class Sampler(threading.Thread):
         orig, pool = self.zram()
         majflt, cpu = self.stat()
         s = {"ms": now_ms(), "rss": rss, "thp": thp, "zram_orig": orig, "zram_pool": pool,
-             "majflt": majflt, "cpu_s": cpu}
+             "majflt": majflt, "cpu_s": cpu, "psi": psi_some_us(self.a.cgroup)}
         st = self.status()
         if st:
             p = st.get("pageout", {})
@@ -304,28 +305,6 @@ class Sampler(threading.Thread):
     def window(self, t0, t1):
         with self.lock:
             return [s for s in self.samples if t0 <= s["ms"] <= t1]
-
-
-class Rates(threading.Thread):
-    """The workload's per-second hot rates, with their arrival times."""
-
-    def __init__(self, console):
-        super().__init__(daemon=True)
-        self.c = Console(console)
-        self.rates = []
-        self.lock = threading.Lock()
-
-    def run(self):
-        while True:
-            for line, ms in self.c.lines(3600):
-                m = re.match(r"WL-RATE (\d+) (\d+)", line)
-                if m:
-                    with self.lock:
-                        self.rates.append((ms, int(m.group(2))))
-
-    def between(self, t0, t1):
-        with self.lock:
-            return [r for ms, r in self.rates if t0 <= ms <= t1]
 
 
 def per_cpu_second(rates, smp, t0, t1):
@@ -405,9 +384,11 @@ def main():
     ap.add_argument("--prefix", default="")
     ap.add_argument("--ept-table", default="")
     ap.add_argument("--base-s", type=int, default=0)
+    ap.add_argument("--seconds", type=int, default=60,
+                    help="the measured window: figures this long after enable (memtided's start)")
     ap.add_argument("--evict-self", action="store_true")
     ap.add_argument("--cgroup", default="",
-                    help="the VM's cgroup directory: its PSI stall over the 60 s is reported")
+                    help="the VM's cgroup directory: its PSI stall over the window is reported")
     ap.add_argument("--no-quit", action="store_true",
                     help="leave the workload running at the end (more phases follow)")
     a = ap.parse_args()
@@ -468,54 +449,77 @@ def main():
         ev = wait_for(lambda: (smp.last("out_total") or {}).get("out_total", 0) > 0 and
                       smp.last("out_total"), 120, "memtided's first pageout")
         t_ev = ev["ms"]
-        log("first pageout seen %.1f s after memtided started" % ((t_ev - t0) / 1000))
+        # From enable (or memtided's start) to the first sample with anything sent to swap:
+        # memtided's own designed delay (watching a cold age) plus at most a second.
+        fig("first_evict_s", round((t_ev - t0) / 1000, 1))
         batch = first_batch(a.log, a.cold_mib)
         if batch:
             fig("pageout_mib_s", round(batch[0] / max(batch[1], 1) * 1000, 1))
             fig("pageout_batch_mib", batch[0])
 
-    # B. at 60 s: what the host got back, the hot rate, and the short creep
-    wait_for(lambda: now_ms() - t0 >= 60000, 120, "60 s")
-    s60 = smp.take()
-    psi60 = psi_some_us(a.cgroup)
-    if psi0 is not None and psi60 is not None:
-        fig("psi_some_ms_60s", round((psi60 - psi0) / 1000, 1))
-    rss_drop = s0["rss"] - s60["rss"]
-    pool_growth = s60["zram_pool"] - s0["zram_pool"]
-    fig("rss_drop_mib", round(rss_drop / MiB, 1))
-    fig("zram_pool_growth_mib", round(pool_growth / MiB, 1))
-    fig("returned_net_mib", round((rss_drop - pool_growth) / MiB, 1))
-    if s60["zram_pool"]:
-        fig("zram_ratio", round(s60["zram_orig"] / s60["zram_pool"], 2))
-    # What the device holds against what memtided says it sent: anything else (another
-    # process, the host's own reclaim or DAMON) swapping into it shows here.
-    fig("zram_stored_mib", round(s60["zram_orig"] / MiB, 1))
-    fig("swapped_mib", round(s60.get("swapped", 0) / MiB, 1))
+    # B. at the window's end (--seconds after enable; 60 by default): what the host got back,
+    # the hot rate, and the short creep.  A longer window also reports the same figures at
+    # 60 s, suffixed _60s, so what a minute gave is not hidden behind the longer one.
+    def returned_at(sec, suffix):
+        # The sampler's first reading at the mark, not one taken now: the wait for the first
+        # eviction above may end after the mark (seen: 103 s after enable with random data).
+        wait_for(lambda: now_ms() - t0 >= sec * 1000, sec + 60, "%d s" % sec)
+        s = (smp.window(t0 + sec * 1000, now_ms()) or [smp.take()])[0]
+        psi = s.get("psi")
+        if psi0 is not None and psi is not None:
+            fig("psi_some_ms" + ((suffix or "_60s") if sec == 60 else suffix),
+                round((psi - psi0) / 1000, 1))
+        rss_drop = s0["rss"] - s["rss"]
+        pool_growth = s["zram_pool"] - s0["zram_pool"]
+        fig("rss_drop_mib" + suffix, round(rss_drop / MiB, 1))
+        fig("zram_pool_growth_mib" + suffix, round(pool_growth / MiB, 1))
+        fig("returned_net_mib" + suffix, round((rss_drop - pool_growth) / MiB, 1))
+        if s["zram_pool"]:
+            fig("zram_ratio" + suffix, round(s["zram_orig"] / s["zram_pool"], 2))
+        # What the device holds against what memtided says it sent: anything else (another
+        # process, the host's own reclaim or DAMON) swapping into it shows here.
+        fig("zram_stored_mib" + suffix, round(s["zram_orig"] / MiB, 1))
+        fig("swapped_mib" + suffix, round(s.get("swapped", 0) / MiB, 1))
+        return s
+
+    fig("window_s", a.seconds)
+    if a.seconds > 60:
+        returned_at(60, "_60s")
+    s_end = returned_at(a.seconds, "")
     if not a.base_s:
         before = rates.between(t0 + 2000, t_ev - 1000)
         cb = per_cpu_second(rates, smp, t0 + 2000, t_ev - 1000)
         fig("rate_before_median", statistics.median(before) if before else None)
-    after = rates.between(t_ev + 5000, s60["ms"])
+    after = rates.between(t_ev + 5000, s_end["ms"])
     # The 90th percentiles, as scenario 2 compares them: TCG runs the same loop in modes a
     # few seconds to minutes long (8.9 / 4.7 M pages/s with nothing managing the guest), so a
     # median of 18 seconds before against 54 after compares modes as often as it compares
     # the hot set (CI of 5 Dec: medians 7.40 / 6.96 M, 0.94, no hot page refaulted).  The
     # medians are reported beside it.
     if len(before) >= 3 and len(after) >= 3:
-        def p90(xs):
-            xs = sorted(xs)
-            return xs[min(len(xs) - 1, (len(xs) * 9) // 10)]
         fig("rate_before", p90(before))
         fig("rate_after", p90(after))
         fig("tput_ratio", round(p90(after) / p90(before), 3))
         fig("tput_ratio_median", round(statistics.median(after) / statistics.median(before), 3))
         fig("rate_samples", "%d/%d" % (len(before), len(after)))
-    ca = per_cpu_second(rates, smp, t_ev + 5000, s60["ms"])
+    ca = per_cpu_second(rates, smp, t_ev + 5000, s_end["ms"])
     if cb and ca:
         fig("rate_per_cpu_s_before", round(cb))
         fig("rate_per_cpu_s_after", round(ca))
         fig("tput_ratio_cpu", round(ca / cb, 3))
-    quiet = smp.window(t_ev + 20000, s60["ms"])
+    # The longest stretch of the hot rate under half its baseline's (the 100 ms WL-FINE
+    # rates, when the workload prints them), from enable to the window's end only: the
+    # phases after it (the refault plan, the cycles' verify) print no rates by design.
+    fine_base = rates.fine_median(tb + 2000, t0) if a.base_s else \
+        rates.fine_median(t0 + 2000, t_ev - 1000)
+    if fine_base:
+        rates.wait_past(s_end["ms"], 10)  # the window's last samples through the console
+        dip, n = rates.dip(fine_base, t0, s_end["ms"])
+        fig("longest_dip_s", dip)
+        fig("fine_samples", n)
+        if a.seconds > 60:
+            fig("longest_dip_s_60s", rates.dip(fine_base, t0, t0 + 60000)[0])
+    quiet = smp.window(t_ev + 20000, s_end["ms"])
     sl = slope_mib_per_min(quiet)
     if sl is not None:
         fig("creep_short_mib_per_min", round(sl, 2))

@@ -12,9 +12,16 @@ side by side (docs/e2e.md):
           the end of the phase, whatever happens.
 
 Before each phase the workload reads every cold page back (pageload's "verify" over its
-command port), so each starts from the guest's whole data resident.  For each: saved_mib (the
-cgroup's memory.current drop less the zram pool's growth, over the phase) and stall_ms (the
-cgroup's PSI some over the phase).  Figures: one JSON object on stdout, progress on stderr.
+command port), so each starts from the guest's whole data resident, then runs --base-s
+untouched: that is the phase's own baseline of the hot rate.  For each: saved_mib (the
+cgroup's memory.current drop less the zram pool's growth, over the phase), stall_ms (the
+cgroup's PSI some over the phase), and, with --console, what the guest felt, measured as
+pageout_run.py measures memtided's phase (tests/e2e/hot_rates.py): tput_ratio (90th
+percentiles of the per-second hot rates from 5 s into the phase to its end, over the
+baseline's) and longest_dip_s (the longest stretch of the 100 ms rates under half the
+baseline's median, within the phase).  PSI alone does not do: a KVM guest's vCPUs wait on
+KVM's MMU lock and the TLB flushes, which PSI does not count as a memory stall.  Figures:
+one JSON object on stdout, progress on stderr.
 """
 import argparse
 import json
@@ -22,6 +29,9 @@ import os
 import socket
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hot_rates import Rates, p90  # noqa: E402
 
 MiB = 1 << 20
 T_START = time.monotonic()
@@ -116,15 +126,25 @@ def main():
                     help="senpai's PSI target, a share of the interval (memtided's stall_budget)")
     ap.add_argument("--step-mib", type=int, default=8)
     ap.add_argument("--modes", default="senpai,high")
+    ap.add_argument("--console", default="", help="the guest's console log (pageload's rates)")
+    ap.add_argument("--base-s", type=int, default=15,
+                    help="each phase's own baseline of the hot rate, nothing squeezing")
     a = ap.parse_args()
     figs = {"baseline_seconds": a.seconds, "senpai_target": a.target,
             "senpai_step_mib": a.step_mib}
+    rates = None
+    if a.console:
+        rates = Rates(a.console)
+        rates.start()
     ws = None  # the working set: what the cgroup holds with every page read back, less the cold data
     try:
         for mode in a.modes.split(","):
             log("%s: the workload reads its cold data back" % mode)
             log(touch_back(a))
             time.sleep(5)  # the touch-back's own faults out of the window
+            tb = time.monotonic() * 1000
+            if rates:
+                time.sleep(a.base_s)  # the hot rate with nothing squeezing: the baseline
             s0 = sample(a)
             if ws is None:
                 ws = max(s0["cur"] - a.cold_mib * MiB, 64 * MiB)
@@ -136,6 +156,17 @@ def main():
             else:
                 raise RuntimeError("unknown mode %s" % mode)
             s1 = sample(a)
+            if rates:
+                t0, t1 = s0["t"] * 1000, s1["t"] * 1000
+                before, after = rates.between(tb, t0), rates.between(t0 + 5000, t1)
+                if len(before) >= 3 and len(after) >= 3:
+                    figs[mode + "_tput_ratio"] = round(p90(after) / p90(before), 3)
+                    figs[mode + "_rate_samples"] = "%d/%d" % (len(before), len(after))
+                base = rates.fine_median(tb, t0)
+                if base:
+                    rates.wait_past(t1, 10)
+                    figs[mode + "_longest_dip_s"], figs[mode + "_fine_samples"] = \
+                        rates.dip(base, t0, t1)
             saved = (s0["cur"] - s1["cur"]) - (s1["pool"] - s0["pool"])
             figs[mode + "_saved_mib"] = round(saved / MiB, 1)
             figs[mode + "_stall_ms"] = round((s1["psi"] - s0["psi"]) / 1000, 1)

@@ -14,24 +14,42 @@
 # it (E2E_MGLRU, y by default: the issue's path; n runs the classic LRU through
 # memory.reclaim) and records it.  memtided runs at its defaults (interval 1 s) in plain-QEMU
 # mode; the measurement is tests/e2e/pageout_run.py's, as scenario 12's: a 20 s baseline with
-# the policy enabled=no, then what came back at 60 s net of the zram pool, the hot rate
-# after against before, refaults page by page against the pages that really left swap
-# (QEMU's pagemap), E2E_KVM_CYCLES evict/verify cycles (1; the issue's 10 are a soak's).
-# Added here: the longest dip of the hot rate under half its baseline median (pageload's
-# 100 ms WL-FINE rates) and what eviction could save at best, cold_mib x (1 - 1/zram_ratio).
+# the policy enabled=no, then, over a window of E2E_KVM_WINDOW_S (120 s) after enable, what
+# came back net of the zram pool, the hot rate after against before, the longest dip of the
+# hot rate under half its baseline median (pageload's 100 ms WL-FINE rates, inside the window
+# only: tests/e2e/hot_rates.py), refaults page by page against the pages that really left
+# swap (QEMU's pagemap), E2E_KVM_CYCLES evict/verify cycles (1; the issue's 10 are a soak's).
+# Why 120 s and not scenario 12's 60: memtided's controller watches a guest for a cold age
+# (~63 s at the defaults) before it calls any page cold (a page is known idle for a cold age
+# only after a cold age of watching; vmm/decide.c), and the access-history reset at attach
+# waits as long, so at the defaults its first eviction comes ~40-45 s after enable (20 s of
+# the watching fall in the baseline).  The issue's goal is returned_net >= 0.8 x best at the
+# defaults, not "within a minute": the window is that designed delay plus a minute of
+# eviction.  What the first minute gave is reported beside it (returned_net_mib_60s,
+# longest_dip_s_60s, psi_some_ms_60s), and first_evict_s (enable to the first sample with
+# anything in swap, +-1 s) says how much of the window the watching took.
+# Added here: what eviction could save at best, cold_mib x (1 - 1/zram_ratio).
 #
 # Figures: build/e2e/kvm_agentless.json.  Goals (the issue's): returned_net_mib >= 0.8 x
 # best_mib; tput_ratio >= 0.95; longest_dip_s <= 2; refaults_error <= 0.05; corrupted_pages 0.
 # E2E_KVM_BODY=random: the same guest with incompressible cold data (kvm_agentless_random.json):
 # memtided must notice that the zram pool eats the saving and stop (vm show says
 # incompressible), with refaults over the run at most 1% of the cold pages; no cycles.
+# Check 1 is tests/e2e/hot_rates.py's self-test of the dip computation (it runs anywhere).
 # Needs root, zram, cgroup v2 with memory.reclaim.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../lib_zram.sh"
 e2e_init "agentless${E2E_KVM_BODY:+_$E2E_KVM_BODY}"
-TOTAL=10
+TOTAL=11
 echo "1..$TOTAL"
-skip_all() { e2e_skip_all $TOTAL "$1"; }
+skip_all() {
+	local i
+	e2e_fig skipped "$1"
+	for i in $(seq $((E2E_N + 1)) $TOTAL); do echo "ok $i # SKIP $1"; done
+	exit 0
+}
+python3 tests/e2e/hot_rates.py --selftest
+e2e_check $? "the longest-dip computation on known streams (hot_rates.py --selftest)"
 [ "$E2E_ACCEL" = kvm ] || skip_all "a KVM guest on a stock KVM host: the KVM stand's (tests/kvm/stand.sh)"
 command -v qemu-system-x86_64 >/dev/null || skip_all "no qemu-system-x86_64"
 [ -e /sys/fs/cgroup/cgroup.controllers ] || skip_all "no cgroup v2 at /sys/fs/cgroup"
@@ -44,12 +62,14 @@ for f in "$BUILD/bin/memtided" "$BUILD/bin/memtidectl" "$BUILD/guest/bin/pageloa
 done
 e2e_zram_add 2G || skip_all "host swap: $E2E_ZRAM_WHY"
 MEM=1536 HOT=64 COLD=512 BODY=${E2E_KVM_BODY:-json}
+WINDOW=${E2E_KVM_WINDOW_S:-120}
 CYCLES=${E2E_KVM_CYCLES:-1}
 RUNARGS=(--refaults --cycles "$CYCLES")
 [ "$BODY" = random ] && CYCLES=0 RUNARGS=()
 # The side by side (E2E_KVM_SIDE=1, compressible body): after memtided's phase, in the same
-# guest, a senpai-style memory.reclaim loop and a static memory.high, 60 s each
-# (tests/e2e/reclaim_baselines.py); about 3 minutes more.
+# guest, a senpai-style memory.reclaim loop and a static memory.high, each for memtided's
+# window after a 15 s baseline of its own (tests/e2e/reclaim_baselines.py); about 6 minutes
+# more.  Each contender's hot-rate tput_ratio and longest dip are measured as memtided's.
 SIDE=${E2E_KVM_SIDE:-0}
 [ "$BODY" = random ] && SIDE=0
 [ "$SIDE" = 1 ] && RUNARGS+=(--no-quit)
@@ -65,6 +85,7 @@ echo +memory >/sys/fs/cgroup/cgroup.subtree_control
 mkdir -p "$CG"
 e2e_fig body "$BODY"
 e2e_fig cycles_planned "$CYCLES"
+e2e_fig window_planned_s "$WINDOW"
 e2e_fig zram_device "zram$E2E_ZRAM"
 e2e_fig kernel "$(uname -r)"
 
@@ -113,12 +134,10 @@ E2E_PIDS+=($!)
 python3 tests/e2e/pageout_run.py --qmp "$E2E_DIR/test.qmp" --port "$E2E_DIR/wl.port" \
 	--console "$E2E_CONSOLE" --ctl "$BUILD/bin/memtidectl" --ctl-sock "$E2E_DIR/m.sock" \
 	--log "$log" --vm vm --qemu-pid "$E2E_QEMU_PID" --memtided-pid 0 --zram "$E2E_ZRAM" \
-	--mem-mib $MEM --cold-mib $COLD --base-s 20 --cgroup "$CG" "${RUNARGS[@]}" \
+	--mem-mib $MEM --cold-mib $COLD --base-s 20 --seconds "$WINDOW" --cgroup "$CG" "${RUNARGS[@]}" \
 	>"$E2E_DIR/run.json"
 rc=$?
 say "pageout_run.py done (rc $rc)"
-# The hot rate's dips are memtided's up to here; the side by side's phases come after.
-MEMTIDED_LINES=$(wc -l <"$E2E_CONSOLE")
 "$BUILD/bin/memtidectl" --socket "$E2E_DIR/m.sock" vm show vm >"$E2E_DIR/vm_show.txt" 2>&1
 "$BUILD/bin/memtidectl" --socket "$E2E_DIR/m.sock" --json vm show vm >"$E2E_DIR/vm_show.json" 2>&1
 sed 's/^/# vm show: /' "$E2E_DIR/vm_show.txt" | head -30
@@ -130,7 +149,7 @@ e2e_fig cg_max_after "$(cat "$CG/memory.max")"
 if [ "$SIDE" = 1 ] && [ $rc = 0 ]; then
 	say "side by side: senpai-style memory.reclaim loop, then a static memory.high (memtided stopped)"
 	python3 tests/e2e/reclaim_baselines.py --cg "$CG" --zram "$E2E_ZRAM" --port "$E2E_DIR/wl.port" \
-		--cold-mib $COLD --seconds 60 >"$E2E_DIR/baselines.json"
+		--cold-mib $COLD --seconds "$WINDOW" --console "$E2E_CONSOLE" >"$E2E_DIR/baselines.json"
 	say "side by side done (rc $?)"
 fi
 kill "$E2E_QEMU_PID" 2>/dev/null
@@ -139,53 +158,51 @@ wait "$E2E_QEMU_PID" 2>/dev/null
 [ -n "$MGLRU_WAS" ] && echo "$MGLRU_WAS" >/sys/kernel/mm/lru_gen/enabled
 rmdir "$CG" 2>/dev/null
 
-# Every figure, then the ones added here: the best saving and the longest dip.
-while read -r k v; do e2e_fig "$k" "$v"; done < <(python3 - "$E2E_DIR/run.json" "$E2E_CONSOLE" \
-	"$E2E_DIR/vm_show.json" "$COLD" "$E2E_DIR/baselines.json" "$MEMTIDED_LINES" <<'EOF'
-import json, re, statistics, sys
+# Every figure, then the ones added here: the best saving and the side by side's verdict.
+while read -r k v; do e2e_fig "$k" "$v"; done < <(python3 - "$E2E_DIR/run.json" \
+	"$E2E_DIR/vm_show.json" "$COLD" "$E2E_DIR/baselines.json" <<'EOF'
+import json, sys
 figs = json.load(open(sys.argv[1]))
 try:
-    side = json.load(open(sys.argv[5]))
+    side = json.load(open(sys.argv[4]))
 except (OSError, ValueError):
     side = {}
 if side:
     figs.update(side)
+    # Each contender over the same window: memory saved net of the pool, PSI stall, and what
+    # the guest felt (hot-rate p90 ratio, longest dip under half the rate).  PSI does not see
+    # a KVM guest's stall (its vCPUs wait on KVM's MMU lock), so "no more stall" is asked of
+    # both measures: PSI some, and the longest dip with 0.2 s of slack (two of the 100 ms
+    # samples: the dips are measured at that resolution).
     figs["memtided_saved_mib"] = figs.get("returned_net_mib")
-    figs["memtided_stall_ms"] = figs.get("psi_some_ms_60s")
-    others = [(side.get(m + "_saved_mib"), side.get(m + "_stall_ms")) for m in ("senpai", "high")]
-    others = [o for o in others if o[0] is not None and o[1] is not None]
-    if others and figs["memtided_saved_mib"] is not None and figs["memtided_stall_ms"] is not None:
-        best = max(others, key=lambda o: o[0])
-        figs["side_best_saved_mib"], figs["side_best_stall_ms"] = best
-        figs["side_by_side_met"] = bool(figs["memtided_saved_mib"] >= best[0] and
-                                        figs["memtided_stall_ms"] <= best[1])
-cold = int(sys.argv[4])
+    figs["memtided_stall_ms"] = figs.get("psi_some_ms")
+    figs["memtided_tput_ratio"] = figs.get("tput_ratio")
+    figs["memtided_longest_dip_s"] = figs.get("longest_dip_s")
+    others = [m for m in ("senpai", "high") if side.get(m + "_saved_mib") is not None]
+    mine = [figs.get("memtided_" + k) for k in ("saved_mib", "stall_ms", "longest_dip_s")]
+    if others and None not in mine:
+        best = max(others, key=lambda m: side[m + "_saved_mib"])
+        figs["side_better_baseline"] = best
+        figs["side_best_saved_mib"] = side[best + "_saved_mib"]
+        figs["side_best_stall_ms"] = side.get(best + "_stall_ms")
+        figs["side_best_longest_dip_s"] = side.get(best + "_longest_dip_s")
+        saves = mine[0] >= side[best + "_saved_mib"]
+        psi_ok = side.get(best + "_stall_ms") is not None and mine[1] <= side[best + "_stall_ms"]
+        dip_ok = side.get(best + "_longest_dip_s") is not None and \
+            mine[2] <= side[best + "_longest_dip_s"] + 0.2
+        figs["beats_baselines_saved"] = saves
+        figs["beats_baselines_psi"] = psi_ok
+        figs["beats_baselines_dip"] = dip_ok
+        figs["beats_baselines"] = bool(saves and psi_ok and dip_ok)
+cold = int(sys.argv[3])
 r = figs.get("zram_ratio")
 if r:
     figs["best_mib"] = round(cold * (1 - 1 / r), 1)
-    if figs.get("returned_net_mib") is not None:
-        figs["returned_vs_best"] = round(figs["returned_net_mib"] / figs["best_mib"], 3)
-fine = []
-for n, line in enumerate(open(sys.argv[2], errors="replace")):
-    if n >= int(sys.argv[6]):
-        break
-    m = re.search(r"WL-FINE (\d+) (\d+)", line)
-    if m:
-        fine.append((int(m.group(1)), int(m.group(2))))
-if len(fine) > 20:
-    base = statistics.median(v for _, v in fine[: len(fine) // 4] or fine)
-    longest, start, prev = 0, None, None
-    for t, v in fine:
-        if v < base / 2:
-            start = t if start is None else start
-            longest = max(longest, t - start + (t - prev if prev else 0))
-        else:
-            start = None
-        prev = t
-    figs["longest_dip_s"] = round(longest / 1000, 2)
-    figs["fine_samples"] = len(fine)
+    for s in ("", "_60s"):
+        if figs.get("returned_net_mib" + s) is not None:
+            figs["returned_vs_best" + s] = round(figs["returned_net_mib" + s] / figs["best_mib"], 3)
 try:
-    m = json.load(open(sys.argv[3]))["vm"].get("memcg", {})
+    m = json.load(open(sys.argv[2]))["vm"].get("memcg", {})
     for k in ("cgroup", "mechanism", "aging", "working_set_from", "stall_total_ms",
               "pool_saving_pct", "incompressible"):
         if k in m:
@@ -216,11 +233,11 @@ else
 fi
 if [ "$SIDE" != 1 ]; then
 	e2e_ok "side by side with senpai's loop and a static memory.high # SKIP E2E_KVM_SIDE=1 runs it (compressible body only)"
-elif [ -z "${E2E_FIGS[side_by_side_met]:-}" ]; then
+elif [ -z "${E2E_FIGS[beats_baselines]:-}" ]; then
 	e2e_not_ok "side by side: no figures (reclaim_baselines.py, above)"
 else
-	[ "${E2E_FIGS[side_by_side_met]}" = True ]
-	e2e_check $? "memtided saved ${E2E_FIGS[memtided_saved_mib]} MiB at ${E2E_FIGS[memtided_stall_ms]} ms stall; the better of senpai's loop (${E2E_FIGS[senpai_saved_mib]:-?} MiB, ${E2E_FIGS[senpai_stall_ms]:-?} ms) and memory.high (${E2E_FIGS[high_saved_mib]:-?} MiB, ${E2E_FIGS[high_stall_ms]:-?} ms): at least as much at no more stall"
+	[ "${E2E_FIGS[beats_baselines]}" = True ]
+	e2e_check $? "over ${WINDOW} s each, memtided saved ${E2E_FIGS[memtided_saved_mib]} MiB (PSI ${E2E_FIGS[memtided_stall_ms]} ms, longest dip ${E2E_FIGS[memtided_longest_dip_s]} s, tput ${E2E_FIGS[memtided_tput_ratio]:-?}); senpai's loop ${E2E_FIGS[senpai_saved_mib]:-?} MiB (${E2E_FIGS[senpai_stall_ms]:-?} ms, ${E2E_FIGS[senpai_longest_dip_s]:-?} s, ${E2E_FIGS[senpai_tput_ratio]:-?}); memory.high ${E2E_FIGS[high_saved_mib]:-?} MiB (${E2E_FIGS[high_stall_ms]:-?} ms, ${E2E_FIGS[high_longest_dip_s]:-?} s, ${E2E_FIGS[high_tput_ratio]:-?}): at least the better one's saving at no more PSI stall and no longer dip (+0.2 s)"
 fi
 [ "${E2E_FIGS[cg_max_after]:-}" = max ] && [ "${E2E_FIGS[cg_high_after]:-}" = max ]
 e2e_check $? "memtided left no limit on the cgroup (memory.high ${E2E_FIGS[cg_high_after]:-?}, memory.max ${E2E_FIGS[cg_max_after]:-?})"
