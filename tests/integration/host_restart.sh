@@ -33,6 +33,7 @@ set -u
 BUILD=${BUILD:-build}
 BIN=${MEMTIDE_BIN:-$PWD/$BUILD/bin}
 IT_GUEST_LIB=1 . "$(dirname "$0")/host_guest.sh"
+. "$(dirname "$0")/lib/asan_rss.sh" # rss_kib PID (and ASan's quarantine off)
 NS=https://memtide.org/xmlns/policy/1
 NVM=8
 MAXMIB=384
@@ -303,7 +304,6 @@ else
 	. "$(dirname "$0")/lib/fd_count.sh" # fds PID, fds_low PID
 	# fd_list: "FD TARGET" of each fd memtided holds, to name an fd that stays.
 	fd_list() { for f in /proc/"$mpid"/fd/*; do echo "${f##*/} $(readlink "$f")"; done | sort -n; }
-	rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$mpid/status"; }
 	# A leak grows RSS by the same amount every cycle.  RSS also moves by itself, up and down by
 	# 2 MiB (thread stacks and allocator arenas taken and handed back: one run read 40,076 KiB,
 	# 39,592 after 50 cycles, 41,672 after 100), so one reading at each end is no measure.  RSS
@@ -318,7 +318,7 @@ else
 	fd_list >"$dir/fds.before"
 	for _ in $(seq 100); do
 		cycle || bad=$((bad + 1))
-		rss+=("$(rss_kib)")
+		rss+=("$(rss_kib "$mpid")")
 	done
 	fd_now=$(fds "$mpid")
 	wait_for $((10 * W)) eval 'ctl status | grep -q "^$X "'
