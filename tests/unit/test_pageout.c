@@ -57,15 +57,18 @@ static int lock_for_real(void *p, size_t len)
 	FILE *f;
 
 	if (syscall(SYS_mlock, p, len) != 0) {
-		fprintf(stderr, "test_pageout child: mlock of %zu bytes: %s\n", len, strerror(errno));
+		fprintf(stderr, "test_pageout child: mlock of %zu bytes: %s\n", len,
+			strerror(errno));
 		return -1;
 	}
 	f = fopen("/proc/self/status", "re");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmLck: %lu kB", &kib) == 1)
+		if (strncmp(line, "VmLck:", 6) == 0) {
+			kib = strtoul(line + 6, NULL, 10);
 			break;
+		}
 	fclose(f);
 	if (kib * 1024 < len) {
 		fprintf(stderr, "test_pageout child: VmLck is %lu kB after the mlock\n", kib);
