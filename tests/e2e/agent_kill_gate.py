@@ -11,10 +11,12 @@ the guest's reclaim and the balloon are slower and their timing varies from run 
 So the host picks the moment, from what it can see, and tells the guest over its control
 port (tests/e2e/guest/build.sh, memtide.control_port):
 
-  the balloon's actual (QMP query-balloon, the test's own monitor) is under --below-mib,
-  memtided's balloon target (its control socket, {"cmd":"vm"}) is that actual within 1 MiB
-  (nothing in flight), and that target stood through two of memtided's ticks (its
-  updated_ms moved twice): memtided holds memory and is not in the middle of a step.
+  the balloon's actual (QMP query-balloon, the test's own monitor) is under --below-mib
+  and stood within 1 MiB through two of memtided's ticks (its control socket's updated_ms,
+  {"cmd":"vm"}, moved twice): memtided holds memory.  The actual need not have reached
+  memtided's balloon target: on the KVM stand the guest's balloon driver lagged 27-96 MiB
+  behind it for minutes, and a silence with an inflation in flight is what the controller
+  stops where it is (its step 6), so that moment is as fair a test as any.
 
 Polled every half second up to --timeout seconds (QMP and the control socket have no event
 for "the balloon arrived and memtided kept it").  Prints one JSON line with what it saw at
@@ -127,35 +129,42 @@ def main():
         out["why"] = "cannot reach QEMU's test monitor or the guest's control port: %s" % e
         print(json.dumps(out))
         return 1
-    target = None  # memtided's balloon target, and the tick it was first seen at
-    ticks_at_target = 0
+    still_at = None  # the balloon's actual the ticks are counted at
+    ticks_still = 0
     last_tick = None
     lowest = None
     seen = None
     while time.monotonic() - t0 < a.timeout:
-        actual = qmp_call(qf, "query-balloon")["actual"]
+        try:
+            actual = qmp_call(qf, "query-balloon")["actual"]
+        except (OSError, ValueError, RuntimeError) as e:
+            # Seen on the KVM stand: the guest's QEMU gone, with nothing said, mid-run.
+            out["why"] = ("QEMU's test monitor failed %.1f s into the wait (%s): the guest's "
+                          "QEMU is gone or stuck; last seen %s"
+                          % (time.monotonic() - t0, e, json.dumps(seen)))
+            print(json.dumps(out))
+            return 1
         vm = vm_status(a.ctl, a.vm)
         lowest = actual if lowest is None else min(lowest, actual)
         if vm is not None:
             bt = vm.get("balloon_target_bytes", 0)
             tick = vm.get("updated_ms")
-            if bt != target:
-                target, ticks_at_target = bt, 0
+            if still_at is None or abs(actual - still_at) >= MiB:
+                still_at, ticks_still = actual, 0
             elif tick != last_tick:
-                ticks_at_target += 1
+                ticks_still += 1
             last_tick = tick
             seen = {"actual_mib": actual // MiB, "balloon_target_mib": bt // MiB,
                     "target_mib": vm.get("target_bytes", 0) // MiB,
                     "decision": vm.get("decision", ""),
-                    "ticks_at_target": ticks_at_target}
-            if (actual < a.below_mib * MiB and abs(actual - bt) < MiB and
-                    ticks_at_target >= 2):
+                    "ticks_still": ticks_still}
+            if actual < a.below_mib * MiB and ticks_still >= 2:
                 break
         time.sleep(0.5)
     else:
         out["why"] = ("memtided held no memory within %d s: the balloon's lowest actual was "
-                      "%d MiB (the kill needs it under %d MiB, at memtided's target, for two "
-                      "ticks); last seen %s" % (a.timeout, (lowest or 0) // MiB, a.below_mib,
+                      "%d MiB (the kill needs it under %d MiB and still for two of "
+                      "memtided's ticks); last seen %s" % (a.timeout, (lowest or 0) // MiB, a.below_mib,
                                                 json.dumps(seen)))
         out["lowest_mib"] = (lowest or 0) // MiB
         print(json.dumps(out))
