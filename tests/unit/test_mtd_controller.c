@@ -57,6 +57,17 @@ static struct mtd_ctl_input calm(uint64_t now_ms, uint64_t actual, uint64_t wss)
 	};
 }
 
+/* calm(), from a guest whose agent can reclaim and that has avail bytes available. */
+static struct mtd_ctl_input reclaiming(uint64_t now_ms, uint64_t actual, uint64_t wss,
+				       uint64_t avail)
+{
+	struct mtd_ctl_input in = calm(now_ms, actual, wss);
+
+	in.can_reclaim = true;
+	in.guest_avail_bytes = avail;
+	return in;
+}
+
 static void test_inflate_is_slow_and_stops_at_wss_plus_headroom(void **state)
 {
 	struct mtd_ctl_state st = {0};
@@ -264,8 +275,7 @@ static void test_reclaim_mode_cap_rises_only_with_need(void **state)
 
 	struct mtd_ctl_state st = {
 	    .primed = true, .target_bytes = 640 * MiB, .balloon_bytes = 1 * GiB};
-	struct mtd_ctl_input in = calm(1000, 1 * GiB, 512 * MiB);
-	in.can_reclaim = true;
+	struct mtd_ctl_input in = reclaiming(1000, 1 * GiB, 512 * MiB, 1 * GiB);
 	in.used_known = true;
 	in.guest_used_bytes = 600 * MiB;
 	for (int i = 0; i < 10; i++, in.now_ms += cfg.interval_ms) {
@@ -718,8 +728,7 @@ static void test_reclaim_mode_keeps_balloon_at_ceiling(void **state)
 	assert_int_equal(target, 640 * MiB);
 
 	/* The guest got under its target: nothing more to ask. */
-	struct mtd_ctl_input in = calm(now, 2 * GiB, 512 * MiB);
-	in.can_reclaim = true;
+	struct mtd_ctl_input in = reclaiming(now, 2 * GiB, 512 * MiB, 1 * GiB);
 	in.used_known = true;
 	in.guest_used_bytes = 600 * MiB;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
@@ -1058,14 +1067,11 @@ static void test_balloon_follows_the_guests_reclaim(void **state)
 	pol.return_via = MTD_RETURN_BALLOON;
 
 	/* settle at 2 GiB first */
-	struct mtd_ctl_input in = calm(now, 2 * GiB, 2 * GiB);
-	in.can_reclaim = true;
+	struct mtd_ctl_input in = reclaiming(now, 2 * GiB, 2 * GiB, 1 * GiB);
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	now += cfg.interval_ms;
 	/* the working set is 512 MiB; the guest has 150 MiB available: room for 22 */
-	in = calm(now, 2 * GiB, 512 * MiB);
-	in.can_reclaim = true;
-	in.guest_avail_bytes = 150 * MiB;
+	in = reclaiming(now, 2 * GiB, 512 * MiB, 150 * MiB);
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.reason, MTD_CTL_INFLATE);
 	assert_int_equal(out.target_bytes, 2 * GiB - cfg.max_inflate_step_bytes);
@@ -1076,16 +1082,12 @@ static void test_balloon_follows_the_guests_reclaim(void **state)
 	 * (which took its own next step) an interval later */
 	uint64_t before = out.balloon_bytes;
 	now += cfg.interval_ms;
-	in = calm(now, before, 512 * MiB);
-	in.can_reclaim = true;
-	in.guest_avail_bytes = 1 * GiB;
+	in = reclaiming(now, before, 512 * MiB, 1 * GiB);
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.balloon_bytes, before - cfg.max_inflate_step_bytes);
 	assert_true(out.target_bytes < out.balloon_bytes);
 	now += cfg.interval_ms;
-	in = calm(now, out.balloon_bytes, 512 * MiB);
-	in.can_reclaim = true;
-	in.guest_avail_bytes = 1 * GiB;
+	in = reclaiming(now, out.balloon_bytes, 512 * MiB, 1 * GiB);
 	pol.min_bytes = out.target_bytes; /* no further step: the balloon meets the target */
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.balloon_bytes, out.target_bytes);
@@ -1093,18 +1095,14 @@ static void test_balloon_follows_the_guests_reclaim(void **state)
 	/* no room at all: the balloon stays, the guest is asked to free the step */
 	uint64_t at = out.balloon_bytes;
 	now += cfg.interval_ms;
-	in = calm(now, at, 512 * MiB);
-	in.can_reclaim = true;
-	in.guest_avail_bytes = 100 * MiB;
+	in = reclaiming(now, at, 512 * MiB, 100 * MiB);
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.balloon_bytes, at);
 	assert_true(out.target_bytes < at);
 	assert_int_equal(out.reclaim_bytes, at - out.target_bytes);
 	/* under a host squeeze the balloon takes its step, room or not */
 	now += cfg.interval_ms;
-	in = calm(now, at, 512 * MiB);
-	in.can_reclaim = true;
-	in.guest_avail_bytes = 100 * MiB;
+	in = reclaiming(now, at, 512 * MiB, 100 * MiB);
 	in.squeeze = 0.5;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_true(out.balloon_bytes < at);
@@ -1113,9 +1111,7 @@ static void test_balloon_follows_the_guests_reclaim(void **state)
 	at = out.balloon_bytes;
 	assert_int_equal(at % MiB, 0);
 	now += cfg.interval_ms;
-	in = calm(now, at, 512 * MiB);
-	in.can_reclaim = true;
-	in.guest_avail_bytes = 150 * MiB + 3 * 1024;
+	in = reclaiming(now, at, 512 * MiB, 150 * MiB + 3 * 1024);
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_true(out.balloon_bytes < at);
 	assert_int_equal(out.balloon_bytes % MiB, 0);
@@ -1134,14 +1130,11 @@ static void test_balloon_room_holds_after_a_futile_reclaim(void **state)
 	setup_defaults();
 	pol.return_via = MTD_RETURN_BALLOON;
 
-	struct mtd_ctl_input in = calm(now, 2 * GiB, 2 * GiB);
-	in.can_reclaim = true;
+	struct mtd_ctl_input in = reclaiming(now, 2 * GiB, 2 * GiB, 1 * GiB);
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	now += cfg.interval_ms;
-	in = calm(now, 2 * GiB, 512 * MiB);
-	in.can_reclaim = true;
+	in = reclaiming(now, 2 * GiB, 512 * MiB, 150 * MiB);
 	in.reclaim_futile = true;
-	in.guest_avail_bytes = 150 * MiB;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.reason, MTD_CTL_INFLATE);
 	assert_true(out.target_bytes < 2 * GiB);
@@ -1153,18 +1146,15 @@ static void test_balloon_room_holds_after_a_futile_reclaim(void **state)
 	 * controller would hold a balloon the guest does not have) */
 	uint64_t at = out.balloon_bytes;
 	now += cfg.interval_ms;
-	in = calm(now, at, 512 * MiB);
-	in.can_reclaim = true;
-	in.guest_avail_bytes = 2 * cfg.mem_available_low_bytes + cfg.min_change_bytes - MiB;
+	in = reclaiming(now, at, 512 * MiB,
+			2 * cfg.mem_available_low_bytes + cfg.min_change_bytes - MiB);
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.balloon_bytes, at);
 	assert_false(out.changed);
 	/* no room: the balloon stays */
 	now += cfg.interval_ms;
-	in = calm(now, at, 512 * MiB);
-	in.can_reclaim = true;
+	in = reclaiming(now, at, 512 * MiB, 2 * cfg.mem_available_low_bytes);
 	in.reclaim_futile = true;
-	in.guest_avail_bytes = 2 * cfg.mem_available_low_bytes;
 	mtd_ctl_step(&cfg, &pol, &in, &st, &out);
 	assert_int_equal(out.balloon_bytes, at);
 }
